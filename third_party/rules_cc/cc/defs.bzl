@@ -1,0 +1,29 @@
+"""Re-exports Bazel's native C++ rules under the names rules_cc provides.
+
+Debian's rules_cc 0.0.4 needs a newer Bazel than Debian's 4.2.3; this shim is all
+that @bazel_tools asks of rules_cc (DESIGN.md section 9).
+"""
+
+def cc_library(**kwargs):
+    native.cc_library(**kwargs)
+
+def cc_binary(**kwargs):
+    native.cc_binary(**kwargs)
+
+def cc_test(**kwargs):
+    native.cc_test(**kwargs)
+
+def cc_import(**kwargs):
+    native.cc_import(**kwargs)
+
+def cc_proto_library(**kwargs):
+    native.cc_proto_library(**kwargs)
+
+def cc_toolchain(**kwargs):
+    native.cc_toolchain(**kwargs)
+
+def cc_toolchain_suite(**kwargs):
+    native.cc_toolchain_suite(**kwargs)
+
+def objc_library(**kwargs):
+    native.objc_library(**kwargs)
