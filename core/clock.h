@@ -1,0 +1,35 @@
+#ifndef OVERSEER_CORE_CLOCK_H_
+#define OVERSEER_CORE_CLOCK_H_
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace overseer {
+
+// The source of time for everything that waits, backs off or acts on an interval, so
+// that tests substitute a fake clock (testing/fake_clock.h) instead of sleeping.
+// Implementations are thread-safe.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+
+  // The current time.
+  virtual absl::Time Now() = 0;
+
+  // Blocks the calling thread for `d`.
+  virtual void SleepFor(absl::Duration d) = 0;
+
+  // Waits until `cond` holds (evaluated with `mu` held; the caller holds `mu`) or
+  // until `deadline`. Returns whether `cond` holds. The condition must be signalled
+  // by state changes made under `mu`, as with absl::Mutex::AwaitWithDeadline.
+  virtual bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
+                                 absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
+
+  // The process-wide real clock. Never null; never deleted.
+  static Clock* Real();
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CORE_CLOCK_H_

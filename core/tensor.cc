@@ -1,0 +1,242 @@
+#include "core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+
+namespace overseer {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+// Element `i` of `t` as text, for DebugString.
+std::string ElementString(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DT_FLOAT: return absl::StrCat(t.data<float>()[i]);
+    case DT_DOUBLE: return absl::StrCat(t.data<double>()[i]);
+    case DT_INT32: return absl::StrCat(t.data<int32_t>()[i]);
+    case DT_INT64: return absl::StrCat(t.data<int64_t>()[i]);
+    case DT_BOOL: return t.data<bool>()[i] ? "true" : "false";
+    case DT_STRING: return absl::StrCat("\"", t.data<std::string>()[i], "\"");
+    default: return "?";
+  }
+}
+
+template <typename T, typename Field>
+void CopyTypedField(const Field& field, int64_t n, T* out) {
+  if (field.size() == 0) return;  // zero-filled already
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = static_cast<T>(i < field.size() ? field.Get(static_cast<int>(i))
+                                             : field.Get(field.size() - 1));
+  }
+}
+
+template <typename Field>
+absl::Status CheckFieldSize(const Field& field, int64_t n, const TensorShape& shape) {
+  // Fewer values than elements repeat the last one, as TensorFlow does.
+  if (field.size() > n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TensorProto has ", field.size(), " values for shape ", shape.DebugString(),
+        " (", n, " elements)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements)
+    : dtype_(dtype), num_elements_(num_elements) {
+  const size_t elem = dtype == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype);
+  size_bytes_ = elem * static_cast<size_t>(num_elements);
+  const size_t alloc = std::max<size_t>(kAlignment, (size_bytes_ + kAlignment - 1) /
+                                                        kAlignment * kAlignment);
+  data_ = std::aligned_alloc(kAlignment, alloc);
+  CHECK(data_ != nullptr) << "out of memory allocating " << alloc << " bytes";
+  if (dtype == DT_STRING) {
+    auto* s = static_cast<std::string*>(data_);
+    for (int64_t i = 0; i < num_elements; ++i) new (s + i) std::string();
+  } else {
+    std::memset(data_, 0, size_bytes_);
+  }
+}
+
+TensorBuffer::~TensorBuffer() {
+  if (dtype_ == DT_STRING) {
+    auto* s = static_cast<std::string*>(data_);
+    for (int64_t i = 0; i < num_elements_; ++i) s[i].~basic_string();
+  }
+  std::free(data_);
+}
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape)
+    : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()) {
+  CHECK(IsSupportedDataType(dtype)) << "unsupported dtype " << DataTypeString(dtype);
+  buffer_ = std::make_shared<TensorBuffer>(dtype, num_elements_);
+}
+
+size_t Tensor::TotalBytes() const {
+  if (!IsInitialized()) return 0;
+  if (dtype_ != DT_STRING) return buffer_->size_bytes();
+  size_t total = 0;
+  const std::string* s = data<std::string>();
+  for (int64_t i = 0; i < num_elements_; ++i) total += s[i].size();
+  return total;
+}
+
+bool Tensor::CopyFrom(const Tensor& other, const TensorShape& shape) {
+  if (other.NumElements() != shape.num_elements()) return false;
+  dtype_ = other.dtype_;
+  shape_ = shape;
+  num_elements_ = other.num_elements_;
+  buffer_ = other.buffer_;
+  return true;
+}
+
+absl::StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
+  Tensor out;
+  if (!out.CopyFrom(*this, shape)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot reshape a tensor with ", num_elements_, " elements (shape ",
+                     shape_.DebugString(), ") to shape ", shape.DebugString(), " (",
+                     shape.num_elements(), " elements)"));
+  }
+  return out;
+}
+
+Tensor Tensor::DeepCopy() const {
+  if (!IsInitialized()) return Tensor();
+  Tensor out(dtype_, shape_);
+  if (dtype_ == DT_STRING) {
+    const std::string* src = data<std::string>();
+    std::string* dst = out.data<std::string>();
+    for (int64_t i = 0; i < num_elements_; ++i) dst[i] = src[i];
+  } else {
+    std::memcpy(out.buffer_->data(), buffer_->data(), buffer_->size_bytes());
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
+  const DataType dtype = proto.dtype();
+  if (!IsSupportedDataType(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TensorProto has unsupported dtype ", DataTypeString(dtype),
+        "; supported: float, double, int32, int64, bool, string"));
+  }
+  auto shape_or = TensorShape::FromProto(proto.tensor_shape());
+  if (!shape_or.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TensorProto has a bad shape: ", shape_or.status().message()));
+  }
+  Tensor t(dtype, *shape_or);
+  const int64_t n = t.NumElements();
+  if (dtype != DT_STRING && !proto.tensor_content().empty()) {
+    const size_t want = DataTypeSize(dtype) * static_cast<size_t>(n);
+    if (proto.tensor_content().size() != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TensorProto tensor_content has ", proto.tensor_content().size(),
+          " bytes but shape ", shape_or->DebugString(), " of ", DataTypeString(dtype),
+          " needs ", want));
+    }
+    std::memcpy(t.buffer_->data(), proto.tensor_content().data(), want);
+    return t;
+  }
+  switch (dtype) {
+    case DT_FLOAT:
+      if (auto s = CheckFieldSize(proto.float_val(), n, t.shape()); !s.ok()) return s;
+      CopyTypedField(proto.float_val(), n, t.data<float>());
+      break;
+    case DT_DOUBLE:
+      if (auto s = CheckFieldSize(proto.double_val(), n, t.shape()); !s.ok()) return s;
+      CopyTypedField(proto.double_val(), n, t.data<double>());
+      break;
+    case DT_INT32:
+      if (auto s = CheckFieldSize(proto.int_val(), n, t.shape()); !s.ok()) return s;
+      CopyTypedField(proto.int_val(), n, t.data<int32_t>());
+      break;
+    case DT_INT64:
+      if (auto s = CheckFieldSize(proto.int64_val(), n, t.shape()); !s.ok()) return s;
+      CopyTypedField(proto.int64_val(), n, t.data<int64_t>());
+      break;
+    case DT_BOOL:
+      if (auto s = CheckFieldSize(proto.bool_val(), n, t.shape()); !s.ok()) return s;
+      CopyTypedField(proto.bool_val(), n, t.data<bool>());
+      break;
+    case DT_STRING: {
+      if (auto s = CheckFieldSize(proto.string_val(), n, t.shape()); !s.ok()) return s;
+      std::string* out = t.data<std::string>();
+      const int size = proto.string_val_size();
+      for (int64_t i = 0; i < n && size > 0; ++i) {
+        out[i] = proto.string_val(i < size ? static_cast<int>(i) : size - 1);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return t;
+}
+
+void Tensor::ToProto(TensorProto* proto, bool use_typed_fields) const {
+  proto->Clear();
+  proto->set_dtype(dtype_);
+  shape_.ToProto(proto->mutable_tensor_shape());
+  if (!IsInitialized()) return;
+  const int64_t n = num_elements_;
+  if (dtype_ == DT_STRING) {
+    const std::string* s = data<std::string>();
+    for (int64_t i = 0; i < n; ++i) proto->add_string_val(s[i]);
+    return;
+  }
+  if (!use_typed_fields) {
+    proto->set_tensor_content(buffer_->data(), buffer_->size_bytes());
+    return;
+  }
+  switch (dtype_) {
+    case DT_FLOAT:
+      proto->mutable_float_val()->Add(data<float>(), data<float>() + n);
+      break;
+    case DT_DOUBLE:
+      proto->mutable_double_val()->Add(data<double>(), data<double>() + n);
+      break;
+    case DT_INT32:
+      proto->mutable_int_val()->Add(data<int32_t>(), data<int32_t>() + n);
+      break;
+    case DT_INT64:
+      for (int64_t i = 0; i < n; ++i) proto->add_int64_val(data<int64_t>()[i]);
+      break;
+    case DT_BOOL:
+      for (int64_t i = 0; i < n; ++i) proto->add_bool_val(data<bool>()[i]);
+      break;
+    default:
+      break;
+  }
+}
+
+std::string Tensor::DebugString(int max_entries) const {
+  std::string out = absl::StrCat("Tensor<", DataTypeString(dtype_), ", ",
+                                 shape_.DebugString(), ">");
+  if (!IsInitialized()) return out + ": <uninitialized>";
+  out += ":";
+  const int64_t n = std::min<int64_t>(num_elements_, max_entries);
+  for (int64_t i = 0; i < n; ++i) absl::StrAppend(&out, " ", ElementString(*this, i));
+  if (num_elements_ > n) out += " ...";
+  return out;
+}
+
+bool Tensor::Equals(const Tensor& other) const {
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (IsInitialized() != other.IsInitialized()) return false;
+  if (!IsInitialized()) return true;
+  if (dtype_ == DT_STRING) {
+    for (int64_t i = 0; i < num_elements_; ++i) {
+      if (data<std::string>()[i] != other.data<std::string>()[i]) return false;
+    }
+    return true;
+  }
+  return std::memcmp(buffer_->data(), other.buffer_->data(), buffer_->size_bytes()) == 0;
+}
+
+}  // namespace overseer

@@ -1,0 +1,173 @@
+#ifndef OVERSEER_CORE_TENSOR_H_
+#define OVERSEER_CORE_TENSOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/logging.h"
+#include "core/tensor_shape.h"
+#include "core/types.h"
+#include "proto/tensor.pb.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace overseer {
+
+// A reference-counted, 64-byte aligned block of elements of one dtype. Strings are
+// constructed in place and destroyed with the buffer. Thread-safe to share; the
+// elements themselves are not synchronised.
+class TensorBuffer {
+ public:
+  TensorBuffer(DataType dtype, int64_t num_elements);  // zero / empty-string filled
+  ~TensorBuffer();
+  TensorBuffer(const TensorBuffer&) = delete;
+  TensorBuffer& operator=(const TensorBuffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size_bytes() const { return size_bytes_; }
+
+ private:
+  DataType dtype_;
+  int64_t num_elements_;
+  size_t size_bytes_;
+  void* data_;
+};
+
+// An n-dimensional array of one dtype, row-major. Copying a Tensor is cheap and shares
+// the buffer (like TensorFlow's); DeepCopy makes an independent one. Accessors view the
+// elements through Eigen. Concurrent reads are safe; writes need external
+// synchronisation (variables lock around them).
+class Tensor {
+ public:
+  template <typename T, int N>
+  using EigenTensor = Eigen::TensorMap<Eigen::Tensor<T, N, Eigen::RowMajor, Eigen::DenseIndex>,
+                                       Eigen::Aligned>;
+  template <typename T, int N>
+  using ConstEigenTensor =
+      Eigen::TensorMap<Eigen::Tensor<const T, N, Eigen::RowMajor, Eigen::DenseIndex>,
+                       Eigen::Aligned>;
+
+  Tensor() = default;  // DT_INVALID, no buffer: !IsInitialized().
+  // Allocates zero-filled (or empty strings). Precondition: IsSupportedDataType(dtype).
+  Tensor(DataType dtype, const TensorShape& shape);
+
+  // A scalar of T.
+  template <typename T>
+  static Tensor Scalar(T value) {
+    Tensor t(DataTypeToEnum<T>::value, TensorShape());
+    t.data<T>()[0] = std::move(value);
+    return t;
+  }
+  // A tensor of `shape` holding `values` (row-major). Precondition: sizes match.
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values, const TensorShape& shape) {
+    Tensor t(DataTypeToEnum<T>::value, shape);
+    CHECK(static_cast<int64_t>(values.size()) == t.NumElements())
+        << values.size() << " values for shape " << shape.DebugString();
+    T* out = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+    return t;
+  }
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values) {
+    return FromVector(values, TensorShape({static_cast<int64_t>(values.size())}));
+  }
+
+  bool IsInitialized() const { return buffer_ != nullptr; }
+  DataType dtype() const { return dtype_; }
+  const TensorShape& shape() const { return shape_; }
+  int dims() const { return shape_.dims(); }
+  int64_t dim_size(int i) const { return shape_.dim_size(i); }
+  int64_t NumElements() const { return num_elements_; }
+  // Bytes of element storage (strings: sum of their lengths).
+  size_t TotalBytes() const;
+
+  // Raw elements. Precondition: DataTypeToEnum<T>::value == dtype().
+  template <typename T>
+  T* data() const {
+    CHECK(DataTypeToEnum<T>::value == dtype_)
+        << "tensor of " << DataTypeString(dtype_) << " accessed as "
+        << DataTypeString(DataTypeToEnum<T>::value);
+    return buffer_ ? static_cast<T*>(buffer_->data()) : nullptr;
+  }
+
+  template <typename T>
+  EigenTensor<T, 1> flat() const {
+    return EigenTensor<T, 1>(data<T>(), num_elements_);
+  }
+  template <typename T>
+  EigenTensor<T, 1> vec() const {
+    CHECK(dims() == 1) << "vec() of shape " << shape_.DebugString();
+    return flat<T>();
+  }
+  template <typename T>
+  EigenTensor<T, 2> matrix() const {
+    CHECK(dims() == 2) << "matrix() of shape " << shape_.DebugString();
+    return EigenTensor<T, 2>(data<T>(), shape_.dim_size(0), shape_.dim_size(1));
+  }
+  template <typename T>
+  T& scalar() const {
+    CHECK(num_elements_ == 1) << "scalar() of shape " << shape_.DebugString();
+    return data<T>()[0];
+  }
+  // A rank-N view; dimensions are the shape's, padded with leading 1s.
+  template <typename T, int N>
+  EigenTensor<T, N> tensor() const {
+    CHECK(dims() <= N) << "tensor<" << N << ">() of shape " << shape_.DebugString();
+    Eigen::array<Eigen::DenseIndex, N> d;
+    for (int i = 0; i < N; ++i) d[i] = 1;
+    for (int i = 0; i < dims(); ++i) d[N - dims() + i] = shape_.dim_size(i);
+    return EigenTensor<T, N>(data<T>(), d);
+  }
+  // The same elements viewed as an [outer, inner] matrix where inner is the product of
+  // the dimensions from `axis` on.
+  template <typename T>
+  EigenTensor<T, 2> flat_inner_dims(int axis) const;
+
+  // Shares the buffer under a new shape with the same element count; false otherwise.
+  bool CopyFrom(const Tensor& other, const TensorShape& shape);
+  // A tensor sharing this buffer with `shape`. INVALID_ARGUMENT on an element-count
+  // mismatch.
+  absl::StatusOr<Tensor> Reshaped(const TensorShape& shape) const;
+  // An independent copy of the elements.
+  Tensor DeepCopy() const;
+  // Whether no other Tensor shares this buffer (in-place updates are then invisible to
+  // other holders).
+  bool RefCountIsOne() const { return buffer_.use_count() <= 1; }
+  // Whether both share one buffer.
+  bool SharesBufferWith(const Tensor& other) const {
+    return buffer_ != nullptr && buffer_ == other.buffer_;
+  }
+
+  // Parses tensor_content or the typed *_val fields (a single value fills the shape,
+  // as TensorFlow does). INVALID_ARGUMENT on unsupported dtypes, a bad shape or a
+  // content size that does not match the shape.
+  static absl::StatusOr<Tensor> FromProto(const TensorProto& proto);
+  // Numeric tensors use tensor_content unless `use_typed_fields`; strings use
+  // string_val.
+  void ToProto(TensorProto* proto, bool use_typed_fields = false) const;
+
+  // "Tensor<float, [2,2]>: 1 2 3 4" with at most `max_entries` values.
+  std::string DebugString(int max_entries = 10) const;
+  // Element-wise equality of dtype, shape and values.
+  bool Equals(const Tensor& other) const;
+
+ private:
+  DataType dtype_ = DT_INVALID;
+  TensorShape shape_;
+  int64_t num_elements_ = 1;
+  std::shared_ptr<TensorBuffer> buffer_;
+};
+
+template <typename T>
+Tensor::EigenTensor<T, 2> Tensor::flat_inner_dims(int axis) const {
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < dims(); ++i) (i < axis ? outer : inner) *= shape_.dim_size(i);
+  return EigenTensor<T, 2>(data<T>(), outer, inner);
+}
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CORE_TENSOR_H_

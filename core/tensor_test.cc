@@ -1,0 +1,123 @@
+#include "core/tensor.h"
+
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+TEST(TensorShapeTest, ElementsAndDebugString) {
+  TensorShape s({2, 3});
+  EXPECT_EQ(s.num_elements(), 6);
+  EXPECT_EQ(s.DebugString(), "[2,3]");
+  EXPECT_EQ(TensorShape().num_elements(), 1);
+  EXPECT_EQ(TensorShape({4, 0}).num_elements(), 0);
+  EXPECT_FALSE(TensorShape::FromDims({2, -1}).ok());
+}
+
+TEST(TensorShapeTest, Broadcast) {
+  EXPECT_EQ(*BroadcastShapes(TensorShape({2, 1}), TensorShape({1, 3})), TensorShape({2, 3}));
+  EXPECT_EQ(*BroadcastShapes(TensorShape({}), TensorShape({4})), TensorShape({4}));
+  auto bad = BroadcastShapes(TensorShape({2, 3}), TensorShape({4}));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("[2,3] vs. [4]"), std::string::npos);
+}
+
+TEST(PartialShapeTest, MergeAndCompatibility) {
+  PartialShape a({-1, 784});
+  EXPECT_TRUE(a.IsCompatibleWith(TensorShape({32, 784})));
+  EXPECT_FALSE(a.IsCompatibleWith(TensorShape({32, 10})));
+  EXPECT_FALSE(a.IsCompatibleWith(TensorShape({784})));
+  EXPECT_TRUE(PartialShape::Unknown().IsCompatibleWith(TensorShape({1, 2, 3})));
+  EXPECT_EQ(*a.Merge(PartialShape({8, -1})), PartialShape({8, 784}));
+  EXPECT_EQ(a.DebugString(), "[?,784]");
+  TensorShapeProto p;
+  PartialShape::Unknown().ToProto(&p);
+  EXPECT_TRUE(p.unknown_rank());
+  EXPECT_FALSE(PartialShape::FromProto(p).known_rank());
+}
+
+TEST(TensorTest, EigenViews) {
+  Tensor t = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
+  EXPECT_EQ(t.matrix<float>()(1, 2), 6);
+  EXPECT_EQ(t.flat<float>()(3), 4);
+  auto t3 = t.tensor<float, 3>();
+  EXPECT_EQ(t3(0, 1, 0), 4);
+  EXPECT_EQ(Tensor::Scalar<int64_t>(7).scalar<int64_t>(), 7);
+  EXPECT_EQ(t.flat_inner_dims<float>(1).dimension(1), 3);
+}
+
+TEST(TensorTest, CopiesShareAndDeepCopyDoesNot) {
+  Tensor a = Tensor::FromVector<int32_t>({1, 2});
+  Tensor b = a;
+  EXPECT_TRUE(b.SharesBufferWith(a));
+  EXPECT_FALSE(a.RefCountIsOne());
+  Tensor c = a.DeepCopy();
+  c.data<int32_t>()[0] = 9;
+  EXPECT_EQ(a.data<int32_t>()[0], 1);
+  auto r = a.Reshaped(TensorShape({1, 2}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->shape(), TensorShape({1, 2}));
+  EXPECT_FALSE(a.Reshaped(TensorShape({3})).ok());
+}
+
+TEST(TensorTest, ProtoRoundTripEveryType) {
+  std::vector<Tensor> tensors = {
+      Tensor::FromVector<float>({1.5f, -2}, TensorShape({2, 1})),
+      Tensor::FromVector<double>({3.25}),
+      Tensor::FromVector<int32_t>({1, 2, 3}),
+      Tensor::FromVector<int64_t>({int64_t{1} << 40}),
+      Tensor::FromVector<bool>({true, false}),
+      Tensor::FromVector<std::string>({"a", "", "ccc"}),
+      Tensor(DT_FLOAT, TensorShape({0, 3})),
+  };
+  for (const Tensor& t : tensors) {
+    for (bool typed : {false, true}) {
+      TensorProto p;
+      t.ToProto(&p, typed);
+      auto back = Tensor::FromProto(p);
+      ASSERT_TRUE(back.ok()) << back.status();
+      EXPECT_TRUE(back->Equals(t)) << t.DebugString() << " vs " << back->DebugString();
+    }
+  }
+}
+
+TEST(TensorTest, FromProtoSingleValueFillsShape) {
+  TensorProto p;
+  p.set_dtype(DT_FLOAT);
+  p.mutable_tensor_shape()->add_dim()->set_size(3);
+  p.add_float_val(0.5f);
+  auto t = Tensor::FromProto(p);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->flat<float>()(2), 0.5f);
+}
+
+TEST(TensorTest, FromProtoRejectsBadInput) {
+  TensorProto p;
+  p.set_dtype(DT_FLOAT);
+  p.mutable_tensor_shape()->add_dim()->set_size(2);
+  p.set_tensor_content(std::string(7, '\0'));
+  EXPECT_EQ(Tensor::FromProto(p).status().code(), absl::StatusCode::kInvalidArgument);
+  p.clear_tensor_content();
+  p.add_float_val(1);
+  p.add_float_val(2);
+  p.add_float_val(3);
+  EXPECT_EQ(Tensor::FromProto(p).status().code(), absl::StatusCode::kInvalidArgument);
+  TensorProto q;
+  q.set_dtype(DT_HALF);
+  EXPECT_EQ(Tensor::FromProto(q).status().code(), absl::StatusCode::kInvalidArgument);
+  TensorProto r;
+  r.set_dtype(DT_INT32);
+  r.mutable_tensor_shape()->add_dim()->set_size(-3);
+  EXPECT_EQ(Tensor::FromProto(r).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TypesTest, Names) {
+  EXPECT_EQ(DataTypeString(DT_FLOAT), "float");
+  EXPECT_EQ(DataTypeString(DT_FLOAT_REF), "float_ref");
+  EXPECT_EQ(*DataTypeFromString("int64"), DT_INT64);
+  EXPECT_FALSE(DataTypeFromString("complex").ok());
+  EXPECT_EQ(RemoveRefType(MakeRefType(DT_INT32)), DT_INT32);
+}
+
+}  // namespace
+}  // namespace overseer
