@@ -1,0 +1,133 @@
+// Benchmarks of DirectSession (./dev bench):
+//   direct_session.run_overhead_us: Session::Run of a one-Const fetch, and of a
+//     10-node chain, in microseconds per step; baseline: the same kernels called
+//     directly, one after another, with no session or executor.
+//   direct_session.matmul1024_gflops: a 1024x1024 float MatMul through Session::Run;
+//     baseline: the same Eigen contraction on the same thread-pool device.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "client/session.h"
+#include "core/logging.h"
+#include "core/node_def_util.h"
+#include "core/op_kernel.h"
+#include "proto/graph.pb.h"
+
+namespace overseer {
+namespace {
+
+NodeDef* AddNode(GraphDef* g, const std::string& name, const std::string& op,
+                 std::vector<std::string> inputs, DataType t) {
+  NodeDef* n = g->add_node();
+  n->set_name(name);
+  n->set_op(op);
+  for (auto& i : inputs) n->add_input(i);
+  SetNodeAttr(n, op == "Const" ? "dtype" : "T", t);
+  return n;
+}
+
+// A Const followed by `length - 1` Neg nodes.
+GraphDef Chain(int length, const Tensor& value) {
+  GraphDef g;
+  SetNodeAttr(AddNode(&g, "n0", "Const", {}, value.dtype()), "value", value);
+  for (int i = 1; i < length; ++i) {
+    AddNode(&g, "n" + std::to_string(i), "Neg", {"n" + std::to_string(i - 1)},
+            value.dtype());
+  }
+  return g;
+}
+
+// Runs `graph`'s kernels in order, each on the previous one's output, with no session.
+class DirectKernels {
+ public:
+  explicit DirectKernels(const GraphDef& graph) {
+    for (const NodeDef& n : graph.node()) {
+      auto k = CreateOpKernel(n);
+      CHECK(k.ok()) << k.status();
+      kernels_.push_back(*std::move(k));
+    }
+  }
+  Tensor Run() {
+    std::vector<TensorValue> inputs;
+    for (auto& kernel : kernels_) {
+      OpKernelContext::Params params;
+      params.kernel = kernel.get();
+      params.inputs = &inputs;
+      OpKernelContext ctx(params);
+      auto s = kernel->Compute(&ctx);
+      CHECK(s.ok()) << s;
+      inputs = std::move(*ctx.mutable_outputs());
+    }
+    return inputs[0].tensor;
+  }
+
+ private:
+  std::vector<std::unique_ptr<OpKernel>> kernels_;
+};
+
+std::unique_ptr<Session> MakeSession(const GraphDef& graph) {
+  auto session = NewSession(SessionOptions());
+  CHECK(session.ok()) << session.status();
+  auto s = (*session)->Create(graph);
+  CHECK(s.ok()) << s;
+  return *std::move(session);
+}
+
+void RunOverhead(int length, const std::string& name) {
+  GraphDef graph = Chain(length, Tensor::Scalar<float>(1.0f));
+  auto session = MakeSession(graph);
+  const std::vector<std::string> fetches = {"n" + std::to_string(length - 1) + ":0"};
+  std::vector<Tensor> outputs;
+  const double session_s = bench::SecondsPerCall([&] {
+    auto s = session->Run({}, fetches, {}, &outputs);
+    CHECK(s.ok()) << s;
+  });
+  DirectKernels direct(graph);
+  const double direct_s = bench::SecondsPerCall([&] { direct.Run(); });
+  bench::PrintFigure(name, session_s * 1e6, "us", direct_s * 1e6);
+}
+
+void MatMulGflops() {
+  constexpr int64_t kN = 1024;
+  Tensor a(DT_FLOAT, TensorShape({kN, kN})), b(DT_FLOAT, TensorShape({kN, kN}));
+  for (int64_t i = 0; i < kN * kN; ++i) {
+    a.flat<float>()(i) = static_cast<float>(i % 7) * 0.25f;
+    b.flat<float>()(i) = static_cast<float>(i % 5) * 0.5f;
+  }
+  GraphDef graph;
+  SetNodeAttr(AddNode(&graph, "a", "Const", {}, DT_FLOAT), "value", a);
+  SetNodeAttr(AddNode(&graph, "b", "Const", {}, DT_FLOAT), "value", b);
+  AddNode(&graph, "product", "MatMul", {"a", "b"}, DT_FLOAT);
+  auto session = MakeSession(graph);
+  std::vector<Tensor> outputs;
+  const double flops = 2.0 * kN * kN * kN;
+  const double session_s = bench::SecondsPerCall(
+      [&] {
+        auto s = session->Run({}, {"product:0"}, {}, &outputs);
+        CHECK(s.ok()) << s;
+      },
+      2.0, 1);
+
+  Tensor c(DT_FLOAT, TensorShape({kN, kN}));
+  const Eigen::array<Eigen::IndexPair<int>, 1> dims = {Eigen::IndexPair<int>(1, 0)};
+  const auto& device = DefaultEigenDevice();
+  const double eigen_s = bench::SecondsPerCall(
+      [&] { c.matrix<float>().device(device) = a.matrix<float>().contract(b.matrix<float>(), dims); },
+      2.0, 1);
+  CHECK(c.Equals(outputs[0])) << "session and Eigen products differ";
+  bench::PrintFigure("direct_session.matmul1024_gflops", flops / session_s / 1e9, "GFLOP/s",
+                     flops / eigen_s / 1e9);
+}
+
+}  // namespace
+}  // namespace overseer
+
+int main() {
+  overseer::RunOverhead(1, "direct_session.run_overhead_us.const");
+  overseer::RunOverhead(10, "direct_session.run_overhead_us.chain10");
+  overseer::MatMulGflops();
+  return 0;
+}
