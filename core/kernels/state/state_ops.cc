@@ -1,0 +1,95 @@
+// Op definitions of variables and their assignments.
+
+#include "absl/strings/str_cat.h"
+#include "core/op_registry.h"
+#include "core/shape_inference.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+absl::Status VariableShape(ShapeContext* c) {
+  PartialShape shape;
+  RETURN_IF_ERROR(c->GetAttr("shape", &shape));
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+
+// Output = the variable's shape merged with the value's; with validate_shape=false the
+// value's shape (an Assign may then change the variable's shape).
+absl::Status AssignShape(ShapeContext* c) {
+  bool validate = true;
+  if (c->op().FindAttr("validate_shape") != nullptr) {
+    RETURN_IF_ERROR(c->GetAttr("validate_shape", &validate));
+  }
+  if (!validate) {
+    c->set_output(0, c->input(1));
+    return absl::OkStatus();
+  }
+  auto merged = c->input(0).Merge(c->input(1));
+  if (!merged.ok()) {
+    return c->Error(absl::StrCat("variable of shape ", c->input(0).DebugString(),
+                                 " cannot take a value of shape ", c->input(1).DebugString()));
+  }
+  c->set_output(0, *merged);
+  return absl::OkStatus();
+}
+
+absl::Status VectorOfUnknownLength(ShapeContext* c) {
+  c->set_output(0, PartialShape({-1}));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// A variable: a persistent tensor in the resource container `container` (the default
+// container when empty) under `shared_name` (the node's name when empty).
+REGISTER_OP("VariableV2")
+    .Output("ref: Ref(dtype)")
+    .Attr("shape: shape")
+    .Attr("dtype: type")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(VariableShape);
+
+REGISTER_OP("Assign")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: type")
+    .Attr("validate_shape: bool = true")
+    .Attr("use_locking: bool = true")
+    .SetShapeFn(AssignShape);
+
+REGISTER_OP("AssignAdd")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn(AssignShape);
+
+REGISTER_OP("AssignSub")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn(AssignShape);
+
+REGISTER_OP("IsVariableInitialized")
+    .Input("ref: Ref(dtype)")
+    .Output("is_initialized: bool")
+    .Attr("dtype: type")
+    .SetShapeFn(shape_fn::Scalar);
+
+// The names in var_names whose is_initialized flag is false, in order.
+REGISTER_OP("ReportUninitializedVariables")
+    .Input("is_initialized: N * bool")
+    .Output("uninitialized: string")
+    .Attr("N: int >= 0")
+    .Attr("var_names: list(string) = []")
+    .SetShapeFn(VectorOfUnknownLength);
+
+}  // namespace overseer
