@@ -1,0 +1,359 @@
+#include "core/executor/executor.h"
+
+#include <atomic>
+#include <deque>
+#include <utility>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "core/cancellation.h"
+#include "core/executor/step_timer.h"
+#include "core/node_def_util.h"
+#include "core/op_kernel.h"
+#include "core/status_macros.h"
+#include "core/types.h"
+
+namespace overseer {
+
+struct Executor::NodeItem {
+  OpKernel* kernel = nullptr;  // Null for feed nodes.
+  int feed_index = -1;
+  int pending_init = 0;  // Data plus control inputs.
+  std::string error_prefix;
+  std::vector<bool> value_input;  // Input i is declared a value (not a reference).
+  std::vector<DataType> output_types;
+  std::vector<OutEdge> out_edges;
+  std::vector<std::pair<int, int>> fetch_slots;  // (output, fetch index)
+};
+
+// Per-step state, pooled and reused across steps to avoid heap churn.
+struct Executor::Step {
+  explicit Step(const std::vector<NodeItem>& items, int num_fetches)
+      : pending(new std::atomic<int>[items.size()]),
+        inputs(items.size()),
+        fetched(num_fetches),
+        times(items.size()) {
+    for (size_t i = 0; i < items.size(); ++i) inputs[i].resize(items[i].value_input.size());
+  }
+
+  std::unique_ptr<std::atomic<int>[]> pending;
+  std::vector<std::vector<TensorValue>> inputs;
+  std::vector<TensorValue> fetched;
+  std::vector<std::pair<int64_t, int64_t>> times;  // Start and end, µs, when tracing.
+  std::atomic<bool> failed{false};
+
+  // Set by Run for the current step.
+  const ExecutorRunArgs* args = nullptr;
+  CancellationManager* cancellation = nullptr;
+  Clock* clock = nullptr;
+  absl::Time deadline = absl::InfiniteFuture();
+  bool trace = false;
+
+  absl::Mutex mu;
+  std::deque<int> ready ABSL_GUARDED_BY(mu);
+  int outstanding ABSL_GUARDED_BY(mu) = 0;  // Nodes ready or running.
+  int tasks ABSL_GUARDED_BY(mu) = 0;        // Pool tasks scheduled, not finished.
+  absl::Status status ABSL_GUARDED_BY(mu);
+};
+
+Executor::Executor(PrunedGraph graph, ThreadPool* pool)
+    : graph_(std::move(graph)), pool_(pool != nullptr ? pool : ThreadPool::Default()) {}
+
+Executor::~Executor() = default;
+
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(PrunedGraph graph,
+                                                           KernelCache* kernels,
+                                                           ThreadPool* pool) {
+  std::unique_ptr<Executor> executor(new Executor(std::move(graph), pool));
+  RETURN_IF_ERROR(executor->Init(kernels));
+  return executor;
+}
+
+absl::Status Executor::Init(KernelCache* kernels) {
+  const Graph& g = *graph_.graph;
+  items_.resize(g.num_nodes());
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    const GraphNode& node = g.node(id);
+    NodeItem& item = items_[id];
+    item.pending_init = static_cast<int>(node.inputs.size() + node.control_inputs.size());
+    item.error_prefix = absl::StrCat("node '", node.name(), "' (op '", node.def->op(), "'): ");
+    for (DataType t : node.input_types) item.value_input.push_back(!IsRefType(t));
+    item.output_types = node.output_types;
+    item.out_edges = node.out_edges;
+    if (item.pending_init == 0) roots_.push_back(id);
+  }
+  for (size_t i = 0; i < graph_.feed_nodes.size(); ++i) {
+    items_[graph_.feed_nodes[i]].feed_index = static_cast<int>(i);
+  }
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    if (items_[id].feed_index >= 0) continue;
+    if (g.node(id).def->op() == kFeedOp) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", g.node(id).name(), "' is a feed node of no feed"));
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<OpKernel> kernel, kernels->GetOrCreate(*g.node(id).def));
+    items_[id].kernel = kernel.get();
+    kernels_.push_back(std::move(kernel));
+  }
+  for (size_t k = 0; k < graph_.fetches.size(); ++k) {
+    const Endpoint& e = graph_.fetches[k];
+    items_[e.node].fetch_slots.push_back({e.index, static_cast<int>(k)});
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<Executor::Step> Executor::AcquireStep() {
+  {
+    absl::MutexLock lock(&free_mu_);
+    if (!free_steps_.empty()) {
+      std::unique_ptr<Step> step = std::move(free_steps_.back());
+      free_steps_.pop_back();
+      return step;
+    }
+  }
+  return std::make_unique<Step>(items_, static_cast<int>(graph_.fetches.size()));
+}
+
+void Executor::ReleaseStep(std::unique_ptr<Step> step) {
+  absl::MutexLock lock(&free_mu_);
+  free_steps_.push_back(std::move(step));
+}
+
+void Executor::Fail(Step* step, absl::Status status) {
+  {
+    absl::MutexLock lock(&step->mu);
+    if (step->status.ok()) step->status = status;
+  }
+  step->failed.store(true, std::memory_order_release);
+  step->cancellation->StartCancel(std::move(status));
+}
+
+absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fetches) {
+  if (args.feeds.size() != graph_.feed_nodes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the step has ", graph_.feed_nodes.size(),
+                                                   " feeds but ", args.feeds.size(),
+                                                   " values were given"));
+  }
+  if (args.resource_mgr == nullptr) {
+    return absl::InvalidArgumentError("ExecutorRunArgs.resource_mgr is null");
+  }
+  std::unique_ptr<Step> step = AcquireStep();
+  CancellationManager cancellation;
+  Step* s = step.get();
+  s->args = &args;
+  s->cancellation = &cancellation;
+  s->clock = args.clock != nullptr ? args.clock : Clock::Real();
+  s->trace = args.stats != nullptr;
+  s->failed.store(false, std::memory_order_relaxed);
+  for (size_t i = 0; i < items_.size(); ++i) {
+    s->pending[i].store(items_[i].pending_init, std::memory_order_relaxed);
+  }
+  if (s->trace) std::fill(s->times.begin(), s->times.end(), std::make_pair(0, 0));
+
+  StepTimer::Id timer = -1;
+  absl::Time timeout_at = absl::InfiniteFuture();
+  const std::string timeout_message =
+      args.timeout_ms > 0 ? absl::StrCat("step exceeded timeout of ", args.timeout_ms, " ms")
+                          : std::string();
+  if (args.timeout_ms > 0) {
+    s->deadline = s->clock->Now() + absl::Milliseconds(args.timeout_ms);
+    timeout_at = absl::Now() + absl::Milliseconds(args.timeout_ms);
+    timer = StepTimer::Default()->Schedule(timeout_at, [this, s, &timeout_message] {
+      Fail(s, absl::DeadlineExceededError(timeout_message));
+    });
+  } else {
+    s->deadline = absl::InfiniteFuture();
+  }
+
+  if (!roots_.empty()) {
+    {
+      absl::MutexLock lock(&s->mu);
+      s->status = absl::OkStatus();
+      s->outstanding = static_cast<int>(roots_.size());
+      s->tasks = static_cast<int>(roots_.size()) - 1;
+      for (size_t i = 1; i < roots_.size(); ++i) s->ready.push_back(roots_[i]);
+    }
+    for (size_t i = 1; i < roots_.size(); ++i) pool_->Schedule([this, s] { RunQueued(s); });
+    RunChain(s, roots_[0]);
+    // Help with queued nodes until the step is over and no pool task holds it.
+    auto can_proceed = [s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+      return !s->ready.empty() || (s->outstanding == 0 && s->tasks == 0);
+    };
+    while (true) {
+      int node;
+      {
+        absl::MutexLock lock(&s->mu);
+        s->mu.Await(absl::Condition(&can_proceed));
+        if (s->ready.empty()) break;
+        node = s->ready.front();
+        s->ready.pop_front();
+      }
+      RunChain(s, node);
+    }
+  }
+  if (timer >= 0) StepTimer::Default()->Cancel(timer);
+
+  absl::Status status;
+  {
+    absl::MutexLock lock(&s->mu);
+    status = s->status;
+    s->status = absl::OkStatus();
+  }
+  if (!status.ok() && args.timeout_ms > 0 && absl::Now() >= timeout_at) {
+    status = absl::DeadlineExceededError(timeout_message);
+  }
+  if (status.ok()) status = CollectFetches(s, fetches);
+  if (s->failed.load(std::memory_order_relaxed)) {
+    for (auto& node_inputs : s->inputs) {
+      for (TensorValue& v : node_inputs) v = TensorValue();
+    }
+  }
+  for (TensorValue& v : s->fetched) v = TensorValue();
+  if (s->trace) {
+    DeviceStepStats* dev = args.stats->add_dev_stats();
+    dev->set_device("/job:localhost/replica:0/task:0/device:CPU:0");
+    for (size_t id = 0; id < items_.size(); ++id) {
+      if (s->times[id].first == 0) continue;
+      NodeExecStats* ns = dev->add_node_stats();
+      const GraphNode& node = graph_.graph->node(static_cast<int>(id));
+      ns->set_node_name(node.name());
+      ns->set_all_start_micros(s->times[id].first);
+      ns->set_all_end_rel_micros(s->times[id].second - s->times[id].first);
+      ns->set_timeline_label(absl::StrCat(node.name(), " = ", node.def->op()));
+    }
+  }
+  s->args = nullptr;
+  s->cancellation = nullptr;
+  ReleaseStep(std::move(step));
+  return status;
+}
+
+void Executor::RunQueued(Step* step) {
+  int node = -1;
+  {
+    absl::MutexLock lock(&step->mu);
+    if (!step->ready.empty()) {
+      node = step->ready.front();
+      step->ready.pop_front();
+    }
+  }
+  if (node >= 0) RunChain(step, node);
+  absl::MutexLock lock(&step->mu);
+  --step->tasks;
+}
+
+void Executor::RunChain(Step* step, int node) {
+  while (node >= 0) node = RunNode(step, node);
+}
+
+int Executor::RunNode(Step* step, int id) {
+  NodeItem& item = items_[id];
+  std::vector<TensorValue>& inputs = step->inputs[id];
+  int next = -1;
+  absl::InlinedVector<int, 8> extra;
+  if (!step->failed.load(std::memory_order_acquire)) {
+    if (step->trace) step->times[id].first = absl::ToUnixMicros(absl::Now());
+    auto propagate = [&](TensorValue* outputs) {
+      for (const OutEdge& e : item.out_edges) {
+        if (!e.IsControl()) step->inputs[e.dst][e.dst_input] = outputs[e.src_output];
+        if (step->pending[e.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          if (next < 0) {
+            next = e.dst;
+          } else {
+            extra.push_back(e.dst);
+          }
+        }
+      }
+      for (const auto& [output, slot] : item.fetch_slots) {
+        step->fetched[slot] = outputs[output];
+      }
+    };
+    if (item.feed_index >= 0) {
+      TensorValue fed;
+      fed.tensor = *step->args->feeds[item.feed_index];
+      propagate(&fed);
+    } else {
+      absl::Status status;
+      // A reference feeding a value input is read now, when the consumer runs.
+      for (size_t i = 0; i < inputs.size() && status.ok(); ++i) {
+        TensorValue& v = inputs[i];
+        if (!v.is_ref() || !item.value_input[i]) continue;
+        absl::MutexLock lock(v.ref->mu());
+        if (!v.ref->is_initialized()) {
+          status = absl::FailedPreconditionError(absl::StrCat(
+              item.error_prefix, "Attempting to use uninitialized value ",
+              item.kernel->def().input(static_cast<int>(i))));
+        } else {
+          v.tensor = *v.ref->tensor();
+        }
+        v.ref.reset();
+      }
+      if (status.ok()) {
+        OpKernelContext::Params params;
+        params.kernel = item.kernel;
+        params.inputs = &inputs;
+        params.step_id = step->args->step_id;
+        params.resource_mgr = step->args->resource_mgr;
+        params.cancellation = step->cancellation;
+        params.clock = step->clock;
+        params.deadline = step->deadline;
+        OpKernelContext ctx(params);
+        status = Annotate(item.kernel->Compute(&ctx), item.error_prefix);
+        std::vector<TensorValue>& outputs = *ctx.mutable_outputs();
+        for (size_t i = 0; i < outputs.size() && status.ok(); ++i) {
+          const TensorValue& v = outputs[i];
+          if (v.is_ref()) continue;
+          if (!v.tensor.IsInitialized()) {
+            status = absl::InternalError(
+                absl::StrCat(item.error_prefix, "the kernel did not set output ", i));
+          } else if (v.tensor.dtype() != RemoveRefType(item.output_types[i])) {
+            status = absl::InternalError(absl::StrCat(
+                item.error_prefix, "the kernel set output ", i, " to ",
+                DataTypeString(v.tensor.dtype()), " but the op declares ",
+                DataTypeString(item.output_types[i])));
+          }
+        }
+        if (status.ok()) propagate(outputs.data());
+      }
+      if (!status.ok()) Fail(step, std::move(status));
+    }
+    if (step->trace) step->times[id].second = absl::ToUnixMicros(absl::Now());
+  }
+  for (TensorValue& v : inputs) v = TensorValue();
+
+  if (next >= 0 && extra.empty()) return next;  // Outstanding count unchanged.
+  {
+    absl::MutexLock lock(&step->mu);
+    if (next < 0) {
+      --step->outstanding;
+    } else {
+      step->outstanding += static_cast<int>(extra.size());
+      step->tasks += static_cast<int>(extra.size());
+      for (int n : extra) step->ready.push_back(n);
+    }
+  }
+  for (size_t i = 0; i < extra.size(); ++i) pool_->Schedule([this, step] { RunQueued(step); });
+  return next;
+}
+
+absl::Status Executor::CollectFetches(Step* step, std::vector<Tensor>* fetches) {
+  fetches->resize(step->fetched.size());
+  for (size_t k = 0; k < step->fetched.size(); ++k) {
+    TensorValue& v = step->fetched[k];
+    if (!v.is_ref()) {
+      (*fetches)[k] = std::move(v.tensor);
+      continue;
+    }
+    absl::MutexLock lock(v.ref->mu());
+    if (!v.ref->is_initialized()) {
+      const Endpoint& e = graph_.fetches[k];
+      return absl::FailedPreconditionError(
+          absl::StrCat("Attempting to use uninitialized value ",
+                       graph_.graph->node(e.node).name()));
+    }
+    (*fetches)[k] = *v.ref->tensor();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace overseer

@@ -1,0 +1,101 @@
+#ifndef OVERSEER_CORE_EXECUTOR_EXECUTOR_H_
+#define OVERSEER_CORE_EXECUTOR_EXECUTOR_H_
+
+// Runs one pruned graph (core/graph/prune.h), step after step. Nodes run as soon as
+// their data and control inputs are ready; independent nodes run in parallel on a
+// ThreadPool while the calling thread takes part too (a step makes progress even when
+// the pool is busy with kernels blocked by other steps), and a chain of nodes runs
+// inline on one thread. The first error, or the timeout, cancels the step; Run returns
+// once no kernel of the step is running.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "core/clock.h"
+#include "core/executor/kernel_cache.h"
+#include "core/executor/thread_pool.h"
+#include "core/graph/prune.h"
+#include "core/resource_mgr.h"
+#include "core/tensor.h"
+#include "proto/config.pb.h"
+
+namespace overseer {
+
+struct ExecutorRunArgs {
+  int64_t step_id = 0;
+  // Where kernels find variables and queues. Required.
+  ResourceMgr* resource_mgr = nullptr;
+  // The value of each feed, in the order of PrunedGraph::feed_nodes. The caller has
+  // checked dtypes and shapes. Must outlive Run.
+  absl::Span<const Tensor* const> feeds;
+  // A step still running after this long is cancelled and fails DEADLINE_EXCEEDED
+  // "step exceeded timeout of N ms". Zero or negative: no timeout.
+  int64_t timeout_ms = 0;
+  // Time source for kernels' deadlines; null means Clock::Real().
+  Clock* clock = nullptr;
+  // When set, receives one NodeExecStats per node run, under one DeviceStepStats.
+  StepStats* stats = nullptr;
+};
+
+// Thread-safe: Run may be called from several threads at once (steps do not share
+// per-step state; shared kernels must be thread-safe, as OpKernel requires).
+class Executor {
+ public:
+  // Builds (or takes from `kernels`, which must outlive the executor) a kernel for every
+  // node but the feed nodes. `pool` null means ThreadPool::Default(). Errors are
+  // CreateOpKernel's, naming the node.
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(PrunedGraph graph,
+                                                          KernelCache* kernels,
+                                                          ThreadPool* pool = nullptr);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs one step; `fetches` receives the value of each PrunedGraph::fetches entry (a
+  // reference output gives the variable's value now). Kernel errors come back prefixed
+  // "node 'x' (op 'Y'): "; after the first error the remaining nodes do not run.
+  absl::Status Run(const ExecutorRunArgs& args, std::vector<Tensor>* fetches);
+
+  const Graph& graph() const { return *graph_.graph; }
+
+ private:
+  struct NodeItem;
+  struct Step;
+
+  explicit Executor(PrunedGraph graph, ThreadPool* pool);
+  absl::Status Init(KernelCache* kernels);
+
+  std::unique_ptr<Step> AcquireStep();
+  void ReleaseStep(std::unique_ptr<Step> step);
+
+  // Runs `node` and then, inline, one node it made ready, and so on.
+  void RunChain(Step* step, int node);
+  // Runs one node; returns the next node to run inline or -1.
+  int RunNode(Step* step, int node);
+  // A pool task: runs a node taken from the step's ready queue, if any.
+  void RunQueued(Step* step);
+  // Records the first error and cancels the step.
+  void Fail(Step* step, absl::Status status);
+  absl::Status CollectFetches(Step* step, std::vector<Tensor>* fetches);
+
+  PrunedGraph graph_;
+  ThreadPool* const pool_;
+  std::vector<NodeItem> items_;
+  std::vector<int> roots_;
+  std::vector<std::shared_ptr<OpKernel>> kernels_;  // Keeps the shared kernels alive.
+
+  absl::Mutex free_mu_;
+  std::vector<std::unique_ptr<Step>> free_steps_ ABSL_GUARDED_BY(free_mu_);
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CORE_EXECUTOR_EXECUTOR_H_

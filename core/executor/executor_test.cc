@@ -1,0 +1,262 @@
+#include "core/executor/executor.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "core/executor/test_kernels.h"
+#include "core/graph/validate.h"
+#include "core/node_def_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing_kernels::TestLog;
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  NodeDef* Add(const std::string& name, const std::string& op,
+               const std::vector<std::string>& inputs = {}) {
+    NodeDef* n = def_.add_node();
+    n->set_name(name);
+    n->set_op(op);
+    for (const std::string& in : inputs) n->add_input(in);
+    return n;
+  }
+  NodeDef* Const(const std::string& name, int value) {
+    NodeDef* n = Add(name, "TestConstInt");
+    SetNodeAttr(n, "value", static_cast<int64_t>(value));
+    return n;
+  }
+
+  std::unique_ptr<Executor> Build(const std::vector<std::string>& feeds,
+                                  const std::vector<std::string>& fetches,
+                                  const std::vector<std::string>& targets,
+                                  ThreadPool* pool = nullptr) {
+    auto validated = ValidateAndIndexGraph(def_);
+    EXPECT_TRUE(validated.ok()) << validated.status();
+    if (!validated.ok()) return nullptr;
+    auto pruned = PruneGraph(*validated->graph, feeds, fetches, targets);
+    EXPECT_TRUE(pruned.ok()) << pruned.status();
+    if (!pruned.ok()) return nullptr;
+    auto executor = Executor::Create(std::move(*pruned), &kernels_, pool);
+    EXPECT_TRUE(executor.ok()) << executor.status();
+    return executor.ok() ? std::move(*executor) : nullptr;
+  }
+
+  absl::Status Run(Executor* e, std::vector<Tensor>* out, int64_t timeout_ms = 0,
+                   const std::vector<const Tensor*>& feeds = {}, StepStats* stats = nullptr) {
+    ExecutorRunArgs args;
+    args.resource_mgr = &resources_;
+    args.feeds = feeds;
+    args.timeout_ms = timeout_ms;
+    args.stats = stats;
+    return e->Run(args, out);
+  }
+
+  static int Int(const Tensor& t) { return t.scalar<int32_t>(); }
+
+  GraphDef def_;
+  KernelCache kernels_;
+  ResourceMgr resources_;
+};
+
+TEST_F(ExecutorTest, ComputesAChainAndFetchesInOrder) {
+  Const("c", 1);
+  Add("a1", "TestAddOne", {"c"});
+  Add("a2", "TestAddOne", {"a1"});
+  auto e = Build({}, {"a2", "c:0", "a2"}, {});
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Run(e.get(), &out).ok());
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(Int(out[0]), 3);
+  EXPECT_EQ(Int(out[1]), 1);
+  EXPECT_EQ(Int(out[2]), 3);
+  // A second step reuses the cached state.
+  ASSERT_TRUE(Run(e.get(), &out).ok());
+  EXPECT_EQ(Int(out[0]), 3);
+}
+
+TEST_F(ExecutorTest, FeedsReplaceComputation) {
+  Const("c", 1);
+  Add("a1", "TestAddOne", {"c"});
+  Add("a2", "TestAddOne", {"a1"});
+  auto e = Build({"a1:0"}, {"a2"}, {});
+  Tensor fed = Tensor::Scalar<int32_t>(10);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Run(e.get(), &out, 0, {&fed}).ok());
+  EXPECT_EQ(Int(out[0]), 11);
+  EXPECT_FALSE(Run(e.get(), &out, 0, {}).ok());  // The feed's value is missing.
+}
+
+TEST_F(ExecutorTest, ControlDependenciesOrderNodes) {
+  for (const char* n : {"third", "first", "second"}) SetNodeAttr(Add(n, "TestRecord"), "log", "order");
+  def_.mutable_node(0)->add_input("^second");
+  def_.mutable_node(2)->add_input("^first");
+  auto e = Build({}, {}, {"third"});
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Run(e.get(), &out).ok());
+  EXPECT_THAT(TestLog("order"), ElementsAre("first", "second", "third"));
+}
+
+TEST_F(ExecutorTest, RunsIndependentNodesInParallel) {
+  NodeDef* a = Add("left", "TestRendezvous");
+  SetNodeAttr(a, "key", "par/left");
+  SetNodeAttr(a, "peer", "par/right");
+  NodeDef* b = Add("right", "TestRendezvous");
+  SetNodeAttr(b, "key", "par/right");
+  SetNodeAttr(b, "peer", "par/left");
+  auto e = Build({}, {"left", "right"}, {});
+  std::vector<Tensor> out;
+  // The timeout only turns a deadlock into a failure.
+  absl::Status s = Run(e.get(), &out, 60000);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Int(out[0]) + Int(out[1]), 2);
+}
+
+TEST_F(ExecutorTest, MakesProgressWhenThePoolIsBlocked) {
+  ThreadPool pool(1, 64);
+  absl::Notification release;
+  pool.Schedule([&] { release.WaitForNotification(); });  // Occupies the only thread.
+  NodeDef* a = Add("left", "TestRendezvous");
+  SetNodeAttr(a, "key", "busy/left");
+  SetNodeAttr(a, "peer", "busy/right");
+  NodeDef* b = Add("right", "TestRendezvous");
+  SetNodeAttr(b, "key", "busy/right");
+  SetNodeAttr(b, "peer", "busy/left");
+  auto e = Build({}, {"left", "right"}, {}, &pool);
+  std::vector<Tensor> out;
+  absl::Status s = Run(e.get(), &out, 60000);
+  EXPECT_TRUE(s.ok()) << s;
+  release.Notify();
+}
+
+TEST_F(ExecutorTest, ErrorsNameTheNodeAndOpAndStopDownstreamNodes) {
+  SetNodeAttr(Add("loss", "TestFail"), "message", "logits and labels differ");
+  SetNodeAttr(Add("after", "TestRecord", {"^loss"}), "log", "after_error");
+  auto e = Build({}, {}, {"after"});
+  std::vector<Tensor> out;
+  absl::Status s = Run(e.get(), &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "node 'loss' (op 'TestFail'): logits and labels differ");
+  EXPECT_TRUE(TestLog("after_error").empty());
+}
+
+TEST_F(ExecutorTest, FirstErrorCancelsBlockedNodes) {
+  Add("blocked", "TestBlockUntilCancelled");
+  SetNodeAttr(Add("bad", "TestFail"), "message", "boom");
+  auto e = Build({}, {"blocked", "bad"}, {});
+  std::vector<Tensor> out;
+  absl::Status s = Run(e.get(), &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("node 'bad' (op 'TestFail'): boom"));
+}
+
+TEST_F(ExecutorTest, TimeoutCancelsTheStep) {
+  Add("blocked", "TestBlockUntilCancelled");
+  Const("c", 1);
+  auto e = Build({}, {"blocked", "c"}, {});
+  std::vector<Tensor> out;
+  absl::Status s = Run(e.get(), &out, 50);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(s.message(), "step exceeded timeout of 50 ms");
+  // The executor is usable again afterwards.
+  auto e2 = Build({}, {"c"}, {});
+  ASSERT_TRUE(Run(e2.get(), &out, 50).ok());
+}
+
+TEST_F(ExecutorTest, PassesReferencesAndFetchesTheirValues) {
+  Add("v", "TestVar");
+  Const("c", 7);
+  Add("assign", "TestAssign", {"v", "c"});
+  Add("read", "TestAddOne", {"v", "^assign"});
+  auto read_before = Build({}, {"v"}, {});
+  std::vector<Tensor> out;
+  absl::Status s = Run(read_before.get(), &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("uninitialized value v"));
+
+  auto e = Build({}, {"read", "assign"}, {});
+  ASSERT_TRUE(Run(e.get(), &out).ok());
+  EXPECT_EQ(Int(out[0]), 8);
+  EXPECT_EQ(Int(out[1]), 7);
+  ASSERT_TRUE(Run(read_before.get(), &out).ok());
+  EXPECT_EQ(Int(out[0]), 7);
+}
+
+TEST_F(ExecutorTest, SharesKernelsAcrossExecutors) {
+  Add("counter", "TestCounter");
+  auto e1 = Build({}, {"counter"}, {});
+  auto e2 = Build({}, {"counter", "counter"}, {});
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Run(e1.get(), &out).ok());
+  EXPECT_EQ(Int(out[0]), 0);
+  ASSERT_TRUE(Run(e2.get(), &out).ok());
+  EXPECT_EQ(Int(out[0]), 1);
+  EXPECT_EQ(Int(out[1]), 1);
+  ASSERT_TRUE(Run(e1.get(), &out).ok());
+  EXPECT_EQ(Int(out[0]), 2);
+}
+
+TEST_F(ExecutorTest, ConcurrentStepsOnOneExecutor) {
+  Const("c", 0);
+  std::string prev = "c";
+  for (int i = 0; i < 10; ++i) {
+    std::string name = "add" + std::to_string(i);
+    Add(name, "TestAddOne", {prev});
+    prev = name;
+  }
+  Add("side1", "TestAddOne", {"c"});
+  Add("side2", "TestAddOne", {"c"});
+  auto e = Build({}, {prev, "side1", "side2"}, {});
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        std::vector<Tensor> out;
+        if (!Run(e.get(), &out).ok() || Int(out[0]) != 10 || Int(out[1]) != 1 ||
+            Int(out[2]) != 1) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_F(ExecutorTest, RecordsStepStats) {
+  Const("c", 1);
+  Add("a1", "TestAddOne", {"c"});
+  auto e = Build({}, {"a1"}, {});
+  std::vector<Tensor> out;
+  StepStats stats;
+  ASSERT_TRUE(Run(e.get(), &out, 0, {}, &stats).ok());
+  ASSERT_EQ(stats.dev_stats_size(), 1);
+  std::vector<std::string> names;
+  for (const auto& ns : stats.dev_stats(0).node_stats()) names.push_back(ns.node_name());
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("c", "a1"));
+}
+
+TEST(ThreadPoolTest, GrowsWhenEveryThreadIsBlocked) {
+  ThreadPool pool(1, 8);
+  absl::Notification first_running, release, second_ran;
+  pool.Schedule([&] {
+    first_running.Notify();
+    release.WaitForNotification();
+  });
+  first_running.WaitForNotification();
+  pool.Schedule([&] { second_ran.Notify(); });
+  second_ran.WaitForNotification();  // Would hang if the pool did not grow.
+  release.Notify();
+  EXPECT_GE(pool.NumThreads(), 2);
+}
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,200 @@
+#include "core/executor/test_kernels.h"
+
+#include <atomic>
+#include <map>
+#include <set>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/op_kernel.h"
+#include "core/shape_inference.h"
+
+namespace overseer {
+namespace testing_kernels {
+namespace {
+
+absl::Mutex g_mu;
+std::map<std::string, std::vector<std::string>>* Logs() {
+  static auto* logs = new std::map<std::string, std::vector<std::string>>();
+  return logs;
+}
+std::set<std::string>* Signals() {
+  static auto* signals = new std::set<std::string>();
+  return signals;
+}
+
+REGISTER_OP("TestConstInt").Output("out: int32").Attr("value: int").SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestAddOne").Input("x: int32").Output("y: int32").SetShapeFn(shape_fn::Unchanged);
+REGISTER_OP("TestFail").Output("out: int32").Attr("message: string").SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestBlockUntilCancelled").Output("out: int32").SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestRendezvous")
+    .Output("out: int32")
+    .Attr("key: string")
+    .Attr("peer: string")
+    .SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestRecord").Output("out: int32").Attr("log: string").SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestVar").Output("ref: Ref(int32)").SetIsStateful().SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestAssign")
+    .Input("ref: Ref(int32)")
+    .Input("value: int32")
+    .Output("out: Ref(int32)")
+    .SetShapeFn(shape_fn::Unchanged);
+REGISTER_OP("TestCounter").Output("out: int32").SetIsStateful().SetShapeFn(shape_fn::Scalar);
+
+class ConstIntOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Init(OpKernelConstruction* c) override {
+    int64_t v;
+    if (auto s = c->GetAttr("value", &v); !s.ok()) return s;
+    value_ = Tensor::Scalar<int32_t>(static_cast<int32_t>(v));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, value_);
+    return absl::OkStatus();
+  }
+
+ private:
+  Tensor value_;
+};
+REGISTER_KERNEL(ConstIntOp, "TestConstInt");
+
+class AddOneOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    auto in = ctx->input_value(0);
+    if (!in.ok()) return in.status();
+    Tensor* out = ctx->allocate_output(0, in->shape());
+    out->flat<int32_t>() = in->flat<int32_t>() + 1;
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(AddOneOp, "TestAddOne");
+
+class FailOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    std::string message;
+    if (auto s = GetNodeAttr(def(), "message", &message); !s.ok()) return s;
+    return absl::InvalidArgumentError(message);
+  }
+};
+REGISTER_KERNEL(FailOp, "TestFail");
+
+class BlockUntilCancelledOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    auto cancelled = std::make_shared<absl::Notification>();
+    auto token = ctx->cancellation()->RegisterCallback([cancelled] { cancelled->Notify(); });
+    if (token != CancellationManager::kInvalidToken) cancelled->WaitForNotification();
+    return absl::CancelledError("blocked op cancelled");
+  }
+};
+REGISTER_KERNEL(BlockUntilCancelledOp, "TestBlockUntilCancelled");
+
+// Waits for its peer's signal; gives up when the step is cancelled.
+class RendezvousOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    std::string key, peer;
+    if (auto s = GetNodeAttr(def(), "key", &key); !s.ok()) return s;
+    if (auto s = GetNodeAttr(def(), "peer", &peer); !s.ok()) return s;
+    auto cancelled = std::make_shared<bool>(false);
+    auto token = ctx->cancellation()->RegisterCallback([cancelled] {
+      absl::MutexLock lock(&g_mu);
+      *cancelled = true;
+    });
+    bool ok;
+    {
+      absl::MutexLock lock(&g_mu);
+      if (token == CancellationManager::kInvalidToken) *cancelled = true;
+      Signals()->insert(key);
+      auto ready = [&]() { return Signals()->count(peer) > 0 || *cancelled; };
+      g_mu.Await(absl::Condition(&ready));
+      ok = Signals()->count(peer) > 0;
+    }
+    if (token != CancellationManager::kInvalidToken) {
+      ctx->cancellation()->DeregisterCallback(token);
+    }
+    if (!ok) return absl::CancelledError("rendezvous cancelled");
+    ctx->set_output(0, Tensor::Scalar<int32_t>(1));
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(RendezvousOp, "TestRendezvous");
+
+class RecordOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    std::string log;
+    if (auto s = GetNodeAttr(def(), "log", &log); !s.ok()) return s;
+    {
+      absl::MutexLock lock(&g_mu);
+      (*Logs())[log].push_back(name());
+    }
+    ctx->set_output(0, Tensor::Scalar<int32_t>(0));
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(RecordOp, "TestRecord");
+
+class VarOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    auto var = ctx->resource_mgr()->LookupOrCreate<Var>(
+        ResourceMgr::kDefaultContainer, name(),
+        []() -> absl::StatusOr<std::shared_ptr<Var>> {
+          return std::make_shared<Var>(DT_INT32);
+        });
+    if (!var.ok()) return var.status();
+    ctx->set_output_ref(0, *var);
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(VarOp, "TestVar");
+
+class AssignOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    Tensor value = ctx->input(1);
+    {
+      Var* var = ctx->input_ref(0);
+      absl::MutexLock lock(var->mu());
+      *var->tensor() = value.DeepCopy();
+    }
+    ctx->set_output_ref(0, ctx->input_ref_shared(0));
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(AssignOp, "TestAssign");
+
+class CounterOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, Tensor::Scalar<int32_t>(next_++));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::atomic<int32_t> next_{0};
+};
+REGISTER_KERNEL(CounterOp, "TestCounter");
+
+}  // namespace
+
+std::vector<std::string> TestLog(const std::string& log) {
+  absl::MutexLock lock(&g_mu);
+  return (*Logs())[log];
+}
+
+}  // namespace testing_kernels
+}  // namespace overseer

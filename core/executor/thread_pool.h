@@ -1,0 +1,58 @@
+#ifndef OVERSEER_CORE_EXECUTOR_THREAD_POOL_H_
+#define OVERSEER_CORE_EXECUTOR_THREAD_POOL_H_
+
+// The inter-op thread pool that runs graph nodes. Kernels may block for a long time (a
+// queue dequeue waits for an enqueue that another node or step will make), so the pool
+// grows instead of making a task wait behind blocked ones: a task never waits for a
+// thread while fewer than `max_threads` exist. Threads beyond `min_threads` exit after
+// a minute without work. Threads are never created per step.
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace overseer {
+
+// Thread-safe.
+class ThreadPool {
+ public:
+  // Starts no thread until the first task. Precondition: 1 <= min_threads <= max_threads.
+  explicit ThreadPool(int min_threads, int max_threads = 4096);
+  // Runs every task already scheduled, then joins the threads.
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Runs `task` on a pool thread, starting one if every thread is busy.
+  void Schedule(std::function<void()> task);
+
+  // Threads alive now.
+  int NumThreads() const;
+
+  // The process-wide pool (one thread per core to start with). Never null.
+  static ThreadPool* Default();
+
+ private:
+  void WorkerLoop();
+
+  const int min_threads_;
+  const int max_threads_;
+  mutable absl::Mutex mu_;
+  absl::CondVar work_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  int alive_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Exited threads are joined lazily (by the next spawn or the destructor).
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread::id> exited_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CORE_EXECUTOR_THREAD_POOL_H_
