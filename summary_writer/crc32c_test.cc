@@ -1,0 +1,48 @@
+#include "summary_writer/crc32c.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+TEST(Crc32cTest, StandardCheckValue) {
+  EXPECT_EQ(crc32c::Value("123456789"), 0xE3069283u);
+  EXPECT_EQ(crc32c::Value(""), 0u);
+}
+
+TEST(Crc32cTest, ExtendEqualsWhole) {
+  const std::string data = "The quick brown fox jumps over the lazy dog, twice over.";
+  for (size_t split = 0; split <= data.size(); ++split) {
+    EXPECT_EQ(crc32c::Extend(crc32c::Value(data.substr(0, split)), data.substr(split)),
+              crc32c::Value(data))
+        << split;
+  }
+}
+
+TEST(Crc32cTest, UnalignedAndLongInputsMatchBytewise) {
+  std::string data(1000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + 3);
+  uint32_t bytewise = 0;
+  for (size_t i = 0; i < data.size(); ++i) bytewise = crc32c::Extend(bytewise, data.substr(i, 1));
+  EXPECT_EQ(crc32c::Value(data), bytewise);
+  EXPECT_EQ(crc32c::Value(absl::string_view(data).substr(3)),
+            crc32c::Extend(0, absl::string_view(data).substr(3)));
+}
+
+// FORMATS.md 1.3, from TensorBoard's masked_crc.rs.
+TEST(Crc32cTest, MaskedTensorBoardVector) {
+  const std::string event = std::string("\x1a\x11") + "CRC test, one two";
+  EXPECT_EQ(crc32c::Mask(crc32c::Value(event)), 0x5794D08Au);
+}
+
+TEST(Crc32cTest, MaskRoundTrips) {
+  for (uint32_t crc : {0u, 1u, 0xE3069283u, 0xFFFFFFFFu, 0x80000000u}) {
+    EXPECT_EQ(crc32c::Unmask(crc32c::Mask(crc)), crc);
+    EXPECT_NE(crc32c::Mask(crc), crc);
+  }
+}
+
+}  // namespace
+}  // namespace overseer

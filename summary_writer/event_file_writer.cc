@@ -1,0 +1,226 @@
+#include "summary_writer/event_file_writer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+#include "summary_writer/event_file_reader.h"
+#include "summary_writer/record.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kFilePrefix[] = "events.out.tfevents.";
+constexpr char kFileVersion[] = "brain.Event:2";
+
+// Serialises the choice and creation of file names within the process, so that two
+// writers opening files in one directory at once still get increasing names.
+absl::Mutex name_mu(absl::kConstInit);
+int64_t name_counter ABSL_GUARDED_BY(name_mu) = 0;
+
+std::string LocalHostname() {
+  char buffer[256] = {0};
+  if (::gethostname(buffer, sizeof(buffer) - 1) != 0 || buffer[0] == '\0') return "localhost";
+  return buffer;
+}
+
+// The seconds field of a standard event file name, if `name` is one.
+std::optional<int64_t> FileSeconds(absl::string_view name) {
+  if (!absl::StartsWith(name, kFilePrefix)) return std::nullopt;
+  name.remove_prefix(sizeof(kFilePrefix) - 1);
+  if (name.size() < 10) return std::nullopt;
+  int64_t secs = 0;
+  if (!absl::SimpleAtoi(name.substr(0, 10), &secs)) return std::nullopt;
+  return secs;
+}
+
+double WallTime(Clock* clock) { return absl::ToDoubleSeconds(clock->Now() - absl::UnixEpoch()); }
+
+}  // namespace
+
+std::string EventFileName(absl::Time time, absl::string_view hostname, int64_t pid,
+                          int64_t n, absl::string_view suffix) {
+  return absl::StrFormat("%s%010d.%s.%d.%d%s", kFilePrefix, absl::ToUnixSeconds(time),
+                         hostname, pid, n, suffix);
+}
+
+absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
+    const std::string& dir, const EventFileWriterOptions& options, const EventWriterEnv& env) {
+  if (options.max_queue < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_queue must be at least 1, got ", options.max_queue));
+  }
+  if (options.flush_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("flush_interval must be positive");
+  }
+  if (absl::StrContains(options.filename_suffix, '/')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("filename_suffix '", options.filename_suffix, "' contains '/'"));
+  }
+  const std::string hostname = env.hostname.empty() ? LocalHostname() : env.hostname;
+  const int64_t pid = env.pid != 0 ? env.pid : static_cast<int64_t>(::getpid());
+  RETURN_IF_ERROR(env.fs->CreateDirs(dir));
+
+  std::string path;
+  std::unique_ptr<WritableFile> file;
+  {
+    absl::MutexLock lock(&name_mu);
+    ASSIGN_OR_RETURN(const std::vector<std::string> existing, ListEventFiles(env.fs, dir));
+    absl::Time time = env.clock->Now();
+    for (int attempt = 0; file == nullptr; ++attempt) {
+      if (attempt == 100) {
+        return absl::InternalError(absl::StrCat("cannot find a new event file name in ", dir));
+      }
+      const std::string name =
+          EventFileName(time, hostname, pid, ++name_counter, options.filename_suffix);
+      if (!existing.empty() && name <= existing.back()) {
+        // Sort after the newest file: one second later than its timestamp.
+        const std::optional<int64_t> last = FileSeconds(existing.back());
+        if (last.has_value() && *last + 1 > absl::ToUnixSeconds(time)) {
+          time = absl::FromUnixSeconds(*last + 1);
+          continue;
+        }
+        if (!last.has_value() && attempt == 0) {
+          LOG(WARNING) << "event file " << existing.back() << " in " << dir
+                       << " has a non-standard name; " << name << " may sort before it";
+        }
+      }
+      path = absl::StrCat(dir, "/", name);
+      absl::StatusOr<std::unique_ptr<WritableFile>> created = env.fs->NewWritableFile(path);
+      if (absl::IsAlreadyExists(created.status())) continue;
+      RETURN_IF_ERROR(created.status());
+      file = *std::move(created);
+    }
+  }
+
+  std::unique_ptr<EventFileWriter> writer(
+      new EventFileWriter(path, std::move(file), options, env.clock));
+  Event version;
+  version.set_wall_time(WallTime(env.clock));
+  version.set_file_version(kFileVersion);
+  version.mutable_source_metadata()->set_writer(kEventWriterName);
+  RETURN_IF_ERROR(writer->WriteEvent(version));
+  if (options.start_step.has_value()) {
+    Event start;
+    start.set_wall_time(WallTime(env.clock));
+    start.set_step(*options.start_step);
+    start.mutable_session_log()->set_status(SessionLog::START);
+    RETURN_IF_ERROR(writer->WriteEvent(start));
+  }
+  RETURN_IF_ERROR(writer->Flush());
+  return writer;
+}
+
+EventFileWriter::EventFileWriter(std::string path, std::unique_ptr<WritableFile> file,
+                                 const EventFileWriterOptions& options, Clock* clock)
+    : path_(std::move(path)), options_(options), clock_(clock), file_(std::move(file)) {
+  absl::MutexLock lock(&mu_);
+  last_flush_ = clock_->Now();
+}
+
+EventFileWriter::~EventFileWriter() {
+  const absl::Status s = Close();
+  if (!s.ok()) LOG(ERROR) << "closing " << path_ << ": " << s.ToString();
+}
+
+absl::Status EventFileWriter::CheckOpenLocked() const {
+  if (!error_.ok()) return error_;
+  if (closed_) return absl::FailedPreconditionError(absl::StrCat(path_, " is closed"));
+  return absl::OkStatus();
+}
+
+absl::Status EventFileWriter::WriteEvent(const Event& event) {
+  std::string serialized;
+  if (event.wall_time() == 0) {
+    Event stamped = event;
+    stamped.set_wall_time(WallTime(clock_));
+    stamped.SerializeToString(&serialized);
+  } else {
+    event.SerializeToString(&serialized);
+  }
+  absl::MutexLock lock(&mu_);
+  return QueueLocked(serialized);
+}
+
+absl::Status EventFileWriter::QueueLocked(const std::string& serialized) {
+  RETURN_IF_ERROR(CheckOpenLocked());
+  const size_t before = queue_.size();
+  AppendRecord(serialized, &queue_);
+  bytes_ += static_cast<int64_t>(queue_.size() - before);
+  ++queued_events_;
+  if (clock_->Now() - last_flush_ >= options_.flush_interval) return FlushLocked();
+  if (queued_events_ >= options_.max_queue) return WriteQueueLocked();
+  return absl::OkStatus();
+}
+
+absl::Status EventFileWriter::WriteQueueLocked() {
+  if (queue_.empty()) return absl::OkStatus();
+  const absl::Status s = file_->Append(queue_);
+  if (!s.ok()) {
+    error_ = s;
+    return s;
+  }
+  queue_.clear();
+  queued_events_ = 0;
+  unsynced_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status EventFileWriter::FlushLocked() {
+  RETURN_IF_ERROR(WriteQueueLocked());
+  last_flush_ = clock_->Now();
+  if (!unsynced_) return absl::OkStatus();
+  const absl::Status s = file_->Sync();
+  if (!s.ok()) {
+    error_ = s;
+    return s;
+  }
+  unsynced_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status EventFileWriter::Flush() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckOpenLocked());
+  return FlushLocked();
+}
+
+absl::Status EventFileWriter::FlushIfDue() {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckOpenLocked());
+  if (clock_->Now() - last_flush_ < options_.flush_interval) return absl::OkStatus();
+  if (queue_.empty() && !unsynced_) {
+    last_flush_ = clock_->Now();
+    return absl::OkStatus();
+  }
+  return FlushLocked();
+}
+
+absl::Status EventFileWriter::Close() {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::OkStatus();
+  closed_ = true;
+  if (!error_.ok()) {
+    file_->Close().IgnoreError();
+    return error_;
+  }
+  const absl::Status flushed = FlushLocked();
+  const absl::Status close = file_->Close();
+  return flushed.ok() ? close : flushed;
+}
+
+int64_t EventFileWriter::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+}  // namespace overseer

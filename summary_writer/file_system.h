@@ -1,0 +1,53 @@
+#ifndef OVERSEER_SUMMARY_WRITER_FILE_SYSTEM_H_
+#define OVERSEER_SUMMARY_WRITER_FILE_SYSTEM_H_
+
+// The file operations the event writer needs, behind an interface so that tests can
+// inject failures (fault_injecting_file_system.h). Paths are plain POSIX paths.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace overseer {
+
+// A file open for appending. Not thread-safe; the owner synchronises.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  // Hands all of `data` to the operating system (readers see it; a crash of this
+  // process does not lose it, a crash of the machine may). Errors name the file.
+  virtual absl::Status Append(absl::string_view data) = 0;
+  // Makes everything appended so far durable (fsync).
+  virtual absl::Status Sync() = 0;
+  // Closes the file; further calls fail with FAILED_PRECONDITION.
+  virtual absl::Status Close() = 0;
+};
+
+// Thread-safe.
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // Creates `path`, which must not exist (ALREADY_EXISTS otherwise; concurrent
+  // creators never share a file), and makes its directory entry durable.
+  virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path) = 0;
+  // Creates `path` and its missing parents; OK if it exists as a directory.
+  virtual absl::Status CreateDirs(const std::string& path) = 0;
+  // The names (not paths) of the entries of directory `path`, sorted; NOT_FOUND if it
+  // does not exist.
+  virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) = 0;
+  // The whole contents of `path`; NOT_FOUND if it does not exist.
+  virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
+
+  // The local file system. Never null; never deleted.
+  static FileSystem* Posix();
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_SUMMARY_WRITER_FILE_SYSTEM_H_
