@@ -1,0 +1,318 @@
+#include "client/session_conformance.h"
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/node_def_util.h"
+#include "core/tensor.h"
+#include "gmock/gmock.h"
+
+namespace overseer {
+
+std::string SessionConformanceParamName(
+    const ::testing::TestParamInfo<SessionConformanceParam>& info) {
+  return info.param.name;
+}
+
+namespace {
+
+using ::testing::HasSubstr;
+
+// Builds GraphDefs by hand (the suite depends on nothing but Session).
+class G {
+ public:
+  NodeDef* Op(const std::string& name, const std::string& op,
+              const std::vector<std::string>& inputs = {}) {
+    NodeDef* n = def_.add_node();
+    n->set_name(name);
+    n->set_op(op);
+    for (const std::string& in : inputs) n->add_input(in);
+    return n;
+  }
+  NodeDef* Const(const std::string& name, const Tensor& value) {
+    NodeDef* n = Op(name, "Const");
+    SetNodeAttr(n, "dtype", value.dtype());
+    SetNodeAttr(n, "value", value);
+    return n;
+  }
+  NodeDef* Placeholder(const std::string& name, DataType dtype,
+                       const PartialShape& shape = PartialShape::Unknown()) {
+    NodeDef* n = Op(name, "Placeholder");
+    SetNodeAttr(n, "dtype", dtype);
+    SetNodeAttr(n, "shape", shape);
+    return n;
+  }
+  NodeDef* Binary(const std::string& name, const std::string& op, const std::string& x,
+                  const std::string& y) {
+    NodeDef* n = Op(name, op, {x, y});
+    SetNodeAttr(n, "T", DT_FLOAT);
+    return n;
+  }
+  NodeDef* Variable(const std::string& name) {
+    NodeDef* n = Op(name, "VariableV2");
+    SetNodeAttr(n, "dtype", DT_FLOAT);
+    SetNodeAttr(n, "shape", TensorShape());
+    return n;
+  }
+  const GraphDef& def() const { return def_; }
+
+ private:
+  GraphDef def_;
+};
+
+float F(const Tensor& t) { return t.scalar<float>(); }
+Tensor S(float v) { return Tensor::Scalar<float>(v); }
+
+// c = a + b with a = 2 (Const) and b a float scalar Placeholder; init = NoOp after c.
+G AddGraph() {
+  G g;
+  g.Const("a", S(2));
+  g.Placeholder("b", DT_FLOAT, PartialShape::Scalar());
+  g.Binary("c", "Add", "a", "b");
+  g.Op("init", "NoOp", {"^c"});
+  return g;
+}
+
+// A variable `name` with `name`/init (= 1) and `name`/inc (+= 1).
+void AddCounterVariable(G* g, const std::string& name) {
+  g->Variable(name);
+  g->Const(name + "/one", S(1));
+  NodeDef* init = g->Op(name + "/init", "Assign", {name, name + "/one"});
+  SetNodeAttr(init, "T", DT_FLOAT);
+  NodeDef* inc = g->Op(name + "/inc", "AssignAdd", {name, name + "/one"});
+  SetNodeAttr(inc, "T", DT_FLOAT);
+}
+
+void ExpectError(const absl::Status& s, absl::StatusCode code, const std::string& part) {
+  EXPECT_EQ(s.code(), code) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(part));
+}
+
+TEST_P(SessionConformanceTest, FeedFetchAndTarget) {
+  auto session = MakeSession();
+  ASSERT_NE(session, nullptr);
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"b", S(3)}}, {"c"}, {}, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(F(out[0]), 5);
+  // A target alone produces no outputs.
+  absl::Status s = session->Run({{"b:0", S(1)}}, {}, {"init"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(out.empty());
+  // Fetching only the Const needs no feed.
+  ASSERT_TRUE(session->Run({}, {"a:0"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 2);
+}
+
+TEST_P(SessionConformanceTest, FetchesTheSameTensorTwice) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"b", S(4)}}, {"c", "a", "c:0"}, {}, &out).ok());
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(F(out[0]), 6);
+  EXPECT_EQ(F(out[1]), 2);
+  EXPECT_EQ(F(out[2]), 6);
+}
+
+TEST_P(SessionConformanceTest, FeedingANonPlaceholderOverridesIt) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"a:0", S(10)}, {"b", S(1)}}, {"c", "a"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 11);
+  EXPECT_EQ(F(out[1]), 10);  // A fetched feed returns the fed value.
+  // Feeding the sum itself skips its computation (and the placeholder it needs).
+  ASSERT_TRUE(session->Run({{"c", S(-1)}}, {"c"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), -1);
+}
+
+TEST_P(SessionConformanceTest, MissingFeedIsInvalidArgument) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  std::vector<Tensor> out;
+  ExpectError(session->Run({}, {"c"}, {}, &out), absl::StatusCode::kInvalidArgument,
+              "'b'");
+}
+
+TEST_P(SessionConformanceTest, FeedsAreCheckedAgainstThePlaceholder) {
+  G g = AddGraph();
+  g.Placeholder("vec", DT_FLOAT, PartialShape({-1, 2}));
+  SetNodeAttr(g.Op("vec_id", "Identity", {"vec"}), "T", DT_FLOAT);
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  std::vector<Tensor> out;
+  ExpectError(session->Run({{"b", Tensor::Scalar<int32_t>(1)}}, {"c"}, {}, &out),
+              absl::StatusCode::kInvalidArgument, "'b:0' has dtype int32");
+  ExpectError(session->Run({{"vec", Tensor(DT_FLOAT, TensorShape({3}))}}, {"vec_id"}, {},
+                           &out),
+              absl::StatusCode::kInvalidArgument, "'vec");
+  ASSERT_TRUE(
+      session->Run({{"vec", Tensor(DT_FLOAT, TensorShape({3, 2}))}}, {"vec_id"}, {}, &out)
+          .ok());
+  EXPECT_EQ(out[0].shape(), TensorShape({3, 2}));
+}
+
+TEST_P(SessionConformanceTest, UnknownFetchFeedOrTargetIsNamed) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  std::vector<Tensor> out;
+  ExpectError(session->Run({{"b", S(1)}}, {"nope:0"}, {}, &out),
+              absl::StatusCode::kInvalidArgument, "nope");
+  ExpectError(session->Run({{"b", S(1)}}, {"c:7"}, {}, &out),
+              absl::StatusCode::kInvalidArgument, "c:7");
+  ExpectError(session->Run({{"b", S(1)}}, {}, {"ghost"}, &out),
+              absl::StatusCode::kInvalidArgument, "ghost");
+  ExpectError(session->Run({{"phantom:0", S(1)}}, {"a"}, {}, &out),
+              absl::StatusCode::kInvalidArgument, "phantom");
+}
+
+TEST_P(SessionConformanceTest, CreateValidatesAndHappensOnce) {
+  auto session = MakeSession();
+  G bad;
+  bad.Op("x", "NoSuchOp");
+  ExpectError(session->Create(bad.def()), absl::StatusCode::kInvalidArgument,
+              "node 'x': unknown op 'NoSuchOp'");
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  EXPECT_EQ(session->Create(AddGraph().def()).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_P(SessionConformanceTest, ExtendThenRunNewNodes) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"b", S(1)}}, {"c"}, {}, &out).ok());
+  G more;
+  more.Binary("d", "Mul", "c", "a");
+  ASSERT_TRUE(session->Extend(more.def()).ok());
+  ASSERT_TRUE(session->Run({{"b", S(1)}}, {"d", "c"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 6);
+  EXPECT_EQ(F(out[1]), 3);
+  // Names must be new, and extensions are validated.
+  G dup;
+  dup.Const("a", S(5));
+  ExpectError(session->Extend(dup.def()), absl::StatusCode::kInvalidArgument, "'a'");
+  G dangling;
+  dangling.Binary("e", "Add", "a", "missing");
+  ExpectError(session->Extend(dangling.def()), absl::StatusCode::kInvalidArgument, "'e'");
+  // A failed Extend leaves the graph as it was.
+  ASSERT_TRUE(session->Run({{"b", S(2)}}, {"d"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 8);
+}
+
+TEST_P(SessionConformanceTest, VariablesPersistAcrossRuns) {
+  G g;
+  AddCounterVariable(&g, "conformance/persist");
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {"conformance/persist/init"}, &out).ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(session->Run({}, {}, {"conformance/persist/inc"}, &out).ok());
+  }
+  // Fetching a reference returns the variable's current value.
+  ASSERT_TRUE(session->Run({}, {"conformance/persist"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 4);
+  ASSERT_TRUE(session->Run({}, {"conformance/persist/inc"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 5);
+}
+
+TEST_P(SessionConformanceTest, VariablesAreSharedBetweenSessions) {
+  G g;
+  AddCounterVariable(&g, "conformance/shared");
+  auto chief = MakeSession();
+  auto other = MakeSession();
+  ASSERT_TRUE(chief->Create(g.def()).ok());
+  ASSERT_TRUE(other->Create(g.def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(chief->Run({}, {}, {"conformance/shared/init"}, &out).ok());
+  ASSERT_TRUE(other->Run({}, {}, {"conformance/shared/inc"}, &out).ok());
+  ASSERT_TRUE(chief->Close().ok());
+  // The variable outlives the session that initialised it.
+  ASSERT_TRUE(other->Run({}, {"conformance/shared"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 2);
+}
+
+TEST_P(SessionConformanceTest, UninitialisedVariableIsFailedPrecondition) {
+  G g;
+  g.Variable("conformance/never_initialised");
+  SetNodeAttr(g.Op("read", "Identity", {"conformance/never_initialised"}), "T", DT_FLOAT);
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  std::vector<Tensor> out;
+  ExpectError(session->Run({}, {"read"}, {}, &out), absl::StatusCode::kFailedPrecondition,
+              "conformance/never_initialised");
+}
+
+TEST_P(SessionConformanceTest, KernelErrorsNameNodeAndOp) {
+  G g;
+  g.Placeholder("x", DT_FLOAT);
+  g.Placeholder("y", DT_FLOAT);
+  g.Binary("sum", "Add", "x", "y");
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({{"x", Tensor(DT_FLOAT, TensorShape({2}))},
+                                 {"y", Tensor(DT_FLOAT, TensorShape({3}))}},
+                                {"sum"}, {}, &out);
+  ExpectError(s, absl::StatusCode::kInvalidArgument, "node 'sum' (op 'Add'): ");
+}
+
+TEST_P(SessionConformanceTest, ConcurrentRunsFromSeveralThreads) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        std::vector<Tensor> out;
+        const float b = static_cast<float>(t * 1000 + i);
+        absl::Status s = session->Run({{"b", S(b)}}, {"c"}, {}, &out);
+        if (!s.ok() || out.size() != 1 || F(out[0]) != b + 2) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_P(SessionConformanceTest, TracingFillsStepStats) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  RunOptions options;
+  options.set_trace_level(RunOptions::FULL_TRACE);
+  RunMetadata metadata;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run(options, {{"b", S(1)}}, {"c"}, {}, &out, &metadata).ok());
+  int stats = 0;
+  bool saw_c = false;
+  for (const auto& dev : metadata.step_stats().dev_stats()) {
+    for (const auto& ns : dev.node_stats()) {
+      ++stats;
+      saw_c |= ns.node_name() == "c";
+    }
+  }
+  EXPECT_GT(stats, 0);
+  EXPECT_TRUE(saw_c);
+}
+
+TEST_P(SessionConformanceTest, CloseEndsTheSession) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  ASSERT_TRUE(session->Close().ok());
+  std::vector<Tensor> out;
+  EXPECT_EQ(session->Run({{"b", S(1)}}, {"c"}, {}, &out).code(),
+            absl::StatusCode::kFailedPrecondition);
+  G more;
+  more.Const("z", S(0));
+  EXPECT_EQ(session->Extend(more.def()).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(session->Close().ok());
+}
+
+}  // namespace
+}  // namespace overseer
