@@ -1,0 +1,216 @@
+// Kernels of BiasAdd, BiasAddGrad, Relu, Sigmoid, Tanh and the activation gradients
+// ReluGrad, SigmoidGrad, TanhGrad and SqrtGrad.
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/op_kernel.h"
+#include "core/status_macros.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace overseer {
+namespace {
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls `fn(TypeTag<T>())` for the dtype: float and double, and int32 and
+// int64 when `kIntegers`. INVALID_ARGUMENT naming the op for other dtypes.
+template <bool kIntegers, typename Fn>
+absl::Status DispatchType(const OpKernel& k, DataType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DT_FLOAT:
+      return fn(TypeTag<float>());
+    case DT_DOUBLE:
+      return fn(TypeTag<double>());
+    case DT_INT32:
+      if constexpr (kIntegers) return fn(TypeTag<int32_t>());
+      break;
+    case DT_INT64:
+      if constexpr (kIntegers) return fn(TypeTag<int64_t>());
+      break;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(k.type_string(), " does not support dtype ", DataTypeString(dtype)));
+}
+
+absl::Status CheckNhwc(OpKernelConstruction* c) {
+  std::string format;
+  RETURN_IF_ERROR(c->GetAttr("data_format", &format));
+  if (format != "NHWC") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_format '", format, "' is not supported; use NHWC"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSameShape(const OpKernel& k, const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(k.type_string(),
+                                                   " inputs must have the same shape: ",
+                                                   a.shape().DebugString(), " vs. ",
+                                                   b.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+class BiasAddOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Init(OpKernelConstruction* c) override { return CheckNhwc(c); }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    if (value.dims() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Input tensor must be at least 2D: ", value.shape().DebugString()));
+    }
+    if (bias.dims() != 1 || bias.dim_size(0) != value.dim_size(value.dims() - 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Must provide as many biases as the last dimension of the input tensor: ",
+          bias.shape().DebugString(), " vs. ", value.shape().DebugString()));
+    }
+    return DispatchType<true>(*this, value.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Tensor* out = ctx->allocate_output(0, value.shape());
+      if (out->NumElements() == 0) return absl::OkStatus();
+      const int64_t channels = bias.dim_size(0);
+      const int64_t rows = value.NumElements() / channels;
+      out->flat_inner_dims<T>(value.dims() - 1).device(ctx->eigen_device()) =
+          value.flat_inner_dims<T>(value.dims() - 1) +
+          bias.flat<T>()
+              .reshape(Eigen::array<Eigen::DenseIndex, 2>{1, channels})
+              .broadcast(Eigen::array<Eigen::DenseIndex, 2>{rows, 1});
+      return absl::OkStatus();
+    });
+  }
+};
+REGISTER_KERNEL(BiasAddOp, "BiasAdd");
+
+class BiasAddGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Init(OpKernelConstruction* c) override { return CheckNhwc(c); }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& grad = ctx->input(0);
+    if (grad.dims() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Input tensor must be at least 2D: ", grad.shape().DebugString()));
+    }
+    return DispatchType<true>(*this, grad.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t channels = grad.dim_size(grad.dims() - 1);
+      Tensor* out = ctx->allocate_output(0, TensorShape({channels}));
+      if (grad.NumElements() == 0) return absl::OkStatus();  // Zero-filled.
+      out->flat<T>().device(ctx->eigen_device()) =
+          grad.flat_inner_dims<T>(grad.dims() - 1).sum(Eigen::array<int, 1>{0});
+      return absl::OkStatus();
+    });
+  }
+};
+REGISTER_KERNEL(BiasAddGradOp, "BiasAddGrad");
+
+struct ReluFn {
+  template <typename T, typename X>
+  static auto Apply(const X& x) { return x.cwiseMax(T(0)); }
+};
+struct SigmoidFn {
+  template <typename T, typename X>
+  static auto Apply(const X& x) { return x.sigmoid(); }
+};
+struct TanhFn {
+  template <typename T, typename X>
+  static auto Apply(const X& x) { return x.tanh(); }
+};
+
+template <typename F, bool kIntegers>
+class ActivationOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    return DispatchType<kIntegers>(*this, x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Tensor* y = ctx->allocate_output(0, x.shape());
+      if (x.NumElements() > 0) {
+        y->flat<T>().device(ctx->eigen_device()) = F::template Apply<T>(x.flat<T>());
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+using ReluOp = ActivationOp<ReluFn, true>;
+using SigmoidOp = ActivationOp<SigmoidFn, false>;
+using TanhOp = ActivationOp<TanhFn, false>;
+REGISTER_KERNEL(ReluOp, "Relu");
+REGISTER_KERNEL(SigmoidOp, "Sigmoid");
+REGISTER_KERNEL(TanhOp, "Tanh");
+
+// ReluGrad(gradients, features): gradients where features > 0, else 0.
+struct ReluGradFn {
+  template <typename T, typename A, typename B>
+  static auto Apply(const A& gradients, const B& features) {
+    return (features > features.constant(T(0))).select(gradients, gradients.constant(T(0)));
+  }
+};
+// SigmoidGrad(y, dy) = dy * y * (1 - y).
+struct SigmoidGradFn {
+  template <typename T, typename A, typename B>
+  static auto Apply(const A& y, const B& dy) {
+    return dy * y * (y.constant(T(1)) - y);
+  }
+};
+// TanhGrad(y, dy) = dy * (1 - y^2).
+struct TanhGradFn {
+  template <typename T, typename A, typename B>
+  static auto Apply(const A& y, const B& dy) {
+    return dy * (y.constant(T(1)) - y * y);
+  }
+};
+// SqrtGrad(y, dy) = dy * 0.5 / y, the gradient of x through y = sqrt(x).
+struct SqrtGradFn {
+  template <typename T, typename A, typename B>
+  static auto Apply(const A& y, const B& dy) {
+    return dy * y.constant(T(0.5)) / y;
+  }
+};
+
+// Output 0 = F(input 0, input 1) over two inputs of one shape.
+template <typename F, bool kIntegers>
+class ActivationGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    RETURN_IF_ERROR(CheckSameShape(*this, a, b));
+    return DispatchType<kIntegers>(*this, a.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Tensor* out = ctx->allocate_output(0, a.shape());
+      if (a.NumElements() > 0) {
+        out->flat<T>().device(ctx->eigen_device()) =
+            F::template Apply<T>(a.flat<T>(), b.flat<T>());
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+using ReluGradOp = ActivationGradOp<ReluGradFn, true>;
+using SigmoidGradOp = ActivationGradOp<SigmoidGradFn, false>;
+using TanhGradOp = ActivationGradOp<TanhGradFn, false>;
+using SqrtGradOp = ActivationGradOp<SqrtGradFn, false>;
+REGISTER_KERNEL(ReluGradOp, "ReluGrad");
+REGISTER_KERNEL(SigmoidGradOp, "SigmoidGrad");
+REGISTER_KERNEL(TanhGradOp, "TanhGrad");
+REGISTER_KERNEL(SqrtGradOp, "SqrtGrad");
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,106 @@
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/kernels/testing/kernel_test_util.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+using test::AsTensor;
+using test::ExpectTensorEqual;
+using test::ExpectTensorNear;
+using test::Value;
+
+absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
+                           const std::string& data_format = "") {
+  test::KernelRunner runner(op);
+  runner.Attr("T", inputs[0].dtype());
+  if (!data_format.empty()) runner.Attr("data_format", data_format);
+  std::vector<TensorValue> values;
+  for (const Tensor& t : inputs) values.push_back(Value(t));
+  auto out = runner.Run(values);
+  if (!out.ok()) return out.status();
+  return out->at(0);
+}
+
+Tensor MustRun(const std::string& op, const std::vector<Tensor>& inputs) {
+  auto out = RunOp(op, inputs);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : Tensor();
+}
+
+TEST(BiasAddTest, AddsAlongLastAxis) {
+  Tensor value = AsTensor<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
+  ExpectTensorEqual(MustRun("BiasAdd", {value, AsTensor<float>({10, 20, 30})}),
+                    AsTensor<float>({11, 22, 33, 14, 25, 36}, TensorShape({2, 3})));
+  Tensor v3 = AsTensor<int32_t>({1, 2, 3, 4, 5, 6, 7, 8}, TensorShape({2, 2, 2}));
+  ExpectTensorEqual(MustRun("BiasAdd", {v3, AsTensor<int32_t>({100, 200})}),
+                    AsTensor<int32_t>({101, 202, 103, 204, 105, 206, 107, 208},
+                                      TensorShape({2, 2, 2})));
+  ExpectTensorEqual(MustRun("BiasAdd", {AsTensor<double>({}, TensorShape({0, 2})),
+                                        AsTensor<double>({1, 2})}),
+                    AsTensor<double>({}, TensorShape({0, 2})));
+}
+
+TEST(BiasAddTest, Errors) {
+  auto bad = RunOp("BiasAdd", {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})),
+                             AsTensor<float>({1, 2})});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("[2] vs. [2,3]"), std::string::npos) << bad.status();
+  EXPECT_EQ(RunOp("BiasAdd", {AsTensor<float>({1, 2}), AsTensor<float>({1, 2})}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto nchw = RunOp("BiasAdd",
+                  {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})),
+                   AsTensor<float>({1, 2, 3})},
+                  "NCHW");
+  EXPECT_EQ(nchw.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(nchw.status().message().find("NCHW"), std::string::npos) << nchw.status();
+}
+
+TEST(BiasAddGradTest, SumsAllButLastAxis) {
+  Tensor g = AsTensor<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
+  ExpectTensorEqual(MustRun("BiasAddGrad", {g}), AsTensor<float>({5, 7, 9}));
+  Tensor g3 = AsTensor<int64_t>({1, 2, 3, 4, 5, 6, 7, 8}, TensorShape({2, 2, 2}));
+  ExpectTensorEqual(MustRun("BiasAddGrad", {g3}), AsTensor<int64_t>({16, 20}));
+  ExpectTensorEqual(MustRun("BiasAddGrad", {AsTensor<float>({}, TensorShape({0, 3}))}),
+                    AsTensor<float>({0, 0, 0}));
+}
+
+TEST(ActivationTest, Values) {
+  ExpectTensorEqual(MustRun("Relu", {AsTensor<float>({-1, 0, 2})}), AsTensor<float>({0, 0, 2}));
+  ExpectTensorEqual(MustRun("Relu", {AsTensor<int32_t>({-3, 4})}), AsTensor<int32_t>({0, 4}));
+  ExpectTensorNear(MustRun("Sigmoid", {AsTensor<float>({0, 2})}),
+                   AsTensor<float>({0.5f, static_cast<float>(1 / (1 + std::exp(-2.0)))}));
+  ExpectTensorNear(MustRun("Tanh", {AsTensor<double>({0, 1})}),
+                   AsTensor<double>({0, std::tanh(1.0)}));
+  ExpectTensorEqual(MustRun("Tanh", {AsTensor<float>({}, TensorShape({0, 3}))}),
+                    AsTensor<float>({}, TensorShape({0, 3})));
+}
+
+TEST(ActivationGradTest, Values) {
+  ExpectTensorEqual(MustRun("ReluGrad", {AsTensor<float>({5, 6, 7}), AsTensor<float>({-1, 0, 2})}),
+                    AsTensor<float>({0, 0, 7}));
+  ExpectTensorEqual(
+      MustRun("ReluGrad", {AsTensor<int64_t>({5, 6}), AsTensor<int64_t>({1, -1})}),
+      AsTensor<int64_t>({5, 0}));
+  // SigmoidGrad(y, dy) = dy * y * (1 - y)
+  ExpectTensorNear(MustRun("SigmoidGrad", {AsTensor<float>({0.5f, 0.25f}), AsTensor<float>({2, 4})}),
+                   AsTensor<float>({0.5f, 0.75f}));
+  // TanhGrad(y, dy) = dy * (1 - y^2)
+  ExpectTensorNear(MustRun("TanhGrad", {AsTensor<double>({0.5, 0}), AsTensor<double>({2, 3})}),
+                   AsTensor<double>({1.5, 3}));
+  // SqrtGrad(y, dy) = dy * 0.5 / y
+  ExpectTensorNear(MustRun("SqrtGrad", {AsTensor<float>({2, 0.5f}), AsTensor<float>({4, 1})}),
+                   AsTensor<float>({1, 1}));
+}
+
+TEST(ActivationGradTest, ShapeMismatchNamesBoth) {
+  auto bad = RunOp("TanhGrad", {AsTensor<float>({1, 2}), AsTensor<float>({1, 2, 3})});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("[2] vs. [3]"), std::string::npos) << bad.status();
+}
+
+}  // namespace
+}  // namespace overseer
