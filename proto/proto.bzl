@@ -20,9 +20,10 @@ def overseer_proto(name, src, deps = [], grpc = False, visibility = ["//visibili
         srcs = [src] + dep_srcs,
         visibility = visibility,
     )
-    cmd = "protoc -I. --cpp_out=$(GENDIR) $(location %s)" % src
+    cmd = "protoc -I. --cpp_out=$(GENDIR)"
     if grpc:
-        cmd += " --grpc_out=$(GENDIR) --plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin $(location %s)" % src
+        cmd += " --grpc_out=$(GENDIR) --plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin"
+    cmd += " $(location %s)" % src
     native.genrule(
         name = name + "_gen",
         srcs = [src] + dep_srcs,

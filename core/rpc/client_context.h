@@ -1,0 +1,24 @@
+#ifndef OVERSEER_CORE_RPC_CLIENT_CONTEXT_H_
+#define OVERSEER_CORE_RPC_CLIENT_CONTEXT_H_
+
+// Every client call carries a deadline (STYLE.md habit 14); this is how one is made.
+
+#include <memory>
+
+#include "absl/time/time.h"
+#include "core/clock.h"
+#include "grpcpp/client_context.h"
+
+namespace overseer {
+
+// How long a unary call may take unless its caller says otherwise.
+inline constexpr absl::Duration kDefaultRpcTimeout = absl::Seconds(30);
+
+// A context whose deadline is `timeout` after `clock`'s now (gRPC itself measures the
+// deadline on the real clock, so a fake clock only shifts where it starts).
+std::unique_ptr<grpc::ClientContext> NewClientContext(absl::Duration timeout = kDefaultRpcTimeout,
+                                                      Clock* clock = Clock::Real());
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CORE_RPC_CLIENT_CONTEXT_H_

@@ -1,0 +1,116 @@
+#ifndef OVERSEER_CORE_RPC_SERVER_RUNNER_H_
+#define OVERSEER_CORE_RPC_SERVER_RUNNER_H_
+
+// What every Overseer server binary (*_main.cc) does around its services: binds the
+// gRPC port (--port, 0 picks a free one) with the health service (NOT_SERVING until
+// SetServing) and server reflection on, serves Prometheus metrics on --metrics_port,
+// logs one start-up line naming the address and version, and on SIGTERM or SIGINT
+// drains in-flight calls (Shutdown with a deadline) so that main can flush and exit 0.
+//
+//   ServerRunner runner(ServerRunnerOptionsFromFlags("summary_writer"));
+//   runner.AddService(&service);
+//   RETURN_IF_ERROR(runner.Start());
+//   runner.SetServing(true);
+//   runner.WaitForTermination();   // returns after the drain
+//   ... flush and close ...
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "grpcpp/impl/codegen/service_type.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+
+ABSL_DECLARE_FLAG(int, port);
+ABSL_DECLARE_FLAG(int, metrics_port);
+
+namespace overseer {
+
+// The version every server reports at start-up.
+inline constexpr char kOverseerVersion[] = "0.1.0";
+
+struct ServerRunnerOptions {
+  // Used in the log line and metric names ("summary_writer").
+  std::string component;
+  std::string version = kOverseerVersion;
+  std::string host = "0.0.0.0";
+  // 0: pick a free port (port() says which).
+  int port = 0;
+  // 0: pick a free port; negative: no metrics endpoint.
+  int metrics_port = 0;
+  // How long in-flight calls may run on after a termination request.
+  absl::Duration drain_timeout = absl::Seconds(10);
+  // Install SIGTERM/SIGINT handlers in Start (off for servers inside tests).
+  bool handle_signals = true;
+};
+
+// Options with port and metrics_port from the --port and --metrics_port flags.
+ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component);
+
+// Thread-safe after Start, except that at most one thread calls WaitForTermination.
+class ServerRunner {
+ public:
+  explicit ServerRunner(ServerRunnerOptions options);
+  // Stops the server (without draining) if WaitForTermination did not.
+  ~ServerRunner();
+  ServerRunner(const ServerRunner&) = delete;
+  ServerRunner& operator=(const ServerRunner&) = delete;
+
+  // The registry served on the metrics port; services add their metric families.
+  prometheus::Registry* metrics() const { return registry_.get(); }
+  std::shared_ptr<prometheus::Registry> metrics_shared() const { return registry_; }
+
+  // Adds a service (not owned; must outlive the runner). Before Start only.
+  void AddService(grpc::Service* service);
+
+  // Binds and starts serving (health NOT_SERVING) and logs the start-up line.
+  // UNAVAILABLE if a port cannot be bound; FAILED_PRECONDITION if already started.
+  absl::Status Start();
+
+  // Health status of the whole server (the "" service).
+  void SetServing(bool serving);
+
+  // The bound gRPC port and "host:port". Valid after Start.
+  int port() const { return port_; }
+  std::string address() const;
+  // The bound metrics port, or -1 without a metrics endpoint.
+  int metrics_port() const { return metrics_port_; }
+  // The server, e.g. for in-process channels. Valid after Start.
+  grpc::Server* server() const { return server_.get(); }
+
+  // Blocks until SIGTERM/SIGINT (with handle_signals) or RequestTermination, then
+  // marks the server NOT_SERVING, stops accepting calls and waits up to drain_timeout
+  // for in-flight calls (cancelling those still running). Returns the signal number,
+  // or 0 for RequestTermination.
+  int WaitForTermination();
+
+  // Makes WaitForTermination return. Thread-safe.
+  void RequestTermination();
+
+ private:
+  void WatchWakePipe();
+
+  const ServerRunnerOptions options_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::vector<grpc::Service*> services_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = -1;
+  int metrics_port_ = -1;
+  int wake_pipe_[2] = {-1, -1};
+  std::thread watcher_;
+  absl::Notification terminate_;
+  int signal_ = 0;  // Written by the watcher before terminate_ is notified.
+  bool drained_ = false;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CORE_RPC_SERVER_RUNNER_H_

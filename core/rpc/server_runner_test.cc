@@ -1,0 +1,91 @@
+#include "core/rpc/server_runner.h"
+
+#include <signal.h>
+
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "core/rpc/client_context.h"
+#include "core/rpc/testing/health.grpc.pb.h"
+#include "core/rpc/testing/http_get.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "prometheus/counter.h"
+
+namespace overseer {
+namespace {
+
+using grpc::health::v1::Health;
+using grpc::health::v1::HealthCheckRequest;
+using grpc::health::v1::HealthCheckResponse;
+
+ServerRunnerOptions TestOptions() {
+  ServerRunnerOptions options;
+  options.component = "test";
+  options.host = "127.0.0.1";
+  options.handle_signals = false;
+  return options;
+}
+
+grpc::Status Check(Health::Stub* stub, HealthCheckResponse* response) {
+  auto context = NewClientContext(absl::Seconds(10));
+  HealthCheckRequest request;
+  return stub->Check(context.get(), request, response);
+}
+
+TEST(ServerRunnerTest, HealthGoesServingAndMetricsAreServed) {
+  ServerRunner runner(TestOptions());
+  prometheus::BuildCounter()
+      .Name("overseer_test_things_total")
+      .Help("things")
+      .Register(*runner.metrics())
+      .Add({})
+      .Increment(3);
+  ASSERT_TRUE(runner.Start().ok());
+  ASSERT_GT(runner.port(), 0);
+  ASSERT_GT(runner.metrics_port(), 0);
+  EXPECT_TRUE(absl::IsFailedPrecondition(runner.Start()));
+
+  auto stub = Health::NewStub(
+      grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+  HealthCheckResponse response;
+  ASSERT_TRUE(Check(stub.get(), &response).ok());
+  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  runner.SetServing(true);
+  ASSERT_TRUE(Check(stub.get(), &response).ok());
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+
+  auto page = test::HttpGet(runner.metrics_port(), "/metrics");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_TRUE(absl::StrContains(*page, "overseer_test_things_total 3")) << *page;
+
+  std::thread stopper([&] { runner.RequestTermination(); });
+  EXPECT_EQ(runner.WaitForTermination(), 0);
+  stopper.join();
+  EXPECT_FALSE(Check(stub.get(), &response).ok());
+}
+
+TEST(ServerRunnerTest, SigtermEndsTheWait) {
+  ServerRunnerOptions options = TestOptions();
+  options.handle_signals = true;
+  options.metrics_port = -1;
+  ServerRunner runner(options);
+  ASSERT_TRUE(runner.Start().ok());
+  EXPECT_EQ(runner.metrics_port(), -1);
+  ASSERT_EQ(::raise(SIGTERM), 0);
+  EXPECT_EQ(runner.WaitForTermination(), SIGTERM);
+}
+
+TEST(ServerRunnerTest, PortInUseIsUnavailable) {
+  ServerRunner first(TestOptions());
+  ASSERT_TRUE(first.Start().ok());
+  ServerRunnerOptions options = TestOptions();
+  options.port = first.port();
+  options.metrics_port = -1;
+  ServerRunner second(options);
+  EXPECT_TRUE(absl::IsUnavailable(second.Start()));
+}
+
+}  // namespace
+}  // namespace overseer
