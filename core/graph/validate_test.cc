@@ -170,6 +170,20 @@ TEST(ValidateGraphTest, InfersShapesInTopologicalOrder) {
   EXPECT_EQ(v->output_shapes[neg][0], PartialShape({4, 3}));
 }
 
+TEST(ValidateGraphTest, PassesConstValuesToShapeFunctions) {
+  GraphDef g;
+  NodeDef* x = AddNode(&g, "x", "Const");
+  SetNodeAttr(x, "dtype", DT_FLOAT);
+  SetNodeAttr(x, "value", Tensor(DT_FLOAT, TensorShape({6})));
+  NodeDef* shape = AddNode(&g, "shape", "Const");
+  SetNodeAttr(shape, "dtype", DT_INT32);
+  SetNodeAttr(shape, "value", Tensor::FromVector<int32_t>({2, 3}));
+  SetNodeAttr(AddNode(&g, "reshaped", "Reshape", {"x", "shape"}), "T", DT_FLOAT);
+  auto v = ValidateAndIndexGraph(g);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->output_shapes[v->graph->FindNode("reshaped")][0], PartialShape({2, 3}));
+}
+
 TEST(GraphTest, IndexesEdgesAndTopologicalOrder) {
   GraphDef g;
   SetNodeAttr(AddNode(&g, "neg", "TestUnary", {"two:1", "^one"}), "T", DT_INT32);
