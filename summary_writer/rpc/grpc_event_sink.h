@@ -1,0 +1,79 @@
+#ifndef OVERSEER_SUMMARY_WRITER_RPC_GRPC_EVENT_SINK_H_
+#define OVERSEER_SUMMARY_WRITER_RPC_GRPC_EVENT_SINK_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+#include "grpcpp/channel.h"
+#include "proto/summary_writer_service.grpc.pb.h"
+#include "summary_writer/event_sink.h"
+
+namespace overseer {
+
+struct GrpcEventSinkOptions {
+  // Passed to OpenWriter (0: the server's defaults).
+  int flush_secs = 0;
+  int max_queue = 0;
+  std::string filename_suffix;
+  std::optional<int64_t> start_step;
+  // Events sent per WriteEvents message.
+  int batch_size = 64;
+  // Deadline of each unary call; a WriteEvents stream may stay open for
+  // stream_lifetime (the owner flushes more often than that) plus this.
+  absl::Duration rpc_timeout = absl::Seconds(30);
+  absl::Duration stream_lifetime = absl::Minutes(10);
+};
+
+// An EventSink writing to one writer of a summary_writer server. Events are batched
+// and sent on a WriteEvents stream that Flush and Close finish before calling
+// FlushWriter / CloseWriter, so those see every event sent before them.
+// Thread-safe.
+class GrpcEventSink : public EventSink {
+ public:
+  // Opens a writer for `run` on the server behind `channel`. The server's error
+  // (INVALID_ARGUMENT for a bad run name), or UNAVAILABLE / DEADLINE_EXCEEDED.
+  static absl::StatusOr<std::unique_ptr<GrpcEventSink>> Open(
+      std::shared_ptr<grpc::Channel> channel, const std::string& run,
+      const GrpcEventSinkOptions& options, Clock* clock = Clock::Real());
+
+  // Closes the remote writer if Close was not called (errors are logged).
+  ~GrpcEventSink() override;
+
+  absl::Status WriteEvent(const Event& event) override;
+  absl::Status Flush() override;
+  absl::Status Close() override;
+
+  // The event file's path relative to the server's logdir.
+  const std::string& file() const { return file_; }
+
+ private:
+  GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, int64_t writer_id,
+                std::string file, const GrpcEventSinkOptions& options, Clock* clock);
+
+  absl::Status SendBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FinishStreamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::unique_ptr<SummaryWriterService::Stub> stub_;
+  const int64_t writer_id_;
+  const std::string file_;
+  const GrpcEventSinkOptions options_;
+  Clock* const clock_;
+
+  absl::Mutex mu_;
+  WriteEventsRequest batch_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::ClientContext> stream_context_ ABSL_GUARDED_BY(mu_);
+  WriteEventsResponse stream_response_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::ClientWriter<WriteEventsRequest>> stream_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_SUMMARY_WRITER_RPC_GRPC_EVENT_SINK_H_

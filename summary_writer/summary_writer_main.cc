@@ -1,0 +1,77 @@
+// The summary_writer server: trainers stream summaries to it, it writes TensorBoard
+// event files under --logdir, one directory per run.
+//
+//   summary_writer_server --logdir=/tmp/logs --port=0 --metrics_port=0
+//
+// SIGTERM or SIGINT drains in-flight calls, then flushes and closes every file and
+// exits 0.
+
+#include <cstdlib>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "core/clock.h"
+#include "core/logging.h"
+#include "core/rpc/server_runner.h"
+#include "summary_writer/file_system.h"
+#include "summary_writer/periodic_flusher.h"
+#include "summary_writer/rpc/grpc_summary_writer_service.h"
+#include "summary_writer/summary_writer_service.h"
+
+ABSL_FLAG(std::string, logdir, "", "Directory under which run directories are written");
+ABSL_FLAG(int, flush_secs, 120, "Default seconds between flushes of each event file");
+ABSL_FLAG(int, max_queue, 10, "Default events queued before they are written out");
+
+namespace overseer {
+namespace {
+
+int Main() {
+  const std::string logdir = absl::GetFlag(FLAGS_logdir);
+  if (logdir.empty()) {
+    LOG(ERROR) << "--logdir is required";
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_flush_secs) < 1 || absl::GetFlag(FLAGS_max_queue) < 1) {
+    LOG(ERROR) << "--flush_secs and --max_queue must be at least 1";
+    return 2;
+  }
+  const absl::Status made = FileSystem::Posix()->CreateDirs(logdir);
+  if (!made.ok()) {
+    LOG(ERROR) << "cannot use --logdir: " << made.ToString();
+    return 1;
+  }
+
+  ServerRunner runner(ServerRunnerOptionsFromFlags("summary_writer"));
+  SummaryWriterServiceOptions options;
+  options.logdir = logdir;
+  options.default_flush_interval = absl::Seconds(absl::GetFlag(FLAGS_flush_secs));
+  options.default_max_queue = absl::GetFlag(FLAGS_max_queue);
+  SummaryWriterServiceImpl impl(options, EventWriterEnv(), runner.metrics());
+  GrpcSummaryWriterService service(&impl);
+  runner.AddService(&service);
+  const absl::Status started = runner.Start();
+  if (!started.ok()) {
+    LOG(ERROR) << started.ToString();
+    return 1;
+  }
+  {
+    PeriodicFlusher flusher(Clock::Real(), absl::Seconds(1), [&impl] { impl.FlushDue(); });
+    runner.SetServing(true);
+    runner.WaitForTermination();
+  }
+  const absl::Status closed = impl.CloseAll();
+  if (!closed.ok()) {
+    LOG(ERROR) << "closing event files: " << closed.ToString();
+    return 1;
+  }
+  LOG(INFO) << "summary_writer: every event file flushed and closed";
+  return 0;
+}
+
+}  // namespace
+}  // namespace overseer
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return overseer::Main();
+}

@@ -1,0 +1,160 @@
+#include "summary_writer/summary_writer_service.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+#include "summary_writer/run_name.h"
+
+namespace overseer {
+
+SummaryWriterServiceImpl::SummaryWriterServiceImpl(SummaryWriterServiceOptions options,
+                                                   EventWriterEnv env,
+                                                   prometheus::Registry* metrics)
+    : options_(std::move(options)), env_(std::move(env)) {
+  if (metrics == nullptr) return;
+  events_written_ = &prometheus::BuildCounter()
+                         .Name("overseer_summary_writer_written_events_total")
+                         .Help("Events accepted into event files.")
+                         .Register(*metrics)
+                         .Add({});
+  bytes_written_ = &prometheus::BuildCounter()
+                        .Name("overseer_summary_writer_written_bytes_total")
+                        .Help("Bytes of framed records accepted into event files.")
+                        .Register(*metrics)
+                        .Add({});
+  flush_latency_ = &prometheus::BuildHistogram()
+                        .Name("overseer_summary_writer_flush_latency_seconds")
+                        .Help("Time a FlushWriter call takes (write out and fsync).")
+                        .Register(*metrics)
+                        .Add({}, prometheus::Histogram::BucketBoundaries{
+                                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                     0.25, 0.5, 1, 2.5, 5});
+  open_writers_gauge_ = &prometheus::BuildGauge()
+                             .Name("overseer_summary_writer_open_writers")
+                             .Help("Event files currently open.")
+                             .Register(*metrics)
+                             .Add({});
+}
+
+SummaryWriterServiceImpl::~SummaryWriterServiceImpl() {
+  const absl::Status s = CloseAll();
+  if (!s.ok()) LOG(ERROR) << "closing event files: " << s.ToString();
+}
+
+absl::StatusOr<std::shared_ptr<EventFileWriter>> SummaryWriterServiceImpl::Find(
+    int64_t writer_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = writers_.find(writer_id);
+  if (it == writers_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no open summary writer with id ", writer_id, "; open one with OpenWriter"));
+  }
+  return it->second;
+}
+
+absl::Status SummaryWriterServiceImpl::OpenWriter(const OpenWriterRequest& request,
+                                                  OpenWriterResponse* response) {
+  RETURN_IF_ERROR(ValidateRunName(request.run()));
+  if (request.flush_secs() < 0 || request.max_queue() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flush_secs and max_queue must not be negative, got ", request.flush_secs(), " and ",
+        request.max_queue()));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::UnavailableError("summary_writer is shutting down");
+  }
+  EventFileWriterOptions options;
+  options.flush_interval = request.flush_secs() > 0 ? absl::Seconds(request.flush_secs())
+                                                    : options_.default_flush_interval;
+  options.max_queue = request.max_queue() > 0 ? request.max_queue() : options_.default_max_queue;
+  options.filename_suffix = request.filename_suffix();
+  if (request.write_start()) options.start_step = request.start_step();
+  ASSIGN_OR_RETURN(std::unique_ptr<EventFileWriter> writer,
+                   EventFileWriter::Create(RunDirectory(options_.logdir, request.run()),
+                                           options, env_));
+  response->set_file(writer->path().substr(options_.logdir.size() + 1));
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::UnavailableError("summary_writer is shutting down");
+  const int64_t id = next_id_++;
+  writers_[id] = std::move(writer);
+  response->set_writer_id(id);
+  if (open_writers_gauge_ != nullptr) open_writers_gauge_->Set(writers_.size());
+  return absl::OkStatus();
+}
+
+absl::Status SummaryWriterServiceImpl::WriteEvents(const WriteEventsRequest& request) {
+  ASSIGN_OR_RETURN(std::shared_ptr<EventFileWriter> writer, Find(request.writer_id()));
+  const int64_t before = writer->bytes();
+  for (const Event& event : request.events()) RETURN_IF_ERROR(writer->WriteEvent(event));
+  if (events_written_ != nullptr) {
+    events_written_->Increment(request.events_size());
+    bytes_written_->Increment(static_cast<double>(writer->bytes() - before));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SummaryWriterServiceImpl::FlushWriter(const FlushWriterRequest& request,
+                                                   FlushWriterResponse* response) {
+  ASSIGN_OR_RETURN(std::shared_ptr<EventFileWriter> writer, Find(request.writer_id()));
+  const absl::Time start = env_.clock->Now();
+  const absl::Status s = writer->Flush();
+  if (flush_latency_ != nullptr) {
+    flush_latency_->Observe(absl::ToDoubleSeconds(env_.clock->Now() - start));
+  }
+  return s;
+}
+
+absl::Status SummaryWriterServiceImpl::CloseWriter(const CloseWriterRequest& request,
+                                                   CloseWriterResponse* response) {
+  std::shared_ptr<EventFileWriter> writer;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = writers_.find(request.writer_id());
+    if (it == writers_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no open summary writer with id ", request.writer_id()));
+    }
+    writer = std::move(it->second);
+    writers_.erase(it);
+    if (open_writers_gauge_ != nullptr) open_writers_gauge_->Set(writers_.size());
+  }
+  return writer->Close();
+}
+
+void SummaryWriterServiceImpl::FlushDue() {
+  std::vector<std::shared_ptr<EventFileWriter>> writers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& entry : writers_) writers.push_back(entry.second);
+  }
+  for (const auto& writer : writers) {
+    const absl::Status s = writer->FlushIfDue();
+    if (!s.ok()) LOG(WARNING) << "periodic flush of " << writer->path() << ": " << s.ToString();
+  }
+}
+
+absl::Status SummaryWriterServiceImpl::CloseAll() {
+  std::map<int64_t, std::shared_ptr<EventFileWriter>> writers;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    writers.swap(writers_);
+    if (open_writers_gauge_ != nullptr) open_writers_gauge_->Set(0);
+  }
+  absl::Status first;
+  for (auto& entry : writers) {
+    const absl::Status s = entry.second->Close();
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+int SummaryWriterServiceImpl::open_writers() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(writers_.size());
+}
+
+}  // namespace overseer

@@ -1,0 +1,87 @@
+#ifndef OVERSEER_SUMMARY_WRITER_SUMMARY_WRITER_SERVICE_H_
+#define OVERSEER_SUMMARY_WRITER_SUMMARY_WRITER_SERVICE_H_
+
+// The logic of the summary_writer service: event files for many runs and trainers at
+// once, one directory per run under the logdir. Takes and returns protos and
+// absl::Status; rpc/grpc_summary_writer_service.h puts it on gRPC.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "proto/summary_writer_service.pb.h"
+#include "summary_writer/event_file_writer.h"
+
+namespace overseer {
+
+struct SummaryWriterServiceOptions {
+  // Every run directory is created below this one; nothing is written outside it.
+  std::string logdir;
+  // Used when OpenWriterRequest leaves flush_secs or max_queue at 0.
+  absl::Duration default_flush_interval = absl::Seconds(120);
+  int default_max_queue = 10;
+};
+
+// Thread-safe: calls for different writers run in parallel; calls for one writer are
+// ordered by that writer.
+class SummaryWriterServiceImpl {
+ public:
+  // `env` (file system, clock) must outlive the service. `metrics` may be null; else
+  // the service registers overseer_summary_writer_* families in it.
+  SummaryWriterServiceImpl(SummaryWriterServiceOptions options, EventWriterEnv env,
+                           prometheus::Registry* metrics);
+  // Closes every writer still open (errors are logged).
+  ~SummaryWriterServiceImpl();
+  SummaryWriterServiceImpl(const SummaryWriterServiceImpl&) = delete;
+  SummaryWriterServiceImpl& operator=(const SummaryWriterServiceImpl&) = delete;
+
+  // Opens a new event file in <logdir>/<run>. INVALID_ARGUMENT for a bad run name or
+  // negative flush_secs / max_queue; the file system's error otherwise; UNAVAILABLE
+  // after CloseAll.
+  absl::Status OpenWriter(const OpenWriterRequest& request, OpenWriterResponse* response);
+  // Queues the events of one message of a WriteEvents stream. NOT_FOUND for an unknown
+  // (or closed) writer id; the writer's error otherwise.
+  absl::Status WriteEvents(const WriteEventsRequest& request);
+  // Makes the writer's events durable. NOT_FOUND for an unknown writer id.
+  absl::Status FlushWriter(const FlushWriterRequest& request, FlushWriterResponse* response);
+  // Flushes and closes the writer and forgets its id. NOT_FOUND for an unknown id.
+  absl::Status CloseWriter(const CloseWriterRequest& request, CloseWriterResponse* response);
+
+  // Flushes every writer whose flush interval has passed (called periodically).
+  void FlushDue();
+  // Flushes and closes every writer; later OpenWriter calls fail. Returns the first
+  // error. For shutdown.
+  absl::Status CloseAll();
+
+  int open_writers() const;
+
+ private:
+  absl::StatusOr<std::shared_ptr<EventFileWriter>> Find(int64_t writer_id) const;
+
+  const SummaryWriterServiceOptions options_;
+  const EventWriterEnv env_;
+
+  prometheus::Counter* events_written_ = nullptr;
+  prometheus::Counter* bytes_written_ = nullptr;
+  prometheus::Histogram* flush_latency_ = nullptr;
+  prometheus::Gauge* open_writers_gauge_ = nullptr;
+
+  mutable absl::Mutex mu_;
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<int64_t, std::shared_ptr<EventFileWriter>> writers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_SUMMARY_WRITER_SUMMARY_WRITER_SERVICE_H_

@@ -1,0 +1,174 @@
+#include "summary_writer/summary_writer_service.h"
+
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
+#include "summary_writer/event_file_reader.h"
+#include "summary_writer/testing/manual_clock.h"
+
+namespace overseer {
+namespace {
+
+class SummaryWriterServiceTest : public ::testing::Test {
+ protected:
+  SummaryWriterServiceTest() {
+    static int counter = 0;
+    logdir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/svc", ++counter);
+    env_.clock = &clock_;
+    SummaryWriterServiceOptions options;
+    options.logdir = logdir_;
+    service_ = std::make_unique<SummaryWriterServiceImpl>(options, env_, &registry_);
+  }
+
+  int64_t Open(const std::string& run, OpenWriterResponse* response = nullptr) {
+    OpenWriterRequest request;
+    request.set_run(run);
+    OpenWriterResponse local;
+    if (response == nullptr) response = &local;
+    const absl::Status s = service_->OpenWriter(request, response);
+    EXPECT_TRUE(s.ok()) << s;
+    return response->writer_id();
+  }
+
+  static WriteEventsRequest Events(int64_t id, int first_step, int n) {
+    WriteEventsRequest request;
+    request.set_writer_id(id);
+    for (int i = 0; i < n; ++i) {
+      Event* e = request.add_events();
+      e->set_wall_time(1700000000 + first_step + i);
+      e->set_step(first_step + i);
+      auto* v = e->mutable_summary()->add_value();
+      v->set_tag("loss");
+      v->set_simple_value(1.0f / (first_step + i + 1));
+    }
+    return request;
+  }
+
+  std::string Metrics() {
+    return prometheus::TextSerializer().Serialize(registry_.Collect());
+  }
+
+  std::string logdir_;
+  test::ManualClock clock_;
+  EventWriterEnv env_;
+  prometheus::Registry registry_;
+  std::unique_ptr<SummaryWriterServiceImpl> service_;
+};
+
+TEST_F(SummaryWriterServiceTest, WritesARunDirectory) {
+  OpenWriterResponse opened;
+  const int64_t id = Open("exp1/train", &opened);
+  EXPECT_TRUE(absl::StartsWith(opened.file(), "exp1/train/events.out.tfevents.")) << opened.file();
+  ASSERT_TRUE(service_->WriteEvents(Events(id, 0, 5)).ok());
+  ASSERT_TRUE(service_->WriteEvents(Events(id, 5, 5)).ok());
+  FlushWriterRequest flush;
+  flush.set_writer_id(id);
+  FlushWriterResponse flushed;
+  ASSERT_TRUE(service_->FlushWriter(flush, &flushed).ok());
+  auto events = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + opened.file());
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 11u);
+  EXPECT_EQ((*events)[10].step(), 9);
+  EXPECT_EQ(service_->open_writers(), 1);
+
+  const std::string metrics = Metrics();
+  EXPECT_TRUE(absl::StrContains(metrics, "overseer_summary_writer_written_events_total 10"))
+      << metrics;
+  EXPECT_TRUE(absl::StrContains(metrics, "overseer_summary_writer_open_writers 1"));
+  EXPECT_TRUE(absl::StrContains(metrics, "overseer_summary_writer_flush_latency_seconds_count 1"));
+  EXPECT_TRUE(absl::StrContains(metrics, "overseer_summary_writer_written_bytes_total"));
+
+  CloseWriterRequest close;
+  close.set_writer_id(id);
+  CloseWriterResponse closed;
+  ASSERT_TRUE(service_->CloseWriter(close, &closed).ok());
+  EXPECT_EQ(service_->open_writers(), 0);
+  EXPECT_TRUE(absl::IsNotFound(service_->WriteEvents(Events(id, 10, 1))));
+  EXPECT_TRUE(absl::IsNotFound(service_->CloseWriter(close, &closed)));
+}
+
+TEST_F(SummaryWriterServiceTest, RejectsRunsOutsideTheLogdir) {
+  for (const char* run : {"../escape", "/etc", "a/../../b", "", "a//b"}) {
+    OpenWriterRequest request;
+    request.set_run(run);
+    OpenWriterResponse response;
+    EXPECT_TRUE(absl::IsInvalidArgument(service_->OpenWriter(request, &response))) << run;
+  }
+  auto entries = FileSystem::Posix()->ListDir(logdir_);
+  EXPECT_TRUE(!entries.ok() || entries->empty());
+  OpenWriterRequest request;
+  request.set_run("ok");
+  request.set_max_queue(-1);
+  OpenWriterResponse response;
+  EXPECT_TRUE(absl::IsInvalidArgument(service_->OpenWriter(request, &response)));
+}
+
+TEST_F(SummaryWriterServiceTest, RestartWritesStartInANewFile) {
+  OpenWriterResponse first;
+  const int64_t id = Open("run", &first);
+  ASSERT_TRUE(service_->WriteEvents(Events(id, 0, 10)).ok());
+  OpenWriterRequest request;
+  request.set_run("run");
+  request.set_write_start(true);
+  request.set_start_step(5);
+  OpenWriterResponse second;
+  ASSERT_TRUE(service_->OpenWriter(request, &second).ok());
+  EXPECT_LT(first.file(), second.file());
+  auto events = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + second.file());
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[1].session_log().status(), SessionLog::START);
+  EXPECT_EQ((*events)[1].step(), 5);
+}
+
+TEST_F(SummaryWriterServiceTest, FlushDueAndCloseAll) {
+  OpenWriterResponse opened;
+  const int64_t id = Open("run", &opened);
+  ASSERT_TRUE(service_->WriteEvents(Events(id, 0, 3)).ok());
+  const std::string path = logdir_ + "/" + opened.file();
+  service_->FlushDue();
+  EXPECT_EQ(ReadEventFile(FileSystem::Posix(), path)->size(), 1u);
+  clock_.Advance(absl::Seconds(120));
+  service_->FlushDue();
+  EXPECT_EQ(ReadEventFile(FileSystem::Posix(), path)->size(), 4u);
+  ASSERT_TRUE(service_->WriteEvents(Events(id, 3, 2)).ok());
+  ASSERT_TRUE(service_->CloseAll().ok());
+  EXPECT_EQ(ReadEventFile(FileSystem::Posix(), path)->size(), 6u);
+  OpenWriterRequest request;
+  request.set_run("late");
+  OpenWriterResponse response;
+  EXPECT_TRUE(absl::IsUnavailable(service_->OpenWriter(request, &response)));
+}
+
+TEST_F(SummaryWriterServiceTest, ManyTrainersAtOnce) {
+  constexpr int kTrainers = 8;
+  std::vector<std::thread> threads;
+  std::vector<std::string> files(kTrainers);
+  for (int t = 0; t < kTrainers; ++t) {
+    threads.emplace_back([&, t] {
+      OpenWriterResponse opened;
+      const int64_t id = Open(absl::StrCat("run", t % 3), &opened);
+      for (int b = 0; b < 20; ++b) ASSERT_TRUE(service_->WriteEvents(Events(id, b * 10, 10)).ok());
+      CloseWriterRequest close;
+      close.set_writer_id(id);
+      CloseWriterResponse closed;
+      ASSERT_TRUE(service_->CloseWriter(close, &closed).ok());
+      files[t] = opened.file();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& file : files) {
+    auto events = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + file);
+    ASSERT_TRUE(events.ok()) << events.status();
+    ASSERT_EQ(events->size(), 201u);
+    for (int i = 0; i < 200; ++i) EXPECT_EQ((*events)[i + 1].step(), i);
+  }
+}
+
+}  // namespace
+}  // namespace overseer
