@@ -1,6 +1,7 @@
 #include "client/direct_session.h"
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/session_conformance.h"
@@ -149,6 +150,31 @@ TEST(DirectSessionTest, IndependentNodesRunInParallel) {
   std::vector<Tensor> out;
   absl::Status s = session->Run(run_options, {}, {"left", "right"}, {}, &out, nullptr);
   EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(DirectSessionTest, StepsBlockedOnEachOtherFromTwoThreadsFinish) {
+  // One step waits for a signal that only another, concurrent step gives (a trainer
+  // blocked on a dequeue while a queue runner enqueues).
+  GraphDef g;
+  NodeDef* a = Add(&g, "consumer", "TestRendezvous");
+  SetNodeAttr(a, "key", "threads/consumer");
+  SetNodeAttr(a, "peer", "threads/producer");
+  NodeDef* b = Add(&g, "producer", "TestRendezvous");
+  SetNodeAttr(b, "key", "threads/producer");
+  SetNodeAttr(b, "peer", "threads/consumer");
+  auto session = MakeSession(g);
+  RunOptions run_options;
+  run_options.set_timeout_in_ms(60000);  // Turns a deadlock into a failure.
+  absl::Status consumer_status;
+  std::thread consumer([&] {
+    std::vector<Tensor> out;
+    consumer_status = session->Run(run_options, {}, {"consumer"}, {}, &out, nullptr);
+  });
+  std::vector<Tensor> out;
+  absl::Status s = session->Run(run_options, {}, {"producer"}, {}, &out, nullptr);
+  consumer.join();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(consumer_status.ok()) << consumer_status;
 }
 
 TEST(DirectSessionTest, RunBeforeCreateIsFailedPrecondition) {
