@@ -86,6 +86,26 @@ void AddCounterVariable(G* g, const std::string& name) {
   SetNodeAttr(inc, "T", DT_FLOAT);
 }
 
+// A FIFOQueue of float scalars named `name`.
+void AddQueue(G* g, const std::string& name) {
+  NodeDef* q = g->Op(name, "FIFOQueue");
+  SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
+  SetNodeAttr(q, "capacity", int64_t{100});
+}
+
+NodeDef* AddEnqueue(G* g, const std::string& name, const std::string& queue,
+                    const std::string& value) {
+  NodeDef* e = g->Op(name, "QueueEnqueue", {queue, value});
+  SetNodeAttr(e, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  return e;
+}
+
+NodeDef* AddDequeue(G* g, const std::string& name, const std::string& queue) {
+  NodeDef* d = g->Op(name, "QueueDequeue", {queue});
+  SetNodeAttr(d, "component_types", std::vector<DataType>{DT_FLOAT});
+  return d;
+}
+
 void ExpectError(const absl::Status& s, absl::StatusCode code, const std::string& part) {
   EXPECT_EQ(s.code(), code) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr(part));
@@ -299,6 +319,76 @@ TEST_P(SessionConformanceTest, TracingFillsStepStats) {
   }
   EXPECT_GT(stats, 0);
   EXPECT_TRUE(saw_c);
+}
+
+TEST_P(SessionConformanceTest, TimeoutCancelsAStepBlockedOnADequeue) {
+  G g;
+  AddQueue(&g, "conformance/timeout_q");
+  AddDequeue(&g, "dequeue", "conformance/timeout_q");
+  g.Const("seven", S(7));
+  AddEnqueue(&g, "enqueue", "conformance/timeout_q", "seven");
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  RunOptions options;
+  options.set_timeout_in_ms(50);
+  std::vector<Tensor> out;
+  absl::Status s = session->Run(options, {}, {"dequeue"}, {}, &out, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  // The cancelled dequeue took nothing: a later enqueue/dequeue pair still works.
+  ASSERT_TRUE(session->Run({}, {}, {"enqueue"}, &out).ok());
+  ASSERT_TRUE(session->Run(options, {}, {"dequeue"}, {}, &out, nullptr).ok());
+  EXPECT_EQ(F(out[0]), 7);
+}
+
+TEST_P(SessionConformanceTest, IndependentBranchesRunInParallel) {
+  // d1 blocks until e1 runs, e1 waits (control) for d2, and d2 for e2. Listed so that
+  // running nodes one at a time in order would block forever on d1.
+  G g;
+  AddQueue(&g, "conformance/par_q1");
+  AddQueue(&g, "conformance/par_q2");
+  AddDequeue(&g, "d1", "conformance/par_q1");
+  AddDequeue(&g, "d2", "conformance/par_q2");
+  g.Const("one", S(1));
+  g.Const("two", S(2));
+  AddEnqueue(&g, "e1", "conformance/par_q1", "one")->add_input("^d2");
+  AddEnqueue(&g, "e2", "conformance/par_q2", "two");
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  RunOptions options;
+  options.set_timeout_in_ms(60000);  // Turns a deadlock into a failure.
+  std::vector<Tensor> out;
+  absl::Status s = session->Run(options, {}, {"d1", "d2"}, {"e1", "e2"}, &out, nullptr);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(F(out[0]), 1);
+  EXPECT_EQ(F(out[1]), 2);
+}
+
+TEST_P(SessionConformanceTest, ProducerThreadFeedsABlockedConsumerStep) {
+  G g;
+  AddQueue(&g, "conformance/runner_q");
+  g.Placeholder("item", DT_FLOAT, PartialShape::Scalar());
+  AddEnqueue(&g, "enqueue", "conformance/runner_q", "item");
+  AddDequeue(&g, "dequeue", "conformance/runner_q");
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  constexpr int kItems = 50;
+  RunOptions options;
+  options.set_timeout_in_ms(60000);
+  float sum = 0;
+  std::thread consumer([&] {
+    for (int i = 0; i < kItems; ++i) {
+      std::vector<Tensor> out;
+      absl::Status s = session->Run(options, {}, {"dequeue"}, {}, &out, nullptr);
+      if (!s.ok()) return;
+      sum += F(out[0]);
+    }
+  });
+  for (int i = 0; i < kItems; ++i) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session->Run({{"item", S(static_cast<float>(i))}}, {}, {"enqueue"}, &out).ok());
+  }
+  consumer.join();
+  EXPECT_EQ(sum, kItems * (kItems - 1) / 2);
 }
 
 TEST_P(SessionConformanceTest, CloseEndsTheSession) {
