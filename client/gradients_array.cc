@@ -25,7 +25,7 @@ absl::Status IdentityGrad(const Scope& scope, const Operation& op,
 REGISTER_GRADIENT("Identity", IdentityGrad);
 REGISTER_GRADIENT("PlaceholderWithDefault", IdentityGrad);
 
-// Reshape, ExpandDims and Squeeze: the gradient takes the input's shape back.
+// Reshape and ExpandDims: the gradient takes the input's shape back.
 absl::Status ReshapeGrad(const Scope& scope, const Operation& op,
                          const std::vector<Output>& grads, std::vector<Output>* out) {
   out->push_back(ops::Reshape(scope, grads[0], ops::Shape(scope, op.input(0))));
@@ -34,7 +34,13 @@ absl::Status ReshapeGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("Reshape", ReshapeGrad);
 REGISTER_GRADIENT("ExpandDims", ReshapeGrad);
-REGISTER_GRADIENT("Squeeze", ReshapeGrad);
+
+absl::Status SqueezeGrad(const Scope& scope, const Operation& op,
+                         const std::vector<Output>& grads, std::vector<Output>* out) {
+  out->push_back(ops::Reshape(scope, grads[0], ops::Shape(scope, op.input(0))));
+  return scope.status();
+}
+REGISTER_GRADIENT("Squeeze", SqueezeGrad);
 
 absl::Status CastGrad(const Scope& scope, const Operation& op,
                       const std::vector<Output>& grads, std::vector<Output>* out) {
