@@ -26,7 +26,7 @@ class AddNOp : public OpKernel {
       return absl::OkStatus();
     }
     switch (first.dtype()) {
-#define OVERSEER_ADDN_CASE(T)     \
+#define OVERSEER_ADDN_CASE(T)    \
   case DataTypeToEnum<T>::value: \
     return Sum<T>(ctx);
       OVERSEER_FOR_NUMERIC_TYPES(OVERSEER_ADDN_CASE)
@@ -47,8 +47,7 @@ class AddNOp : public OpKernel {
     const int n = ctx->num_inputs();
     int i = 0;
     if (n % 2 == 1) {
-      o.device(d) = ctx->input(0).flat<T>() + ctx->input(1).flat<T>() +
-                    ctx->input(2).flat<T>();
+      o.device(d) = ctx->input(0).flat<T>() + ctx->input(1).flat<T>() + ctx->input(2).flat<T>();
       i = 3;
     } else {
       o.device(d) = ctx->input(0).flat<T>() + ctx->input(1).flat<T>();

@@ -18,8 +18,8 @@ class ArgMaxOp : public OpKernel {
     const Tensor& in = ctx->input(0);
     ASSIGN_OR_RETURN(std::vector<int64_t> axis, ReadIndexVector(ctx->input(1), "dimension"));
     if (axis.size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dimension must hold one axis, got shape ", ctx->input(1).shape().DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("dimension must hold one axis, got shape ",
+                                                     ctx->input(1).shape().DebugString()));
     }
     if (in.dims() == 0) {
       return absl::InvalidArgumentError("ArgMax of a scalar: the input must have rank >= 1");
@@ -27,9 +27,8 @@ class ArgMaxOp : public OpKernel {
     RETURN_IF_ERROR(ReductionMask(axis, in.dims()).status());
     const int a = static_cast<int>(axis[0] < 0 ? axis[0] + in.dims() : axis[0]);
     if (in.dim_size(a) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("Reduction axis ", a,
-                                                     " is empty in shape ",
-                                                     in.shape().DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Reduction axis ", a, " is empty in shape ", in.shape().DebugString()));
     }
     TensorShape out_shape = in.shape();
     out_shape.RemoveDim(a);
@@ -39,7 +38,7 @@ class ArgMaxOp : public OpKernel {
     Tensor* out = ctx->allocate_output(0, output_type(0), out_shape);
     switch (in.dtype()) {
 #define OVERSEER_ARGMAX_CASE(T)                                            \
-  case DataTypeToEnum<T>::value:                                          \
+  case DataTypeToEnum<T>::value:                                           \
     if (out->dtype() == DT_INT32) {                                        \
       ArgMax<T, int32_t>(in.data<T>(), outer, in.dim_size(a), inner, out); \
     } else {                                                               \

@@ -9,8 +9,8 @@ namespace overseer {
 
 absl::StatusOr<std::vector<int64_t>> ReadIndexVector(const Tensor& t, const char* what) {
   if (t.dims() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must be a scalar or vector, got shape ",
-                                                   t.shape().DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a scalar or vector, got shape ", t.shape().DebugString()));
   }
   std::vector<int64_t> values(t.NumElements());
   if (t.dtype() == DT_INT32) {
@@ -38,9 +38,8 @@ absl::StatusOr<std::vector<bool>> ReductionMask(const std::vector<int64_t>& axes
   return mask;
 }
 
-absl::Status BroadcastGradientAxes(const std::vector<int64_t>& s0,
-                                   const std::vector<int64_t>& s1, std::vector<int64_t>* r0,
-                                   std::vector<int64_t>* r1) {
+absl::Status BroadcastGradientAxes(const std::vector<int64_t>& s0, const std::vector<int64_t>& s1,
+                                   std::vector<int64_t>* r0, std::vector<int64_t>* r1) {
   r0->clear();
   r1->clear();
   const int rank = static_cast<int>(std::max(s0.size(), s1.size()));

@@ -24,9 +24,8 @@ absl::StatusOr<std::vector<bool>> ReductionMask(const std::vector<int64_t>& axes
 // the output (ascending) that the gradient of each side must be summed over. An axis
 // where both sides are 1 is listed for both. INVALID_ARGUMENT "Incompatible shapes:
 // [2,3] vs. [4]" when they do not broadcast.
-absl::Status BroadcastGradientAxes(const std::vector<int64_t>& s0,
-                                   const std::vector<int64_t>& s1, std::vector<int64_t>* r0,
-                                   std::vector<int64_t>* r1);
+absl::Status BroadcastGradientAxes(const std::vector<int64_t>& s0, const std::vector<int64_t>& s1,
+                                   std::vector<int64_t>* r0, std::vector<int64_t>* r1);
 
 }  // namespace overseer
 

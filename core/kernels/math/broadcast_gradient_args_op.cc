@@ -19,9 +19,9 @@ class BroadcastGradientArgsOp : public OpKernel {
     const Tensor& t0 = ctx->input(0);
     const Tensor& t1 = ctx->input(1);
     if (t0.dims() != 1 || t1.dims() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "BroadcastGradientArgs takes two shape vectors, got shapes ",
-          t0.shape().DebugString(), " and ", t1.shape().DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("BroadcastGradientArgs takes two shape vectors, got shapes ",
+                       t0.shape().DebugString(), " and ", t1.shape().DebugString()));
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> s0, ReadIndexVector(t0, "s0"));
     ASSIGN_OR_RETURN(std::vector<int64_t> s1, ReadIndexVector(t1, "s1"));
@@ -37,8 +37,7 @@ class BroadcastGradientArgsOp : public OpKernel {
                         const std::vector<int64_t>& axes) {
     const TensorShape shape({static_cast<int64_t>(axes.size())});
     if (dtype == DT_INT32) {
-      ctx->set_output(i, Tensor::FromVector(std::vector<int32_t>(axes.begin(), axes.end()),
-                                            shape));
+      ctx->set_output(i, Tensor::FromVector(std::vector<int32_t>(axes.begin(), axes.end()), shape));
     } else {
       ctx->set_output(i, Tensor::FromVector(axes, shape));
     }

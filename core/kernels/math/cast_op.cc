@@ -36,13 +36,13 @@ class CastOp : public OpKernel {
   template <typename S>
   absl::Status CastFrom(OpKernelContext* ctx, const Tensor& x, DataType dst) {
     switch (dst) {
-#define OVERSEER_CAST_DST_CASE(D)                                               \
-  case DataTypeToEnum<D>::value: {                                              \
-    Tensor* y = ctx->allocate_output(0, x.shape());                             \
-    if (x.NumElements() > 0) {                                                  \
+#define OVERSEER_CAST_DST_CASE(D)                                                \
+  case DataTypeToEnum<D>::value: {                                               \
+    Tensor* y = ctx->allocate_output(0, x.shape());                              \
+    if (x.NumElements() > 0) {                                                   \
       y->flat<D>().device(ctx->eigen_device()) = x.flat<S>().template cast<D>(); \
-    }                                                                           \
-    return absl::OkStatus();                                                    \
+    }                                                                            \
+    return absl::OkStatus();                                                     \
   }
       OVERSEER_FOR_CAST_TYPES(OVERSEER_CAST_DST_CASE)
 #undef OVERSEER_CAST_DST_CASE

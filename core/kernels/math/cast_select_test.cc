@@ -65,9 +65,9 @@ TEST(SelectTest, ScalarCondition) {
 TEST(SelectTest, VectorConditionPicksRows) {
   // TensorFlow's form: condition [2] selects rows of [2,2] even though numpy rules would
   // align it with the columns.
-  auto out = Select(AsTensor<bool>({true, false}),
-                    AsTensor<int64_t>({1, 2, 3, 4}, TensorShape({2, 2})),
-                    AsTensor<int64_t>({10, 20, 30, 40}, TensorShape({2, 2})));
+  auto out =
+      Select(AsTensor<bool>({true, false}), AsTensor<int64_t>({1, 2, 3, 4}, TensorShape({2, 2})),
+             AsTensor<int64_t>({10, 20, 30, 40}, TensorShape({2, 2})));
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(*out, AsTensor<int64_t>({1, 2, 30, 40}, TensorShape({2, 2})));
   auto bad = Select(AsTensor<bool>({true, false, true}),
@@ -86,8 +86,8 @@ TEST(SelectTest, Broadcasting) {
   out = Select(AsTensor<bool>({false, true, false}), AsScalar<bool>(true), AsScalar<bool>(false));
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(*out, AsTensor<bool>({false, true, false}));
-  auto bad = Select(AsTensor<bool>({true, false}, TensorShape({2, 1})),
-                    AsTensor<float>({1, 2, 3}), AsTensor<float>({1, 2, 3, 4}));
+  auto bad = Select(AsTensor<bool>({true, false}, TensorShape({2, 1})), AsTensor<float>({1, 2, 3}),
+                    AsTensor<float>({1, 2, 3, 4}));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("[3] vs. [4]"), std::string::npos) << bad.status();
 }

@@ -9,30 +9,42 @@ namespace {
 
 struct AddFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a + b; }
+  auto operator()(const A& a, const B& b) const {
+    return a + b;
+  }
 };
 struct SubFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a - b; }
+  auto operator()(const A& a, const B& b) const {
+    return a - b;
+  }
 };
 struct MulFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a * b; }
+  auto operator()(const A& a, const B& b) const {
+    return a * b;
+  }
 };
 struct MaximumFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a.cwiseMax(b); }
+  auto operator()(const A& a, const B& b) const {
+    return a.cwiseMax(b);
+  }
 };
 struct MinimumFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a.cwiseMin(b); }
+  auto operator()(const A& a, const B& b) const {
+    return a.cwiseMin(b);
+  }
 };
 
 // Integer division truncates toward zero, as C++ (and TensorFlow's Div) does; an
 // integer divisor of zero is INVALID_ARGUMENT rather than a crash.
 struct DivFn {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a / b; }
+  auto operator()(const A& a, const B& b) const {
+    return a / b;
+  }
 
   template <typename T>
   static absl::Status Check(const Tensor& y) {

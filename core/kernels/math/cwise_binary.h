@@ -38,9 +38,8 @@ class BinaryOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
     if (x.dtype() != y.dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat(type_string(), " of ",
-                                                     DataTypeString(x.dtype()), " and ",
-                                                     DataTypeString(y.dtype())));
+      return absl::InvalidArgumentError(absl::StrCat(
+          type_string(), " of ", DataTypeString(x.dtype()), " and ", DataTypeString(y.dtype())));
     }
     constexpr bool kNumeric = kTypes != CwiseTypes::kBool;
     constexpr bool kBool = kTypes != CwiseTypes::kNumeric;

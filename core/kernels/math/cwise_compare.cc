@@ -8,31 +8,45 @@ namespace {
 
 struct EqualFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a == b; }
+  auto operator()(const A& a, const B& b) const {
+    return a == b;
+  }
 };
 struct NotEqualFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a != b; }
+  auto operator()(const A& a, const B& b) const {
+    return a != b;
+  }
 };
 struct LessFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a < b; }
+  auto operator()(const A& a, const B& b) const {
+    return a < b;
+  }
 };
 struct LessEqualFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a <= b; }
+  auto operator()(const A& a, const B& b) const {
+    return a <= b;
+  }
 };
 struct GreaterFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a > b; }
+  auto operator()(const A& a, const B& b) const {
+    return a > b;
+  }
 };
 struct GreaterEqualFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a >= b; }
+  auto operator()(const A& a, const B& b) const {
+    return a >= b;
+  }
 };
 struct LogicalAndFn : NoCheck {
   template <typename A, typename B>
-  auto operator()(const A& a, const B& b) const { return a && b; }
+  auto operator()(const A& a, const B& b) const {
+    return a && b;
+  }
 };
 
 using EqualOp = BinaryOp<EqualFn, CwiseTypes::kNumericAndBool, true>;

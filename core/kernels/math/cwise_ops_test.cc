@@ -105,18 +105,18 @@ TEST(BinaryOpsTest, ScalarAndTensor) {
   ExpectTensorEqual(MustRun("Div", {t, AsScalar<double>(2)}),
                     AsTensor<double>({0.5, 1, 1.5, 2}, TensorShape({2, 2})));
   // A one-element tensor of higher rank still raises the output rank.
-  ExpectTensorEqual(MustRun("Add", {AsTensor<float>({1}, TensorShape({1, 1, 1})),
-                                    AsTensor<float>({1, 2})}),
-                    AsTensor<float>({2, 3}, TensorShape({1, 1, 2})));
+  ExpectTensorEqual(
+      MustRun("Add", {AsTensor<float>({1}, TensorShape({1, 1, 1})), AsTensor<float>({1, 2})}),
+      AsTensor<float>({2, 3}, TensorShape({1, 1, 2})));
 }
 
 TEST(BinaryOpsTest, Rank3Broadcast) {
   // [2,1,3] + [2,1] -> [2,2,3]
   Tensor a = AsTensor<int64_t>({1, 2, 3, 4, 5, 6}, TensorShape({2, 1, 3}));
   Tensor b = AsTensor<int64_t>({10, 20}, TensorShape({2, 1}));
-  ExpectTensorEqual(MustRun("Add", {a, b}),
-                    AsTensor<int64_t>({11, 12, 13, 21, 22, 23, 14, 15, 16, 24, 25, 26},
-                                      TensorShape({2, 2, 3})));
+  ExpectTensorEqual(
+      MustRun("Add", {a, b}),
+      AsTensor<int64_t>({11, 12, 13, 21, 22, 23, 14, 15, 16, 24, 25, 26}, TensorShape({2, 2, 3})));
 }
 
 TEST(BinaryOpsTest, HighRankAlternatingBroadcastUsesFallback) {
@@ -128,26 +128,46 @@ TEST(BinaryOpsTest, HighRankAlternatingBroadcastUsesFallback) {
     for (int i1 = 0; i1 < 2; ++i1)
       for (int i2 = 0; i2 < 2; ++i2)
         for (int i3 = 0; i3 < 2; ++i3)
-          for (int i4 = 0; i4 < 2; ++i4)
-            want.push_back(av[i0 * 4 + i2 * 2 + i4] + bv[i1 * 2 + i3]);
+          for (int i4 = 0; i4 < 2; ++i4) want.push_back(av[i0 * 4 + i2 * 2 + i4] + bv[i1 * 2 + i3]);
   ExpectTensorEqual(MustRun("Add", {AsTensor<float>(av, TensorShape({2, 1, 2, 1, 2})),
                                     AsTensor<float>(bv, TensorShape({1, 2, 1, 2, 1}))}),
                     AsTensor<float>(want, TensorShape({2, 2, 2, 2, 2})));
 }
 
+TEST(BinaryOpsTest, LargeBroadcastMatchesLoop) {
+  // Large enough for the Eigen device to split the work across threads.
+  const int rows = 700, cols = 300;
+  std::vector<float> m(rows * cols), v(cols), col(rows), want(rows * cols), want_col(rows * cols);
+  for (int i = 0; i < rows * cols; ++i) m[i] = static_cast<float>(i % 97);
+  for (int j = 0; j < cols; ++j) v[j] = static_cast<float>(j);
+  for (int i = 0; i < rows; ++i) col[i] = static_cast<float>(-i);
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      want[i * cols + j] = m[i * cols + j] * v[j];
+      want_col[i * cols + j] = col[i] + v[j];
+    }
+  }
+  ExpectTensorEqual(
+      MustRun("Mul", {AsTensor<float>(m, TensorShape({rows, cols})), AsTensor<float>(v)}),
+      AsTensor<float>(want, TensorShape({rows, cols})));
+  ExpectTensorEqual(MustRun("Add", {AsTensor<float>(col, TensorShape({rows, 1})),
+                                    AsTensor<float>(v, TensorShape({1, cols}))}),
+                    AsTensor<float>(want_col, TensorShape({rows, cols})));
+}
+
 TEST(BinaryOpsTest, IncompatibleShapesNameBoth) {
-  absl::StatusOr<Tensor> out = RunOp("Add", {AsTensor<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})),
-                                           AsTensor<float>({1, 2, 3, 4})});
+  absl::StatusOr<Tensor> out = RunOp(
+      "Add",
+      {AsTensor<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3})), AsTensor<float>({1, 2, 3, 4})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(out.status().message().find("Incompatible shapes: [2,3] vs. [4]"),
-            std::string::npos)
+  EXPECT_NE(out.status().message().find("Incompatible shapes: [2,3] vs. [4]"), std::string::npos)
       << out.status();
 }
 
 TEST(BinaryOpsTest, EmptyBroadcast) {
-  ExpectTensorEqual(MustRun("Mul", {AsTensor<float>({}, TensorShape({0, 3})),
-                                    AsTensor<float>({1, 2, 3})}),
-                    AsTensor<float>({}, TensorShape({0, 3})));
+  ExpectTensorEqual(
+      MustRun("Mul", {AsTensor<float>({}, TensorShape({0, 3})), AsTensor<float>({1, 2, 3})}),
+      AsTensor<float>({}, TensorShape({0, 3})));
 }
 
 TEST(CompareOpsTest, BoolOutputsWithBroadcast) {
@@ -191,22 +211,22 @@ absl::StatusOr<Tensor> RunAddN(const std::vector<Tensor>& inputs) {
 }
 
 TEST(AddNTest, SumsAnyCount) {
-  Tensor a = AsTensor<float>({1, 2}), b = AsTensor<float>({10, 20}), c = AsTensor<float>({100, 200});
+  Tensor a = AsTensor<float>({1, 2}), b = AsTensor<float>({10, 20}),
+         c = AsTensor<float>({100, 200});
   ExpectTensorEqual(*RunAddN({a}), a);
   ExpectTensorEqual(*RunAddN({a, b}), AsTensor<float>({11, 22}));
   ExpectTensorEqual(*RunAddN({a, b, c}), AsTensor<float>({111, 222}));
   ExpectTensorEqual(*RunAddN({a, b, c, a}), AsTensor<float>({112, 224}));
-  ExpectTensorEqual(*RunAddN({AsTensor<int32_t>({1}), AsTensor<int32_t>({2}),
-                              AsTensor<int32_t>({3}), AsTensor<int32_t>({4}),
-                              AsTensor<int32_t>({5})}),
-                    AsTensor<int32_t>({15}));
+  ExpectTensorEqual(
+      *RunAddN({AsTensor<int32_t>({1}), AsTensor<int32_t>({2}), AsTensor<int32_t>({3}),
+                AsTensor<int32_t>({4}), AsTensor<int32_t>({5})}),
+      AsTensor<int32_t>({15}));
 }
 
 TEST(AddNTest, ShapeMismatchIsInvalidArgument) {
   absl::StatusOr<Tensor> out = RunAddN({AsTensor<float>({1, 2}), AsTensor<float>({1, 2, 3})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(out.status().message().find("[2] != input 1: [3]"), std::string::npos)
-      << out.status();
+  EXPECT_NE(out.status().message().find("[2] != input 1: [3]"), std::string::npos) << out.status();
 }
 
 std::vector<Tensor> RunBcastArgs(const Tensor& s0, const Tensor& s1) {

@@ -9,27 +9,39 @@ namespace {
 
 struct NegFn {
   template <typename X>
-  auto operator()(const X& x) const { return -x; }
+  auto operator()(const X& x) const {
+    return -x;
+  }
 };
 struct SquareFn {
   template <typename X>
-  auto operator()(const X& x) const { return x.square(); }
+  auto operator()(const X& x) const {
+    return x.square();
+  }
 };
 struct SqrtFn {
   template <typename X>
-  auto operator()(const X& x) const { return x.sqrt(); }
+  auto operator()(const X& x) const {
+    return x.sqrt();
+  }
 };
 struct ExpFn {
   template <typename X>
-  auto operator()(const X& x) const { return x.exp(); }
+  auto operator()(const X& x) const {
+    return x.exp();
+  }
 };
 struct LogFn {
   template <typename X>
-  auto operator()(const X& x) const { return x.log(); }
+  auto operator()(const X& x) const {
+    return x.log();
+  }
 };
 struct ReciprocalFn {
   template <typename X>
-  auto operator()(const X& x) const { return x.inverse(); }
+  auto operator()(const X& x) const {
+    return x.inverse();
+  }
 };
 
 // y = F(x) elementwise over the flat views. `kIntegers`: whether int32 and int64 are

@@ -68,8 +68,7 @@ absl::Status ReductionShape(ShapeContext* c) {
     if (keep_dims) c->set_output(0, PartialShape(std::vector<int64_t>(in.rank(), -1)));
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                   ReadIndexVector(*axes_tensor, "reduction_indices"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ReadIndexVector(*axes_tensor, "reduction_indices"));
   absl::StatusOr<std::vector<bool>> mask = ReductionMask(axes, in.rank());
   if (!mask.ok()) return c->Error(mask.status().message());
   std::vector<int64_t> dims;
@@ -116,8 +115,7 @@ absl::Status SelectShape(ShapeContext* c) {
     const int64_t rows = values->dim(0), n = cond.dim(0);
     if (rows >= 0 && n >= 0 && rows != n) {
       return c->Error(absl::StrCat("A vector condition of shape ", cond.DebugString(),
-                                   " must match the first dimension of ",
-                                   values->DebugString()));
+                                   " must match the first dimension of ", values->DebugString()));
     }
     std::vector<int64_t> dims = values->dims();
     if (dims[0] < 0) dims[0] = n;
@@ -142,7 +140,7 @@ OVERSEER_UNARY_OP("Log", kFloating);
 OVERSEER_UNARY_OP("Reciprocal", kFloating);
 #undef OVERSEER_UNARY_OP
 
-#define OVERSEER_BINARY_OP(name, types, out)                                      \
+#define OVERSEER_BINARY_OP(name, types, out)                                        \
   REGISTER_OP(name).Input("x: T").Input("y: T").Output(out).Attr(types).SetShapeFn( \
       shape_fn::BroadcastBinary)
 OVERSEER_BINARY_OP("Add", kNumeric, "z: T");
@@ -189,13 +187,13 @@ REGISTER_OP("MatMul")
     .Attr(kNumeric)
     .SetShapeFn(MatMulShape);
 
-#define OVERSEER_REDUCTION_OP(name)             \
-  REGISTER_OP(name)                             \
-      .Input("input: T")                        \
-      .Input("reduction_indices: Tidx")         \
-      .Output("output: T")                      \
-      .Attr("keep_dims: bool = false")          \
-      .Attr(kNumeric)                           \
+#define OVERSEER_REDUCTION_OP(name)            \
+  REGISTER_OP(name)                            \
+      .Input("input: T")                       \
+      .Input("reduction_indices: Tidx")        \
+      .Output("output: T")                     \
+      .Attr("keep_dims: bool = false")         \
+      .Attr(kNumeric)                          \
       .Attr("Tidx: {int32, int64} = DT_INT32") \
       .SetShapeFn(ReductionShape)
 OVERSEER_REDUCTION_OP("Sum");

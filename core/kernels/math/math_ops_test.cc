@@ -75,8 +75,8 @@ TEST_F(ShapeTest, ReductionWithConstantAxes) {
   out = Infer("Mean", {PartialShape({-1, 3, 4}), PartialShape({1})}, {nullptr, &axes});
   EXPECT_EQ((*out)[0], PartialShape({-1, 3, 1}));
   Tensor bad_axes = Tensor::FromVector<int32_t>({3});
-  EXPECT_FALSE(Infer("Max", {PartialShape({2, 3, 4}), PartialShape({1})}, {nullptr, &bad_axes})
-                   .ok());
+  EXPECT_FALSE(
+      Infer("Max", {PartialShape({2, 3, 4}), PartialShape({1})}, {nullptr, &bad_axes}).ok());
 }
 
 TEST_F(ShapeTest, ReductionWithUnknownAxes) {

@@ -23,9 +23,9 @@ class MatMulOp : public OpKernel {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
     if (a.dims() != 2 || b.dims() != 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("MatMul takes matrices, got shapes ", a.shape().DebugString(), " x ",
-                       b.shape().DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("MatMul takes matrices, got shapes ",
+                                                     a.shape().DebugString(), " x ",
+                                                     b.shape().DebugString()));
     }
     if (a.dtype() != b.dtype()) {
       return absl::InvalidArgumentError(absl::StrCat("MatMul of ", DataTypeString(a.dtype()),
@@ -41,7 +41,7 @@ class MatMulOp : public OpKernel {
     const TensorShape out_shape(
         {a.dim_size(transpose_a_ ? 1 : 0), b.dim_size(transpose_b_ ? 0 : 1)});
     switch (a.dtype()) {
-#define OVERSEER_MATMUL_CASE(T)   \
+#define OVERSEER_MATMUL_CASE(T)  \
   case DataTypeToEnum<T>::value: \
     return Multiply<T>(ctx, a, b, out_shape, k_a);
       OVERSEER_FOR_NUMERIC_TYPES(OVERSEER_MATMUL_CASE)
@@ -61,8 +61,7 @@ class MatMulOp : public OpKernel {
     if (out->NumElements() == 0 || k == 0) return absl::OkStatus();
     const Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> contract = {
         Eigen::IndexPair<Eigen::DenseIndex>(transpose_a_ ? 0 : 1, transpose_b_ ? 1 : 0)};
-    out->matrix<T>().device(ctx->eigen_device()) =
-        a.matrix<T>().contract(b.matrix<T>(), contract);
+    out->matrix<T>().device(ctx->eigen_device()) = a.matrix<T>().contract(b.matrix<T>(), contract);
     return absl::OkStatus();
   }
 

@@ -54,10 +54,10 @@ TEST(MatMulTest, RejectsNonMatrices) {
 
 TEST(MatMulTest, EmptyShapes) {
   // [0,3] x [3,2] -> [0,2]; [2,0] x [0,2] -> zeros [2,2].
-  ExpectTensorEqual(*MatMul(AsTensor<float>({}, TensorShape({0, 3})),
-                            AsTensor<float>(std::vector<float>(6), TensorShape({3, 2})), false,
-                            false),
-                    AsTensor<float>({}, TensorShape({0, 2})));
+  ExpectTensorEqual(
+      *MatMul(AsTensor<float>({}, TensorShape({0, 3})),
+              AsTensor<float>(std::vector<float>(6), TensorShape({3, 2})), false, false),
+      AsTensor<float>({}, TensorShape({0, 2})));
   ExpectTensorEqual(*MatMul(AsTensor<float>({}, TensorShape({2, 0})),
                             AsTensor<float>({}, TensorShape({0, 2})), false, false),
                     AsTensor<float>({0, 0, 0, 0}, TensorShape({2, 2})));

@@ -49,8 +49,7 @@ struct Reducer {
     } else if constexpr (K == Reduce::kProd) {
       return T(1);
     } else if constexpr (K == Reduce::kMean) {
-      return std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN()
-                                                   : T(0);
+      return std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN() : T(0);
     } else {
       return T(0);
     }
@@ -110,14 +109,14 @@ class ReductionOp : public OpKernel {
       return absl::OkStatus();
     }
     switch (in.dtype()) {
-#define OVERSEER_REDUCE_CASE(T)   \
+#define OVERSEER_REDUCE_CASE(T)  \
   case DataTypeToEnum<T>::value: \
     return Run<T>(ctx, in, mask, out_shape, count);
       OVERSEER_FOR_NUMERIC_TYPES(OVERSEER_REDUCE_CASE)
 #undef OVERSEER_REDUCE_CASE
       default:
-        return absl::InvalidArgumentError(absl::StrCat(
-            type_string(), " does not support dtype ", DataTypeString(in.dtype())));
+        return absl::InvalidArgumentError(
+            absl::StrCat(type_string(), " does not support dtype ", DataTypeString(in.dtype())));
     }
   }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -87,9 +88,9 @@ TEST(ReductionTest, Rank3EveryAxisSet) {
                     AsTensor<int32_t>({12, 15, 18, 21, 48, 51, 54, 57}, TensorShape({2, 4})));
   ExpectTensorEqual(MustReduce("Sum", Cube(), AsTensor<int32_t>({0, 2})),
                     AsTensor<int32_t>({60, 92, 124}));
-  ExpectTensorEqual(MustReduce("Max", Cube(), AsTensor<int32_t>({0})),
-                    AsTensor<int32_t>({12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23},
-                                      TensorShape({3, 4})));
+  ExpectTensorEqual(
+      MustReduce("Max", Cube(), AsTensor<int32_t>({0})),
+      AsTensor<int32_t>({12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}, TensorShape({3, 4})));
   ExpectTensorEqual(MustReduce("Sum", Cube(), AsTensor<int32_t>({1, 2})),
                     AsTensor<int32_t>({66, 210}));
 }
@@ -111,6 +112,25 @@ TEST(ReductionTest, AlternatingAxesUseTheLoop) {
   for (float& m : mean) m /= 4;
   ExpectTensorEqual(MustReduce("Mean", x, AsTensor<int32_t>({0, 2}), true),
                     AsTensor<float>(mean, TensorShape({1, 2, 1, 2})));
+}
+
+TEST(ReductionTest, LargeInputsMatchLoop) {
+  const int rows = 900, cols = 500;
+  std::vector<int64_t> v(rows * cols), row_sum(rows, 0), col_max(cols, -1);
+  int64_t total = 0;
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      const int64_t x = (i * 31 + j * 17) % 1009;
+      v[i * cols + j] = x;
+      row_sum[i] += x;
+      col_max[j] = std::max(col_max[j], x);
+      total += x;
+    }
+  }
+  Tensor x = AsTensor<int64_t>(v, TensorShape({rows, cols}));
+  ExpectTensorEqual(MustReduce("Sum", x, AsTensor<int32_t>({1})), AsTensor<int64_t>(row_sum));
+  ExpectTensorEqual(MustReduce("Max", x, AsTensor<int32_t>({0})), AsTensor<int64_t>(col_max));
+  ExpectTensorEqual(MustReduce("Sum", x, AsTensor<int32_t>({0, 1})), AsScalar<int64_t>(total));
 }
 
 TEST(ReductionTest, EmptyInputs) {

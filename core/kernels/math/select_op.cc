@@ -30,13 +30,13 @@ class SelectOp : public OpKernel {
     const Tensor& t = ctx->input(1);
     const Tensor& e = ctx->input(2);
     if (t.dtype() != e.dtype() || cond.dtype() != DT_BOOL) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Select takes a bool condition and values of one dtype, got ",
-          DataTypeString(cond.dtype()), ", ", DataTypeString(t.dtype()), ", ",
-          DataTypeString(e.dtype())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Select takes a bool condition and values of one dtype, got ",
+                       DataTypeString(cond.dtype()), ", ", DataTypeString(t.dtype()), ", ",
+                       DataTypeString(e.dtype())));
     }
     switch (t.dtype()) {
-#define OVERSEER_SELECT_CASE(T)   \
+#define OVERSEER_SELECT_CASE(T)  \
   case DataTypeToEnum<T>::value: \
     return Run<T>(ctx, cond, t, e);
       OVERSEER_FOR_NUMERIC_TYPES(OVERSEER_SELECT_CASE)
@@ -71,8 +71,8 @@ class SelectOp : public OpKernel {
     const TensorShape shapes[] = {cond.shape(), t.shape(), e.shape()};
     ASSIGN_OR_RETURN(BroadcastLayout l, BroadcastLayout::Make(shapes));
     const int64_t n = l.output_shape().num_elements();
-    if (l.is_single(0) && t.NumElements() == n && e.NumElements() == n &&
-        t.shape() == e.shape() && t.shape() == l.output_shape()) {
+    if (l.is_single(0) && t.NumElements() == n && e.NumElements() == n && t.shape() == e.shape() &&
+        t.shape() == l.output_shape()) {
       ctx->set_output(0, cond.data<bool>()[0] ? t : e);
       return absl::OkStatus();
     }

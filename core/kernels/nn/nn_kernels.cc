@@ -50,10 +50,9 @@ absl::Status CheckNhwc(OpKernelConstruction* c) {
 
 absl::Status CheckSameShape(const OpKernel& k, const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape()) {
-    return absl::InvalidArgumentError(absl::StrCat(k.type_string(),
-                                                   " inputs must have the same shape: ",
-                                                   a.shape().DebugString(), " vs. ",
-                                                   b.shape().DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(k.type_string(), " inputs must have the same shape: ", a.shape().DebugString(),
+                     " vs. ", b.shape().DebugString()));
   }
   return absl::OkStatus();
 }
@@ -67,13 +66,13 @@ class BiasAddOp : public OpKernel {
     const Tensor& value = ctx->input(0);
     const Tensor& bias = ctx->input(1);
     if (value.dims() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Input tensor must be at least 2D: ", value.shape().DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Input tensor must be at least 2D: ", value.shape().DebugString()));
     }
     if (bias.dims() != 1 || bias.dim_size(0) != value.dim_size(value.dims() - 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Must provide as many biases as the last dimension of the input tensor: ",
-          bias.shape().DebugString(), " vs. ", value.shape().DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Must provide as many biases as the last dimension of the input tensor: ",
+                       bias.shape().DebugString(), " vs. ", value.shape().DebugString()));
     }
     return DispatchType<true>(*this, value.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -100,8 +99,8 @@ class BiasAddGradOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& grad = ctx->input(0);
     if (grad.dims() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Input tensor must be at least 2D: ", grad.shape().DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Input tensor must be at least 2D: ", grad.shape().DebugString()));
     }
     return DispatchType<true>(*this, grad.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -118,15 +117,21 @@ REGISTER_KERNEL(BiasAddGradOp, "BiasAddGrad");
 
 struct ReluFn {
   template <typename T, typename X>
-  static auto Apply(const X& x) { return x.cwiseMax(T(0)); }
+  static auto Apply(const X& x) {
+    return x.cwiseMax(T(0));
+  }
 };
 struct SigmoidFn {
   template <typename T, typename X>
-  static auto Apply(const X& x) { return x.sigmoid(); }
+  static auto Apply(const X& x) {
+    return x.sigmoid();
+  }
 };
 struct TanhFn {
   template <typename T, typename X>
-  static auto Apply(const X& x) { return x.tanh(); }
+  static auto Apply(const X& x) {
+    return x.tanh();
+  }
 };
 
 template <typename F, bool kIntegers>
@@ -196,8 +201,7 @@ class ActivationGradOp : public OpKernel {
       using T = typename decltype(tag)::type;
       Tensor* out = ctx->allocate_output(0, a.shape());
       if (a.NumElements() > 0) {
-        out->flat<T>().device(ctx->eigen_device()) =
-            F::template Apply<T>(a.flat<T>(), b.flat<T>());
+        out->flat<T>().device(ctx->eigen_device()) = F::template Apply<T>(a.flat<T>(), b.flat<T>());
       }
       return absl::OkStatus();
     });

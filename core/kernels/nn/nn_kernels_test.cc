@@ -14,7 +14,7 @@ using test::ExpectTensorNear;
 using test::Value;
 
 absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
-                           const std::string& data_format = "") {
+                             const std::string& data_format = "") {
   test::KernelRunner runner(op);
   runner.Attr("T", inputs[0].dtype());
   if (!data_format.empty()) runner.Attr("data_format", data_format);
@@ -36,25 +36,25 @@ TEST(BiasAddTest, AddsAlongLastAxis) {
   ExpectTensorEqual(MustRun("BiasAdd", {value, AsTensor<float>({10, 20, 30})}),
                     AsTensor<float>({11, 22, 33, 14, 25, 36}, TensorShape({2, 3})));
   Tensor v3 = AsTensor<int32_t>({1, 2, 3, 4, 5, 6, 7, 8}, TensorShape({2, 2, 2}));
-  ExpectTensorEqual(MustRun("BiasAdd", {v3, AsTensor<int32_t>({100, 200})}),
-                    AsTensor<int32_t>({101, 202, 103, 204, 105, 206, 107, 208},
-                                      TensorShape({2, 2, 2})));
-  ExpectTensorEqual(MustRun("BiasAdd", {AsTensor<double>({}, TensorShape({0, 2})),
-                                        AsTensor<double>({1, 2})}),
-                    AsTensor<double>({}, TensorShape({0, 2})));
+  ExpectTensorEqual(
+      MustRun("BiasAdd", {v3, AsTensor<int32_t>({100, 200})}),
+      AsTensor<int32_t>({101, 202, 103, 204, 105, 206, 107, 208}, TensorShape({2, 2, 2})));
+  ExpectTensorEqual(
+      MustRun("BiasAdd", {AsTensor<double>({}, TensorShape({0, 2})), AsTensor<double>({1, 2})}),
+      AsTensor<double>({}, TensorShape({0, 2})));
 }
 
 TEST(BiasAddTest, Errors) {
   auto bad = RunOp("BiasAdd", {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})),
-                             AsTensor<float>({1, 2})});
+                               AsTensor<float>({1, 2})});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("[2] vs. [2,3]"), std::string::npos) << bad.status();
   EXPECT_EQ(RunOp("BiasAdd", {AsTensor<float>({1, 2}), AsTensor<float>({1, 2})}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  auto nchw = RunOp("BiasAdd",
-                  {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})),
-                   AsTensor<float>({1, 2, 3})},
-                  "NCHW");
+  auto nchw = RunOp(
+      "BiasAdd",
+      {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})), AsTensor<float>({1, 2, 3})},
+      "NCHW");
   EXPECT_EQ(nchw.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(nchw.status().message().find("NCHW"), std::string::npos) << nchw.status();
 }
@@ -82,12 +82,12 @@ TEST(ActivationTest, Values) {
 TEST(ActivationGradTest, Values) {
   ExpectTensorEqual(MustRun("ReluGrad", {AsTensor<float>({5, 6, 7}), AsTensor<float>({-1, 0, 2})}),
                     AsTensor<float>({0, 0, 7}));
-  ExpectTensorEqual(
-      MustRun("ReluGrad", {AsTensor<int64_t>({5, 6}), AsTensor<int64_t>({1, -1})}),
-      AsTensor<int64_t>({5, 0}));
+  ExpectTensorEqual(MustRun("ReluGrad", {AsTensor<int64_t>({5, 6}), AsTensor<int64_t>({1, -1})}),
+                    AsTensor<int64_t>({5, 0}));
   // SigmoidGrad(y, dy) = dy * y * (1 - y)
-  ExpectTensorNear(MustRun("SigmoidGrad", {AsTensor<float>({0.5f, 0.25f}), AsTensor<float>({2, 4})}),
-                   AsTensor<float>({0.5f, 0.75f}));
+  ExpectTensorNear(
+      MustRun("SigmoidGrad", {AsTensor<float>({0.5f, 0.25f}), AsTensor<float>({2, 4})}),
+      AsTensor<float>({0.5f, 0.75f}));
   // TanhGrad(y, dy) = dy * (1 - y^2)
   ExpectTensorNear(MustRun("TanhGrad", {AsTensor<double>({0.5, 0}), AsTensor<double>({2, 3})}),
                    AsTensor<double>({1.5, 3}));

@@ -27,8 +27,8 @@ absl::Status CheckNhwc(ShapeContext* c) {
 absl::Status RankAtLeast(ShapeContext* c, int i, int rank) {
   const PartialShape& s = c->input(i);
   if (s.known_rank() && s.rank() < rank) {
-    return c->Error(absl::StrCat("input ", i, " must have rank >= ", rank, ", got shape ",
-                                 s.DebugString()));
+    return c->Error(
+        absl::StrCat("input ", i, " must have rank >= ", rank, ", got shape ", s.DebugString()));
   }
   return absl::OkStatus();
 }
@@ -44,9 +44,10 @@ absl::Status BiasAddShape(ShapeContext* c) {
   dims.back() = bias.known_rank() ? bias.dim(0) : -1;
   absl::StatusOr<PartialShape> out = value.Merge(PartialShape(std::move(dims)));
   if (!out.ok()) {
-    return c->Error(absl::StrCat("Must provide as many biases as the last dimension of the "
-                                 "input tensor: ",
-                                 bias.DebugString(), " vs. ", value.DebugString()));
+    return c->Error(
+        absl::StrCat("Must provide as many biases as the last dimension of the "
+                     "input tensor: ",
+                     bias.DebugString(), " vs. ", value.DebugString()));
   }
   c->set_output(0, *out);
   return absl::OkStatus();
@@ -83,9 +84,9 @@ absl::Status SoftmaxXentShape(ShapeContext* c) {
   RETURN_IF_ERROR(c->WithRank(1, 2));
   absl::StatusOr<PartialShape> features = c->input(0).Merge(c->input(1));
   if (!features.ok()) {
-    return c->Error(absl::StrCat("logits and labels must be the same size: logits_size=",
-                                 c->input(0).DebugString(),
-                                 " labels_size=", c->input(1).DebugString()));
+    return c->Error(absl::StrCat(
+        "logits and labels must be the same size: logits_size=", c->input(0).DebugString(),
+        " labels_size=", c->input(1).DebugString()));
   }
   return XentShape(c, *features);
 }
@@ -98,10 +99,10 @@ absl::Status SparseSoftmaxXentShape(ShapeContext* c) {
   if (features.known_rank() && labels.known_rank()) {
     absl::StatusOr<PartialShape> merged = features.Merge(PartialShape({labels.dim(0), -1}));
     if (!merged.ok()) {
-      return c->Error(absl::StrCat("logits and labels must have the same first dimension, "
-                                   "got logits shape ",
-                                   features.DebugString(), " and labels shape ",
-                                   labels.DebugString()));
+      return c->Error(
+          absl::StrCat("logits and labels must have the same first dimension, "
+                       "got logits shape ",
+                       features.DebugString(), " and labels shape ", labels.DebugString()));
     }
     features = *merged;
   } else if (labels.known_rank()) {
@@ -140,12 +141,10 @@ REGISTER_OP("ReluGrad")
     .Attr(kNumeric)
     .SetShapeFn(shape_fn::MergeAllInputs);
 
-REGISTER_OP("Sigmoid").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(
-    shape_fn::Unchanged);
-REGISTER_OP("Tanh").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(
-    shape_fn::Unchanged);
+REGISTER_OP("Sigmoid").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(shape_fn::Unchanged);
+REGISTER_OP("Tanh").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(shape_fn::Unchanged);
 
-#define OVERSEER_ACTIVATION_GRAD_OP(name) \
+#define OVERSEER_ACTIVATION_GRAD_OP(name)                                                   \
   REGISTER_OP(name).Input("y: T").Input("dy: T").Output("z: T").Attr(kFloating).SetShapeFn( \
       shape_fn::MergeAllInputs)
 OVERSEER_ACTIVATION_GRAD_OP("SigmoidGrad");

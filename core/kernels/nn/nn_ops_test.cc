@@ -50,7 +50,8 @@ TEST(NnShapeTest, ActivationsAndGrads) {
 }
 
 TEST(NnShapeTest, CrossEntropies) {
-  auto out = Infer("SoftmaxCrossEntropyWithLogits", {PartialShape({-1, 10}), PartialShape({32, -1})});
+  auto out =
+      Infer("SoftmaxCrossEntropyWithLogits", {PartialShape({-1, 10}), PartialShape({32, -1})});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0], PartialShape({32}));
   EXPECT_EQ((*out)[1], PartialShape({32, 10}));

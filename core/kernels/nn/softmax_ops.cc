@@ -35,8 +35,8 @@ class SoftmaxOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     if (logits.dims() < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "logits must have >= 1 dimension, got ", logits.shape().DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("logits must have >= 1 dimension, got ", logits.shape().DebugString()));
     }
     if (logits.dtype() == DT_FLOAT) return Run<float>(ctx, logits);
     if (logits.dtype() == DT_DOUBLE) return Run<double>(ctx, logits);
@@ -73,8 +73,8 @@ REGISTER_KERNEL(LogSoftmaxKernel, "LogSoftmax");
 // Shared first steps of both losses: backprop = logits - rowmax, and sum_exp[b] =
 // sum over classes of exp(backprop[b]).
 template <typename T>
-void ShiftAndSumExp(const Eigen::ThreadPoolDevice& d, const Matrix<T>& logits,
-                    Matrix<T>& backprop, Matrix<T>& sum_exp) {
+void ShiftAndSumExp(const Eigen::ThreadPoolDevice& d, const Matrix<T>& logits, Matrix<T>& backprop,
+                    Matrix<T>& sum_exp) {
   const Dims2 one_by_class = {1, logits.dimension(1)};
   const Dims2 batch_by_one = {logits.dimension(0), 1};
   sum_exp.device(d) = logits.maximum(kAlongClass).reshape(batch_by_one);

@@ -66,25 +66,21 @@ TEST(SoftmaxXentTest, LossAndBackprop) {
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<double> p0 = SoftmaxRow({1, 2, 3});
   const double third = 1.0 / 3;
-  ExpectTensorNear(out->at(0),
-                   AsTensor<float>({static_cast<float>(-std::log(p0[2])),
-                                    static_cast<float>(-std::log(third))}));
-  ExpectTensorNear(out->at(1), AsTensor<float>({static_cast<float>(p0[0]),
-                                                static_cast<float>(p0[1]),
-                                                static_cast<float>(p0[2] - 1),
-                                                static_cast<float>(third - 0.5),
-                                                static_cast<float>(third - 0.5),
-                                                static_cast<float>(third)},
-                                               TensorShape({2, 3})));
+  ExpectTensorNear(out->at(0), AsTensor<float>({static_cast<float>(-std::log(p0[2])),
+                                                static_cast<float>(-std::log(third))}));
+  ExpectTensorNear(out->at(1),
+                   AsTensor<float>({static_cast<float>(p0[0]), static_cast<float>(p0[1]),
+                                    static_cast<float>(p0[2] - 1), static_cast<float>(third - 0.5),
+                                    static_cast<float>(third - 0.5), static_cast<float>(third)},
+                                   TensorShape({2, 3})));
 }
 
 TEST(SoftmaxXentTest, ShapeMismatch) {
   auto out = RunOp("SoftmaxCrossEntropyWithLogits",
-                 {AsTensor<double>(std::vector<double>(6), TensorShape({2, 3})),
-                  AsTensor<double>(std::vector<double>(4), TensorShape({2, 2}))});
+                   {AsTensor<double>(std::vector<double>(6), TensorShape({2, 3})),
+                    AsTensor<double>(std::vector<double>(4), TensorShape({2, 2}))});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(out.status().message().find("logits_size=[2,3] labels_size=[2,2]"),
-            std::string::npos)
+  EXPECT_NE(out.status().message().find("logits_size=[2,3] labels_size=[2,2]"), std::string::npos)
       << out.status();
 }
 
@@ -93,8 +89,8 @@ TEST(SparseSoftmaxXentTest, LossAndBackpropBothLabelTypes) {
   std::vector<double> p0 = SoftmaxRow({1, 2, 3});
   const double third = 1.0 / 3;
   Tensor want_loss = AsTensor<double>({-std::log(p0[2]), -std::log(third)});
-  Tensor want_backprop = AsTensor<double>({p0[0], p0[1], p0[2] - 1, third - 1, third, third},
-                                          TensorShape({2, 3}));
+  Tensor want_backprop =
+      AsTensor<double>({p0[0], p0[1], p0[2] - 1, third - 1, third, third}, TensorShape({2, 3}));
   for (const Tensor& labels : {AsTensor<int64_t>({2, 0}), AsTensor<int32_t>({2, 0})}) {
     auto out = RunOp("SparseSoftmaxCrossEntropyWithLogits", {logits, labels});
     ASSERT_TRUE(out.ok()) << out.status();
@@ -104,15 +100,15 @@ TEST(SparseSoftmaxXentTest, LossAndBackpropBothLabelTypes) {
 }
 
 TEST(SparseSoftmaxXentTest, LabelOutOfRangeNamesValueAndClassCount) {
-  auto out = RunOp("SparseSoftmaxCrossEntropyWithLogits",
-                 {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})),
-                  AsTensor<int64_t>({1, 5})});
+  auto out = RunOp(
+      "SparseSoftmaxCrossEntropyWithLogits",
+      {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})), AsTensor<int64_t>({1, 5})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("label value of 5"), std::string::npos) << out.status();
   EXPECT_NE(out.status().message().find("[0, 3)"), std::string::npos) << out.status();
-  out = RunOp("SparseSoftmaxCrossEntropyWithLogits",
-            {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})),
-             AsTensor<int32_t>({-1, 0})});
+  out = RunOp(
+      "SparseSoftmaxCrossEntropyWithLogits",
+      {AsTensor<float>(std::vector<float>(6), TensorShape({2, 3})), AsTensor<int32_t>({-1, 0})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
