@@ -5,7 +5,7 @@
 
 namespace overseer {
 
-ClientSession::ClientSession(std::shared_ptr<Graph> graph, std::unique_ptr<Session> session)
+ClientSession::ClientSession(std::shared_ptr<ClientGraph> graph, std::unique_ptr<Session> session)
     : graph_(std::move(graph)), session_(std::move(session)) {}
 
 ClientSession::~ClientSession() { session_->Close().IgnoreError(); }
@@ -42,7 +42,7 @@ absl::Status ClientSession::ExtendIfNeeded() {
 
 namespace {
 
-absl::Status CheckGraph(const Graph* graph, Node* node, const std::string& what,
+absl::Status CheckGraph(const ClientGraph* graph, Node* node, const std::string& what,
                         const std::string& name) {
   if (node == nullptr) {
     return absl::InvalidArgumentError(

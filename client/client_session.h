@@ -67,14 +67,14 @@ class ClientSession {
   // Closes the underlying session; later Runs fail FAILED_PRECONDITION.
   absl::Status Close();
 
-  Graph* graph() const { return graph_.get(); }
+  ClientGraph* graph() const { return graph_.get(); }
   // The underlying session (for callers that run by name).
   Session* session() const { return session_.get(); }
 
  private:
-  ClientSession(std::shared_ptr<Graph> graph, std::unique_ptr<Session> session);
+  ClientSession(std::shared_ptr<ClientGraph> graph, std::unique_ptr<Session> session);
 
-  const std::shared_ptr<Graph> graph_;
+  const std::shared_ptr<ClientGraph> graph_;
   const std::unique_ptr<Session> session_;
   absl::Mutex mu_;
   bool created_ ABSL_GUARDED_BY(mu_) = false;

@@ -92,7 +92,7 @@ class SymbolicGradientBuilder {
 
 absl::Status SymbolicGradientBuilder::Validate() const {
   RETURN_IF_ERROR(scope_.status());
-  Graph* graph = scope_.graph();
+  ClientGraph* graph = scope_.graph();
   auto check = [&](const Output& t, const char* what, size_t i) -> absl::Status {
     if (!t.valid()) {
       return absl::InvalidArgumentError(
@@ -126,7 +126,7 @@ absl::Status SymbolicGradientBuilder::Validate() const {
 }
 
 void SymbolicGradientBuilder::FindBetweenNodes() {
-  Graph* graph = scope_.graph();
+  ClientGraph* graph = scope_.graph();
   const int n = graph->num_nodes();
   std::unordered_map<Node*, std::vector<Node*>> consumers;
   for (int i = 0; i < n; ++i) {

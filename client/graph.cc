@@ -49,9 +49,9 @@ std::optional<Tensor> FoldShapeOp(const NodeDef& def, const PartialShape& input,
 
 }  // namespace
 
-Graph::Graph() : id_(next_graph_id.fetch_add(1)) {}
+ClientGraph::ClientGraph() : id_(next_graph_id.fetch_add(1)) {}
 
-absl::Status Graph::Validate(NodeDef* def, Node* node) const {
+absl::Status ClientGraph::Validate(NodeDef* def, Node* node) const {
   if (def->name().empty()) return NodeError(*def, "a node needs a name");
   if (by_name_.count(def->name()) > 0) {
     return NodeError(*def, "a node of that name is already in the graph");
@@ -122,7 +122,7 @@ absl::Status Graph::Validate(NodeDef* def, Node* node) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Node*> Graph::AddNode(NodeDef def) {
+absl::StatusOr<Node*> ClientGraph::AddNode(NodeDef def) {
   auto node = absl::WrapUnique(new Node());
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Validate(&def, node.get()));
@@ -136,12 +136,12 @@ absl::StatusOr<Node*> Graph::AddNode(NodeDef def) {
   return raw;
 }
 
-void Graph::MarkUsed(const std::string& name) {
+void ClientGraph::MarkUsed(const std::string& name) {
   int& count = names_in_use_[name];
   if (count == 0) count = 1;
 }
 
-std::string Graph::UniqueName(absl::string_view base) {
+std::string ClientGraph::UniqueName(absl::string_view base) {
   absl::MutexLock lock(&mu_);
   std::string name(base);
   int& count = names_in_use_[name];
@@ -156,19 +156,19 @@ std::string Graph::UniqueName(absl::string_view base) {
   return candidate;
 }
 
-bool Graph::IsNameUsed(absl::string_view name) const {
+bool ClientGraph::IsNameUsed(absl::string_view name) const {
   absl::MutexLock lock(&mu_);
   auto it = names_in_use_.find(name);
   return it != names_in_use_.end() && it->second > 0;
 }
 
-Node* Graph::FindNode(absl::string_view name) const {
+Node* ClientGraph::FindNode(absl::string_view name) const {
   absl::MutexLock lock(&mu_);
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;
 }
 
-absl::StatusOr<Output> Graph::FindOutput(absl::string_view tensor_name) const {
+absl::StatusOr<Output> ClientGraph::FindOutput(absl::string_view tensor_name) const {
   absl::StatusOr<TensorId> id = ParseTensorName(tensor_name);
   if (!id.ok() || id->IsControl()) {
     return absl::NotFoundError(absl::StrCat("'", tensor_name, "' is not a tensor name"));
@@ -180,29 +180,29 @@ absl::StatusOr<Output> Graph::FindOutput(absl::string_view tensor_name) const {
   return Output(node, id->index);
 }
 
-int Graph::num_nodes() const {
+int ClientGraph::num_nodes() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(nodes_.size());
 }
 
-Node* Graph::node(int i) const {
+Node* ClientGraph::node(int i) const {
   absl::MutexLock lock(&mu_);
   return nodes_[i].get();
 }
 
-absl::Status Graph::status() const {
+absl::Status ClientGraph::status() const {
   absl::MutexLock lock(&mu_);
   return status_;
 }
 
-void Graph::RecordError(const absl::Status& error) {
+void ClientGraph::RecordError(const absl::Status& error) {
   absl::MutexLock lock(&mu_);
   if (status_.ok()) status_ = error;
 }
 
-absl::Status Graph::ToGraphDef(GraphDef* out) const { return ToGraphDefFrom(0, out); }
+absl::Status ClientGraph::ToGraphDef(GraphDef* out) const { return ToGraphDefFrom(0, out); }
 
-absl::Status Graph::ToGraphDefFrom(int first_node, GraphDef* out) const {
+absl::Status ClientGraph::ToGraphDefFrom(int first_node, GraphDef* out) const {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(status_);
   out->Clear();
@@ -212,18 +212,18 @@ absl::Status Graph::ToGraphDefFrom(int first_node, GraphDef* out) const {
   return absl::OkStatus();
 }
 
-void Graph::AddToCollection(const std::string& key, const std::string& value) {
+void ClientGraph::AddToCollection(const std::string& key, const std::string& value) {
   absl::MutexLock lock(&mu_);
   collections_[key].push_back(value);
 }
 
-std::vector<std::string> Graph::GetCollection(const std::string& key) const {
+std::vector<std::string> ClientGraph::GetCollection(const std::string& key) const {
   absl::MutexLock lock(&mu_);
   auto it = collections_.find(key);
   return it == collections_.end() ? std::vector<std::string>() : it->second;
 }
 
-void Graph::SetCollection(const std::string& key, std::vector<std::string> values) {
+void ClientGraph::SetCollection(const std::string& key, std::vector<std::string> values) {
   absl::MutexLock lock(&mu_);
   if (values.empty()) {
     collections_.erase(key);
@@ -232,24 +232,24 @@ void Graph::SetCollection(const std::string& key, std::vector<std::string> value
   }
 }
 
-std::vector<std::string> Graph::CollectionKeys() const {
+std::vector<std::string> ClientGraph::CollectionKeys() const {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> keys;
   for (const auto& [key, values] : collections_) keys.push_back(key);
   return keys;
 }
 
-void Graph::AddVariableRecord(VariableRecord record) {
+void ClientGraph::AddVariableRecord(VariableRecord record) {
   absl::MutexLock lock(&mu_);
   variables_.push_back(std::move(record));
 }
 
-std::vector<VariableRecord> Graph::VariableRecords() const {
+std::vector<VariableRecord> ClientGraph::VariableRecords() const {
   absl::MutexLock lock(&mu_);
   return variables_;
 }
 
-std::optional<VariableRecord> Graph::FindVariableRecord(absl::string_view var_node) const {
+std::optional<VariableRecord> ClientGraph::FindVariableRecord(absl::string_view var_node) const {
   absl::MutexLock lock(&mu_);
   for (const VariableRecord& r : variables_) {
     if (r.var_node == var_node) return r;

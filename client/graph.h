@@ -28,7 +28,7 @@
 
 namespace overseer {
 
-class Graph;
+class ClientGraph;
 class Node;
 
 // Output `index` of a node: a tensor of the graph. A null Output (node() == nullptr)
@@ -82,15 +82,15 @@ class Operation {
   Node* node_ = nullptr;
 };
 
-// A node of a Graph. Immutable once added; owned by its Graph (pointers stay valid for
-// the graph's lifetime). Thread-safe to read.
+// A node of a ClientGraph. Immutable once added; owned by its ClientGraph (pointers
+// stay valid for the graph's lifetime). Thread-safe to read.
 class Node {
  public:
   const std::string& name() const { return def_.name(); }
   const std::string& op() const { return def_.op(); }
   const NodeDef& def() const { return def_; }
   const OpDef& op_def() const { return *op_def_; }
-  Graph* graph() const { return graph_; }
+  ClientGraph* graph() const { return graph_; }
   // Position in the graph's order of addition (0, 1, ...).
   int id() const { return id_; }
 
@@ -110,10 +110,10 @@ class Node {
   }
 
  private:
-  friend class Graph;
+  friend class ClientGraph;
   Node() = default;
 
-  Graph* graph_ = nullptr;
+  ClientGraph* graph_ = nullptr;
   int id_ = 0;
   NodeDef def_;
   const OpDef* op_def_ = nullptr;
@@ -144,13 +144,14 @@ struct VariableRecord {
   bool trainable = true;
 };
 
-// A graph under construction. Thread-safe: nodes may be added from several threads
+// A graph under construction (TensorFlow's tf.Graph; named ClientGraph to keep it
+// apart from the runtime's index over a GraphDef, core/graph/graph.h). Thread-safe: nodes may be added from several threads
 // (the API is usually driven from one) while a ClientSession reads it.
-class Graph {
+class ClientGraph {
  public:
-  Graph();
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
+  ClientGraph();
+  ClientGraph(const ClientGraph&) = delete;
+  ClientGraph& operator=(const ClientGraph&) = delete;
 
   // Unique in the process; tells graphs apart (a session refuses another's tensors).
   uint64_t id() const { return id_; }

@@ -58,7 +58,7 @@ Operation NodeBuilder::Finalize() {
   };
   // A constant input may have failed to convert; that error is recorded already.
   if (!scope_.ok()) return Operation();
-  Graph* graph = scope_.graph();
+  ClientGraph* graph = scope_.graph();
   for (size_t a = 0; a < args_.size(); ++a) {
     for (size_t k = 0; k < args_[a].tensors.size(); ++k) {
       const Output& t = args_[a].tensors[k];

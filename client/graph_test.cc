@@ -156,7 +156,7 @@ TEST(GraphTest, ForeignInputsAreRejected) {
 }
 
 TEST(GraphTest, AddNodeValidatesImportedNodes) {
-  Graph g;
+  ClientGraph g;
   NodeDef c;
   c.set_name("c");
   c.set_op("Const");

@@ -10,11 +10,11 @@ std::string Join(const std::string& prefix, absl::string_view name) {
 }
 }  // namespace
 
-Scope Scope::NewRootScope() { return Scope(std::make_shared<Graph>()); }
+Scope Scope::NewRootScope() { return Scope(std::make_shared<ClientGraph>()); }
 
-Scope Scope::RootScopeFor(Graph* graph) {
+Scope Scope::RootScopeFor(ClientGraph* graph) {
   // Borrowed: the deleter does nothing.
-  return Scope(std::shared_ptr<Graph>(graph, [](Graph*) {}));
+  return Scope(std::shared_ptr<ClientGraph>(graph, [](ClientGraph*) {}));
 }
 
 Scope Scope::WithOpName(absl::string_view name) const {

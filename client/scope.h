@@ -28,13 +28,13 @@
 namespace overseer {
 
 // Thread-compatible: a Scope value may be copied and used from several threads when
-// its graph is (Graph is thread-safe).
+// its graph is (ClientGraph is thread-safe).
 class Scope {
  public:
   // A root scope owning a new, empty graph.
   static Scope NewRootScope();
   // A root scope over `graph`, which must outlive every scope made from it.
-  static Scope RootScopeFor(Graph* graph);
+  static Scope RootScopeFor(ClientGraph* graph);
 
   // The next node built through the returned scope is called `name` (made unique, and
   // prefixed with the name scope). Empty: the op's default name.
@@ -62,8 +62,8 @@ class Scope {
   Scope ColocateWith(const Output& output) const { return ColocateWith(Operation(output.node())); }
   Scope ClearColocation() const;
 
-  Graph* graph() const { return graph_.get(); }
-  std::shared_ptr<Graph> graph_as_shared_ptr() const { return graph_; }
+  ClientGraph* graph() const { return graph_.get(); }
+  std::shared_ptr<ClientGraph> graph_as_shared_ptr() const { return graph_; }
 
   // The first error recorded in the graph, or OK.
   absl::Status status() const { return graph_->status(); }
@@ -86,9 +86,9 @@ class Scope {
   const Operation& colocate_with() const { return colocate_with_; }
 
  private:
-  explicit Scope(std::shared_ptr<Graph> graph) : graph_(std::move(graph)) {}
+  explicit Scope(std::shared_ptr<ClientGraph> graph) : graph_(std::move(graph)) {}
 
-  std::shared_ptr<Graph> graph_;
+  std::shared_ptr<ClientGraph> graph_;
   std::string name_scope_;
   std::string op_name_;
   bool exact_op_name_ = false;

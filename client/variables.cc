@@ -31,7 +31,7 @@ Variable BuildVariable(const Scope& scope,
                                 .node());
   v.value = ops::Identity(with_var.WithOpName("read"), v.ref);
   if (!v.initializer.valid() || !v.value.valid()) return Variable();
-  Graph* graph = scope.graph();
+  ClientGraph* graph = scope.graph();
   graph->AddVariableRecord({name, v.initializer.name(), v.initial_value.name(),
                             v.value.name(), options.trainable});
   graph->AddToCollection(GraphKeys::kGlobalVariables, name);
@@ -40,7 +40,7 @@ Variable BuildVariable(const Scope& scope,
   return v;
 }
 
-std::vector<Variable> FromCollection(const Graph& graph, const std::string& key) {
+std::vector<Variable> FromCollection(const ClientGraph& graph, const std::string& key) {
   std::vector<Variable> vars;
   for (const std::string& name : graph.GetCollection(key)) {
     absl::StatusOr<Variable> v = LookupVariable(graph, name);
@@ -71,7 +71,7 @@ Variable MakeVariable(const Scope& scope, const InitializerFn& initializer,
       options);
 }
 
-absl::StatusOr<Variable> LookupVariable(const Graph& graph, absl::string_view var_node) {
+absl::StatusOr<Variable> LookupVariable(const ClientGraph& graph, absl::string_view var_node) {
   std::optional<VariableRecord> r = graph.FindVariableRecord(var_node);
   if (!r.has_value()) {
     return absl::NotFoundError(
@@ -87,11 +87,11 @@ absl::StatusOr<Variable> LookupVariable(const Graph& graph, absl::string_view va
   return v;
 }
 
-std::vector<Variable> GlobalVariables(const Graph& graph) {
+std::vector<Variable> GlobalVariables(const ClientGraph& graph) {
   return FromCollection(graph, GraphKeys::kGlobalVariables);
 }
 
-std::vector<Variable> TrainableVariables(const Graph& graph) {
+std::vector<Variable> TrainableVariables(const ClientGraph& graph) {
   return FromCollection(graph, GraphKeys::kTrainableVariables);
 }
 
@@ -144,7 +144,7 @@ absl::StatusOr<Variable> CreateGlobalStep(const Scope& scope) {
   return v;
 }
 
-absl::StatusOr<Variable> GetGlobalStep(const Graph& graph) {
+absl::StatusOr<Variable> GetGlobalStep(const ClientGraph& graph) {
   std::vector<std::string> steps = graph.GetCollection(GraphKeys::kGlobalStep);
   if (steps.size() > 1) {
     return absl::FailedPreconditionError(

@@ -58,10 +58,10 @@ Variable MakeVariable(const Scope& scope, const InitializerFn& initializer,
                       const VariableOptions& options = {});
 
 // The Variable of a variable node made by MakeVariable; NOT_FOUND otherwise.
-absl::StatusOr<Variable> LookupVariable(const Graph& graph, absl::string_view var_node);
+absl::StatusOr<Variable> LookupVariable(const ClientGraph& graph, absl::string_view var_node);
 // The variables of the "variables" / "trainable_variables" collections, in order.
-std::vector<Variable> GlobalVariables(const Graph& graph);
-std::vector<Variable> TrainableVariables(const Graph& graph);
+std::vector<Variable> GlobalVariables(const ClientGraph& graph);
+std::vector<Variable> TrainableVariables(const ClientGraph& graph);
 
 // A NoOp (named "init" unless the scope has an op name) that runs every initializer of
 // `vars`.
@@ -79,7 +79,7 @@ Output ReportUninitializedVariables(const Scope& scope);
 // ALREADY_EXISTS if the graph has one; errors of the scope otherwise.
 absl::StatusOr<Variable> CreateGlobalStep(const Scope& scope);
 // NOT_FOUND if the graph has none.
-absl::StatusOr<Variable> GetGlobalStep(const Graph& graph);
+absl::StatusOr<Variable> GetGlobalStep(const ClientGraph& graph);
 absl::StatusOr<Variable> GetOrCreateGlobalStep(const Scope& scope);
 
 }  // namespace overseer
