@@ -1,0 +1,224 @@
+#include "core/kernels/queue/fifo_queue.h"
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "core/kernels/testing/kernel_test_util.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+using test::AsScalar;
+using test::AsTensor;
+using test::ExpectTensorEqual;
+
+// A real clock that counts the waits that start, so a test can tell that another thread
+// is blocked inside the queue before it acts (no sleeping).
+class CountingClock : public Clock {
+ public:
+  absl::Time Now() override { return absl::Now(); }
+  void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
+  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
+                         absl::Time deadline) override {
+    {
+      absl::MutexLock lock(&count_mu_);
+      ++waits_;
+    }
+    return mu->AwaitWithDeadline(cond, deadline);
+  }
+  // Blocks until `n` waits have started. The waiter holds the queue's mutex from before
+  // the count until it sleeps, so state changes made afterwards under that mutex wake it.
+  void AwaitWaits(int n) {
+    absl::MutexLock lock(&count_mu_);
+    auto reached = [this, n]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return waits_ >= n; };
+    count_mu_.Await(absl::Condition(&reached));
+  }
+
+ private:
+  absl::Mutex count_mu_;
+  int waits_ ABSL_GUARDED_BY(count_mu_) = 0;
+};
+
+std::shared_ptr<FIFOQueue> MakeQueue(int64_t capacity = -1,
+                                     std::vector<PartialShape> shapes = {}) {
+  auto q = FIFOQueue::Create("q", {DT_INT32}, std::move(shapes), capacity);
+  EXPECT_TRUE(q.ok()) << q.status();
+  return *q;
+}
+
+FIFOQueue::Tuple Int(int v) { return {AsScalar<int32_t>(v)}; }
+
+TEST(FIFOQueueTest, FirstInFirstOut) {
+  auto q = MakeQueue();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(q->Enqueue(Int(i), QueueWait()).ok());
+  EXPECT_EQ(q->Size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    auto t = q->Dequeue(QueueWait());
+    ASSERT_TRUE(t.ok()) << t.status();
+    ExpectTensorEqual(t->at(0), AsScalar<int32_t>(i));
+  }
+  EXPECT_EQ(q->Size(), 0);
+}
+
+TEST(FIFOQueueTest, DequeueBlocksUntilEnqueue) {
+  auto q = MakeQueue();
+  CountingClock clock;
+  QueueWait wait;
+  wait.clock = &clock;
+  absl::StatusOr<FIFOQueue::Tuple> got;
+  std::thread consumer([&] { got = q->Dequeue(wait); });
+  clock.AwaitWaits(1);
+  EXPECT_TRUE(q->Enqueue(Int(42), QueueWait()).ok());
+  consumer.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectTensorEqual(got->at(0), AsScalar<int32_t>(42));
+}
+
+TEST(FIFOQueueTest, EnqueueBlocksWhileFull) {
+  auto q = MakeQueue(/*capacity=*/1);
+  ASSERT_TRUE(q->Enqueue(Int(1), QueueWait()).ok());
+  CountingClock clock;
+  QueueWait wait;
+  wait.clock = &clock;
+  absl::Status enqueued;
+  std::thread producer([&] { enqueued = q->Enqueue(Int(2), wait); });
+  clock.AwaitWaits(1);
+  EXPECT_EQ(q->Size(), 1);
+  auto first = q->Dequeue(QueueWait());
+  producer.join();
+  ASSERT_TRUE(enqueued.ok()) << enqueued;
+  ExpectTensorEqual(first->at(0), AsScalar<int32_t>(1));
+  auto second = q->Dequeue(QueueWait());
+  ExpectTensorEqual(second->at(0), AsScalar<int32_t>(2));
+}
+
+TEST(FIFOQueueTest, ManyThroughASmallQueue) {
+  auto q = MakeQueue(/*capacity=*/2, {PartialShape({2})});
+  absl::StatusOr<FIFOQueue::Tuple> got;
+  std::thread consumer([&] { got = q->DequeueMany(5, QueueWait()); });
+  std::vector<int32_t> values;
+  for (int i = 0; i < 10; ++i) values.push_back(i);
+  EXPECT_TRUE(q->EnqueueMany({AsTensor<int32_t>(values, {5, 2})}, QueueWait()).ok());
+  consumer.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectTensorEqual(got->at(0), AsTensor<int32_t>(values, {5, 2}));
+}
+
+TEST(FIFOQueueTest, CloseSemantics) {
+  auto q = MakeQueue();
+  ASSERT_TRUE(q->Enqueue(Int(1), QueueWait()).ok());
+  ASSERT_TRUE(q->Enqueue(Int(2), QueueWait()).ok());
+  q->Close(false);
+  absl::Status s = q->Enqueue(Int(3), QueueWait());
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled);
+  EXPECT_NE(s.message().find("is closed"), std::string::npos) << s;
+  // DequeueMany beyond what is left fails and leaves the elements.
+  EXPECT_EQ(q->DequeueMany(3, QueueWait()).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(q->Size(), 2);
+  auto two = q->DequeueMany(2, QueueWait());
+  ASSERT_TRUE(two.ok()) << two.status();
+  ExpectTensorEqual(two->at(0), AsTensor<int32_t>({1, 2}));
+  EXPECT_EQ(q->Dequeue(QueueWait()).status().code(), absl::StatusCode::kOutOfRange);
+}
+
+TEST(FIFOQueueTest, CloseWakesBlockedDequeue) {
+  auto q = MakeQueue();
+  CountingClock clock;
+  QueueWait wait;
+  wait.clock = &clock;
+  absl::StatusOr<FIFOQueue::Tuple> got;
+  std::thread consumer([&] { got = q->Dequeue(wait); });
+  clock.AwaitWaits(1);
+  q->Close(false);
+  consumer.join();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kOutOfRange);
+}
+
+TEST(FIFOQueueTest, CloseCancellingPendingEnqueues) {
+  auto q = MakeQueue(/*capacity=*/1);
+  ASSERT_TRUE(q->Enqueue(Int(1), QueueWait()).ok());
+  CountingClock clock;
+  QueueWait wait;
+  wait.clock = &clock;
+  absl::Status enqueued;
+  std::thread producer([&] { enqueued = q->Enqueue(Int(2), wait); });
+  clock.AwaitWaits(1);
+  q->Close(/*cancel_pending_enqueues=*/true);
+  producer.join();
+  EXPECT_EQ(enqueued.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(q->Size(), 1);
+}
+
+TEST(FIFOQueueTest, CancellationWakesBlockedDequeue) {
+  auto q = MakeQueue();
+  CountingClock clock;
+  CancellationManager cm;
+  QueueWait wait;
+  wait.clock = &clock;
+  wait.cancellation = &cm;
+  absl::StatusOr<FIFOQueue::Tuple> got;
+  std::thread consumer([&] { got = q->Dequeue(wait); });
+  clock.AwaitWaits(1);
+  cm.StartCancel(absl::CancelledError("step cancelled"));
+  consumer.join();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kCancelled);
+  // An already-cancelled manager fails at once; the queue still works afterwards.
+  EXPECT_EQ(q->Dequeue(wait).status().code(), absl::StatusCode::kCancelled);
+  ASSERT_TRUE(q->Enqueue(Int(5), QueueWait()).ok());
+  EXPECT_TRUE(q->Dequeue(QueueWait()).ok());
+}
+
+TEST(FIFOQueueTest, DeadlineInThePast) {
+  auto q = MakeQueue(/*capacity=*/1);
+  QueueWait past;
+  past.deadline = absl::InfinitePast();
+  EXPECT_EQ(q->Dequeue(past).status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(q->DequeueMany(1, past).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(q->Enqueue(Int(1), past).ok());  // Room: no wait needed.
+  EXPECT_EQ(q->Enqueue(Int(2), past).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(q->Dequeue(past).ok());
+}
+
+TEST(FIFOQueueTest, ValidationNamesTheComponent) {
+  auto q = FIFOQueue::Create("q", {DT_FLOAT, DT_INT32}, {PartialShape({2}), PartialShape()},
+                             -1);
+  ASSERT_TRUE(q.ok());
+  absl::Status s = (*q)->Enqueue({AsTensor<float>({1, 2}), AsScalar<float>(1)}, QueueWait());
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("component 1"), std::string::npos) << s;
+  s = (*q)->Enqueue({AsTensor<float>({1, 2, 3}), AsScalar<int32_t>(1)}, QueueWait());
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("component 0"), std::string::npos) << s;
+  s = (*q)->Enqueue({AsTensor<float>({1, 2})}, QueueWait());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  s = (*q)->EnqueueMany({AsTensor<float>({1, 2}, {1, 2}), AsTensor<int32_t>({1, 2})},
+                        QueueWait());
+  ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("component 1"), std::string::npos) << s;
+  EXPECT_EQ((*q)->Size(), 0);
+
+  EXPECT_FALSE(FIFOQueue::Create("q", {}, {}, -1).ok());
+  EXPECT_FALSE(FIFOQueue::Create("q", {DT_FLOAT}, {PartialShape(), PartialShape()}, -1).ok());
+}
+
+TEST(FIFOQueueTest, DequeueManyOfZeroAndUnequalShapes) {
+  auto q = MakeQueue(-1, {PartialShape({3})});
+  auto none = q->DequeueMany(0, QueueWait());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->at(0).shape(), TensorShape({0, 3}));
+  EXPECT_EQ(q->DequeueMany(-1, QueueWait()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  auto loose = MakeQueue();
+  ASSERT_TRUE(loose->Enqueue({AsTensor<int32_t>({1})}, QueueWait()).ok());
+  ASSERT_TRUE(loose->Enqueue({AsTensor<int32_t>({1, 2})}, QueueWait()).ok());
+  EXPECT_EQ(loose->DequeueMany(2, QueueWait()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(loose->Size(), 2);
+}
+
+}  // namespace
+}  // namespace overseer

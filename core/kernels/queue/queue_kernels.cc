@@ -1,0 +1,184 @@
+// CPU kernels of the FIFO queue ops. Blocking kernels wait on the step's cancellation
+// manager, the step deadline and their own timeout_ms, whichever comes first.
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/kernels/queue/fifo_queue.h"
+#include "core/op_kernel.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+class FIFOQueueOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Init(OpKernelConstruction* c) override {
+    RETURN_IF_ERROR(c->GetAttr("component_types", &types_));
+    RETURN_IF_ERROR(c->GetAttr("shapes", &shapes_));
+    RETURN_IF_ERROR(c->GetAttr("capacity", &capacity_));
+    RETURN_IF_ERROR(c->GetAttr("container", &container_));
+    RETURN_IF_ERROR(c->GetAttr("shared_name", &shared_name_));
+    if (container_.empty()) container_ = ResourceMgr::kDefaultContainer;
+    if (shared_name_.empty()) shared_name_ = name();
+    if (!shapes_.empty() && shapes_.size() != types_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("FIFOQueue has ", types_.size(),
+                                                     " component_types but ", shapes_.size(),
+                                                     " shapes"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Creates the queue on first run; outputs its handle.
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (ctx->resource_mgr() == nullptr) {
+      return absl::FailedPreconditionError("FIFOQueue needs a resource manager");
+    }
+    std::function<absl::StatusOr<std::shared_ptr<FIFOQueue>>()> creator = [this]() {
+      return FIFOQueue::Create(shared_name_, types_, shapes_, capacity_);
+    };
+    ASSIGN_OR_RETURN(
+        std::shared_ptr<FIFOQueue> queue,
+        ctx->resource_mgr()->LookupOrCreate<FIFOQueue>(container_, shared_name_, creator));
+    RETURN_IF_ERROR(queue->MatchesSignature(types_, shapes_, capacity_));
+    ctx->set_output(0, Tensor::Scalar<std::string>(absl::StrCat(container_, "/", shared_name_)));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<DataType> types_;
+  std::vector<PartialShape> shapes_;
+  int64_t capacity_ = -1;
+  std::string container_;
+  std::string shared_name_;
+};
+REGISTER_KERNEL(FIFOQueueOp, "FIFOQueue");
+
+// The queue named by the handle in input 0. INVALID_ARGUMENT for a malformed handle,
+// NOT_FOUND if no such queue exists.
+absl::StatusOr<std::shared_ptr<FIFOQueue>> GetQueue(OpKernelContext* ctx) {
+  ASSIGN_OR_RETURN(Tensor handle, ctx->input_value(0));
+  if (handle.dtype() != DT_STRING || handle.NumElements() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("queue handle must be a string scalar, got ",
+                     DataTypeString(handle.dtype()), " ", handle.shape().DebugString()));
+  }
+  const std::string& text = handle.data<std::string>()[0];
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos || ctx->resource_mgr() == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("queue handle '", text, "' is not of the form container/name"));
+  }
+  return ctx->resource_mgr()->Lookup<FIFOQueue>(text.substr(0, slash), text.substr(slash + 1));
+}
+
+// Base of the kernels that may block: builds the wait from the context and timeout_ms.
+class BlockingQueueOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Init(OpKernelConstruction* c) override {
+    return c->GetAttr("timeout_ms", &timeout_ms_);
+  }
+
+ protected:
+  QueueWait MakeWait(OpKernelContext* ctx) const {
+    QueueWait wait;
+    wait.cancellation = ctx->cancellation();
+    wait.clock = ctx->clock();
+    wait.deadline = ctx->deadline();
+    if (timeout_ms_ >= 0) {
+      wait.deadline =
+          std::min(wait.deadline, wait.clock->Now() + absl::Milliseconds(timeout_ms_));
+    }
+    return wait;
+  }
+
+ private:
+  int64_t timeout_ms_ = -1;
+};
+
+// QueueEnqueue (kMany = false) and QueueEnqueueMany (kMany = true).
+template <bool kMany>
+class EnqueueOp : public BlockingQueueOp {
+ public:
+  using BlockingQueueOp::BlockingQueueOp;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> queue, GetQueue(ctx));
+    FIFOQueue::Tuple tuple;
+    for (int i = 1; i < ctx->num_inputs(); ++i) {
+      ASSIGN_OR_RETURN(Tensor t, ctx->input_value(i));
+      tuple.push_back(std::move(t));
+    }
+    const QueueWait wait = MakeWait(ctx);
+    return kMany ? queue->EnqueueMany(tuple, wait) : queue->Enqueue(tuple, wait);
+  }
+};
+REGISTER_KERNEL(EnqueueOp<false>, "QueueEnqueue");
+REGISTER_KERNEL(EnqueueOp<true>, "QueueEnqueueMany");
+
+// QueueDequeue (kMany = false) and QueueDequeueMany (kMany = true).
+template <bool kMany>
+class DequeueOp : public BlockingQueueOp {
+ public:
+  using BlockingQueueOp::BlockingQueueOp;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> queue, GetQueue(ctx));
+    std::vector<DataType> expected;
+    for (int i = 0; i < num_outputs(); ++i) expected.push_back(output_type(i));
+    if (expected != queue->component_types()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          type_string(), " expects ", expected.size(), " components of the declared types, "
+          "but ", queue->DebugString(), " holds other component types"));
+    }
+    FIFOQueue::Tuple tuple;
+    if (kMany) {
+      ASSIGN_OR_RETURN(Tensor n_t, ctx->input_value(1));
+      if (n_t.dtype() != DT_INT32 || n_t.dims() != 0) {
+        return absl::InvalidArgumentError("QueueDequeueMany n must be an int32 scalar");
+      }
+      ASSIGN_OR_RETURN(tuple, queue->DequeueMany(n_t.scalar<int32_t>(), MakeWait(ctx)));
+    } else {
+      ASSIGN_OR_RETURN(tuple, queue->Dequeue(MakeWait(ctx)));
+    }
+    for (size_t i = 0; i < tuple.size(); ++i) {
+      ctx->set_output(static_cast<int>(i), std::move(tuple[i]));
+    }
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(DequeueOp<false>, "QueueDequeue");
+REGISTER_KERNEL(DequeueOp<true>, "QueueDequeueMany");
+
+class QueueCloseOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Init(OpKernelConstruction* c) override {
+    return c->GetAttr("cancel_pending_enqueues", &cancel_pending_enqueues_);
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> queue, GetQueue(ctx));
+    queue->Close(cancel_pending_enqueues_);
+    return absl::OkStatus();
+  }
+
+ private:
+  bool cancel_pending_enqueues_ = false;
+};
+REGISTER_KERNEL(QueueCloseOp, "QueueClose");
+
+class QueueSizeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> queue, GetQueue(ctx));
+    ctx->set_output(0, Tensor::Scalar<int32_t>(static_cast<int32_t>(queue->Size())));
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(QueueSizeOp, "QueueSize");
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,82 @@
+// Op definitions of FIFO queues. A queue op outputs a handle (a string scalar
+// "container/name") naming the queue resource; the other ops take that handle.
+
+#include "core/op_registry.h"
+#include "core/shape_inference.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+absl::Status HandleInput(ShapeContext* c) { return c->WithRank(0, 0); }
+
+}  // namespace
+
+REGISTER_OP("FIFOQueue")
+    .Output("handle: string")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("shapes: list(shape) = []")
+    .Attr("capacity: int = -1")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(shape_fn::Scalar);
+
+REGISTER_OP("QueueEnqueue")
+    .Input("handle: string")
+    .Input("components: Tcomponents")
+    .Attr("Tcomponents: list(type) >= 1")
+    .Attr("timeout_ms: int = -1")
+    .SetIsStateful()
+    .SetShapeFn(HandleInput);
+
+// Enqueues the slices of the components along dimension 0.
+REGISTER_OP("QueueEnqueueMany")
+    .Input("handle: string")
+    .Input("components: Tcomponents")
+    .Attr("Tcomponents: list(type) >= 1")
+    .Attr("timeout_ms: int = -1")
+    .SetIsStateful()
+    .SetShapeFn(HandleInput);
+
+REGISTER_OP("QueueDequeue")
+    .Input("handle: string")
+    .Output("components: component_types")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("timeout_ms: int = -1")
+    .SetIsStateful()
+    .SetShapeFn([](ShapeContext* c) {
+      RETURN_IF_ERROR(HandleInput(c));
+      return shape_fn::Unknown(c);
+    });
+
+// Dequeues n elements stacked along a new dimension 0.
+REGISTER_OP("QueueDequeueMany")
+    .Input("handle: string")
+    .Input("n: int32")
+    .Output("components: component_types")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("timeout_ms: int = -1")
+    .SetIsStateful()
+    .SetShapeFn([](ShapeContext* c) {
+      RETURN_IF_ERROR(HandleInput(c));
+      RETURN_IF_ERROR(c->WithRank(1, 0));
+      return shape_fn::Unknown(c);
+    });
+
+REGISTER_OP("QueueClose")
+    .Input("handle: string")
+    .Attr("cancel_pending_enqueues: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(HandleInput);
+
+REGISTER_OP("QueueSize")
+    .Input("handle: string")
+    .Output("size: int32")
+    .SetIsStateful()
+    .SetShapeFn([](ShapeContext* c) {
+      RETURN_IF_ERROR(HandleInput(c));
+      return shape_fn::Scalar(c);
+    });
+
+}  // namespace overseer
