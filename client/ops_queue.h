@@ -1,9 +1,9 @@
 #ifndef OVERSEER_CLIENT_OPS_QUEUE_H_
 #define OVERSEER_CLIENT_OPS_QUEUE_H_
 
-// FIFO queue ops (TensorFlow's V1 queue ops: the handle is a string ref). Conventions
-// as in ops_array.h. Dequeues block until elements arrive; once the queue is closed and
-// drained they fail OUT_OF_RANGE.
+// FIFO queue ops (TensorFlow's V1 queue ops; the handle is a string naming the queue
+// resource). Conventions as in ops_array.h. Dequeues block until elements arrive; once
+// the queue is closed and drained they fail OUT_OF_RANGE.
 
 #include <string>
 #include <vector>
