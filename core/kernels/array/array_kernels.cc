@@ -20,9 +20,9 @@ class ConstOp : public OpKernel {
     DataType dtype;
     RETURN_IF_ERROR(c->GetAttr("dtype", &dtype));
     if (value_.dtype() != dtype) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Const value has dtype ", DataTypeString(value_.dtype()),
-                       " but attr dtype is ", DataTypeString(dtype)));
+      return absl::InvalidArgumentError(absl::StrCat("Const value has dtype ",
+                                                     DataTypeString(value_.dtype()),
+                                                     " but attr dtype is ", DataTypeString(dtype)));
     }
     return absl::OkStatus();
   }
@@ -46,9 +46,8 @@ class PlaceholderOp : public OpKernel {
   }
   // Only runs when nothing was fed: the executor substitutes fed values.
   absl::Status Compute(OpKernelContext* ctx) override {
-    std::string message =
-        absl::StrCat("You must feed a value for placeholder tensor '", name(),
-                     "' with dtype ", DataTypeString(dtype_));
+    std::string message = absl::StrCat("You must feed a value for placeholder tensor '", name(),
+                                       "' with dtype ", DataTypeString(dtype_));
     if (shape_.known_rank()) absl::StrAppend(&message, " and shape ", shape_.DebugString());
     return absl::InvalidArgumentError(message);
   }
@@ -124,9 +123,8 @@ class ShapeOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Tensor in, ctx->input_value(0));
     const auto& dims = in.shape().dim_sizes();
-    ASSIGN_OR_RETURN(Tensor out,
-                     IntVectorTensor(output_type(0), dims,
-                                     TensorShape({static_cast<int64_t>(dims.size())})));
+    ASSIGN_OR_RETURN(Tensor out, IntVectorTensor(output_type(0), dims,
+                                                 TensorShape({static_cast<int64_t>(dims.size())})));
     ctx->set_output(0, std::move(out));
     return absl::OkStatus();
   }
@@ -152,8 +150,8 @@ class FillOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& value = ctx->input(1);
     if (value.dims() != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Fill value must be a scalar, got shape ", value.shape().DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Fill value must be a scalar, got shape ", value.shape().DebugString()));
     }
     ASSIGN_OR_RETURN(TensorShape shape, ShapeFromTensor(ctx->input(0), "Fill dims"));
     Tensor* out = ctx->allocate_output(0, shape);
@@ -196,8 +194,7 @@ class ReducedShapeOp : public OpKernel {
     const Tensor& shape = ctx->input(0);
     if (shape.dims() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "ReducedShape input_shape must be a vector, got shape ",
-          shape.shape().DebugString()));
+          "ReducedShape input_shape must be a vector, got shape ", shape.shape().DebugString()));
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> axes, IntTensorToVector(ctx->input(1), "axes"));
     Tensor* out = ctx->allocate_output(0, shape.shape());

@@ -76,8 +76,7 @@ TEST(IdentityTest, ValuesAndRefs) {
   ExpectTensorEqual(out->at(0), AsScalar<float>(2.5f));
 
   auto uninit = test::MakeVar(DT_FLOAT);
-  EXPECT_EQ(r.Run({test::Ref(uninit)}).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.Run({test::Ref(uninit)}).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(StopGradientTest, Forwards) {
@@ -130,9 +129,7 @@ TEST(FillTest, FillsAndRejectsBadDims) {
 
   EXPECT_EQ(k.Run({Value(AsTensor<int32_t>({-1})), Value(AsScalar<float>(7))}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(k.Run({Value(AsTensor<int32_t>({2})), Value(AsTensor<float>({1, 2}))})
-                .status()
-                .code(),
+  EXPECT_EQ(k.Run({Value(AsTensor<int32_t>({2})), Value(AsTensor<float>({1, 2}))}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -160,9 +157,7 @@ TEST(ReducedShapeTest, SetsReducedAxesToOne) {
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(out->at(0), AsTensor<int32_t>({2, 1}));
 
-  EXPECT_EQ(k.Run({Value(AsTensor<int32_t>({2, 3})), Value(AsScalar<int32_t>(2))})
-                .status()
-                .code(),
+  EXPECT_EQ(k.Run({Value(AsTensor<int32_t>({2, 3})), Value(AsScalar<int32_t>(2))}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

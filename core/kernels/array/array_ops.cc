@@ -29,8 +29,7 @@ absl::Status PlaceholderWithDefaultShape(ShapeContext* c) {
   RETURN_IF_ERROR(c->GetAttr("shape", &shape));
   if (!shape.IsCompatibleWith(c->input(0))) {
     return c->Error(absl::StrCat("default value of shape ", c->input(0).DebugString(),
-                                 " is incompatible with the declared shape ",
-                                 shape.DebugString()));
+                                 " is incompatible with the declared shape ", shape.DebugString()));
   }
   c->set_output(0, shape);
   return absl::OkStatus();

@@ -58,9 +58,9 @@ class PackOp : public OpKernel {
     const TensorShape& shape = values[0].shape();
     for (int i = 1; i < n; ++i) {
       if (values[i].shape() != shape) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Pack inputs must have one shape: input 0 has shape ", shape.DebugString(),
-            " but input ", i, " has shape ", values[i].shape().DebugString()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Pack inputs must have one shape: input 0 has shape ", shape.DebugString(),
+                         " but input ", i, " has shape ", values[i].shape().DebugString()));
       }
     }
     ASSIGN_OR_RETURN(int axis, CanonicalAxis(axis_, shape.dims() + 1, "Pack axis"));
@@ -85,9 +85,9 @@ class UnpackOp : public OpKernel {
     ASSIGN_OR_RETURN(int axis, CanonicalAxis(axis_, in.dims(), "Unpack axis"));
     const int num = ctx->num_outputs();
     if (in.dim_size(axis) != num) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot unpack ", num, " tensors along dimension ", axis_,
-                       " of shape ", in.shape().DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("cannot unpack ", num,
+                                                     " tensors along dimension ", axis_,
+                                                     " of shape ", in.shape().DebugString()));
     }
     std::vector<int64_t> dims = in.shape().dim_sizes();
     const int64_t outer = Product(dims, 0, axis);
@@ -169,9 +169,9 @@ class ConcatOffsetOp : public OpKernel {
       }
       for (int d = 0; d < rank; ++d) {
         if (d != axis && s.data<int32_t>()[d] != first.data<int32_t>()[d]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "ConcatOffset shape ", i, " differs from shape 0 in dimension ", d, ": ",
-              s.data<int32_t>()[d], " vs ", first.data<int32_t>()[d]));
+          return absl::InvalidArgumentError(
+              absl::StrCat("ConcatOffset shape ", i, " differs from shape 0 in dimension ", d, ": ",
+                           s.data<int32_t>()[d], " vs ", first.data<int32_t>()[d]));
         }
       }
       Tensor* out = ctx->allocate_output(i, first.shape());

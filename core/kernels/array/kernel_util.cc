@@ -2,11 +2,10 @@
 
 namespace overseer {
 
-absl::StatusOr<std::vector<int64_t>> IntTensorToVector(const Tensor& t,
-                                                       absl::string_view what) {
+absl::StatusOr<std::vector<int64_t>> IntTensorToVector(const Tensor& t, absl::string_view what) {
   if (t.dims() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " must be a scalar or vector, got shape ", t.shape().DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a scalar or vector, got shape ", t.shape().DebugString()));
   }
   std::vector<int64_t> out;
   out.reserve(t.NumElements());
@@ -17,8 +16,8 @@ absl::StatusOr<std::vector<int64_t>> IntTensorToVector(const Tensor& t,
     const int64_t* p = t.data<int64_t>();
     out.assign(p, p + t.NumElements());
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(what, " must be int32 or int64, got ",
-                                                   DataTypeString(t.dtype())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be int32 or int64, got ", DataTypeString(t.dtype())));
   }
   return out;
 }
@@ -42,8 +41,8 @@ absl::StatusOr<TensorShape> ShapeFromTensor(const Tensor& t, absl::string_view w
   if (!dims.ok()) return dims.status();
   for (int64_t d : *dims) {
     if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " has a negative size: [", absl::StrJoin(*dims, ","), "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has a negative size: [", absl::StrJoin(*dims, ","), "]"));
     }
   }
   return TensorShape::FromDims(*dims);
@@ -51,9 +50,8 @@ absl::StatusOr<TensorShape> ShapeFromTensor(const Tensor& t, absl::string_view w
 
 absl::StatusOr<int> CanonicalAxis(int64_t axis, int rank, absl::string_view what) {
   if (axis < -rank || axis >= rank) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " ", axis,
-                                                   " is out of range for rank ", rank,
-                                                   " (expected [", -rank, ", ", rank, "))"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", axis, " is out of range for rank ",
+                                                   rank, " (expected [", -rank, ", ", rank, "))"));
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }

@@ -32,7 +32,7 @@ struct TypeTag {
 template <typename Fn>
 absl::Status VisitAllTypes(DataType dtype, absl::string_view what, Fn&& fn) {
   switch (dtype) {
-#define OVERSEER_VISIT_CASE(T) \
+#define OVERSEER_VISIT_CASE(T)   \
   case DataTypeToEnum<T>::value: \
     return fn(TypeTag<T>{});
     OVERSEER_FOR_ALL_TYPES(OVERSEER_VISIT_CASE)
@@ -47,7 +47,7 @@ absl::Status VisitAllTypes(DataType dtype, absl::string_view what, Fn&& fn) {
 template <typename Fn>
 absl::Status VisitNumericTypes(DataType dtype, absl::string_view what, Fn&& fn) {
   switch (dtype) {
-#define OVERSEER_VISIT_CASE(T) \
+#define OVERSEER_VISIT_CASE(T)   \
   case DataTypeToEnum<T>::value: \
     return fn(TypeTag<T>{});
     OVERSEER_FOR_NUMERIC_TYPES(OVERSEER_VISIT_CASE)
@@ -62,7 +62,7 @@ absl::Status VisitNumericTypes(DataType dtype, absl::string_view what, Fn&& fn) 
 template <typename Fn>
 absl::Status VisitFloatTypes(DataType dtype, absl::string_view what, Fn&& fn) {
   switch (dtype) {
-#define OVERSEER_VISIT_CASE(T) \
+#define OVERSEER_VISIT_CASE(T)   \
   case DataTypeToEnum<T>::value: \
     return fn(TypeTag<T>{});
     OVERSEER_FOR_FLOAT_TYPES(OVERSEER_VISIT_CASE)
@@ -75,8 +75,7 @@ absl::Status VisitFloatTypes(DataType dtype, absl::string_view what, Fn&& fn) {
 
 // The elements of an int32 or int64 tensor of rank 0 or 1. INVALID_ARGUMENT naming
 // `what` for another dtype or rank.
-absl::StatusOr<std::vector<int64_t>> IntTensorToVector(const Tensor& t,
-                                                       absl::string_view what);
+absl::StatusOr<std::vector<int64_t>> IntTensorToVector(const Tensor& t, absl::string_view what);
 // The single element of an int32 or int64 tensor with one element.
 absl::StatusOr<int64_t> IntTensorToScalar(const Tensor& t, absl::string_view what);
 

@@ -31,8 +31,8 @@ class ReshapeOp : public OpKernel {
     ASSIGN_OR_RETURN(Tensor in, ctx->input_value(0));
     const Tensor& shape_t = ctx->input(1);
     if (shape_t.dims() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Reshape shape must be a vector, got shape ", shape_t.shape().DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("Reshape shape must be a vector, got shape ",
+                                                     shape_t.shape().DebugString()));
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntTensorToVector(shape_t, "Reshape shape"));
     const std::string requested = absl::StrCat("[", absl::StrJoin(dims, ","), "]");
@@ -55,15 +55,15 @@ class ReshapeOp : public OpKernel {
     const int64_t n = in.NumElements();
     if (unknown >= 0) {
       if (product == 0 || n % product != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "cannot reshape a tensor of shape ", in.shape().DebugString(), " (", n,
-            " elements) into shape ", requested, ": the -1 cannot be inferred"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot reshape a tensor of shape ", in.shape().DebugString(), " (", n,
+                         " elements) into shape ", requested, ": the -1 cannot be inferred"));
       }
       dims[unknown] = n / product;
     } else if (product != n) {
       return absl::InvalidArgumentError(
-          absl::StrCat("cannot reshape a tensor of shape ", in.shape().DebugString(), " (",
-                       n, " elements) into shape ", requested, " (", product, " elements)"));
+          absl::StrCat("cannot reshape a tensor of shape ", in.shape().DebugString(), " (", n,
+                       " elements) into shape ", requested, " (", product, " elements)"));
     }
     ASSIGN_OR_RETURN(Tensor out, in.Reshaped(TensorShape(dims)));
     ctx->set_output(0, std::move(out));
@@ -100,9 +100,9 @@ class SqueezeOp : public OpKernel {
     for (int64_t d : squeeze_dims_) {
       ASSIGN_OR_RETURN(int axis, CanonicalAxis(d, in.dims(), "squeeze dim"));
       if (in.dim_size(axis) != 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("cannot squeeze dim ", d, " of size ", in.dim_size(axis),
-                         " in shape ", in.shape().DebugString()));
+        return absl::InvalidArgumentError(absl::StrCat("cannot squeeze dim ", d, " of size ",
+                                                       in.dim_size(axis), " in shape ",
+                                                       in.shape().DebugString()));
       }
       remove[axis] = true;
     }
@@ -127,8 +127,8 @@ class TransposeOp : public OpKernel {
     ASSIGN_OR_RETURN(Tensor in, ctx->input_value(0));
     const Tensor& perm_t = ctx->input(1);
     if (perm_t.dims() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Transpose perm must be a vector, got shape ", perm_t.shape().DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat("Transpose perm must be a vector, got shape ",
+                                                     perm_t.shape().DebugString()));
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> perm, IntTensorToVector(perm_t, "perm"));
     const int rank = in.dims();
@@ -141,8 +141,8 @@ class TransposeOp : public OpKernel {
     bool identity = true;
     for (int i = 0; i < rank; ++i) {
       if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Transpose perm ", perm_text, " is not a permutation of 0..", rank - 1));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Transpose perm ", perm_text, " is not a permutation of 0..", rank - 1));
       }
       seen[perm[i]] = true;
       identity &= perm[i] == i;
@@ -175,8 +175,8 @@ class SliceOp : public OpKernel {
         static_cast<int>(begin.size()) != rank || static_cast<int>(size.size()) != rank) {
       return absl::InvalidArgumentError(absl::StrCat(
           "Slice begin and size must be vectors of length ", rank, " for input of shape ",
-          in.shape().DebugString(), ", got shapes ", ctx->input(1).shape().DebugString(),
-          " and ", ctx->input(2).shape().DebugString()));
+          in.shape().DebugString(), ", got shapes ", ctx->input(1).shape().DebugString(), " and ",
+          ctx->input(2).shape().DebugString()));
     }
     const std::vector<int64_t> in_strides = RowMajorStrides(in.shape().dim_sizes());
     int64_t offset = 0;
@@ -185,9 +185,8 @@ class SliceOp : public OpKernel {
       if (size[i] == -1) size[i] = dim - begin[i];
       if (begin[i] < 0 || size[i] < 0 || begin[i] + size[i] > dim) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "Slice of shape ", in.shape().DebugString(), " with begin [",
-            absl::StrJoin(begin, ","), "] and size [", absl::StrJoin(size, ","),
-            "] is out of bounds in dimension ", i));
+            "Slice of shape ", in.shape().DebugString(), " with begin [", absl::StrJoin(begin, ","),
+            "] and size [", absl::StrJoin(size, ","), "] is out of bounds in dimension ", i));
       }
       offset += begin[i] * in_strides[i];
     }
@@ -215,9 +214,8 @@ class BroadcastToOp : public OpKernel {
     const int rank = target.dims();
     const int pad = rank - in.dims();
     auto incompatible = [&]() {
-      return absl::InvalidArgumentError(absl::StrCat("cannot broadcast shape ",
-                                                     in.shape().DebugString(), " to shape ",
-                                                     target.DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot broadcast shape ", in.shape().DebugString(), " to shape ", target.DebugString()));
     };
     if (pad < 0) return incompatible();
     const std::vector<int64_t> in_strides = RowMajorStrides(in.shape().dim_sizes());

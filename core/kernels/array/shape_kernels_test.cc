@@ -22,7 +22,7 @@ Tensor Iota(int n, const TensorShape& shape) {
 }
 
 absl::StatusOr<std::vector<Tensor>> RunFloat(const std::string& op,
-                                            const std::vector<TensorValue>& in) {
+                                             const std::vector<TensorValue>& in) {
   KernelRunner k(op);
   k.Attr("T", DT_FLOAT);
   return k.Run(in);
@@ -63,8 +63,7 @@ TEST(ReshapeTest, ShapeFunction) {
   SetNodeAttr(&def, "Tshape", DT_INT32);
   const OpDef& op = *OpRegistry::Global()->Find("Reshape");
   Tensor target = AsTensor<int32_t>({-1, 4});
-  auto shapes = InferShapes(def, op, {PartialShape({2, 6}), PartialShape({2})},
-                            {nullptr, &target});
+  auto shapes = InferShapes(def, op, {PartialShape({2, 6}), PartialShape({2})}, {nullptr, &target});
   ASSERT_TRUE(shapes.ok()) << shapes.status();
   EXPECT_EQ(shapes->at(0), PartialShape({3, 4}));
   shapes = InferShapes(def, op, {PartialShape({-1, 6}), PartialShape({2})}, {nullptr, &target});
@@ -74,8 +73,8 @@ TEST(ReshapeTest, ShapeFunction) {
   ASSERT_TRUE(shapes.ok()) << shapes.status();
   EXPECT_EQ(shapes->at(0), PartialShape({-1, -1, -1}));
   Tensor bad = AsTensor<int32_t>({5});
-  EXPECT_FALSE(InferShapes(def, op, {PartialShape({2, 6}), PartialShape({1})}, {nullptr, &bad})
-                   .ok());
+  EXPECT_FALSE(
+      InferShapes(def, op, {PartialShape({2, 6}), PartialShape({1})}, {nullptr, &bad}).ok());
 }
 
 TEST(ExpandDimsTest, InsertsAxis) {
@@ -114,8 +113,7 @@ TEST(TransposeTest, Permutes) {
   ExpectTensorEqual(out->at(0), AsTensor<float>({0, 3, 1, 4, 2, 5}, {3, 2}));
 
   // [2,3,4] with perm [2,0,1]: out[k,i,j] = in[i,j,k] = 12i + 4j + k.
-  out = RunFloat("Transpose",
-                 {Value(Iota(24, {2, 3, 4})), Value(AsTensor<int64_t>({2, 0, 1}))});
+  out = RunFloat("Transpose", {Value(Iota(24, {2, 3, 4})), Value(AsTensor<int64_t>({2, 0, 1}))});
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<float> expected;
   for (int k = 0; k < 4; ++k)
@@ -149,28 +147,28 @@ TEST(SliceTest, BeginAndSize) {
   out = k.Run({Value(Iota(12, {3, 4})), Value(AsTensor<int32_t>({2, 0})),
                Value(AsTensor<int32_t>({2, 1}))});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  out = k.Run({Value(Iota(12, {3, 4})), Value(AsTensor<int32_t>({0})),
-               Value(AsTensor<int32_t>({1}))});
+  out = k.Run(
+      {Value(Iota(12, {3, 4})), Value(AsTensor<int32_t>({0})), Value(AsTensor<int32_t>({1}))});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SliceTest, Strings) {
   KernelRunner k("Slice");
   k.Attr("T", DT_STRING).Attr("Index", DT_INT64);
-  auto out = k.Run({Value(AsTensor<std::string>({"a", "b", "c"})),
-                    Value(AsTensor<int64_t>({1})), Value(AsTensor<int64_t>({2}))});
+  auto out = k.Run({Value(AsTensor<std::string>({"a", "b", "c"})), Value(AsTensor<int64_t>({1})),
+                    Value(AsTensor<int64_t>({2}))});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(out->at(0), AsTensor<std::string>({"b", "c"}));
 }
 
 TEST(BroadcastToTest, Broadcasts) {
-  auto out = RunFloat("BroadcastTo", {Value(AsTensor<float>({1, 2, 3}, {3})),
-                                      Value(AsTensor<int32_t>({2, 3}))});
+  auto out = RunFloat("BroadcastTo",
+                      {Value(AsTensor<float>({1, 2, 3}, {3})), Value(AsTensor<int32_t>({2, 3}))});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(out->at(0), AsTensor<float>({1, 2, 3, 1, 2, 3}, {2, 3}));
 
-  out = RunFloat("BroadcastTo", {Value(AsTensor<float>({1, 2}, {2, 1})),
-                                 Value(AsTensor<int32_t>({2, 2}))});
+  out = RunFloat("BroadcastTo",
+                 {Value(AsTensor<float>({1, 2}, {2, 1})), Value(AsTensor<int32_t>({2, 2}))});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(out->at(0), AsTensor<float>({1, 1, 2, 2}, {2, 2}));
 
@@ -178,8 +176,8 @@ TEST(BroadcastToTest, Broadcasts) {
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(out->at(0), AsTensor<float>({}, {0, 2}));
 
-  out = RunFloat("BroadcastTo", {Value(AsTensor<float>({1, 2, 3}, {3})),
-                                 Value(AsTensor<int32_t>({2, 2}))});
+  out = RunFloat("BroadcastTo",
+                 {Value(AsTensor<float>({1, 2, 3}, {3})), Value(AsTensor<int32_t>({2, 2}))});
   ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("[3]"), std::string::npos);
   EXPECT_NE(out.status().message().find("[2,2]"), std::string::npos);

@@ -50,9 +50,8 @@ absl::Status ReshapeShape(ShapeContext* c) {
     if (unknown >= 0 && product > 0 && n % product == 0) {
       dims[unknown] = n / product;
     } else if (unknown >= 0 || product != n) {
-      return c->Error(absl::StrCat("cannot reshape a tensor of shape ", in.DebugString(),
-                                   " (", n, " elements) into shape [",
-                                   absl::StrJoin(dims, ","), "]"));
+      return c->Error(absl::StrCat("cannot reshape a tensor of shape ", in.DebugString(), " (", n,
+                                   " elements) into shape [", absl::StrJoin(dims, ","), "]"));
     }
   }
   c->set_output(0, PartialShape(dims));
@@ -251,8 +250,8 @@ absl::Status SliceShape(ShapeContext* c) {
       ASSIGN_OR_RETURN(begin, IntTensorToVector(*begin_t, "begin"));
     }
     if (in.known_rank() && in.rank() != static_cast<int>(size.size())) {
-      return c->Error(absl::StrCat("size has ", size.size(), " entries for input of shape ",
-                                   in.DebugString()));
+      return c->Error(
+          absl::StrCat("size has ", size.size(), " entries for input of shape ", in.DebugString()));
     }
     for (size_t d = 0; d < size.size(); ++d) {
       if (size[d] != -1) continue;

@@ -12,15 +12,19 @@ namespace overseer {
 namespace {
 
 std::string ShapesString(const std::vector<PartialShape>& shapes) {
-  return absl::StrCat("[", absl::StrJoin(shapes, ",", [](std::string* out, const PartialShape& s) {
-                        out->append(s.DebugString());
-                      }), "]");
+  return absl::StrCat(
+      "[",
+      absl::StrJoin(shapes, ",",
+                    [](std::string* out, const PartialShape& s) { out->append(s.DebugString()); }),
+      "]");
 }
 
 std::string TypesString(const std::vector<DataType>& types) {
-  return absl::StrCat("[", absl::StrJoin(types, ",", [](std::string* out, DataType t) {
-                        out->append(DataTypeString(t));
-                      }), "]");
+  return absl::StrCat(
+      "[",
+      absl::StrJoin(types, ",",
+                    [](std::string* out, DataType t) { out->append(DataTypeString(t)); }),
+      "]");
 }
 
 // Row `i` (along dimension 0) of `t`, copied.
@@ -54,9 +58,8 @@ absl::StatusOr<Tensor> Stack(const std::deque<FIFOQueue::Tuple>& tuples, int c, 
   for (size_t i = 0; i < tuples.size(); ++i) {
     if (tuples[i][c].shape() != shape) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "DequeueMany cannot stack component ", c, ": element 0 has shape ",
-          shape.DebugString(), " but element ", i, " has shape ",
-          tuples[i][c].shape().DebugString()));
+          "DequeueMany cannot stack component ", c, ": element 0 has shape ", shape.DebugString(),
+          " but element ", i, " has shape ", tuples[i][c].shape().DebugString()));
     }
   }
   RETURN_IF_ERROR(VisitAllTypes(dtype, "FIFOQueue", [&](auto tag) {
@@ -124,9 +127,9 @@ absl::StatusOr<std::shared_ptr<FIFOQueue>> FIFOQueue::Create(std::string name,
         absl::StrCat("FIFOQueue '", name, "' needs at least one component type"));
   }
   if (!shapes.empty() && shapes.size() != types.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "FIFOQueue '", name, "' has ", types.size(), " component types but ", shapes.size(),
-        " shapes"));
+    return absl::InvalidArgumentError(absl::StrCat("FIFOQueue '", name, "' has ", types.size(),
+                                                   " component types but ", shapes.size(),
+                                                   " shapes"));
   }
   for (DataType t : types) {
     if (!IsSupportedDataType(t)) {
@@ -159,9 +162,8 @@ absl::Status FIFOQueue::MatchesSignature(const std::vector<DataType>& types,
 
 absl::Status FIFOQueue::Validate(const Tuple& tuple, bool batched) const {
   if (tuple.size() != types_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("FIFOQueue '", name_, "' expects ",
-                                                   types_.size(), " components, got ",
-                                                   tuple.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FIFOQueue '", name_, "' expects ", types_.size(), " components, got ", tuple.size()));
   }
   for (size_t i = 0; i < tuple.size(); ++i) {
     const Tensor& t = tuple[i];
@@ -173,17 +175,17 @@ absl::Status FIFOQueue::Validate(const Tuple& tuple, bool batched) const {
     TensorShape shape = t.shape();
     if (batched) {
       if (shape.dims() == 0 || shape.dim_size(0) != tuple[0].dim_size(0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "EnqueueMany to FIFOQueue '", name_, "': component ", i, " of shape ",
-            shape.DebugString(), " does not have the batch size ",
-            tuple[0].dims() == 0 ? 0 : tuple[0].dim_size(0), " of component 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("EnqueueMany to FIFOQueue '", name_, "': component ", i, " of shape ",
+                         shape.DebugString(), " does not have the batch size ",
+                         tuple[0].dims() == 0 ? 0 : tuple[0].dim_size(0), " of component 0"));
       }
       shape.RemoveDim(0);
     }
     if (!shapes_.empty() && !shapes_[i].IsCompatibleWith(shape)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "FIFOQueue '", name_, "' component ", i, " has shape ", shape.DebugString(),
-          " but the queue expects ", shapes_[i].DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("FIFOQueue '", name_, "' component ", i, " has shape ", shape.DebugString(),
+                       " but the queue expects ", shapes_[i].DebugString()));
     }
   }
   return absl::OkStatus();
@@ -195,8 +197,7 @@ absl::Status FIFOQueue::WaitFor(const Turn& turn, const Waiter& waiter, Ready re
   auto cond = [&]() { return waiter.cancelled() || (turn.AtHead() && ready()); };
   const bool done = wait.clock->AwaitWithDeadline(&mu_, absl::Condition(&cond), wait.deadline);
   if (waiter.cancelled()) {
-    return absl::CancelledError(
-        absl::StrCat(what, " on FIFOQueue '", name_, "' was cancelled"));
+    return absl::CancelledError(absl::StrCat(what, " on FIFOQueue '", name_, "' was cancelled"));
   }
   if (!done) {
     return absl::DeadlineExceededError(
@@ -213,8 +214,7 @@ absl::Status FIFOQueue::InsufficientError(int64_t requested) const {
   return absl::OutOfRangeError(absl::StrCat("FIFOQueue '", name_,
                                             "' is closed and has insufficient elements "
                                             "(requested ",
-                                            requested, ", current size ", elements_.size(),
-                                            ")"));
+                                            requested, ", current size ", elements_.size(), ")"));
 }
 
 absl::Status FIFOQueue::Enqueue(const Tuple& tuple, const QueueWait& wait) {
@@ -257,8 +257,7 @@ absl::Status FIFOQueue::EnqueueMany(const Tuple& batch, const QueueWait& wait) {
         },
         wait, "enqueue"));
     if (cancel_enqueues_) return ClosedError();
-    while (!rows.empty() &&
-           (capacity_ < 0 || static_cast<int64_t>(elements_.size()) < capacity_)) {
+    while (!rows.empty() && (capacity_ < 0 || static_cast<int64_t>(elements_.size()) < capacity_)) {
       elements_.push_back(std::move(rows.front()));
       rows.pop_front();
     }
@@ -272,8 +271,8 @@ absl::StatusOr<FIFOQueue::Tuple> FIFOQueue::Dequeue(const QueueWait& wait) {
   Turn turn(&dequeuers_, next_ticket_++);
   RETURN_IF_ERROR(WaitFor(
       turn, waiter,
-      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !elements_.empty() || closed_; },
-      wait, "dequeue"));
+      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !elements_.empty() || closed_; }, wait,
+      "dequeue"));
   if (elements_.empty()) return InsufficientError(1);
   Tuple tuple = std::move(elements_.front());
   elements_.pop_front();
@@ -299,8 +298,8 @@ absl::StatusOr<FIFOQueue::Tuple> FIFOQueue::DequeueMany(int64_t n, const QueueWa
   while (static_cast<int64_t>(taken.size()) < n) {
     absl::Status s = WaitFor(
         turn, waiter,
-        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !elements_.empty() || closed_; },
-        wait, "dequeue");
+        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !elements_.empty() || closed_; }, wait,
+        "dequeue");
     if (!s.ok()) {
       restore();
       return s;

@@ -49,8 +49,7 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   const std::vector<DataType>& component_types() const { return types_; }
   // INVALID_ARGUMENT naming both signatures unless they equal this queue's.
   absl::Status MatchesSignature(const std::vector<DataType>& types,
-                                const std::vector<PartialShape>& shapes,
-                                int64_t capacity) const;
+                                const std::vector<PartialShape>& shapes, int64_t capacity) const;
 
   // Adds one element; blocks while the queue is full. CANCELLED if the queue is closed
   // (or gets closed with cancel_pending_enqueues) or the wait is cancelled;
@@ -93,9 +92,8 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   // `ready()` holds. OK then; CANCELLED if `waiter` was cancelled; DEADLINE_EXCEEDED at
   // the deadline. `what` names the attempt ("enqueue", "dequeue") in errors.
   template <typename Ready>
-  absl::Status WaitFor(const Turn& turn, const Waiter& waiter, Ready ready,
-                       const QueueWait& wait, absl::string_view what)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WaitFor(const Turn& turn, const Waiter& waiter, Ready ready, const QueueWait& wait,
+                       absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ClosedError() const;
   absl::Status InsufficientError(int64_t requested) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -42,8 +42,7 @@ class CountingClock : public Clock {
   int waits_ ABSL_GUARDED_BY(count_mu_) = 0;
 };
 
-std::shared_ptr<FIFOQueue> MakeQueue(int64_t capacity = -1,
-                                     std::vector<PartialShape> shapes = {}) {
+std::shared_ptr<FIFOQueue> MakeQueue(int64_t capacity = -1, std::vector<PartialShape> shapes = {}) {
   auto q = FIFOQueue::Create("q", {DT_INT32}, std::move(shapes), capacity);
   EXPECT_TRUE(q.ok()) << q.status();
   return *q;
@@ -183,8 +182,7 @@ TEST(FIFOQueueTest, DeadlineInThePast) {
 }
 
 TEST(FIFOQueueTest, ValidationNamesTheComponent) {
-  auto q = FIFOQueue::Create("q", {DT_FLOAT, DT_INT32}, {PartialShape({2}), PartialShape()},
-                             -1);
+  auto q = FIFOQueue::Create("q", {DT_FLOAT, DT_INT32}, {PartialShape({2}), PartialShape()}, -1);
   ASSERT_TRUE(q.ok());
   absl::Status s = (*q)->Enqueue({AsTensor<float>({1, 2}), AsScalar<float>(1)}, QueueWait());
   ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -194,8 +192,7 @@ TEST(FIFOQueueTest, ValidationNamesTheComponent) {
   EXPECT_NE(s.message().find("component 0"), std::string::npos) << s;
   s = (*q)->Enqueue({AsTensor<float>({1, 2})}, QueueWait());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  s = (*q)->EnqueueMany({AsTensor<float>({1, 2}, {1, 2}), AsTensor<int32_t>({1, 2})},
-                        QueueWait());
+  s = (*q)->EnqueueMany({AsTensor<float>({1, 2}, {1, 2}), AsTensor<int32_t>({1, 2})}, QueueWait());
   ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("component 1"), std::string::npos) << s;
   EXPECT_EQ((*q)->Size(), 0);
@@ -209,14 +206,12 @@ TEST(FIFOQueueTest, DequeueManyOfZeroAndUnequalShapes) {
   auto none = q->DequeueMany(0, QueueWait());
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->at(0).shape(), TensorShape({0, 3}));
-  EXPECT_EQ(q->DequeueMany(-1, QueueWait()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(q->DequeueMany(-1, QueueWait()).status().code(), absl::StatusCode::kInvalidArgument);
 
   auto loose = MakeQueue();
   ASSERT_TRUE(loose->Enqueue({AsTensor<int32_t>({1})}, QueueWait()).ok());
   ASSERT_TRUE(loose->Enqueue({AsTensor<int32_t>({1, 2})}, QueueWait()).ok());
-  EXPECT_EQ(loose->DequeueMany(2, QueueWait()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(loose->DequeueMany(2, QueueWait()).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(loose->Size(), 2);
 }
 

@@ -25,9 +25,8 @@ class FIFOQueueOp : public OpKernel {
     if (container_.empty()) container_ = ResourceMgr::kDefaultContainer;
     if (shared_name_.empty()) shared_name_ = name();
     if (!shapes_.empty() && shapes_.size() != types_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("FIFOQueue has ", types_.size(),
-                                                     " component_types but ", shapes_.size(),
-                                                     " shapes"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FIFOQueue has ", types_.size(), " component_types but ", shapes_.size(), " shapes"));
     }
     return absl::OkStatus();
   }
@@ -62,9 +61,9 @@ REGISTER_KERNEL(FIFOQueueOp, "FIFOQueue");
 absl::StatusOr<std::shared_ptr<FIFOQueue>> GetQueue(OpKernelContext* ctx) {
   ASSIGN_OR_RETURN(Tensor handle, ctx->input_value(0));
   if (handle.dtype() != DT_STRING || handle.NumElements() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("queue handle must be a string scalar, got ",
-                     DataTypeString(handle.dtype()), " ", handle.shape().DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat("queue handle must be a string scalar, got ",
+                                                   DataTypeString(handle.dtype()), " ",
+                                                   handle.shape().DebugString()));
   }
   const std::string& text = handle.data<std::string>()[0];
   const size_t slash = text.find('/');
@@ -90,8 +89,7 @@ class BlockingQueueOp : public OpKernel {
     wait.clock = ctx->clock();
     wait.deadline = ctx->deadline();
     if (timeout_ms_ >= 0) {
-      wait.deadline =
-          std::min(wait.deadline, wait.clock->Now() + absl::Milliseconds(timeout_ms_));
+      wait.deadline = std::min(wait.deadline, wait.clock->Now() + absl::Milliseconds(timeout_ms_));
     }
     return wait;
   }
@@ -129,9 +127,11 @@ class DequeueOp : public BlockingQueueOp {
     std::vector<DataType> expected;
     for (int i = 0; i < num_outputs(); ++i) expected.push_back(output_type(i));
     if (expected != queue->component_types()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          type_string(), " expects ", expected.size(), " components of the declared types, "
-          "but ", queue->DebugString(), " holds other component types"));
+      return absl::InvalidArgumentError(absl::StrCat(type_string(), " expects ", expected.size(),
+                                                     " components of the declared types, "
+                                                     "but ",
+                                                     queue->DebugString(),
+                                                     " holds other component types"));
     }
     FIFOQueue::Tuple tuple;
     if (kMany) {

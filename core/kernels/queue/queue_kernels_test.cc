@@ -55,17 +55,15 @@ TEST_F(QueueKernelsTest, HandleNamesTheResource) {
   k.set_resource_mgr(&mgr_);
   k.Attr("component_types", std::vector<DataType>{DT_FLOAT, DT_STRING}).Attr("capacity", 3);
   EXPECT_EQ(k.Run({}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Op("QueueSize")->Run({Value(AsScalar<std::string>("localhost/none"))})
-                .status()
-                .code(),
+  EXPECT_EQ(Op("QueueSize")->Run({Value(AsScalar<std::string>("localhost/none"))}).status().code(),
             absl::StatusCode::kNotFound);
 }
 
 TEST_F(QueueKernelsTest, EnqueueDequeueAndMany) {
   Tensor h = CreateQueue();
   auto enqueue = Op("QueueEnqueue");
-  ASSERT_TRUE(enqueue->Run({Value(h), Value(AsScalar<float>(1)), Value(AsScalar<std::string>("a"))})
-                  .ok());
+  ASSERT_TRUE(
+      enqueue->Run({Value(h), Value(AsScalar<float>(1)), Value(AsScalar<std::string>("a"))}).ok());
   auto many = Op("QueueEnqueueMany");
   ASSERT_TRUE(many->Run({Value(h), Value(AsTensor<float>({2, 3})),
                          Value(AsTensor<std::string>({"b", "c"}))})
@@ -111,8 +109,7 @@ TEST_F(QueueKernelsTest, CloseThenDrainThenOutOfRange) {
   EXPECT_EQ(Op("QueueDequeueMany")->Run({Value(h), Value(AsScalar<int32_t>(2))}).status().code(),
             absl::StatusCode::kOutOfRange);
   EXPECT_TRUE(Op("QueueDequeue")->Run({Value(h)}).ok());
-  EXPECT_EQ(Op("QueueDequeue")->Run({Value(h)}).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(Op("QueueDequeue")->Run({Value(h)}).status().code(), absl::StatusCode::kOutOfRange);
 }
 
 TEST_F(QueueKernelsTest, DeadlinesAndTimeouts) {

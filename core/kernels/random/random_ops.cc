@@ -17,15 +17,15 @@ absl::Status RandomShape(ShapeContext* c) {
 
 }  // namespace
 
-#define OVERSEER_REGISTER_RANDOM_OP(name)        \
-  REGISTER_OP(name)                              \
-      .Input("shape: T")                         \
-      .Output("output: dtype")                   \
-      .Attr("seed: int = 0")                     \
-      .Attr("seed2: int = 0")                    \
-      .Attr("dtype: {float, double}")            \
-      .Attr("T: {int32, int64}")                 \
-      .SetIsStateful()                           \
+#define OVERSEER_REGISTER_RANDOM_OP(name) \
+  REGISTER_OP(name)                       \
+      .Input("shape: T")                  \
+      .Output("output: dtype")            \
+      .Attr("seed: int = 0")              \
+      .Attr("seed2: int = 0")             \
+      .Attr("dtype: {float, double}")     \
+      .Attr("T: {int32, int64}")          \
+      .SetIsStateful()                    \
       .SetShapeFn(RandomShape)
 
 // Uniform in [0, 1).

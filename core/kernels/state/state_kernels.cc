@@ -17,8 +17,7 @@ namespace {
 // Assign can reject values that do not fit it.
 class DeclaredVar : public Var {
  public:
-  DeclaredVar(DataType dtype, PartialShape declared)
-      : Var(dtype), declared_(std::move(declared)) {}
+  DeclaredVar(DataType dtype, PartialShape declared) : Var(dtype), declared_(std::move(declared)) {}
   const PartialShape& declared_shape() const { return declared_; }
 
  private:
@@ -70,10 +69,9 @@ REGISTER_KERNEL(VariableOp, "VariableV2");
 // INVALID_ARGUMENT unless `value` has the dtype of `var`.
 absl::Status CheckValue(const OpKernelContext& ctx, Var* var, const Tensor& value) {
   if (value.dtype() != var->dtype()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot write a value of dtype ", DataTypeString(value.dtype()),
-                     " to variable ", InputNodeName(ctx, 0), " of dtype ",
-                     DataTypeString(var->dtype())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot write a value of dtype ", DataTypeString(value.dtype()), " to variable ",
+        InputNodeName(ctx, 0), " of dtype ", DataTypeString(var->dtype())));
   }
   return absl::OkStatus();
 }
@@ -94,16 +92,15 @@ class AssignOp : public OpKernel {
         const auto* declared = dynamic_cast<DeclaredVar*>(var);
         if (var->is_initialized() && var->tensor()->shape() != value.shape()) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "Assign requires shapes of both tensors to match: variable ",
-              InputNodeName(*ctx, 0), " has shape ", var->tensor()->shape().DebugString(),
-              ", value has shape ", value.shape().DebugString()));
+              "Assign requires shapes of both tensors to match: variable ", InputNodeName(*ctx, 0),
+              " has shape ", var->tensor()->shape().DebugString(), ", value has shape ",
+              value.shape().DebugString()));
         }
         if (declared != nullptr && !declared->declared_shape().IsCompatibleWith(value.shape())) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "Assign requires shapes of both tensors to match: variable ",
-              InputNodeName(*ctx, 0), " is declared with shape ",
-              declared->declared_shape().DebugString(), ", value has shape ",
-              value.shape().DebugString()));
+              "Assign requires shapes of both tensors to match: variable ", InputNodeName(*ctx, 0),
+              " is declared with shape ", declared->declared_shape().DebugString(),
+              ", value has shape ", value.shape().DebugString()));
         }
       }
       // Shares the value's buffer; in-place updates copy it first (Var::PrepareForUpdate).
@@ -177,9 +174,9 @@ class ReportUninitializedVariablesOp : public OpKernel {
   absl::Status Init(OpKernelConstruction* c) override {
     RETURN_IF_ERROR(c->GetAttr("var_names", &var_names_));
     if (static_cast<int>(var_names_.size()) != num_inputs()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ReportUninitializedVariables has ", num_inputs(),
-                       " is_initialized inputs but ", var_names_.size(), " var_names"));
+      return absl::InvalidArgumentError(absl::StrCat("ReportUninitializedVariables has ",
+                                                     num_inputs(), " is_initialized inputs but ",
+                                                     var_names_.size(), " var_names"));
     }
     return absl::OkStatus();
   }
@@ -188,9 +185,9 @@ class ReportUninitializedVariablesOp : public OpKernel {
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       const Tensor& flag = ctx->input(i);
       if (flag.dtype() != DT_BOOL || flag.NumElements() != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "is_initialized input ", i, " must be a bool scalar, got ",
-            DataTypeString(flag.dtype()), " ", flag.shape().DebugString()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("is_initialized input ", i, " must be a bool scalar, got ",
+                         DataTypeString(flag.dtype()), " ", flag.shape().DebugString()));
       }
       if (!flag.scalar<bool>()) names.push_back(var_names_[i]);
     }

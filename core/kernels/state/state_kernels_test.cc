@@ -32,8 +32,8 @@ std::shared_ptr<Var> RunVariable(ResourceMgr* mgr, const std::string& name,
 }
 
 absl::StatusOr<std::vector<Tensor>> RunUpdate(const std::string& op,
-                                              const std::shared_ptr<Var>& var,
-                                              const Tensor& value, bool validate = true) {
+                                              const std::shared_ptr<Var>& var, const Tensor& value,
+                                              bool validate = true) {
   KernelRunner k(op);
   k.Attr("T", value.dtype()).Input("v").Input("value");
   if (op == "Assign") k.Attr("validate_shape", validate);
@@ -180,8 +180,8 @@ TEST(AssignAddSubTest, CopyOnWriteKeepsEarlierReads) {
 TEST(ReportUninitializedVariablesTest, ListsFalseFlags) {
   KernelRunner k("ReportUninitializedVariables");
   k.Attr("N", 3).Attr("var_names", std::vector<std::string>{"a", "b", "c"});
-  auto out = k.Run({Value(AsScalar<bool>(false)), Value(AsScalar<bool>(true)),
-                    Value(AsScalar<bool>(false))});
+  auto out = k.Run(
+      {Value(AsScalar<bool>(false)), Value(AsScalar<bool>(true)), Value(AsScalar<bool>(false))});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(out->at(0), AsTensor<std::string>({"a", "c"}));
 

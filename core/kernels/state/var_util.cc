@@ -16,8 +16,8 @@ std::string InputNodeName(const OpKernelContext& ctx, int i) {
 
 absl::StatusOr<Var*> RefInput(OpKernelContext* ctx, int i) {
   if (!ctx->input_is_ref(i)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input ", i, " (", InputNodeName(*ctx, i), ") must be a variable reference"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", i, " (", InputNodeName(*ctx, i), ") must be a variable reference"));
   }
   return ctx->input_ref(i);
 }

@@ -32,16 +32,13 @@ KernelRunner::KernelRunner(const std::string& op, const std::string& node_name)
   def_.set_name(node_name);
 }
 
-KernelRunner::KernelRunner(const NodeDef& def) : KernelRunner(def.op(), def.name()) {
-  def_ = def;
-}
+KernelRunner::KernelRunner(const NodeDef& def) : KernelRunner(def.op(), def.name()) { def_ = def; }
 
 KernelRunner& KernelRunner::Attr(absl::string_view name, const std::vector<int>& value) {
   return Attr(name, std::vector<int64_t>(value.begin(), value.end()));
 }
 
-KernelRunner& KernelRunner::Attr(absl::string_view name,
-                                 const std::vector<std::string>& value) {
+KernelRunner& KernelRunner::Attr(absl::string_view name, const std::vector<std::string>& value) {
   AttrValue attr;
   auto* list = attr.mutable_list();
   for (const auto& s : value) list->add_s(s);
@@ -82,9 +79,8 @@ absl::StatusOr<std::vector<TensorValue>> KernelRunner::RunRaw(
   RETURN_IF_ERROR(Init());
   OpKernel* k = kernel();
   if (static_cast<int>(inputs.size()) != k->num_inputs()) {
-    return absl::InvalidArgumentError(absl::StrCat("test gave ", inputs.size(),
-                                                   " inputs to ", def_.op(), " which takes ",
-                                                   k->num_inputs()));
+    return absl::InvalidArgumentError(absl::StrCat("test gave ", inputs.size(), " inputs to ",
+                                                   def_.op(), " which takes ", k->num_inputs()));
   }
   OpKernelContext::Params params;
   params.kernel = k;
@@ -165,9 +161,9 @@ void ExpectTensorEqual(const Tensor& actual, const Tensor& expected) {
   int64_t bad = -1;
   bool ok = false;
   switch (actual.dtype()) {
-#define OVERSEER_EQ_CASE(T)                                  \
-  case DataTypeToEnum<T>::value:                             \
-    ok = ElementsEqual<T>(actual, expected, &bad);           \
+#define OVERSEER_EQ_CASE(T)                        \
+  case DataTypeToEnum<T>::value:                   \
+    ok = ElementsEqual<T>(actual, expected, &bad); \
     break;
     OVERSEER_FOR_ALL_TYPES(OVERSEER_EQ_CASE)
 #undef OVERSEER_EQ_CASE
@@ -175,8 +171,9 @@ void ExpectTensorEqual(const Tensor& actual, const Tensor& expected) {
       ADD_FAILURE() << "unsupported dtype " << DataTypeString(actual.dtype());
       return;
   }
-  EXPECT_TRUE(ok) << "first difference at flat index " << bad << "\n  actual:   "
-                  << actual.DebugString(20) << "\n  expected: " << expected.DebugString(20);
+  EXPECT_TRUE(ok) << "first difference at flat index " << bad
+                  << "\n  actual:   " << actual.DebugString(20)
+                  << "\n  expected: " << expected.DebugString(20);
 }
 
 void ExpectTensorNear(const Tensor& actual, const Tensor& expected, double tol) {
@@ -184,9 +181,9 @@ void ExpectTensorNear(const Tensor& actual, const Tensor& expected, double tol) 
   int64_t bad = -1;
   bool ok = false;
   switch (actual.dtype()) {
-#define OVERSEER_NEAR_CASE(T)                                \
-  case DataTypeToEnum<T>::value:                             \
-    ok = ElementsNear<T>(actual, expected, tol, &bad);       \
+#define OVERSEER_NEAR_CASE(T)                          \
+  case DataTypeToEnum<T>::value:                       \
+    ok = ElementsNear<T>(actual, expected, tol, &bad); \
     break;
     OVERSEER_FOR_NUMERIC_TYPES(OVERSEER_NEAR_CASE)
 #undef OVERSEER_NEAR_CASE

@@ -51,9 +51,9 @@ class ApplyOpBase : public OpKernel {
     ASSIGN_OR_RETURN(Tensor grad, ctx->input_value(grad_input));
     for (const Tensor& s : scalars) {
       if (s.dtype() != grad.dtype()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            type_string(), " scalar of ", DataTypeString(s.dtype()),
-            " does not match the gradient's ", DataTypeString(grad.dtype())));
+        return absl::InvalidArgumentError(
+            absl::StrCat(type_string(), " scalar of ", DataTypeString(s.dtype()),
+                         " does not match the gradient's ", DataTypeString(grad.dtype())));
       }
     }
     {
@@ -62,11 +62,11 @@ class ApplyOpBase : public OpKernel {
         Var* v = vars[k];
         if (!v->tensor()->IsInitialized()) return UninitializedError(*ctx, var_inputs[k]);
         if (v->tensor()->shape() != grad.shape() || v->dtype() != grad.dtype()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              type_string(), ": ", InputNodeName(*ctx, var_inputs[k]), " of ",
-              DataTypeString(v->dtype()), " ", v->tensor()->shape().DebugString(),
-              " does not match the gradient of ", DataTypeString(grad.dtype()), " ",
-              grad.shape().DebugString()));
+          return absl::InvalidArgumentError(
+              absl::StrCat(type_string(), ": ", InputNodeName(*ctx, var_inputs[k]), " of ",
+                           DataTypeString(v->dtype()), " ", v->tensor()->shape().DebugString(),
+                           " does not match the gradient of ", DataTypeString(grad.dtype()), " ",
+                           grad.shape().DebugString()));
         }
       }
       for (Var* v : vars) v->PrepareForUpdate();
@@ -103,8 +103,8 @@ class ApplyMomentumOp : public ApplyOpBase {
   absl::Status Compute(OpKernelContext* ctx) override {
     const bool nesterov = use_nesterov_;
     return Apply(ctx, {0, 1}, {2, 4}, 3,
-                 [nesterov](auto tag, const std::vector<Var*>& vars,
-                            const std::vector<Tensor>& s, const Tensor& grad_t) {
+                 [nesterov](auto tag, const std::vector<Var*>& vars, const std::vector<Tensor>& s,
+                            const Tensor& grad_t) {
                    using T = typename decltype(tag)::type;
                    auto var = vars[0]->tensor()->flat<T>();
                    auto accum = vars[1]->tensor()->flat<T>();
@@ -126,28 +126,27 @@ class ApplyAdamOp : public ApplyOpBase {
   using ApplyOpBase::ApplyOpBase;
   absl::Status Compute(OpKernelContext* ctx) override {
     const bool nesterov = use_nesterov_;
-    return Apply(
-        ctx, {0, 1, 2}, {3, 4, 5, 6, 7, 8}, 9,
-        [nesterov](auto tag, const std::vector<Var*>& vars, const std::vector<Tensor>& s,
-                   const Tensor& grad_t) {
-          using T = typename decltype(tag)::type;
-          auto var = vars[0]->tensor()->flat<T>();
-          auto m = vars[1]->tensor()->flat<T>();
-          auto v = vars[2]->tensor()->flat<T>();
-          auto grad = grad_t.flat<T>();
-          const T beta1_power = s[0].scalar<T>(), beta2_power = s[1].scalar<T>();
-          const T lr = s[2].scalar<T>(), beta1 = s[3].scalar<T>();
-          const T beta2 = s[4].scalar<T>(), epsilon = s[5].scalar<T>();
-          const T one(1);
-          const T lr_t = lr * std::sqrt(one - beta2_power) / (one - beta1_power);
-          m += (grad - m) * (one - beta1);
-          v += (grad.square() - v) * (one - beta2);
-          if (nesterov) {
-            var -= ((grad * (one - beta1) + m * beta1) * lr_t) / (v.sqrt() + epsilon);
-          } else {
-            var -= (m * lr_t) / (v.sqrt() + epsilon);
-          }
-        });
+    return Apply(ctx, {0, 1, 2}, {3, 4, 5, 6, 7, 8}, 9,
+                 [nesterov](auto tag, const std::vector<Var*>& vars, const std::vector<Tensor>& s,
+                            const Tensor& grad_t) {
+                   using T = typename decltype(tag)::type;
+                   auto var = vars[0]->tensor()->flat<T>();
+                   auto m = vars[1]->tensor()->flat<T>();
+                   auto v = vars[2]->tensor()->flat<T>();
+                   auto grad = grad_t.flat<T>();
+                   const T beta1_power = s[0].scalar<T>(), beta2_power = s[1].scalar<T>();
+                   const T lr = s[2].scalar<T>(), beta1 = s[3].scalar<T>();
+                   const T beta2 = s[4].scalar<T>(), epsilon = s[5].scalar<T>();
+                   const T one(1);
+                   const T lr_t = lr * std::sqrt(one - beta2_power) / (one - beta1_power);
+                   m += (grad - m) * (one - beta1);
+                   v += (grad.square() - v) * (one - beta2);
+                   if (nesterov) {
+                     var -= ((grad * (one - beta1) + m * beta1) * lr_t) / (v.sqrt() + epsilon);
+                   } else {
+                     var -= (m * lr_t) / (v.sqrt() + epsilon);
+                   }
+                 });
   }
 };
 REGISTER_KERNEL(ApplyAdamOp, "ApplyAdam");

@@ -50,8 +50,8 @@ TEST(ApplyGradientDescentTest, Errors) {
 
   out = k.Run({Ref(var), Value(AsTensor<float>({1})), Value(AsTensor<float>({1, 2}))});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  out = k.Run({Value(AsTensor<float>({1, 2})), Value(AsScalar<float>(1)),
-               Value(AsTensor<float>({1, 2}))});
+  out = k.Run(
+      {Value(AsTensor<float>({1, 2})), Value(AsScalar<float>(1)), Value(AsTensor<float>({1, 2}))});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   ExpectTensorEqual(ReadVar(var.get()), AsTensor<float>({1, 2}));
 }
@@ -81,8 +81,8 @@ TEST(ApplyMomentumTest, UninitializedAccum) {
   auto accum = MakeVar(DT_FLOAT);
   KernelRunner k("ApplyMomentum");
   k.Attr("T", DT_FLOAT).Input("w").Input("w/Momentum").Input("lr").Input("g").Input("m");
-  auto out = k.Run({Ref(var), Ref(accum), Value(AsScalar<float>(0.1f)),
-                    Value(AsTensor<float>({1})), Value(AsScalar<float>(0.9f))});
+  auto out = k.Run({Ref(var), Ref(accum), Value(AsScalar<float>(0.1f)), Value(AsTensor<float>({1})),
+                    Value(AsScalar<float>(0.9f))});
   ASSERT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(out.status().message(), "Attempting to use uninitialized value w/Momentum");
 }
@@ -142,8 +142,8 @@ TEST(ApplyAdamTest, ShapeMismatchOfMoments) {
   KernelRunner k("ApplyAdam");
   k.Attr("T", DT_FLOAT);
   auto s = [](float x) { return Value(AsScalar<float>(x)); };
-  auto out = k.Run({Ref(var), Ref(m), Ref(v), s(0.9f), s(0.999f), s(0.001f), s(0.9f),
-                    s(0.999f), s(1e-8f), Value(AsTensor<float>({1, 1}))});
+  auto out = k.Run({Ref(var), Ref(m), Ref(v), s(0.9f), s(0.999f), s(0.001f), s(0.9f), s(0.999f),
+                    s(1e-8f), Value(AsTensor<float>({1, 1}))});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

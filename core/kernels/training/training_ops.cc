@@ -19,8 +19,7 @@ absl::Status ApplyShape(ShapeContext* c, const std::vector<int>& same,
     auto m = merged.Merge(c->input(i));
     if (!m.ok()) {
       return c->Error(absl::StrCat("input ", i, " of shape ", c->input(i).DebugString(),
-                                   " does not match the variable's shape ",
-                                   merged.DebugString()));
+                                   " does not match the variable's shape ", merged.DebugString()));
     }
     merged = *m;
   }
@@ -39,7 +38,9 @@ REGISTER_OP("ApplyGradientDescent")
     .Output("out: Ref(T)")
     .Attr("T: {float, double}")
     .Attr("use_locking: bool = false")
-    .SetShapeFn([](ShapeContext* c) { return ApplyShape(c, {0, 2}, {1}); });
+    .SetShapeFn([](ShapeContext* c) {
+      return ApplyShape(c, {0, 2}, {1});
+    });
 
 // accum = accum * momentum + grad;
 // var -= lr * accum, or with Nesterov var -= lr * grad + lr * momentum * accum.
@@ -53,7 +54,9 @@ REGISTER_OP("ApplyMomentum")
     .Attr("T: {float, double}")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
-    .SetShapeFn([](ShapeContext* c) { return ApplyShape(c, {0, 1, 3}, {2, 4}); });
+    .SetShapeFn([](ShapeContext* c) {
+      return ApplyShape(c, {0, 1, 3}, {2, 4});
+    });
 
 // lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power);
 // m += (grad - m) * (1 - beta1); v += (grad^2 - v) * (1 - beta2);
