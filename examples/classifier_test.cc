@@ -1,0 +1,68 @@
+#include "examples/classifier.h"
+
+#include "client/client_session.h"
+#include "core/resource_mgr.h"
+#include "examples/mnist_data.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace examples {
+namespace {
+
+// The model reaches high accuracy on the synthetic data in a fixed number of steps.
+TEST(ClassifierTest, ConvergesOnSyntheticData) {
+  TrainTest data = MakeSynthetic(4000, 1000, 7);
+  Scope root = Scope::NewRootScope();
+  ClassifierOptions options;
+  options.hidden_units = 64;
+  auto model = BuildClassifier(root, options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto session = ClientSession::Create(root);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Run({}, {}, {model->init}, nullptr).ok());
+
+  std::vector<Tensor> out;
+  float first_loss = 0;
+  for (int step = 0; step < 300; ++step) {
+    Tensor x, y;
+    data.train.Batch(step * 50, 50, &x, &y);
+    auto s = (*session)->Run({{model->images, x}, {model->labels, y}}, {model->loss},
+                             {model->train}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    if (step == 0) first_loss = out[0].scalar<float>();
+  }
+  EXPECT_LT(out[0].scalar<float>(), first_loss / 4);
+
+  Tensor x, y;
+  data.test.Batch(0, data.test.num_examples, &x, &y);
+  ASSERT_TRUE((*session)->Run({{model->images, x}, {model->labels, y}},
+                              {model->accuracy, model->global_step.value}, &out)
+                  .ok());
+  EXPECT_GE(out[0].scalar<float>(), 0.97f);
+  EXPECT_EQ(out[1].scalar<int64_t>(), 300);
+}
+
+TEST(ClassifierTest, WrongFeedShapeIsAClearError) {
+  Scope root = Scope::NewRootScope();
+  auto model = BuildClassifier(root, ClassifierOptions());
+  ASSERT_TRUE(model.ok()) << model.status();
+  // Variables live in a process-wide container by default; this test's model has
+  // other shapes than the previous test's, so it gets a container of its own.
+  ResourceMgr resources;
+  SessionOptions options;
+  options.resource_mgr = &resources;
+  auto session = ClientSession::Create(root, options);
+  ASSERT_TRUE(session.ok());
+  auto init = (*session)->Run({}, {}, {model->init}, nullptr);
+  ASSERT_TRUE(init.ok()) << init;
+  Tensor x(DT_FLOAT, TensorShape({2, 100}));
+  Tensor y(DT_INT64, TensorShape({2}));
+  std::vector<Tensor> out;
+  auto s = (*session)->Run({{model->images, x}, {model->labels, y}}, {model->loss}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("images"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace examples
+}  // namespace overseer
