@@ -49,7 +49,7 @@ class Session {
   // those tensors. `outputs` receives one tensor per fetch, in order. Errors name the
   // node and op; a missing feed for a Placeholder is INVALID_ARGUMENT; a step that
   // exceeds options.timeout_in_ms is cancelled and fails DEADLINE_EXCEEDED.
-  // `metadata` may be null.
+  // `outputs` may be null when there are no fetches; `metadata` may be null.
   virtual absl::Status Run(const RunOptions& options,
                            const std::vector<std::pair<std::string, Tensor>>& feeds,
                            const std::vector<std::string>& fetches,

@@ -337,6 +337,11 @@ int Executor::RunNode(Step* step, int id) {
 }
 
 absl::Status Executor::CollectFetches(Step* step, std::vector<Tensor>* fetches) {
+  if (fetches == nullptr) {
+    if (step->fetched.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        step->fetched.size(), " tensors fetched but no output vector was given"));
+  }
   fetches->resize(step->fetched.size());
   for (size_t k = 0; k < step->fetched.size(); ++k) {
     TensorValue& v = step->fetched[k];
