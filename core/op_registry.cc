@@ -143,10 +143,13 @@ absl::StatusOr<AttrDef> ParseAttr(const std::string& op, const std::string& spec
     return SpecError(op, spec, "expected 'name: type'");
   }
   std::string type_text = rest, default_text;
-  const size_t eq = rest.find('=');
+  // The default follows the first '=' that is not part of ">=".
+  size_t eq = rest.find('=');
+  while (eq != std::string::npos && eq > 0 && rest[eq - 1] == '>') {
+    eq = rest.find('=', eq + 1);
+  }
   bool has_default = false;
-  if (eq != std::string::npos && rest.substr(eq, 2) != "=>" &&
-      (eq == 0 || rest[eq - 1] != '>')) {
+  if (eq != std::string::npos) {
     type_text = std::string(absl::StripAsciiWhitespace(rest.substr(0, eq)));
     default_text = std::string(absl::StripAsciiWhitespace(rest.substr(eq + 1)));
     has_default = true;

@@ -19,6 +19,8 @@ REGISTER_OP("RegistryTestOp")
     .Attr("flag: bool = false")
     .Attr("name_attr: string = 'x'")
     .Attr("shape: shape = [2, -1]")
+    .Attr("shapes: list(shape) >= 0 = []")
+    .Attr("count: int >= 2 = 3")
     .SetShapeFn(shape_fn::Unchanged);
 
 TEST(OpRegistryTest, ParsesSpecs) {
@@ -34,6 +36,9 @@ TEST(OpRegistryTest, ParsesSpecs) {
   EXPECT_EQ(*op->FindAttr("N")->minimum, 1);
   EXPECT_EQ(op->FindAttr("name_attr")->default_value->s(), "x");
   EXPECT_EQ(op->FindAttr("shape")->default_value->shape().dim(1).size(), -1);
+  EXPECT_EQ(*op->FindAttr("count")->minimum, 2);
+  EXPECT_EQ(op->FindAttr("count")->default_value->i(), 3);
+  EXPECT_EQ(*op->FindAttr("shapes")->minimum, 0);
 }
 
 TEST(OpRegistryTest, UnknownOp) {
