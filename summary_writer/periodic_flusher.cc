@@ -4,7 +4,7 @@ namespace overseer {
 
 PeriodicFlusher::PeriodicFlusher(Clock* clock, absl::Duration period,
                                  std::function<void()> tick)
-    : clock_(clock), period_(period), tick_(std::move(tick)) {
+    : clock_(clock), period_(period), tick_(std::move(tick)), start_(clock->Now()) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -17,13 +17,16 @@ PeriodicFlusher::~PeriodicFlusher() {
 }
 
 void PeriodicFlusher::Loop() {
+  absl::Time next = start_ + period_;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (clock_->AwaitWithDeadline(&mu_, absl::Condition(&stop_), clock_->Now() + period_)) {
-        return;
-      }
+      if (clock_->AwaitWithDeadline(&mu_, absl::Condition(&stop_), next)) return;
     }
+    // Ticks follow a fixed schedule from construction; times already passed when this
+    // one starts are skipped.
+    const absl::Time now = clock_->Now();
+    while (next <= now) next += period_;
     tick_();
   }
 }

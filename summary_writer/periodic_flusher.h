@@ -11,8 +11,9 @@
 
 namespace overseer {
 
-// Calls `tick` on its own thread every `period` of `clock` time until destroyed, so
-// that idle writers still flush every flush_secs. Thread-safe.
+// Calls `tick` on its own thread at start + k * period of `clock` time (k = 1, 2, ...;
+// times missed while a tick ran are skipped) until destroyed, so that idle writers
+// still flush every flush_secs. Thread-safe.
 class PeriodicFlusher {
  public:
   // `clock` is not owned and must outlive this object. Precondition: period > 0.
@@ -28,6 +29,7 @@ class PeriodicFlusher {
   Clock* const clock_;
   const absl::Duration period_;
   const std::function<void()> tick_;
+  const absl::Time start_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

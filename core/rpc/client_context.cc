@@ -2,9 +2,9 @@
 
 namespace overseer {
 
-std::unique_ptr<grpc::ClientContext> NewClientContext(absl::Duration timeout, Clock* clock) {
+std::unique_ptr<grpc::ClientContext> NewClientContext(absl::Duration timeout) {
   auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(clock->Now() + timeout));
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   return context;
 }
 

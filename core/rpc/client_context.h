@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "absl/time/time.h"
-#include "core/clock.h"
 #include "grpcpp/client_context.h"
 
 namespace overseer {
@@ -14,10 +13,11 @@ namespace overseer {
 // How long a unary call may take unless its caller says otherwise.
 inline constexpr absl::Duration kDefaultRpcTimeout = absl::Seconds(30);
 
-// A context whose deadline is `timeout` after `clock`'s now (gRPC itself measures the
-// deadline on the real clock, so a fake clock only shifts where it starts).
-std::unique_ptr<grpc::ClientContext> NewClientContext(absl::Duration timeout = kDefaultRpcTimeout,
-                                                      Clock* clock = Clock::Real());
+// A context whose deadline is `timeout` from now. gRPC measures deadlines on the real
+// clock, so this deliberately takes no injected Clock: a fake clock's time would give
+// deadlines that have long passed (or never come).
+std::unique_ptr<grpc::ClientContext> NewClientContext(
+    absl::Duration timeout = kDefaultRpcTimeout);
 
 }  // namespace overseer
 

@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<GrpcEventSink>> GrpcEventSink::Open(
     request.set_start_step(*options.start_step);
   }
   OpenWriterResponse response;
-  auto context = NewClientContext(options.rpc_timeout, clock);
+  auto context = NewClientContext(options.rpc_timeout);
   RETURN_IF_ERROR(Annotate(FromGrpcStatus(stub->OpenWriter(context.get(), request, &response)),
                            absl::StrCat("opening a summary writer for run '", run, "': ")));
   return std::unique_ptr<GrpcEventSink>(new GrpcEventSink(
@@ -66,7 +66,7 @@ absl::Status GrpcEventSink::SendBatchLocked() {
   if (batch_.events_size() == 0) return absl::OkStatus();
   if (stream_ == nullptr) {
     stream_context_ =
-        NewClientContext(options_.stream_lifetime + options_.rpc_timeout, clock_);
+        NewClientContext(options_.stream_lifetime + options_.rpc_timeout);
     stream_response_.Clear();
     stream_ = stub_->WriteEvents(stream_context_.get(), &stream_response_);
   }
@@ -93,7 +93,7 @@ absl::Status GrpcEventSink::Flush() {
   FlushWriterRequest request;
   request.set_writer_id(writer_id_);
   FlushWriterResponse response;
-  auto context = NewClientContext(options_.rpc_timeout, clock_);
+  auto context = NewClientContext(options_.rpc_timeout);
   return Annotate(FromGrpcStatus(stub_->FlushWriter(context.get(), request, &response)),
                   absl::StrCat("flushing ", file_, ": "));
 }
@@ -108,7 +108,7 @@ absl::Status GrpcEventSink::Close() {
   CloseWriterRequest request;
   request.set_writer_id(writer_id_);
   CloseWriterResponse response;
-  auto context = NewClientContext(options_.rpc_timeout, clock_);
+  auto context = NewClientContext(options_.rpc_timeout);
   const absl::Status closed =
       Annotate(FromGrpcStatus(stub_->CloseWriter(context.get(), request, &response)),
                absl::StrCat("closing ", file_, ": "));

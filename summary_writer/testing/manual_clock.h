@@ -2,6 +2,7 @@
 #define OVERSEER_SUMMARY_WRITER_TESTING_MANUAL_CLOCK_H_
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
 
@@ -29,14 +30,16 @@ class ManualClock : public Clock {
   }
 
   // Returns as soon as `cond` holds or this clock reaches `deadline`. Waiters are not
-  // woken by Advance, so the wait re-checks the manual time every millisecond of real
-  // time.
+  // woken by Advance, so the wait re-checks `cond` and the manual time every
+  // millisecond of real time, releasing `mu` in between.
   bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
                          absl::Time deadline) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     while (true) {
       if (cond.Eval()) return true;
       if (Now() >= deadline) return false;
-      mu->AwaitWithTimeout(cond, absl::Milliseconds(1));
+      mu->Unlock();
+      absl::SleepFor(absl::Milliseconds(1));
+      mu->Lock();
     }
   }
 
