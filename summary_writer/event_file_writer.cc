@@ -139,23 +139,24 @@ absl::Status EventFileWriter::CheckOpenLocked() const {
 }
 
 absl::Status EventFileWriter::WriteEvent(const Event& event) {
-  std::string serialized;
   if (event.wall_time() == 0) {
     Event stamped = event;
     stamped.set_wall_time(WallTime(clock_));
-    stamped.SerializeToString(&serialized);
-  } else {
-    event.SerializeToString(&serialized);
+    absl::MutexLock lock(&mu_);
+    return QueueLocked(stamped);
   }
   absl::MutexLock lock(&mu_);
-  return QueueLocked(serialized);
+  return QueueLocked(event);
 }
 
-absl::Status EventFileWriter::QueueLocked(const std::string& serialized) {
+absl::Status EventFileWriter::QueueLocked(const Event& event) {
   RETURN_IF_ERROR(CheckOpenLocked());
-  const size_t before = queue_.size();
-  AppendRecord(serialized, &queue_);
-  bytes_ += static_cast<int64_t>(queue_.size() - before);
+  // Serialize straight into the queue, then frame the record around it.
+  const size_t start = queue_.size();
+  queue_.append(kRecordHeaderSize, '\0');
+  event.AppendToString(&queue_);
+  FrameRecordInPlace(start, &queue_);
+  bytes_ += static_cast<int64_t>(queue_.size() - start);
   ++queued_events_;
   if (clock_->Now() - last_flush_ >= options_.flush_interval) return FlushLocked();
   if (queued_events_ >= options_.max_queue) return WriteQueueLocked();

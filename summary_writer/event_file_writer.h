@@ -89,7 +89,7 @@ class EventFileWriter : public EventSink {
   EventFileWriter(std::string path, std::unique_ptr<WritableFile> file,
                   const EventFileWriterOptions& options, Clock* clock);
 
-  absl::Status QueueLocked(const std::string& serialized) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status QueueLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);

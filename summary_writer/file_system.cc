@@ -82,8 +82,73 @@ class PosixWritableFile : public WritableFile {
   int fd_;
 };
 
+class PosixRandomAccessFile : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+
+  absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
+                                         char* scratch) const override {
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t r = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoError(errno, "cannot read", path_);
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    return absl::string_view(scratch, done);
+  }
+
+ private:
+  const std::string path_;
+  const int fd_;
+};
+
 class PosixFileSystem : public FileSystem {
  public:
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoError(errno, "cannot open", path);
+    return std::unique_ptr<RandomAccessFile>(new PosixRandomAccessFile(path, fd));
+  }
+
+  absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return ErrnoError(errno, "cannot stat", path);
+    return static_cast<uint64_t>(st.st_size);
+  }
+
+  absl::Status FileExists(const std::string& path) override {
+    if (::access(path.c_str(), F_OK) != 0) return ErrnoError(errno, "cannot access", path);
+    return absl::OkStatus();
+  }
+
+  absl::Status RenameFile(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return ErrnoError(errno, absl::StrCat("cannot rename ", from, " to"), to);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status DeleteFile(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return ErrnoError(errno, "cannot delete", path);
+    return absl::OkStatus();
+  }
+
+  absl::Status SyncDir(const std::string& path) override {
+    const int dir_fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) return ErrnoError(errno, "cannot open directory", path);
+    const int rc = ::fsync(dir_fd);
+    const int err = errno;
+    ::close(dir_fd);
+    if (rc != 0) return ErrnoError(err, "cannot sync directory", path);
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path) override {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,

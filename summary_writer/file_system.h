@@ -4,6 +4,7 @@
 // The file operations the event writer needs, behind an interface so that tests can
 // inject failures (fault_injecting_file_system.h). Paths are plain POSIX paths.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,16 @@ class WritableFile {
   virtual absl::Status Close() = 0;
 };
 
+// A file open for reading at offsets. Thread-safe.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads up to `n` bytes at `offset` into `scratch` and returns the bytes read
+  // (fewer than `n` only at the end of the file). Errors name the file.
+  virtual absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
+                                                 char* scratch) const = 0;
+};
+
 // Thread-safe.
 class FileSystem {
  public:
@@ -43,6 +54,21 @@ class FileSystem {
   virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) = 0;
   // The whole contents of `path`; NOT_FOUND if it does not exist.
   virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
+
+  // Opens `path` for reading at offsets; NOT_FOUND if it does not exist.
+  virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) = 0;
+  // The size of `path` in bytes; NOT_FOUND if it does not exist.
+  virtual absl::StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
+  // OK if `path` exists, NOT_FOUND if not, other errors if it cannot be told.
+  virtual absl::Status FileExists(const std::string& path) = 0;
+  // Atomically renames `from` to `to`, replacing `to` if it exists (POSIX rename).
+  // The new directory entry is durable only after SyncDir.
+  virtual absl::Status RenameFile(const std::string& from, const std::string& to) = 0;
+  // Removes the file `path`; NOT_FOUND if it does not exist.
+  virtual absl::Status DeleteFile(const std::string& path) = 0;
+  // Makes the entries of directory `path` (creations, renames, deletions) durable.
+  virtual absl::Status SyncDir(const std::string& path) = 0;
 
   // The local file system. Never null; never deleted.
   static FileSystem* Posix();

@@ -40,6 +40,17 @@ void AppendRecord(absl::string_view data, std::string* out) {
   out->append(footer, kRecordFooterSize);
 }
 
+void FrameRecordInPlace(size_t start, std::string* buf) {
+  const size_t length = buf->size() - start - kRecordHeaderSize;
+  char* header = &(*buf)[start];
+  PutLE64(length, header);
+  PutLE32(crc32c::Mask(crc32c::Value(absl::string_view(header, 8))), header + 8);
+  char footer[kRecordFooterSize];
+  PutLE32(crc32c::Mask(crc32c::Value(absl::string_view(header + kRecordHeaderSize, length))),
+          footer);
+  buf->append(footer, kRecordFooterSize);
+}
+
 absl::Status RecordReader::ReadRecord(std::string* record) {
   const uint64_t remaining = contents_.size() - offset_;
   if (remaining == 0) return absl::OutOfRangeError("end of records");

@@ -20,6 +20,11 @@ inline constexpr size_t kRecordFooterSize = 4;
 // Appends the framed record holding `data` to `out`.
 void AppendRecord(absl::string_view data, std::string* out);
 
+// Frames, in place, a record whose data was appended to `buf` after kRecordHeaderSize
+// placeholder bytes at `start`: fills in the header and appends the footer. Saves the
+// copy of AppendRecord when the data is serialized straight into `buf`.
+void FrameRecordInPlace(size_t start, std::string* buf);
+
 // Reads records from a buffer it borrows (which must outlive it).
 class RecordReader {
  public:

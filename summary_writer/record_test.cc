@@ -88,3 +88,19 @@ TEST(RecordTest, CorruptLengthSaysCorrupted) {
 
 }  // namespace
 }  // namespace overseer
+
+namespace overseer {
+namespace {
+
+TEST(RecordTest, FrameInPlaceEqualsAppendRecord) {
+  std::string expected = "prefix";
+  AppendRecord("some data", &expected);
+  std::string buf = "prefix";
+  buf.append(kRecordHeaderSize, '\0');
+  buf.append("some data");
+  FrameRecordInPlace(6, &buf);
+  EXPECT_EQ(buf, expected);
+}
+
+}  // namespace
+}  // namespace overseer

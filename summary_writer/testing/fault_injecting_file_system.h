@@ -37,6 +37,19 @@ class FaultInjectingFileSystem : public FileSystem {
   absl::StatusOr<std::string> ReadFile(const std::string& path) override {
     return base_->ReadFile(path);
   }
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    return base_->NewRandomAccessFile(path);
+  }
+  absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override {
+    return base_->GetFileSize(path);
+  }
+  absl::Status FileExists(const std::string& path) override { return base_->FileExists(path); }
+  absl::Status RenameFile(const std::string& from, const std::string& to) override {
+    return base_->RenameFile(from, to);
+  }
+  absl::Status DeleteFile(const std::string& path) override { return base_->DeleteFile(path); }
+  absl::Status SyncDir(const std::string& path) override { return base_->SyncDir(path); }
 
  private:
   class File : public WritableFile {
