@@ -1,0 +1,594 @@
+#include "checkpoint_store/checkpoint_store.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint_store/bundle.h"
+#include "checkpoint_store/state_file.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+#include "summary_writer/run_name.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kTempMarker[] = ".tempstate";
+
+double UnixSeconds(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Whether `file` is "<name>.data-NNNNN-of-NNNNN" for some name; sets *name.
+bool ParseDataFilename(const std::string& file, std::string* name) {
+  const size_t pos = file.rfind(".data-");
+  if (pos == std::string::npos || file.size() - pos != 6 + 14) return false;
+  const std::string rest = file.substr(pos + 6);  // "NNNNN-of-NNNNN"
+  if (rest.substr(5, 4) != "-of-") return false;
+  for (int i : {0, 1, 2, 3, 4, 9, 10, 11, 12, 13}) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(rest[i]))) return false;
+  }
+  *name = file.substr(0, pos);
+  return true;
+}
+
+}  // namespace
+
+int64_t CheckpointStepFromName(absl::string_view name) {
+  const size_t dash = name.rfind('-');
+  if (dash == absl::string_view::npos) return -1;
+  int64_t step;
+  if (!absl::SimpleAtoi(name.substr(dash + 1), &step) || step < 0) return -1;
+  return step;
+}
+
+absl::Status ValidateCheckpointRun(absl::string_view run) {
+  if (run.empty()) return absl::OkStatus();
+  return ValidateRunName(run);
+}
+
+absl::Status ValidateCheckpointName(absl::string_view name) {
+  if (name.empty() || name.size() > 255 || name == "." || name == ".." ||
+      name == kStateFilename || absl::StrContains(name, kTempMarker) ||
+      absl::StartsWith(name, kStateTempPrefix)) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid checkpoint name '", name, "'"));
+  }
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' &&
+        c != '-') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "invalid checkpoint name '", name, "': only [A-Za-z0-9._-] may appear"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct CheckpointStore::Shard {
+  bool open = false;
+  bool closed = false;
+  std::map<std::string, BundleEntryProto> entries;
+  int64_t bytes = 0;
+};
+
+struct CheckpointStore::Pending {
+  std::string id;
+  std::string run;
+  std::string dir;
+  std::string name;
+  int num_shards = 0;
+  RetentionPolicy retention;
+  absl::Time began;
+  std::vector<Shard> shards;
+
+  std::string Prefix() const { return absl::StrCat(dir, "/", name); }
+  std::string TempDataFile(int shard) const {
+    return absl::StrCat(DataFilename(Prefix(), shard, num_shards), kTempMarker, id);
+  }
+};
+
+// Writes one shard's temp data file; reports to the store on Close or destruction.
+class CheckpointStore::LocalShardWriter : public ShardWriter {
+ public:
+  LocalShardWriter(CheckpointStore* store, std::string id, int shard_id,
+                   std::unique_ptr<DataFileWriter> writer)
+      : store_(store), id_(std::move(id)), shard_id_(shard_id), writer_(std::move(writer)) {}
+  ~LocalShardWriter() override {
+    if (!closed_) {
+      // Abandoned: forget the shard so that it can be written again.
+      store_->fs_->DeleteFile(writer_->path()).IgnoreError();
+      store_->ShardClosed(id_, shard_id_, false, {}, 0);
+    }
+  }
+  absl::Status BeginTensor(const TensorHeader& header) override {
+    return writer_->BeginTensor(header);
+  }
+  absl::Status Append(absl::string_view data) override { return writer_->Append(data); }
+  absl::Status Close() override {
+    if (closed_) return absl::FailedPreconditionError("shard writer already closed");
+    RETURN_IF_ERROR(writer_->Finish());
+    closed_ = true;
+    if (store_->bytes_written_ != nullptr) {
+      store_->bytes_written_->Increment(static_cast<double>(writer_->bytes_written()));
+    }
+    store_->ShardClosed(id_, shard_id_, true, writer_->entries(), writer_->bytes_written());
+    return absl::OkStatus();
+  }
+
+ private:
+  CheckpointStore* const store_;
+  const std::string id_;
+  const int shard_id_;
+  std::unique_ptr<DataFileWriter> writer_;
+  bool closed_ = false;
+};
+
+CheckpointStore::CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
+                                 prometheus::Registry* metrics)
+    : fs_(fs), root_(std::move(root)), clock_(clock) {
+  if (metrics == nullptr) return;
+  auto counter = [&](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(*metrics).Add({});
+  };
+  auto histogram = [&](const char* name, const char* help) {
+    return &prometheus::BuildHistogram().Name(name).Help(help).Register(*metrics).Add(
+        {}, prometheus::Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                                                    5, 10, 25, 60, 120, 300});
+  };
+  committed_ = counter("overseer_checkpoint_store_checkpoints_committed_total",
+                       "Checkpoints published by a commit.");
+  bytes_written_ = counter("overseer_checkpoint_store_bytes_written_total",
+                           "Tensor bytes written to data files.");
+  bytes_read_ = counter("overseer_checkpoint_store_bytes_read_total",
+                        "Tensor bytes read and verified.");
+  crc_failures_ = counter("overseer_checkpoint_store_crc_failures_total",
+                          "Tensor reads that failed CRC32C verification.");
+  save_seconds_ = histogram("overseer_checkpoint_store_save_duration_seconds",
+                            "Time from BeginCheckpoint to the end of its commit.");
+  restore_seconds_ = histogram("overseer_checkpoint_store_restore_duration_seconds",
+                               "Time a ReadTensors call takes.");
+}
+
+CheckpointStore::~CheckpointStore() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
+    FileSystem* fs, std::string root, Clock* clock, prometheus::Registry* metrics) {
+  if (root.empty()) return absl::InvalidArgumentError("the checkpoint store root is empty");
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  RETURN_IF_ERROR(fs->CreateDirs(root));
+  std::unique_ptr<CheckpointStore> store(
+      new CheckpointStore(fs, std::move(root), clock, metrics));
+  RETURN_IF_ERROR(store->RemoveLeftovers(store->root_));
+  return store;
+}
+
+absl::Status CheckpointStore::RemoveLeftovers(const std::string& dir) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir));
+  bool removed = false;
+  for (const std::string& name : names) {
+    const std::string path = absl::StrCat(dir, "/", name);
+    std::string ckpt;
+    if (absl::StrContains(name, kTempMarker) || absl::StartsWith(name, kStateTempPrefix)) {
+      LOG(INFO) << "removing leftover " << path;
+      RETURN_IF_ERROR(fs_->DeleteFile(path));
+      removed = true;
+    } else if (ParseDataFilename(name, &ckpt)) {
+      const std::string index = IndexFilename(absl::StrCat(dir, "/", ckpt));
+      if (absl::IsNotFound(fs_->FileExists(index))) {
+        LOG(INFO) << "removing " << path << " (its checkpoint has no index)";
+        RETURN_IF_ERROR(fs_->DeleteFile(path));
+        removed = true;
+      }
+    } else if (fs_->ListDir(path).ok()) {
+      RETURN_IF_ERROR(RemoveLeftovers(path));
+    }
+  }
+  if (removed) RETURN_IF_ERROR(fs_->SyncDir(dir));
+  return absl::OkStatus();
+}
+
+std::string CheckpointStore::RunDir(const std::string& run) const {
+  return run.empty() ? root_ : RunDirectory(root_, run);
+}
+
+absl::Mutex* CheckpointStore::RunMutex(const std::string& dir) {
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<absl::Mutex>& mu = run_mutexes_[dir];
+  if (mu == nullptr) mu = std::make_unique<absl::Mutex>();
+  return mu.get();
+}
+
+absl::StatusOr<std::string> CheckpointStore::BeginCheckpoint(
+    const BeginCheckpointRequest& request) {
+  RETURN_IF_ERROR(ValidateCheckpointRun(request.run()));
+  RETURN_IF_ERROR(ValidateCheckpointName(request.name()));
+  if (request.num_shards() < 1 || request.num_shards() > 99999) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_shards must be in [1, 99999], got ", request.num_shards()));
+  }
+  auto pending = std::make_shared<Pending>();
+  pending->run = request.run();
+  pending->dir = RunDir(request.run());
+  pending->name = request.name();
+  pending->num_shards = request.num_shards();
+  pending->retention = request.retention();
+  pending->began = clock_->Now();
+  pending->shards.resize(static_cast<size_t>(request.num_shards()));
+  RETURN_IF_ERROR(fs_->CreateDirs(pending->dir));
+  absl::BitGen gen;
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("the checkpoint store is shutting down");
+  do {
+    pending->id = absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));
+  } while (pending_.count(pending->id) > 0);
+  pending_[pending->id] = pending;
+  return pending->id;
+}
+
+absl::StatusOr<std::unique_ptr<ShardWriter>> CheckpointStore::OpenShard(
+    const std::string& checkpoint_id, int shard_id) {
+  std::shared_ptr<Pending> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(checkpoint_id);
+    if (it == pending_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no pending checkpoint ", checkpoint_id, " (committed or aborted?)"));
+    }
+    pending = it->second;
+    if (shard_id < 0 || shard_id >= pending->num_shards) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", shard_id, " of checkpoint ",
+                                                     pending->name, " out of range [0, ",
+                                                     pending->num_shards, ")"));
+    }
+    Shard& shard = pending->shards[static_cast<size_t>(shard_id)];
+    if (shard.open || shard.closed) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", shard_id, " of checkpoint ", pending->name, " is already being written"));
+    }
+    shard.open = true;
+  }
+  auto writer = DataFileWriter::Create(fs_, pending->TempDataFile(shard_id), shard_id);
+  if (!writer.ok()) {
+    ShardClosed(checkpoint_id, shard_id, false, {}, 0);
+    return writer.status();
+  }
+  return std::unique_ptr<ShardWriter>(
+      new LocalShardWriter(this, checkpoint_id, shard_id, *std::move(writer)));
+}
+
+void CheckpointStore::ShardClosed(const std::string& id, int shard_id, bool ok,
+                                  std::map<std::string, BundleEntryProto> entries,
+                                  int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;  // Aborted meanwhile.
+  Shard& shard = it->second->shards[static_cast<size_t>(shard_id)];
+  shard.open = false;
+  shard.closed = ok;
+  shard.entries = std::move(entries);
+  shard.bytes = bytes;
+}
+
+absl::StatusOr<std::shared_ptr<CheckpointStore::Pending>> CheckpointStore::TakePending(
+    const std::string& id, bool require_closed) {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no pending checkpoint ", id, " (committed or aborted?)"));
+  }
+  if (require_closed) {
+    std::vector<std::string> missing;
+    for (size_t i = 0; i < it->second->shards.size(); ++i) {
+      if (!it->second->shards[i].closed) missing.push_back(absl::StrCat(i));
+    }
+    if (!missing.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint ", it->second->name, " cannot be committed: shard(s) ",
+                       absl::StrJoin(missing, ", "), " of ", it->second->num_shards,
+                       " not written yet"));
+    }
+  }
+  std::shared_ptr<Pending> pending = it->second;
+  pending_.erase(it);
+  return pending;
+}
+
+void CheckpointStore::DeleteTempFiles(const Pending& pending) {
+  for (int i = 0; i < pending.num_shards; ++i) {
+    fs_->DeleteFile(pending.TempDataFile(i)).IgnoreError();
+  }
+  fs_->DeleteFile(absl::StrCat(IndexFilename(pending.Prefix()), kTempMarker, pending.id))
+      .IgnoreError();
+}
+
+absl::Status CheckpointStore::AbortCheckpoint(const std::string& checkpoint_id) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Pending> pending, TakePending(checkpoint_id, false));
+  DeleteTempFiles(*pending);
+  return absl::OkStatus();
+}
+
+void CheckpointStore::Shutdown() {
+  std::map<std::string, std::shared_ptr<Pending>> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    shut_down_ = true;
+    pending.swap(pending_);
+  }
+  for (const auto& [id, p] : pending) {
+    LOG(INFO) << "aborting unfinished checkpoint " << p->name << " of run '" << p->run << "'";
+    DeleteTempFiles(*p);
+  }
+}
+
+int CheckpointStore::pending_checkpoints() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(pending_.size());
+}
+
+absl::StatusOr<CheckpointInfo> CheckpointStore::CommitCheckpoint(
+    const std::string& checkpoint_id) {
+  std::string dir;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = pending_.find(checkpoint_id);
+    if (it != pending_.end()) dir = it->second->dir;
+  }
+  absl::MutexLock run_lock(RunMutex(dir));
+  ASSIGN_OR_RETURN(std::shared_ptr<Pending> pending, TakePending(checkpoint_id, true));
+  CheckpointInfo info;
+  const absl::Status published = Publish(*pending, &info);
+  if (!published.ok()) {
+    DeleteTempFiles(*pending);
+    return published;
+  }
+  if (committed_ != nullptr) committed_->Increment();
+  if (save_seconds_ != nullptr) {
+    save_seconds_->Observe(absl::ToDoubleSeconds(clock_->Now() - pending->began));
+  }
+  return info;
+}
+
+absl::Status CheckpointStore::Publish(const Pending& pending, CheckpointInfo* info) {
+  std::map<std::string, BundleEntryProto> entries;
+  for (const Shard& shard : pending.shards) {
+    for (const auto& [name, entry] : shard.entries) {
+      if (!entries.emplace(name, entry).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor ", name, " is in two shards of checkpoint ", pending.name));
+      }
+    }
+  }
+  const std::string prefix = pending.Prefix();
+  const std::string index = IndexFilename(prefix);
+  // 1. An older checkpoint of the same name stops being visible before its files change.
+  if (fs_->FileExists(index).ok()) {
+    RETURN_IF_ERROR(fs_->DeleteFile(index));
+    RETURN_IF_ERROR(fs_->SyncDir(pending.dir));
+  }
+  RETURN_IF_ERROR(DeleteCheckpointFiles(pending.dir, pending.name));
+  // 2. Data files (already fsynced by their writers) take their final names.
+  for (int i = 0; i < pending.num_shards; ++i) {
+    RETURN_IF_ERROR(
+        fs_->RenameFile(pending.TempDataFile(i), DataFilename(prefix, i, pending.num_shards)));
+  }
+  // 3. The index, last: its appearance makes the checkpoint complete.
+  const std::string temp_index = absl::StrCat(index, kTempMarker, pending.id);
+  RETURN_IF_ERROR(WriteIndexFile(fs_, temp_index, pending.num_shards, entries));
+  RETURN_IF_ERROR(fs_->RenameFile(temp_index, index));
+  RETURN_IF_ERROR(fs_->SyncDir(pending.dir));
+  // 4. The state file, replaced atomically; 5. only then retired checkpoints go.
+  const double timestamp = UnixSeconds(clock_->Now());
+  std::vector<std::string> retired;
+  RETURN_IF_ERROR(UpdateState(pending, timestamp, &retired));
+  for (const std::string& name : retired) {
+    const absl::Status s = DeleteCheckpointFiles(pending.dir, name);
+    if (!s.ok()) LOG(WARNING) << "cannot delete retired checkpoint " << name << ": " << s;
+  }
+  if (!retired.empty()) fs_->SyncDir(pending.dir).IgnoreError();
+  info->set_name(pending.name);
+  info->set_step(CheckpointStepFromName(pending.name));
+  info->set_timestamp(timestamp);
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointStore::UpdateState(const Pending& pending, double timestamp,
+                                          std::vector<std::string>* retired) {
+  auto old = ReadStateFile(fs_, pending.dir);
+  if (!old.ok()) LOG(WARNING) << "replacing unreadable state file: " << old.status();
+  std::vector<std::pair<std::string, double>> list;
+  double last_preserved = timestamp - 1;
+  if (old.ok() && old->has_value()) {
+    const CheckpointState& state = **old;
+    last_preserved = state.last_preserved_timestamp();
+    const bool timed = state.all_model_checkpoint_timestamps_size() ==
+                       state.all_model_checkpoint_paths_size();
+    for (int i = 0; i < state.all_model_checkpoint_paths_size(); ++i) {
+      // Entries without timestamps (TF1's Saver) are preserved, as TF's manager does.
+      list.emplace_back(Basename(state.all_model_checkpoint_paths(i)),
+                        timed ? state.all_model_checkpoint_timestamps(i) : last_preserved);
+    }
+  }
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [&](const auto& e) { return e.first == pending.name; }),
+             list.end());
+  list.emplace_back(pending.name, timestamp);
+  const int max_to_keep = pending.retention.max_to_keep();
+  const double keep_hours = pending.retention.keep_checkpoint_every_n_hours();
+  while (max_to_keep > 0 && static_cast<int>(list.size()) > max_to_keep) {
+    const auto [name, ts] = list.front();
+    list.erase(list.begin());
+    if (ts <= last_preserved) continue;  // Not managed by the store: kept.
+    if (keep_hours > 0 && ts - keep_hours * 3600 >= last_preserved) {
+      last_preserved = ts;
+      continue;
+    }
+    retired->push_back(name);
+  }
+  CheckpointState state;
+  state.set_model_checkpoint_path(pending.name);
+  for (const auto& [name, ts] : list) {
+    state.add_all_model_checkpoint_paths(name);
+    state.add_all_model_checkpoint_timestamps(ts);
+  }
+  state.set_last_preserved_timestamp(last_preserved);
+  return WriteStateFile(fs_, pending.dir, state, pending.id);
+}
+
+absl::Status CheckpointStore::DeleteCheckpointFiles(const std::string& dir,
+                                                    const std::string& name) {
+  ASSIGN_OR_RETURN(std::vector<std::string> files, fs_->ListDir(dir));
+  // The index first, so that a crash midway leaves no visible partial checkpoint.
+  const std::string index = IndexFilename(absl::StrCat(dir, "/", name));
+  if (fs_->FileExists(index).ok()) RETURN_IF_ERROR(fs_->DeleteFile(index));
+  for (const std::string& file : files) {
+    std::string owner;
+    if (ParseDataFilename(file, &owner) && owner == name) {
+      RETURN_IF_ERROR(fs_->DeleteFile(absl::StrCat(dir, "/", file)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<CheckpointInfo>> CheckpointStore::CompleteCheckpoints(
+    const std::string& dir) {
+  ASSIGN_OR_RETURN(std::optional<CheckpointState> state, ReadStateFile(fs_, dir));
+  std::vector<CheckpointInfo> out;
+  if (!state.has_value()) return out;
+  std::vector<std::pair<std::string, double>> listed;
+  for (int i = 0; i < state->all_model_checkpoint_paths_size(); ++i) {
+    const double ts = i < state->all_model_checkpoint_timestamps_size()
+                          ? state->all_model_checkpoint_timestamps(i)
+                          : 0;
+    listed.emplace_back(Basename(state->all_model_checkpoint_paths(i)), ts);
+  }
+  const std::string latest = Basename(state->model_checkpoint_path());
+  if (!latest.empty() && (listed.empty() || listed.back().first != latest)) {
+    listed.erase(std::remove_if(listed.begin(), listed.end(),
+                                [&](const auto& e) { return e.first == latest; }),
+                 listed.end());
+    listed.emplace_back(latest, 0);
+  }
+  for (const auto& [name, ts] : listed) {
+    if (!ValidateCheckpointName(name).ok()) continue;
+    if (!fs_->FileExists(IndexFilename(absl::StrCat(dir, "/", name))).ok()) continue;
+    CheckpointInfo info;
+    info.set_name(name);
+    info.set_step(CheckpointStepFromName(name));
+    info.set_timestamp(ts);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<CheckpointInfo>> CheckpointStore::LatestCheckpoint(
+    const std::string& run) {
+  RETURN_IF_ERROR(ValidateCheckpointRun(run));
+  ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all, CompleteCheckpoints(RunDir(run)));
+  if (all.empty()) return std::optional<CheckpointInfo>();
+  return std::optional<CheckpointInfo>(all.back());
+}
+
+absl::StatusOr<std::vector<CheckpointInfo>> CheckpointStore::ListCheckpoints(
+    const std::string& run) {
+  RETURN_IF_ERROR(ValidateCheckpointRun(run));
+  return CompleteCheckpoints(RunDir(run));
+}
+
+absl::StatusOr<std::vector<TensorHeader>> CheckpointStore::ListTensors(const std::string& run,
+                                                                       const std::string& name) {
+  RETURN_IF_ERROR(ValidateCheckpointRun(run));
+  RETURN_IF_ERROR(ValidateCheckpointName(name));
+  ASSIGN_OR_RETURN(std::unique_ptr<BundleReader> reader,
+                   BundleReader::Open(fs_, absl::StrCat(RunDir(run), "/", name)));
+  std::vector<TensorHeader> out;
+  for (const auto& [tensor, entry] : reader->entries()) {
+    TensorHeader header;
+    header.set_name(tensor);
+    header.set_dtype(entry.dtype());
+    *header.mutable_shape() = entry.shape();
+    header.set_size(entry.size());
+    out.push_back(std::move(header));
+  }
+  return out;
+}
+
+absl::Status CheckpointStore::ReadTensors(const std::string& run, const std::string& name,
+                                          const std::vector<std::string>& tensor_names,
+                                          const TensorConsumer& consumer) {
+  RETURN_IF_ERROR(ValidateCheckpointRun(run));
+  RETURN_IF_ERROR(ValidateCheckpointName(name));
+  const absl::Time start = clock_->Now();
+  ASSIGN_OR_RETURN(std::unique_ptr<BundleReader> reader,
+                   BundleReader::Open(fs_, absl::StrCat(RunDir(run), "/", name)));
+  std::vector<std::string> names = tensor_names;
+  if (names.empty()) {
+    for (const auto& entry : reader->entries()) names.push_back(entry.first);
+  }
+  for (const std::string& tensor : names) {
+    ASSIGN_OR_RETURN(const BundleEntryProto* entry, reader->Lookup(tensor));
+    absl::StatusOr<std::string> bytes = reader->ReadTensor(tensor);
+    if (!bytes.ok()) {
+      if (crc_failures_ != nullptr && absl::IsDataLoss(bytes.status()) &&
+          absl::StrContains(bytes.status().message(), "checksum")) {
+        crc_failures_->Increment();
+      }
+      return bytes.status();
+    }
+    if (bytes_read_ != nullptr) bytes_read_->Increment(static_cast<double>(bytes->size()));
+    TensorHeader header;
+    header.set_name(tensor);
+    header.set_dtype(entry->dtype());
+    *header.mutable_shape() = entry->shape();
+    header.set_size(entry->size());
+    RETURN_IF_ERROR(consumer(header, *std::move(bytes)));
+  }
+  if (restore_seconds_ != nullptr) {
+    restore_seconds_->Observe(absl::ToDoubleSeconds(clock_->Now() - start));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointStore::DeleteCheckpoint(const std::string& run, const std::string& name) {
+  RETURN_IF_ERROR(ValidateCheckpointRun(run));
+  RETURN_IF_ERROR(ValidateCheckpointName(name));
+  const std::string dir = RunDir(run);
+  absl::MutexLock run_lock(RunMutex(dir));
+  ASSIGN_OR_RETURN(std::optional<CheckpointState> state, ReadStateFile(fs_, dir));
+  if (state.has_value()) {
+    CheckpointState kept;
+    kept.set_last_preserved_timestamp(state->last_preserved_timestamp());
+    const bool timed = state->all_model_checkpoint_timestamps_size() ==
+                       state->all_model_checkpoint_paths_size();
+    for (int i = 0; i < state->all_model_checkpoint_paths_size(); ++i) {
+      if (Basename(state->all_model_checkpoint_paths(i)) == name) continue;
+      kept.add_all_model_checkpoint_paths(state->all_model_checkpoint_paths(i));
+      if (timed) kept.add_all_model_checkpoint_timestamps(state->all_model_checkpoint_timestamps(i));
+    }
+    if (kept.all_model_checkpoint_paths_size() > 0) {
+      kept.set_model_checkpoint_path(
+          kept.all_model_checkpoint_paths(kept.all_model_checkpoint_paths_size() - 1));
+      absl::BitGen gen;
+      RETURN_IF_ERROR(
+          WriteStateFile(fs_, dir, kept, absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen))));
+    } else {
+      RETURN_IF_ERROR(fs_->DeleteFile(absl::StrCat(dir, "/", kStateFilename)));
+    }
+  }
+  if (!fs_->FileExists(IndexFilename(absl::StrCat(dir, "/", name))).ok()) {
+    return absl::NotFoundError(absl::StrCat("no checkpoint ", name, " in run '", run, "'"));
+  }
+  RETURN_IF_ERROR(DeleteCheckpointFiles(dir, name));
+  return fs_->SyncDir(dir);
+}
+
+}  // namespace overseer

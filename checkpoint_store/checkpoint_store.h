@@ -1,0 +1,106 @@
+#ifndef OVERSEER_CHECKPOINT_STORE_CHECKPOINT_STORE_H_
+#define OVERSEER_CHECKPOINT_STORE_CHECKPOINT_STORE_H_
+
+// The checkpoint store's logic on a file system: TensorFlow V2 bundles under
+// ROOT/<run>/ with the commit protocol of docs/checkpoint_format.md. It is the
+// in-process CheckpointStoreInterface (embedded mode: ROOT is the checkpoint
+// directory, run "") and what the gRPC service (rpc/) adapts. Never includes gRPC.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "checkpoint_store/checkpoint_store_interface.h"
+#include "core/clock.h"
+#include "prometheus/counter.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "proto/tensor_bundle.pb.h"
+#include "summary_writer/file_system.h"
+
+namespace overseer {
+
+// Checks a run name: "" (the root) or what ValidateRunName accepts. INVALID_ARGUMENT
+// otherwise.
+absl::Status ValidateCheckpointRun(absl::string_view run);
+// Checks a checkpoint name: one segment of [A-Za-z0-9._-], not "." or "..", at most
+// 255 bytes, not a temp or state file name. INVALID_ARGUMENT otherwise.
+absl::Status ValidateCheckpointName(absl::string_view name);
+
+// Thread-safe.
+class CheckpointStore : public CheckpointStoreInterface {
+ public:
+  // Opens the store at `root` (created if missing) and removes what a crash left
+  // behind under it: temp files and data files without an index. `fs` and `clock` are
+  // borrowed and must outlive the store; `metrics` may be null.
+  static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(FileSystem* fs, std::string root,
+                                                               Clock* clock = Clock::Real(),
+                                                               prometheus::Registry* metrics =
+                                                                   nullptr);
+  ~CheckpointStore() override;
+
+  absl::StatusOr<std::string> BeginCheckpoint(const BeginCheckpointRequest& request) override;
+  absl::StatusOr<std::unique_ptr<ShardWriter>> OpenShard(const std::string& checkpoint_id,
+                                                         int shard_id) override;
+  absl::StatusOr<CheckpointInfo> CommitCheckpoint(const std::string& checkpoint_id) override;
+  absl::Status AbortCheckpoint(const std::string& checkpoint_id) override;
+  absl::StatusOr<std::optional<CheckpointInfo>> LatestCheckpoint(const std::string& run) override;
+  absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& run) override;
+  absl::StatusOr<std::vector<TensorHeader>> ListTensors(const std::string& run,
+                                                        const std::string& name) override;
+  absl::Status ReadTensors(const std::string& run, const std::string& name,
+                           const std::vector<std::string>& tensor_names,
+                           const TensorConsumer& consumer) override;
+  absl::Status DeleteCheckpoint(const std::string& run, const std::string& name) override;
+
+  // Aborts every pending checkpoint and makes later BeginCheckpoint calls fail
+  // UNAVAILABLE. Commits already running finish. For SIGTERM.
+  void Shutdown();
+
+  // How many checkpoints are begun and neither committed nor aborted.
+  int pending_checkpoints() const;
+
+ private:
+  struct Shard;
+  struct Pending;
+  class LocalShardWriter;
+
+  CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
+                  prometheus::Registry* metrics);
+  std::string RunDir(const std::string& run) const;
+  absl::Mutex* RunMutex(const std::string& dir);
+  absl::StatusOr<std::shared_ptr<Pending>> TakePending(const std::string& id, bool require_closed);
+  void DeleteTempFiles(const Pending& pending);
+  absl::Status Publish(const Pending& pending, CheckpointInfo* info);
+  absl::Status UpdateState(const Pending& pending, double timestamp,
+                           std::vector<std::string>* retired);
+  absl::StatusOr<std::vector<CheckpointInfo>> CompleteCheckpoints(const std::string& dir);
+  absl::Status DeleteCheckpointFiles(const std::string& dir, const std::string& name);
+  absl::Status RemoveLeftovers(const std::string& dir);
+  void ShardClosed(const std::string& id, int shard_id, bool ok,
+                   std::map<std::string, BundleEntryProto> entries, int64_t bytes);
+
+  FileSystem* const fs_;
+  const std::string root_;
+  Clock* const clock_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<absl::Mutex>> run_mutexes_ ABSL_GUARDED_BY(mu_);
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Metrics; null without a registry.
+  prometheus::Counter* committed_ = nullptr;
+  prometheus::Counter* bytes_written_ = nullptr;
+  prometheus::Counter* bytes_read_ = nullptr;
+  prometheus::Counter* crc_failures_ = nullptr;
+  prometheus::Histogram* save_seconds_ = nullptr;
+  prometheus::Histogram* restore_seconds_ = nullptr;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CHECKPOINT_STORE_CHECKPOINT_STORE_H_
