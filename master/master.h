@@ -1,0 +1,105 @@
+#ifndef OVERSEER_MASTER_MASTER_H_
+#define OVERSEER_MASTER_MASTER_H_
+
+// Master: the master service's logic (MasterInterface) over the cluster's workers.
+// Sessions live in a registry keyed by handle; a session idle for longer than
+// MasterOptions::session_gc_idle is closed by CollectIdleSessions, which a background
+// thread runs on the injected clock.
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/clock.h"
+#include "master/master_interface.h"
+#include "master/master_session.h"
+#include "master/request_dedup.h"
+#include "master/worker_cache.h"
+
+namespace overseer {
+
+struct MasterOptions {
+  // Sessions unused for this long are closed; zero: never.
+  absl::Duration session_gc_idle = absl::ZeroDuration();
+  // Run CollectIdleSessions on a background thread (every session_gc_idle / 2).
+  bool gc_thread = true;
+  // How long CreateSession waits for the tasks, unless the request's
+  // config.operation_timeout_in_ms says otherwise.
+  absl::Duration create_session_wait = absl::Seconds(60);
+  // Between GetStatus rounds while waiting (doubling up to the max).
+  absl::Duration wait_backoff = absl::Milliseconds(20);
+  absl::Duration wait_backoff_max = absl::Seconds(1);
+};
+
+// What the master depends on. Not owned; they outlive the Master.
+struct MasterEnv {
+  WorkerCacheInterface* workers = nullptr;
+  Clock* clock = nullptr;
+};
+
+// Thread-safe.
+class Master : public MasterInterface {
+ public:
+  Master(MasterEnv env, MasterOptions options);
+  // Stops the GC thread and closes every session.
+  ~Master() override;
+  Master(const Master&) = delete;
+  Master& operator=(const Master&) = delete;
+
+  absl::Status CreateSession(const CreateSessionRequest& request,
+                             CreateSessionResponse* response) override;
+  absl::Status ExtendSession(const ExtendSessionRequest& request,
+                             ExtendSessionResponse* response) override;
+  absl::Status RunStep(const RunStepRequest& request, RunStepResponse* response) override;
+  absl::Status CloseSession(const CloseSessionRequest& request,
+                            CloseSessionResponse* response) override;
+  absl::Status ListDevices(const ListDevicesRequest& request,
+                           ListDevicesResponse* response) override;
+  absl::Status Reset(const ResetRequest& request, ResetResponse* response) override;
+  absl::Status MakeCallable(const MakeCallableRequest& request,
+                            MakeCallableResponse* response) override;
+  absl::Status RunCallable(const RunCallableRequest& request,
+                           RunCallableResponse* response) override;
+  absl::Status ReleaseCallable(const ReleaseCallableRequest& request,
+                               ReleaseCallableResponse* response) override;
+
+  // Closes the sessions idle for longer than session_gc_idle (by the clock); returns
+  // how many. A no-op when session_gc_idle is zero.
+  int CollectIdleSessions();
+  int NumSessions() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<MasterSession> session;
+    absl::Time last_used;
+  };
+
+  // The session, marked used now; ABORTED naming the handle if unknown.
+  absl::StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle);
+  // Waits for `tasks` to answer GetStatus until `deadline`.
+  absl::StatusOr<std::vector<SessionTask>> WaitForTasks(const std::vector<std::string>& tasks,
+                                                        absl::Time deadline);
+  absl::StatusOr<std::vector<std::string>> FilterTasks(
+      const google::protobuf::RepeatedPtrField<std::string>& filters) const;
+  absl::Status DoCreateSession(const CreateSessionRequest& request,
+                               CreateSessionResponse* response);
+  void GcLoop();
+
+  const MasterEnv env_;
+  const MasterOptions options_;
+  RequestDedup dedup_;
+  std::atomic<int64_t> next_step_id_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread gc_thread_;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_MASTER_MASTER_H_

@@ -1,0 +1,57 @@
+#ifndef OVERSEER_MASTER_MASTER_INTERFACE_H_
+#define OVERSEER_MASTER_MASTER_INTERFACE_H_
+
+// The master as its clients (GrpcSession) see it. Implementations: Master
+// (master/master.h, in the same process) and GrpcMaster (master/rpc/grpc_master.h).
+//
+// Every method blocks until done and is thread-safe. Common errors:
+//   ABORTED      unknown session handle (the master restarted or collected the
+//                session), or a task of the session restarted (the message names it):
+//                recreate the session.
+//   UNAVAILABLE  a task (or, over gRPC, the master) cannot be reached.
+//   INVALID_ARGUMENT  bad graph, feed, fetch or target, naming the node or tensor.
+// Mutating calls carry a request_id: a retry with the same id applies once and
+// returns the first call's result.
+
+#include "absl/status/status.h"
+#include "proto/master.pb.h"
+
+namespace overseer {
+
+class MasterInterface {
+ public:
+  virtual ~MasterInterface() = default;
+
+  // Validates the graph, waits (up to the session deadline) for every task that
+  // config.device_filters selects to answer GetStatus and creates a worker session on
+  // each. UNAVAILABLE naming every task that did not answer.
+  virtual absl::Status CreateSession(const CreateSessionRequest& request,
+                                     CreateSessionResponse* response) = 0;
+  // Adds nodes. FAILED_PRECONDITION when current_graph_version is not the session's
+  // (another extension won); INVALID_ARGUMENT for a bad or duplicate node.
+  virtual absl::Status ExtendSession(const ExtendSessionRequest& request,
+                                     ExtendSessionResponse* response) = 0;
+  // Runs one step (see Session::Run). DEADLINE_EXCEEDED after options.timeout_in_ms
+  // (else the session's operation_timeout_in_ms).
+  virtual absl::Status RunStep(const RunStepRequest& request, RunStepResponse* response) = 0;
+  // Forgets the session and its worker sessions (variables stay). OK for an unknown
+  // handle.
+  virtual absl::Status CloseSession(const CloseSessionRequest& request,
+                                    CloseSessionResponse* response) = 0;
+  virtual absl::Status ListDevices(const ListDevicesRequest& request,
+                                   ListDevicesResponse* response) = 0;
+  // Clears resource containers on every (filtered) task and closes every session.
+  virtual absl::Status Reset(const ResetRequest& request, ResetResponse* response) = 0;
+  virtual absl::Status MakeCallable(const MakeCallableRequest& request,
+                                    MakeCallableResponse* response) = 0;
+  // INVALID_ARGUMENT for an unknown callable handle or a wrong number of feeds.
+  virtual absl::Status RunCallable(const RunCallableRequest& request,
+                                   RunCallableResponse* response) = 0;
+  // OK for an unknown callable handle.
+  virtual absl::Status ReleaseCallable(const ReleaseCallableRequest& request,
+                                       ReleaseCallableResponse* response) = 0;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_MASTER_MASTER_INTERFACE_H_

@@ -1,0 +1,108 @@
+#ifndef OVERSEER_MASTER_MASTER_SESSION_H_
+#define OVERSEER_MASTER_MASTER_SESSION_H_
+
+// One client session on the master: its graph (grown by Extend), the tasks and devices
+// it spans, and per (feeds, fetches, targets) signature the pruned, placed and
+// partitioned step registered on its tasks (cached until the session closes).
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/graph/validate.h"
+#include "master/step_runner.h"
+#include "master/worker_cache.h"
+#include "proto/master.pb.h"
+
+namespace overseer {
+
+// What a session knows about one of its tasks.
+struct SessionTask {
+  std::string name;  // "/job:ps/replica:0/task:0".
+  uint64_t incarnation = 0;
+  std::vector<DeviceAttributes> devices;
+};
+
+// Thread-safe: steps run concurrently; Extend and Close are serialised with them.
+class MasterSession {
+ public:
+  // `tasks` have answered GetStatus; `client_task` is one of them. `workers` and
+  // `next_step_id` are not owned and outlive the session.
+  MasterSession(std::string handle, ConfigProto config, std::vector<SessionTask> tasks,
+                std::string client_task, WorkerCacheInterface* workers,
+                std::atomic<int64_t>* next_step_id);
+  ~MasterSession();
+
+  // Validates `graph` and creates a worker session on every task.
+  absl::Status Create(GraphDef graph);
+  // Adds `graph`'s nodes if `current_version` is the session's version; returns the
+  // new version. FAILED_PRECONDITION for a stale version, INVALID_ARGUMENT for a bad
+  // or duplicate node (the graph is then unchanged).
+  absl::StatusOr<int64_t> Extend(const GraphDef& graph, int64_t current_version);
+  absl::Status Run(const RunStepRequest& request, RunStepResponse* response);
+  absl::StatusOr<int64_t> MakeCallable(const CallableOptions& options);
+  absl::Status RunCallable(const RunCallableRequest& request, RunCallableResponse* response);
+  void ReleaseCallable(int64_t handle);
+  // Deregisters the graphs and deletes the worker sessions (errors ignored: a dead
+  // task forgets them anyway). Idempotent.
+  void Close();
+
+  const std::string& handle() const { return handle_; }
+  const std::vector<SessionTask>& tasks() const { return tasks_; }
+
+ private:
+  struct FeedCheck {
+    std::string name;  // "x:0".
+    DataType dtype = DT_INVALID;
+    bool placeholder = false;
+    PartialShape shape;
+  };
+  struct Signature {
+    RegisteredStep step;
+    std::vector<FeedCheck> feed_checks;
+  };
+
+  absl::StatusOr<std::shared_ptr<const Signature>> GetSignature(
+      const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets);
+  absl::StatusOr<std::shared_ptr<Signature>> BuildSignature(
+      const ValidatedGraph& graph, const std::vector<std::string>& feeds,
+      const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
+  absl::Status RunSignature(const Signature& sig, const std::vector<const TensorProto*>& feeds,
+                            const RunOptions& options, std::vector<TensorProto>* fetches,
+                            RunMetadata* metadata);
+  // After a step failed with `error`: if a task restarted, the session is aborted for
+  // good and that is the error; otherwise `error`.
+  absl::Status CheckTasks(const absl::Status& error);
+  absl::Status Usable() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  const std::string handle_;
+  const ConfigProto config_;
+  const std::vector<SessionTask> tasks_;
+  const std::string client_task_;
+  WorkerCacheInterface* const workers_;
+  std::atomic<int64_t>* const next_step_id_;
+  std::vector<std::string> devices_;
+  std::string default_device_;
+
+  absl::Mutex build_mu_;  // Serialises signature builds (each registers graphs).
+  mutable absl::Mutex mu_;
+  GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const ValidatedGraph> graph_ ABSL_GUARDED_BY(mu_);
+  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::shared_ptr<const Signature>> signatures_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, CallableOptions> callables_ ABSL_GUARDED_BY(mu_);
+  int64_t next_callable_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_MASTER_MASTER_SESSION_H_

@@ -1,0 +1,132 @@
+#include "master/step_runner.h"
+
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace overseer {
+
+absl::Status TaskError(const std::string& task, const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat("task ", task, ": ", status.message()));
+}
+
+namespace {
+
+// Collects the first real error and cancels the step on every task once.
+class StepErrors {
+ public:
+  StepErrors(WorkerCacheInterface* workers, const RegisteredStep& step, int64_t step_id)
+      : workers_(workers), step_(step), step_id_(step_id) {}
+
+  void Report(const std::string& task, const absl::Status& s) {
+    if (s.ok()) return;
+    bool cancel = false;
+    {
+      absl::MutexLock lock(&mu_);
+      // A CANCELLED status caused by our own cancellation is not the cause.
+      const bool better = first_.ok() || (first_.code() == absl::StatusCode::kCancelled &&
+                                          s.code() != absl::StatusCode::kCancelled);
+      if (better) first_ = TaskError(task, s);
+      cancel = !cancelled_;
+      cancelled_ = true;
+    }
+    if (cancel) CleanupAll();
+  }
+
+  void CleanupAll() {
+    CleanupGraphRequest req;
+    req.set_step_id(step_id_);
+    for (const auto& [task, handle] : step_.graph_handles) {
+      WorkerInterface* w = workers_->GetWorker(task);
+      CleanupGraphResponse resp;
+      if (w != nullptr) w->CleanupGraph(req, &resp).IgnoreError();
+    }
+  }
+
+  absl::Status first() {
+    absl::MutexLock lock(&mu_);
+    return first_;
+  }
+
+ private:
+  WorkerCacheInterface* const workers_;
+  const RegisteredStep& step_;
+  const int64_t step_id_;
+  absl::Mutex mu_;
+  absl::Status first_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+absl::Status RunRegisteredStep(WorkerCacheInterface* workers, const RegisteredStep& step,
+                               const StepArgs& args, std::vector<TensorProto>* fetches,
+                               StepStats* stats) {
+  if (args.feeds.size() != step.feeds.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the step expects ", step.feeds.size(),
+                                                   " feeds, got ", args.feeds.size()));
+  }
+  // Build each task's request.
+  std::map<std::string, RunGraphRequest> requests;
+  for (const auto& [task, handle] : step.graph_handles) {
+    RunGraphRequest& r = requests[task];
+    r.set_graph_handle(handle);
+    r.set_session_handle(args.session_handle);
+    r.set_step_id(args.step_id);
+    r.set_timeout_in_ms(args.timeout_in_ms);
+  }
+  for (size_t i = 0; i < step.feeds.size(); ++i) {
+    NamedTensorProto* send = requests[step.feeds[i].task].add_send();
+    send->set_name(step.feeds[i].key);
+    *send->mutable_tensor() = *args.feeds[i];
+  }
+  // Fetch keys per task (a key fetched twice is asked for once).
+  std::map<std::string, absl::flat_hash_map<std::string, int>> fetch_slot;
+  for (const PartitionEndpoint& f : step.fetches) {
+    auto& slots = fetch_slot[f.task];
+    if (slots.emplace(f.key, slots.size()).second) requests[f.task].add_recv_key(f.key);
+  }
+
+  StepErrors errors(workers, step, args.step_id);
+  std::map<std::string, RunGraphResponse> responses;
+  for (const auto& [task, r] : requests) responses[task];
+  auto run = [&](const std::string& task) {
+    WorkerInterface* w = workers->GetWorker(task);
+    if (w == nullptr) {
+      errors.Report(task, absl::UnavailableError("task is not in the cluster"));
+      return;
+    }
+    errors.Report(task, w->RunGraph(requests.at(task), &responses.at(task)));
+  };
+  std::vector<std::thread> threads;
+  auto it = requests.begin();
+  for (auto next = std::next(it); next != requests.end(); ++next) {
+    threads.emplace_back(run, next->first);
+  }
+  if (it != requests.end()) run(it->first);
+  for (auto& t : threads) t.join();
+  absl::Status status = errors.first();
+  errors.CleanupAll();
+  if (!status.ok()) return status;
+  fetches->clear();
+  for (const PartitionEndpoint& f : step.fetches) {
+    const RunGraphResponse& resp = responses.at(f.task);
+    const int slot = fetch_slot[f.task].at(f.key);
+    if (slot >= resp.recv_size() || resp.recv(slot).name() != f.key) {
+      return TaskError(f.task, absl::InternalError(absl::StrCat(
+                                   "RunGraph did not return the fetched key ", f.key)));
+    }
+    fetches->push_back(resp.recv(slot).tensor());
+  }
+  if (stats != nullptr) {
+    for (auto& [task, resp] : responses) {
+      for (const auto& dev : resp.step_stats().dev_stats()) *stats->add_dev_stats() = dev;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace overseer
