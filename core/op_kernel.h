@@ -64,6 +64,7 @@ class OpKernelConstruction {
 };
 
 class OpKernelContext;
+class Rendezvous;
 
 // Base of every kernel. Compute may run concurrently from several steps (and, for
 // stateful ops shared by a session, from several executors), so kernels keep
@@ -116,6 +117,9 @@ class OpKernelContext {
     const Eigen::ThreadPoolDevice* eigen_device = nullptr;
     Clock* clock = nullptr;
     absl::Time deadline = absl::InfiniteFuture();
+    // Where _Send/_Recv kernels exchange tensors (core/rendezvous.h); null outside a
+    // worker step or a session that gives one.
+    Rendezvous* rendezvous = nullptr;
   };
 
   explicit OpKernelContext(const Params& params);
@@ -150,6 +154,8 @@ class OpKernelContext {
   Clock* clock() const { return params_.clock ? params_.clock : Clock::Real(); }
   // When the step must end (RunOptions timeout); blocking kernels wait no longer.
   absl::Time deadline() const { return params_.deadline; }
+  // The step's rendezvous, or null (not owned).
+  Rendezvous* rendezvous() const { return params_.rendezvous; }
 
  private:
   Params params_;

@@ -297,6 +297,7 @@ int Executor::RunNode(Step* step, int id) {
         params.cancellation = step->cancellation;
         params.clock = step->clock;
         params.deadline = step->deadline;
+        params.rendezvous = step->args->rendezvous;
         OpKernelContext ctx(params);
         status = Annotate(item.kernel->Compute(&ctx), item.error_prefix);
         std::vector<TensorValue>& outputs = *ctx.mutable_outputs();

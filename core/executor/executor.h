@@ -29,6 +29,8 @@
 
 namespace overseer {
 
+class Rendezvous;
+
 struct ExecutorRunArgs {
   int64_t step_id = 0;
   // Where kernels find variables and queues. Required.
@@ -43,6 +45,8 @@ struct ExecutorRunArgs {
   Clock* clock = nullptr;
   // When set, receives one NodeExecStats per node run, under one DeviceStepStats.
   StepStats* stats = nullptr;
+  // Handed to kernels (OpKernelContext::rendezvous) for _Send/_Recv; not owned.
+  Rendezvous* rendezvous = nullptr;
 };
 
 // Thread-safe: Run may be called from several threads at once (steps do not share

@@ -91,6 +91,7 @@ absl::StatusOr<std::vector<TensorValue>> KernelRunner::RunRaw(
   params.eigen_device = &DefaultEigenDevice();
   params.clock = clock_;
   params.deadline = deadline_;
+  params.rendezvous = rendezvous_;
   OpKernelContext ctx(params);
   RETURN_IF_ERROR(k->Compute(&ctx));
   return *ctx.mutable_outputs();

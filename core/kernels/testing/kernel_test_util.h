@@ -78,6 +78,8 @@ class KernelRunner {
   void set_clock(Clock* clock) { clock_ = clock; }
   void set_deadline(absl::Time deadline) { deadline_ = deadline; }
   void set_step_id(int64_t step_id) { step_id_ = step_id; }
+  // Hands `rendezvous` (not owned) to the kernel, for _Send/_Recv.
+  void set_rendezvous(Rendezvous* rendezvous) { rendezvous_ = rendezvous; }
 
   ResourceMgr* resource_mgr() const { return resource_mgr_; }
   CancellationManager* cancellation() const { return cancellation_; }
@@ -104,6 +106,7 @@ class KernelRunner {
   Clock* clock_ = nullptr;
   absl::Time deadline_ = absl::InfiniteFuture();
   int64_t step_id_ = 1;
+  Rendezvous* rendezvous_ = nullptr;
 
   absl::Mutex mu_;
   bool init_done_ ABSL_GUARDED_BY(mu_) = false;

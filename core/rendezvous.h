@@ -1,0 +1,101 @@
+#ifndef OVERSEER_CORE_RENDEZVOUS_H_
+#define OVERSEER_CORE_RENDEZVOUS_H_
+
+// Where _Send kernels leave tensors and _Recv kernels pick them up within one step.
+// A key names one edge of one step's partitioned graph in TensorFlow's format:
+//
+//   "<src_device>;<src_incarnation as 16 hex digits>;<dst_device>;<tensor_name>;0:0"
+//
+// The producer's incarnation lets a consumer in another process notice that the
+// producer restarted (worker/ turns a mismatch into ABORTED). LocalRendezvous serves
+// one process; worker/ adds a rendezvous that pulls keys produced by other tasks.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/cancellation.h"
+#include "core/clock.h"
+#include "core/cluster/rendezvous_key.h"
+#include "core/tensor.h"
+
+namespace overseer {
+
+// A key string with its parts (core/cluster/rendezvous_key.h).
+struct RendezvousKey {
+  std::string full;
+  ParsedRendezvousKey parsed;
+
+  // INVALID_ARGUMENT naming the key if it is malformed.
+  static absl::StatusOr<RendezvousKey> Parse(absl::string_view key);
+};
+
+// How long and until what a Recv waits. Every field is optional.
+struct RendezvousWait {
+  // Cancelling it ends the wait with CANCELLED. Not owned.
+  CancellationManager* cancellation = nullptr;
+  // Measures `deadline`; null means Clock::Real().
+  Clock* clock = nullptr;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+// Thread-safe.
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+
+  // Delivers `value` under `key`; does not block. INVALID_ARGUMENT if the key was
+  // already sent in this rendezvous; the abort status after StartAbort.
+  virtual absl::Status Send(const RendezvousKey& key, const Tensor& value) = 0;
+
+  // Blocks until a value is sent under `key` and takes it (each key is received once).
+  // Errors: CANCELLED when wait.cancellation is cancelled, DEADLINE_EXCEEDED naming
+  // the key at wait.deadline, the abort status after StartAbort, INVALID_ARGUMENT if
+  // another Recv of the key is already waiting.
+  virtual absl::StatusOr<Tensor> Recv(const RendezvousKey& key, const RendezvousWait& wait) = 0;
+
+  // Fails every waiting and later Send and Recv with `status` (not OK). Later calls
+  // keep the first status.
+  virtual void StartAbort(absl::Status status) = 0;
+};
+
+// A rendezvous within one process. Create it with Create (callbacks registered with a
+// CancellationManager keep it alive).
+class LocalRendezvous : public Rendezvous,
+                        public std::enable_shared_from_this<LocalRendezvous> {
+ public:
+  static std::shared_ptr<LocalRendezvous> Create();
+
+  absl::Status Send(const RendezvousKey& key, const Tensor& value) override;
+  absl::StatusOr<Tensor> Recv(const RendezvousKey& key, const RendezvousWait& wait) override;
+  void StartAbort(absl::Status status) override;
+
+  // The abort status, or OK.
+  absl::Status status() const;
+  // Keys sent and not yet received.
+  int num_pending_values() const;
+
+ private:
+  LocalRendezvous() = default;
+
+  struct Item {
+    Tensor value;
+    bool has_value = false;
+    bool has_waiter = false;
+  };
+
+  mutable absl::Mutex mu_;
+  absl::Status abort_status_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Item> items_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CORE_RENDEZVOUS_H_

@@ -1,0 +1,94 @@
+#include "core/rendezvous.h"
+
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+RendezvousKey Key(const std::string& name, uint64_t incarnation = 0x1234) {
+  auto key = RendezvousKey::Parse(MakeRendezvousKey("/job:ps/replica:0/task:0/device:CPU:0",
+                                                    incarnation,
+                                                    "/job:worker/replica:0/task:0/device:CPU:0",
+                                                    name));
+  EXPECT_TRUE(key.ok()) << key.status();
+  return *key;
+}
+
+TEST(RendezvousKeyTest, ParsesItsParts) {
+  RendezvousKey key = Key("w:0", 0xabcdef);
+  EXPECT_EQ(key.parsed.src_device, "/job:ps/replica:0/task:0/device:CPU:0");
+  EXPECT_EQ(key.parsed.src_incarnation, 0xabcdefu);
+  EXPECT_EQ(key.parsed.tensor_name, "w:0");
+  EXPECT_EQ(RendezvousKey::Parse("a;b").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LocalRendezvousTest, SendThenRecv) {
+  auto rendezvous = LocalRendezvous::Create();
+  ASSERT_TRUE(rendezvous->Send(Key("a"), Tensor::Scalar<float>(2.5f)).ok());
+  EXPECT_EQ(rendezvous->num_pending_values(), 1);
+  absl::StatusOr<Tensor> got = rendezvous->Recv(Key("a"), {});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->scalar<float>(), 2.5f);
+  EXPECT_EQ(rendezvous->num_pending_values(), 0);
+}
+
+TEST(LocalRendezvousTest, RecvWaitsForSendFromAnotherThread) {
+  auto rendezvous = LocalRendezvous::Create();
+  absl::StatusOr<Tensor> got;
+  std::thread receiver([&] { got = rendezvous->Recv(Key("b"), {}); });
+  ASSERT_TRUE(rendezvous->Send(Key("b"), Tensor::Scalar<int32_t>(7)).ok());
+  receiver.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->scalar<int32_t>(), 7);
+}
+
+TEST(LocalRendezvousTest, DuplicateSendIsInvalid) {
+  auto rendezvous = LocalRendezvous::Create();
+  ASSERT_TRUE(rendezvous->Send(Key("c"), Tensor::Scalar<float>(1)).ok());
+  absl::Status again = rendezvous->Send(Key("c"), Tensor::Scalar<float>(1));
+  EXPECT_EQ(again.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(again.message().find("sent twice"), std::string::npos) << again;
+}
+
+TEST(LocalRendezvousTest, PassedDeadlineNamesTheTensor) {
+  auto rendezvous = LocalRendezvous::Create();
+  RendezvousWait wait;
+  wait.deadline = absl::Now() - absl::Seconds(1);
+  absl::StatusOr<Tensor> got = rendezvous->Recv(Key("late"), wait);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(got.status().message().find("'late'"), std::string::npos) << got.status();
+}
+
+TEST(LocalRendezvousTest, CancellationWakesAWaitingRecv) {
+  auto rendezvous = LocalRendezvous::Create();
+  CancellationManager cm;
+  RendezvousWait wait;
+  wait.cancellation = &cm;
+  absl::StatusOr<Tensor> got;
+  std::thread receiver([&] { got = rendezvous->Recv(Key("d"), wait); });
+  cm.StartCancel(absl::CancelledError("step cancelled"));
+  receiver.join();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kCancelled);
+  // The key can be waited for again by a step that is not cancelled.
+  ASSERT_TRUE(rendezvous->Send(Key("d"), Tensor::Scalar<float>(3)).ok());
+  EXPECT_TRUE(rendezvous->Recv(Key("d"), {}).ok());
+}
+
+TEST(LocalRendezvousTest, AbortFailsWaitersAndLaterCalls) {
+  auto rendezvous = LocalRendezvous::Create();
+  absl::StatusOr<Tensor> got;
+  std::thread receiver([&] { got = rendezvous->Recv(Key("e"), {}); });
+  rendezvous->StartAbort(absl::UnavailableError("peer /job:ps/replica:0/task:0 died"));
+  receiver.join();
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(rendezvous->Send(Key("f"), Tensor::Scalar<float>(1)).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(rendezvous->Recv(Key("f"), {}).status().code(), absl::StatusCode::kUnavailable);
+  rendezvous->StartAbort(absl::CancelledError("second"));
+  EXPECT_EQ(rendezvous->status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace overseer
