@@ -6,150 +6,15 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "master/placement_test_util.h"
+#include "master/testing/fake_workers.h"
 
 namespace overseer {
 namespace {
 
 using test::AddBinary;
 using test::AddConst;
-
-// Time moves only when someone sleeps or waits.
-class FakeClock : public Clock {
- public:
-  absl::Time Now() override {
-    absl::MutexLock l(&mu_);
-    return now_;
-  }
-  void SleepFor(absl::Duration d) override { Advance(d); }
-  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
-                         absl::Time deadline) override {
-    if (cond.Eval()) return true;
-    absl::MutexLock l(&mu_);
-    now_ = std::max(now_, deadline);
-    return cond.Eval();
-  }
-  void Advance(absl::Duration d) {
-    absl::MutexLock l(&mu_);
-    now_ += d;
-  }
-
- private:
-  absl::Mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1000);
-};
-
-// Answers like a worker without running anything: RunGraph returns a float scalar for
-// each recv_key.
-class FakeWorker : public WorkerInterface {
- public:
-  explicit FakeWorker(std::string task) : task_(std::move(task)) {}
-
-  absl::Status GetStatus(const GetStatusRequest&, GetStatusResponse* r) override {
-    absl::MutexLock l(&mu);
-    if (dead) return absl::UnavailableError("connection refused");
-    r->set_incarnation(incarnation);
-    r->set_task_name(task_);
-    DeviceAttributes* d = r->add_device_attributes();
-    d->set_name(task_ + "/device:CPU:0");
-    d->set_device_type("CPU");
-    d->set_incarnation(incarnation);
-    return absl::OkStatus();
-  }
-  absl::Status CreateWorkerSession(const CreateWorkerSessionRequest& req,
-                                   CreateWorkerSessionResponse*) override {
-    absl::MutexLock l(&mu);
-    sessions.insert(req.session_handle());
-    return absl::OkStatus();
-  }
-  absl::Status DeleteWorkerSession(const DeleteWorkerSessionRequest& req,
-                                   DeleteWorkerSessionResponse*) override {
-    absl::MutexLock l(&mu);
-    sessions.erase(req.session_handle());
-    return absl::OkStatus();
-  }
-  absl::Status RegisterGraph(const RegisterGraphRequest& req,
-                             RegisterGraphResponse* resp) override {
-    absl::MutexLock l(&mu);
-    if (!sessions.count(req.session_handle())) return absl::AbortedError("unknown session");
-    graphs.push_back(req.graph_def());
-    resp->set_graph_handle(absl::StrCat("g", graphs.size()));
-    return absl::OkStatus();
-  }
-  absl::Status DeregisterGraph(const DeregisterGraphRequest&,
-                               DeregisterGraphResponse*) override {
-    return absl::OkStatus();
-  }
-  absl::Status RunGraph(const RunGraphRequest& req, RunGraphResponse* resp) override {
-    absl::MutexLock l(&mu);
-    if (dead) return absl::UnavailableError("connection refused");
-    if (!sessions.count(req.session_handle())) {
-      return absl::AbortedError(absl::StrCat("session ", req.session_handle(), " not found"));
-    }
-    ++runs;
-    sends += req.send_size();
-    for (const std::string& key : req.recv_key()) {
-      NamedTensorProto* t = resp->add_recv();
-      t->set_name(key);
-      Tensor::Scalar<float>(42.f).ToProto(t->mutable_tensor());
-    }
-    return absl::OkStatus();
-  }
-  absl::Status CleanupGraph(const CleanupGraphRequest&, CleanupGraphResponse*) override {
-    absl::MutexLock l(&mu);
-    ++cleanups;
-    return absl::OkStatus();
-  }
-  absl::Status CleanupAll(const CleanupAllRequest&, CleanupAllResponse*) override {
-    absl::MutexLock l(&mu);
-    ++cleanup_alls;
-    return absl::OkStatus();
-  }
-  absl::Status RecvTensor(const RecvTensorRequest&, CancellationManager*, Tensor*) override {
-    return absl::UnimplementedError("the fake worker does not serve RecvTensor");
-  }
-
-  // Simulates a restart: new incarnation, state lost.
-  void Restart() {
-    absl::MutexLock l(&mu);
-    incarnation++;
-    sessions.clear();
-  }
-
-  absl::Mutex mu;
-  bool dead = false;
-  uint64_t incarnation = 0x1000;
-  std::set<std::string> sessions;
-  std::vector<GraphDef> graphs;
-  int runs = 0, sends = 0, cleanups = 0, cleanup_alls = 0;
-
- private:
-  const std::string task_;
-};
-
-class FakeCache : public WorkerCacheInterface {
- public:
-  FakeCache() {
-    for (const char* t : {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}) {
-      workers_[t] = std::make_unique<FakeWorker>(t);
-    }
-  }
-  std::vector<std::string> ListTasks() const override {
-    std::vector<std::string> out;
-    for (const auto& [t, w] : workers_) out.push_back(t);
-    return out;
-  }
-  WorkerInterface* GetWorker(const std::string& task) override { return fake(task); }
-  ClusterDef cluster_def() const override { return ClusterDef(); }
-  FakeWorker* fake(const std::string& task) {
-    auto it = workers_.find(task);
-    return it == workers_.end() ? nullptr : it->second.get();
-  }
-  FakeWorker* ps() { return fake("/job:ps/replica:0/task:0"); }
-  FakeWorker* worker() { return fake("/job:worker/replica:0/task:0"); }
-
- private:
-  std::map<std::string, std::unique_ptr<FakeWorker>> workers_;
-};
+using test::FakeCache;
+using test::FakeClock;
 
 class MasterTest : public ::testing::Test {
  protected:

@@ -1,0 +1,47 @@
+#include "master/rpc/grpc_master.h"
+
+#include <algorithm>
+
+#include "core/rpc/client_context.h"
+#include "core/rpc/grpc_status.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace overseer {
+
+std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+GrpcMaster::GrpcMaster(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout)
+    : stub_(MasterService::NewStub(std::move(channel))), timeout_(timeout) {}
+
+absl::Duration GrpcMaster::StepTimeout(int64_t timeout_in_ms) const {
+  if (timeout_in_ms <= 0) return timeout_;
+  return std::max(timeout_, absl::Milliseconds(timeout_in_ms) + absl::Seconds(5));
+}
+
+#define OVERSEER_MASTER_CALL(method, timeout)                                 \
+  absl::Status GrpcMaster::method(const method##Request& request,             \
+                                  method##Response* response) {               \
+    auto ctx = NewClientContext(timeout);                                     \
+    return FromGrpcStatus(stub_->method(ctx.get(), request, response));       \
+  }
+
+OVERSEER_MASTER_CALL(CreateSession, timeout_)
+OVERSEER_MASTER_CALL(ExtendSession, timeout_)
+OVERSEER_MASTER_CALL(RunStep, StepTimeout(request.options().timeout_in_ms()))
+OVERSEER_MASTER_CALL(CloseSession, timeout_)
+OVERSEER_MASTER_CALL(ListDevices, timeout_)
+OVERSEER_MASTER_CALL(Reset, timeout_)
+OVERSEER_MASTER_CALL(MakeCallable, timeout_)
+OVERSEER_MASTER_CALL(RunCallable, timeout_)
+OVERSEER_MASTER_CALL(ReleaseCallable, timeout_)
+
+#undef OVERSEER_MASTER_CALL
+
+}  // namespace overseer

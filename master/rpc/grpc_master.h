@@ -1,0 +1,54 @@
+#ifndef OVERSEER_MASTER_RPC_GRPC_MASTER_H_
+#define OVERSEER_MASTER_RPC_GRPC_MASTER_H_
+
+// GrpcMaster: MasterInterface over a gRPC channel. Every call carries a deadline
+// (`timeout`, or for RunStep/RunCallable the step's timeout_in_ms plus a margin when
+// that is longer). Messages of any size up to 2 GiB are accepted (gRPC's 4 MiB default
+// receive limit is lifted on the channel GrpcMaster makes). No retries here: the caller
+// (GrpcSession) retries UNAVAILABLE for idempotent calls.
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "grpcpp/channel.h"
+#include "master/master_interface.h"
+#include "proto/master.grpc.pb.h"
+
+namespace overseer {
+
+// A channel to `address` ("host:port") with unlimited message sizes.
+std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address);
+
+// Thread-safe.
+class GrpcMaster : public MasterInterface {
+ public:
+  GrpcMaster(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout);
+
+  absl::Status CreateSession(const CreateSessionRequest& request,
+                             CreateSessionResponse* response) override;
+  absl::Status ExtendSession(const ExtendSessionRequest& request,
+                             ExtendSessionResponse* response) override;
+  absl::Status RunStep(const RunStepRequest& request, RunStepResponse* response) override;
+  absl::Status CloseSession(const CloseSessionRequest& request,
+                            CloseSessionResponse* response) override;
+  absl::Status ListDevices(const ListDevicesRequest& request,
+                           ListDevicesResponse* response) override;
+  absl::Status Reset(const ResetRequest& request, ResetResponse* response) override;
+  absl::Status MakeCallable(const MakeCallableRequest& request,
+                            MakeCallableResponse* response) override;
+  absl::Status RunCallable(const RunCallableRequest& request,
+                           RunCallableResponse* response) override;
+  absl::Status ReleaseCallable(const ReleaseCallableRequest& request,
+                               ReleaseCallableResponse* response) override;
+
+ private:
+  absl::Duration StepTimeout(int64_t timeout_in_ms) const;
+
+  std::unique_ptr<MasterService::Stub> stub_;
+  const absl::Duration timeout_;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_MASTER_RPC_GRPC_MASTER_H_

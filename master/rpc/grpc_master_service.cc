@@ -1,0 +1,95 @@
+#include "master/rpc/grpc_master_service.h"
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "core/rpc/grpc_status.h"
+
+namespace overseer {
+
+GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Registry* metrics,
+                                     std::function<int()> open_sessions)
+    : master_(master), open_sessions_(std::move(open_sessions)) {
+  steps_ = &prometheus::BuildCounter()
+                .Name("overseer_master_steps_total")
+                .Help("Steps run (RunStep and RunCallable), successful or not.")
+                .Register(*metrics)
+                .Add({});
+  step_latency_ = &prometheus::BuildHistogram()
+                       .Name("overseer_master_step_latency_seconds")
+                       .Help("Time from a step's arrival to its reply.")
+                       .Register(*metrics)
+                       .Add({}, prometheus::Histogram::BucketBoundaries{
+                                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                    0.25, 0.5, 1, 2.5, 5, 10, 30});
+  rpc_errors_ = &prometheus::BuildCounter()
+                     .Name("overseer_master_rpc_errors_total")
+                     .Help("Master RPCs that failed, by status code.")
+                     .Register(*metrics);
+  sessions_open_ = &prometheus::BuildGauge()
+                        .Name("overseer_master_sessions_open")
+                        .Help("Sessions open on the master.")
+                        .Register(*metrics)
+                        .Add({});
+}
+
+grpc::Status GrpcMasterService::Finish(const absl::Status& status) {
+  if (!status.ok()) {
+    rpc_errors_->Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
+  }
+  if (open_sessions_) sessions_open_->Set(open_sessions_());
+  return ToGrpcStatus(status);
+}
+
+grpc::Status GrpcMasterService::Step(const std::function<absl::Status()>& run) {
+  const absl::Time start = absl::Now();
+  absl::Status s = run();
+  steps_->Increment();
+  step_latency_->Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  return Finish(s);
+}
+
+grpc::Status GrpcMasterService::CreateSession(grpc::ServerContext*,
+                                              const CreateSessionRequest* request,
+                                              CreateSessionResponse* response) {
+  return Finish(master_->CreateSession(*request, response));
+}
+grpc::Status GrpcMasterService::ExtendSession(grpc::ServerContext*,
+                                              const ExtendSessionRequest* request,
+                                              ExtendSessionResponse* response) {
+  return Finish(master_->ExtendSession(*request, response));
+}
+grpc::Status GrpcMasterService::RunStep(grpc::ServerContext*, const RunStepRequest* request,
+                                        RunStepResponse* response) {
+  return Step([&] { return master_->RunStep(*request, response); });
+}
+grpc::Status GrpcMasterService::CloseSession(grpc::ServerContext*,
+                                             const CloseSessionRequest* request,
+                                             CloseSessionResponse* response) {
+  return Finish(master_->CloseSession(*request, response));
+}
+grpc::Status GrpcMasterService::ListDevices(grpc::ServerContext*,
+                                            const ListDevicesRequest* request,
+                                            ListDevicesResponse* response) {
+  return Finish(master_->ListDevices(*request, response));
+}
+grpc::Status GrpcMasterService::Reset(grpc::ServerContext*, const ResetRequest* request,
+                                      ResetResponse* response) {
+  return Finish(master_->Reset(*request, response));
+}
+grpc::Status GrpcMasterService::MakeCallable(grpc::ServerContext*,
+                                             const MakeCallableRequest* request,
+                                             MakeCallableResponse* response) {
+  return Finish(master_->MakeCallable(*request, response));
+}
+grpc::Status GrpcMasterService::RunCallable(grpc::ServerContext*,
+                                            const RunCallableRequest* request,
+                                            RunCallableResponse* response) {
+  return Step([&] { return master_->RunCallable(*request, response); });
+}
+grpc::Status GrpcMasterService::ReleaseCallable(grpc::ServerContext*,
+                                                const ReleaseCallableRequest* request,
+                                                ReleaseCallableResponse* response) {
+  return Finish(master_->ReleaseCallable(*request, response));
+}
+
+}  // namespace overseer
