@@ -38,7 +38,7 @@ struct MasterOptions {
 
 // What the master depends on. Not owned; they outlive the Master.
 struct MasterEnv {
-  WorkerCacheInterface* workers = nullptr;
+  MasterWorkerCacheInterface* workers = nullptr;
   Clock* clock = nullptr;
 };
 

@@ -16,7 +16,7 @@ namespace overseer {
 
 MasterSession::MasterSession(std::string handle, ConfigProto config,
                              std::vector<SessionTask> tasks, std::string client_task,
-                             WorkerCacheInterface* workers,
+                             MasterWorkerCacheInterface* workers,
                              std::atomic<int64_t>* next_step_id)
     : handle_(std::move(handle)),
       config_(std::move(config)),

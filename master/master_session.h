@@ -35,7 +35,7 @@ class MasterSession {
   // `tasks` have answered GetStatus; `client_task` is one of them. `workers` and
   // `next_step_id` are not owned and outlive the session.
   MasterSession(std::string handle, ConfigProto config, std::vector<SessionTask> tasks,
-                std::string client_task, WorkerCacheInterface* workers,
+                std::string client_task, MasterWorkerCacheInterface* workers,
                 std::atomic<int64_t>* next_step_id);
   ~MasterSession();
 
@@ -86,7 +86,7 @@ class MasterSession {
   const ConfigProto config_;
   const std::vector<SessionTask> tasks_;
   const std::string client_task_;
-  WorkerCacheInterface* const workers_;
+  MasterWorkerCacheInterface* const workers_;
   std::atomic<int64_t>* const next_step_id_;
   std::vector<std::string> devices_;
   std::string default_device_;

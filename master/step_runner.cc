@@ -18,7 +18,7 @@ namespace {
 // Collects the first real error and cancels the step on every task once.
 class StepErrors {
  public:
-  StepErrors(WorkerCacheInterface* workers, const RegisteredStep& step, int64_t step_id)
+  StepErrors(MasterWorkerCacheInterface* workers, const RegisteredStep& step, int64_t step_id)
       : workers_(workers), step_(step), step_id_(step_id) {}
 
   void Report(const std::string& task, const absl::Status& s) {
@@ -52,7 +52,7 @@ class StepErrors {
   }
 
  private:
-  WorkerCacheInterface* const workers_;
+  MasterWorkerCacheInterface* const workers_;
   const RegisteredStep& step_;
   const int64_t step_id_;
   absl::Mutex mu_;
@@ -62,7 +62,7 @@ class StepErrors {
 
 }  // namespace
 
-absl::Status RunRegisteredStep(WorkerCacheInterface* workers, const RegisteredStep& step,
+absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                                const StepArgs& args, std::vector<TensorProto>* fetches,
                                StepStats* stats) {
   if (args.feeds.size() != step.feeds.size()) {

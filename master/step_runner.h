@@ -36,7 +36,7 @@ struct StepArgs {
 // `stats` (optional) the step stats of every task. Errors are those of the first task
 // that failed (CANCELLED ones from the cancellation are ignored), prefixed with the
 // task name, code kept. A task that is not in `workers` is UNAVAILABLE.
-absl::Status RunRegisteredStep(WorkerCacheInterface* workers, const RegisteredStep& step,
+absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                                const StepArgs& args, std::vector<TensorProto>* fetches,
                                StepStats* stats);
 

@@ -1,6 +1,7 @@
 #ifndef OVERSEER_MASTER_WORKER_CACHE_H_
 #define OVERSEER_MASTER_WORKER_CACHE_H_
 
+// (Named apart from worker/worker_cache.h's WorkerCacheInterface, which workers use.)
 // How the master reaches the tasks of its cluster: by task name
 // ("/job:ps/replica:0/task:0"). Implementations: GrpcWorkerCache (master/rpc/) and,
 // in tests, a map of in-process workers.
@@ -14,9 +15,9 @@
 namespace overseer {
 
 // Thread-safe.
-class WorkerCacheInterface {
+class MasterWorkerCacheInterface {
  public:
-  virtual ~WorkerCacheInterface() = default;
+  virtual ~MasterWorkerCacheInterface() = default;
 
   // Every task of the cluster, in job-name then index order.
   virtual std::vector<std::string> ListTasks() const = 0;

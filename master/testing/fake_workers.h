@@ -133,7 +133,7 @@ class FakeWorker : public WorkerInterface {
   const std::string task_;
 };
 
-class FakeCache : public WorkerCacheInterface {
+class FakeCache : public MasterWorkerCacheInterface {
  public:
   FakeCache() {
     for (const char* t : {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}) {
