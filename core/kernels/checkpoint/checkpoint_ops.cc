@@ -1,0 +1,34 @@
+// Save and restore ops: they run on the device that holds the variables and stream
+// tensors straight to and from a checkpoint store (checkpoint_store/location.h), so a
+// trainer never relays tensor bytes. A save is begun and committed by the client
+// (client/saver.h); each CheckpointSaveShard writes one shard of it.
+
+#include "core/op_registry.h"
+#include "core/shape_inference.h"
+
+namespace overseer {
+
+// Writes `tensors` under `tensor_names` as shard `shard_id` of the pending checkpoint
+// `checkpoint_id` of the store at `location` (scalars).
+REGISTER_OP("CheckpointSaveShard")
+    .Input("location: string")
+    .Input("checkpoint_id: string")
+    .Input("tensor_names: string")
+    .Input("tensors: dtypes")
+    .Attr("shard_id: int >= 0")
+    .Attr("dtypes: list(type)")
+    .SetIsStateful()
+    .SetShapeFn(shape_fn::NoOutputs);
+
+// Reads `tensor_names` of checkpoint `checkpoint` (a name such as "model.ckpt-100") of
+// the store at `location`; each must have the dtype given in `dtypes`.
+REGISTER_OP("CheckpointRestore")
+    .Input("location: string")
+    .Input("checkpoint: string")
+    .Input("tensor_names: string")
+    .Output("tensors: dtypes")
+    .Attr("dtypes: list(type) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fn::Unknown);
+
+}  // namespace overseer
