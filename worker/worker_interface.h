@@ -30,8 +30,8 @@ class WorkerInterface {
                                  GetStatusResponse* response) = 0;
 
   // Creates a worker session under the master's handle. Creating an existing handle
-  // again is OK (idempotent; the cluster is replaced). INVALID_ARGUMENT for an empty
-  // handle or a cluster that does not contain this task.
+  // again is OK and keeps the existing session (idempotent). INVALID_ARGUMENT for an
+  // empty handle or a cluster that does not contain this task.
   virtual absl::Status CreateWorkerSession(const CreateWorkerSessionRequest& request,
                                            CreateWorkerSessionResponse* response) = 0;
 

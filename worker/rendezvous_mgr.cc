@@ -1,0 +1,152 @@
+#include "worker/rendezvous_mgr.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/cluster/device_name.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+
+absl::StatusOr<std::string> TaskOfDevice(absl::string_view device) {
+  ASSIGN_OR_RETURN(DeviceName name, DeviceName::Parse(device));
+  if (name.job.empty() || !name.has_task) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device '", device, "' names no job and task"));
+  }
+  return name.TaskName();
+}
+
+RendezvousMgr::RendezvousMgr(int max_cleaned_steps)
+    : max_cleaned_steps_(std::max(0, max_cleaned_steps)) {}
+
+StepState RendezvousMgr::CreateLocked(int64_t step_id) {
+  StepState& state = steps_[step_id];
+  if (state.rendezvous == nullptr) {
+    state.rendezvous = LocalRendezvous::Create();
+    state.cancellation = std::make_shared<CancellationManager>();
+  }
+  return state;
+}
+
+StepState RendezvousMgr::FindOrCreate(int64_t step_id) {
+  absl::MutexLock lock(&mu_);
+  cleaned_.erase(step_id);
+  return CreateLocked(step_id);
+}
+
+absl::StatusOr<StepState> RendezvousMgr::FindForRecv(int64_t step_id) {
+  absl::MutexLock lock(&mu_);
+  if (cleaned_.contains(step_id)) {
+    return absl::CancelledError(absl::StrCat("step ", step_id, " was already cleaned up"));
+  }
+  return CreateLocked(step_id);
+}
+
+void RendezvousMgr::Cleanup(int64_t step_id) {
+  StepState state;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = steps_.find(step_id);
+    if (it != steps_.end()) {
+      state = std::move(it->second);
+      steps_.erase(it);
+    }
+    if (max_cleaned_steps_ > 0 && cleaned_.insert(step_id).second) {
+      cleaned_order_.push_back(step_id);
+      if (static_cast<int>(cleaned_order_.size()) > max_cleaned_steps_) {
+        cleaned_.erase(cleaned_order_.front());
+        cleaned_order_.pop_front();
+      }
+    }
+  }
+  if (state.rendezvous != nullptr) {
+    const absl::Status cancelled =
+        absl::CancelledError(absl::StrCat("step ", step_id, " was cleaned up"));
+    state.rendezvous->StartAbort(cancelled);
+    state.cancellation->StartCancel(cancelled);
+  }
+}
+
+int RendezvousMgr::num_steps() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(steps_.size());
+}
+
+StepRendezvous::StepRendezvous(int64_t step_id, std::string local_task, StepState state,
+                               WorkerCacheInterface* peers)
+    : step_id_(step_id),
+      local_task_(std::move(local_task)),
+      state_(std::move(state)),
+      peers_(peers) {}
+
+absl::Status StepRendezvous::Send(const RendezvousKey& key, const Tensor& value) {
+  return state_.rendezvous->Send(key, value);
+}
+
+absl::StatusOr<Tensor> StepRendezvous::Recv(const RendezvousKey& key,
+                                            const RendezvousWait& wait) {
+  ASSIGN_OR_RETURN(std::string task, TaskOfDevice(key.parsed.src_device));
+  if (task == local_task_) return state_.rendezvous->Recv(key, wait);
+  return RecvFromPeer(task, key, wait);
+}
+
+absl::StatusOr<Tensor> StepRendezvous::RecvFromPeer(const std::string& task,
+                                                    const RendezvousKey& key,
+                                                    const RendezvousWait& wait) {
+  if (peers_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tensor '", key.parsed.tensor_name, "' comes from task ", task,
+                     " but the worker session has no cluster to reach it"));
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<WorkerInterface> peer, peers_->GetWorker(task));
+
+  // Cancelled when the kernel's step or this worker's step is cancelled.
+  auto cancel = std::make_shared<CancellationManager>();
+  struct Link {
+    CancellationManager* parent;
+    CancellationManager::Token token;
+  };
+  std::vector<Link> links;
+  for (CancellationManager* parent : {wait.cancellation, state_.cancellation.get()}) {
+    if (parent == nullptr) continue;
+    const CancellationManager::Token token = parent->RegisterCallback(
+        [cancel, parent] { cancel->StartCancel(parent->status()); });
+    if (token == CancellationManager::kInvalidToken) {
+      cancel->StartCancel(parent->status());
+    } else {
+      links.push_back({parent, token});
+    }
+  }
+
+  absl::Status status;
+  Tensor value;
+  if (cancel->IsCancelled()) {
+    status = cancel->status();
+  } else {
+    RecvTensorRequest request;
+    request.set_step_id(step_id_);
+    request.set_rendezvous_key(key.full);
+    if (wait.deadline != absl::InfiniteFuture()) {
+      Clock* clock = wait.clock != nullptr ? wait.clock : Clock::Real();
+      const int64_t left_ms = absl::ToInt64Milliseconds(wait.deadline - clock->Now());
+      request.set_timeout_in_ms(std::max<int64_t>(1, left_ms));
+    }
+    status = peer->RecvTensor(request, cancel.get(), &value);
+  }
+  for (const Link& link : links) link.parent->DeregisterCallback(link.token);
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat("receiving tensor '", key.parsed.tensor_name,
+                                     "' from task ", task, ": ", status.message()));
+  }
+  return value;
+}
+
+void StepRendezvous::StartAbort(absl::Status status) {
+  state_.rendezvous->StartAbort(status);
+  state_.cancellation->StartCancel(std::move(status));
+}
+
+}  // namespace overseer

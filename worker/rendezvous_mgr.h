@@ -1,0 +1,96 @@
+#ifndef OVERSEER_WORKER_RENDEZVOUS_MGR_H_
+#define OVERSEER_WORKER_RENDEZVOUS_MGR_H_
+
+// The rendezvous of each step on a worker. A step's state is created by whichever
+// comes first, its RunGraph or a peer's RecvTensor, and freed by CleanupGraph, which
+// also cancels everything of the step still waiting. StepRendezvous is what the
+// kernels of one RunGraph see: keys produced on this task stay local, keys produced by
+// another task are pulled from that task with RecvTensor.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/cancellation.h"
+#include "core/rendezvous.h"
+#include "worker/worker_cache.h"
+
+namespace overseer {
+
+// One step on this worker. Both members are shared and never null.
+struct StepState {
+  std::shared_ptr<LocalRendezvous> rendezvous;
+  // Cancelled (with the rendezvous aborted) by CleanupGraph.
+  std::shared_ptr<CancellationManager> cancellation;
+};
+
+// Thread-safe.
+class RendezvousMgr {
+ public:
+  // Remembers up to `max_cleaned_steps` cleaned-up step ids so that a late RecvTensor
+  // for one of them fails instead of recreating the step.
+  explicit RendezvousMgr(int max_cleaned_steps = 100000);
+  RendezvousMgr(const RendezvousMgr&) = delete;
+  RendezvousMgr& operator=(const RendezvousMgr&) = delete;
+
+  // The state of `step_id` for a RunGraph, created if absent (also for a step id that
+  // was cleaned up before: the master may reuse ids after it restarts).
+  StepState FindOrCreate(int64_t step_id);
+  // The state of `step_id` for a RecvTensor, created if absent; CANCELLED naming the
+  // step if it was already cleaned up.
+  absl::StatusOr<StepState> FindForRecv(int64_t step_id);
+  // Aborts the step's rendezvous and cancels it with CANCELLED, then forgets it.
+  void Cleanup(int64_t step_id);
+  // Steps currently held.
+  int num_steps() const;
+
+ private:
+  StepState CreateLocked(int64_t step_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int max_cleaned_steps_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<int64_t, StepState> steps_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int64_t> cleaned_ ABSL_GUARDED_BY(mu_);
+  std::deque<int64_t> cleaned_order_ ABSL_GUARDED_BY(mu_);
+};
+
+// The rendezvous of one RunGraph. Thread-safe; must outlive the run.
+class StepRendezvous : public Rendezvous {
+ public:
+  // `local_task` is "/job:J/replica:0/task:I"; `peers` (not owned, may be null when
+  // the session has no cluster) reaches the other tasks.
+  StepRendezvous(int64_t step_id, std::string local_task, StepState state,
+                 WorkerCacheInterface* peers);
+
+  absl::Status Send(const RendezvousKey& key, const Tensor& value) override;
+  // Local keys: the step's LocalRendezvous. Keys produced by another task: RecvTensor
+  // on that task, cancelled by wait.cancellation or by the step's cleanup, with the
+  // time left until wait.deadline as its timeout. The peer's error keeps its code
+  // (ABORTED for a restarted producer, UNAVAILABLE for a dead one) and names the
+  // tensor and task.
+  absl::StatusOr<Tensor> Recv(const RendezvousKey& key, const RendezvousWait& wait) override;
+  void StartAbort(absl::Status status) override;
+
+ private:
+  absl::StatusOr<Tensor> RecvFromPeer(const std::string& task, const RendezvousKey& key,
+                                      const RendezvousWait& wait);
+
+  const int64_t step_id_;
+  const std::string local_task_;
+  const StepState state_;
+  WorkerCacheInterface* const peers_;
+};
+
+// The task ("/job:J/replica:0/task:I") of a full device name. INVALID_ARGUMENT naming
+// the device if it is malformed or names no job and task.
+absl::StatusOr<std::string> TaskOfDevice(absl::string_view device);
+
+}  // namespace overseer
+
+#endif  // OVERSEER_WORKER_RENDEZVOUS_MGR_H_

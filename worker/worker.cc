@@ -1,0 +1,236 @@
+#include "worker/worker.h"
+
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/cluster/device_name.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+// Whether `cluster` lists task `job`:`index`.
+bool ClusterHasTask(const ClusterDef& cluster, const std::string& job, int index) {
+  for (const JobDef& j : cluster.job()) {
+    if (j.name() == job && j.tasks().count(index) > 0) return true;
+  }
+  return false;
+}
+
+absl::Status ParseTensor(const NamedTensorProto& named, Tensor* out) {
+  absl::StatusOr<Tensor> t = Tensor::FromProto(named.tensor());
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RunGraph send '", named.name(), "': ", t.status().message()));
+  }
+  *out = std::move(*t);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+uint64_t NewIncarnation() {
+  std::random_device device;
+  std::mt19937_64 gen((static_cast<uint64_t>(device()) << 32) ^ device());
+  uint64_t value = 0;
+  while (value == 0) value = gen();
+  return value;
+}
+
+Worker::Worker(WorkerOptions options, WorkerEnv env)
+    : options_(std::move(options)),
+      env_(std::move(env)),
+      incarnation_(options_.incarnation != 0 ? options_.incarnation : NewIncarnation()),
+      task_name_(absl::StrCat("/job:", options_.job_name, "/replica:0/task:",
+                              options_.task_index)),
+      device_name_(FullDeviceName(options_.job_name, options_.task_index)) {}
+
+Worker::~Worker() = default;
+
+int Worker::num_sessions() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(sessions_.size());
+}
+
+absl::StatusOr<std::shared_ptr<Worker::Session>> Worker::FindSession(
+    const std::string& handle) const {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(handle);
+  if (it == sessions_.end()) {
+    return absl::AbortedError(absl::StrCat("session handle '", handle, "' is unknown to task ",
+                                           task_name_,
+                                           " (it restarted or the session was closed); "
+                                           "recreate the session"));
+  }
+  return it->second;
+}
+
+absl::Status Worker::GetStatus(const GetStatusRequest&, GetStatusResponse* response) {
+  DeviceAttributes* device = response->add_device_attributes();
+  device->set_name(device_name_);
+  device->set_device_type("CPU");
+  device->set_incarnation(incarnation_);
+  response->set_incarnation(incarnation_);
+  response->set_task_name(task_name_);
+  return absl::OkStatus();
+}
+
+absl::Status Worker::CreateWorkerSession(const CreateWorkerSessionRequest& request,
+                                         CreateWorkerSessionResponse*) {
+  if (request.session_handle().empty()) {
+    return absl::InvalidArgumentError("CreateWorkerSession: session_handle is empty");
+  }
+  const ClusterDef& cluster =
+      request.cluster().job_size() > 0 ? request.cluster() : options_.cluster;
+  if (cluster.job_size() > 0 &&
+      !ClusterHasTask(cluster, options_.job_name, options_.task_index)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CreateWorkerSession: the cluster of session '", request.session_handle(),
+        "' does not contain this task (", task_name_, ")"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (sessions_.count(request.session_handle()) > 0) return absl::OkStatus();
+  }
+  auto session = std::make_shared<Session>(task_name_, incarnation_);
+  if (env_.worker_cache_factory != nullptr && cluster.job_size() > 0) {
+    ASSIGN_OR_RETURN(session->peers, env_.worker_cache_factory(cluster));
+  }
+  absl::MutexLock lock(&mu_);
+  sessions_.emplace(request.session_handle(), std::move(session));
+  return absl::OkStatus();
+}
+
+absl::Status Worker::DeleteWorkerSession(const DeleteWorkerSessionRequest& request,
+                                         DeleteWorkerSessionResponse*) {
+  absl::MutexLock lock(&mu_);
+  sessions_.erase(request.session_handle());
+  return absl::OkStatus();
+}
+
+absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
+                                   RegisterGraphResponse* response) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Session> session, FindSession(request.session_handle()));
+  ASSIGN_OR_RETURN(std::string handle, session->graphs.Register(request.graph_def()));
+  response->set_graph_handle(std::move(handle));
+  return absl::OkStatus();
+}
+
+absl::Status Worker::DeregisterGraph(const DeregisterGraphRequest& request,
+                                     DeregisterGraphResponse*) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Session> session, FindSession(request.session_handle()));
+  return session->graphs.Deregister(request.graph_handle());
+}
+
+absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* response) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Session> session, FindSession(request.session_handle()));
+  ASSIGN_OR_RETURN(std::shared_ptr<RegisteredGraph> graph,
+                   session->graphs.Lookup(request.graph_handle()));
+  // Parse everything before the step exists, so that a bad request leaves no state.
+  std::vector<std::pair<RendezvousKey, Tensor>> sends(request.send_size());
+  for (int i = 0; i < request.send_size(); ++i) {
+    absl::StatusOr<RendezvousKey> key = RendezvousKey::Parse(request.send(i).name());
+    if (!key.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("RunGraph send: ", key.status().message()));
+    }
+    sends[i].first = std::move(*key);
+    RETURN_IF_ERROR(ParseTensor(request.send(i), &sends[i].second));
+  }
+  std::vector<RendezvousKey> recvs(request.recv_key_size());
+  for (int i = 0; i < request.recv_key_size(); ++i) {
+    absl::StatusOr<RendezvousKey> key = RendezvousKey::Parse(request.recv_key(i));
+    if (!key.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("RunGraph recv_key: ", key.status().message()));
+    }
+    recvs[i] = std::move(*key);
+  }
+
+  StepState state = rendezvous_.FindOrCreate(request.step_id());
+  StepRendezvous rendezvous(request.step_id(), task_name_, state, session->peers.get());
+  absl::Status status;
+  for (const auto& [key, value] : sends) {
+    status = state.rendezvous->Send(key, value);
+    if (!status.ok()) break;
+  }
+  if (status.ok()) {
+    ExecutorRunArgs args;
+    args.step_id = request.step_id();
+    args.resource_mgr = &resources_;
+    args.timeout_ms = request.timeout_in_ms();
+    args.clock = env_.clock;
+    args.rendezvous = &rendezvous;
+    status = graph->executor->Run(args, nullptr);
+  }
+  if (!status.ok()) {
+    // Peers waiting for this step's tensors fail now instead of at their deadline.
+    state.rendezvous->StartAbort(status);
+    return status;
+  }
+  RendezvousWait now;
+  now.deadline = absl::InfinitePast();
+  for (const RendezvousKey& key : recvs) {
+    absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, now);
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RunGraph recv_key '", key.full, "' was not sent by graph ", request.graph_handle(),
+          " (", value.status().message(), ")"));
+    }
+    NamedTensorProto* out = response->add_recv();
+    out->set_name(key.full);
+    value->ToProto(out->mutable_tensor());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Worker::CleanupGraph(const CleanupGraphRequest& request, CleanupGraphResponse*) {
+  rendezvous_.Cleanup(request.step_id());
+  return absl::OkStatus();
+}
+
+absl::Status Worker::CleanupAll(const CleanupAllRequest& request, CleanupAllResponse*) {
+  if (request.container_size() == 0) {
+    resources_.Clear();
+  } else {
+    for (const std::string& container : request.container()) resources_.Cleanup(container);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RendezvousKey> Worker::CheckProducerKey(const std::string& key_string) const {
+  ASSIGN_OR_RETURN(RendezvousKey key, RendezvousKey::Parse(key_string));
+  ASSIGN_OR_RETURN(std::string task, TaskOfDevice(key.parsed.src_device));
+  if (task != task_name_) {
+    return absl::InvalidArgumentError(absl::StrCat("rendezvous key '", key.full,
+                                                   "' names producer task ", task,
+                                                   ", but this is task ", task_name_));
+  }
+  if (key.parsed.src_incarnation != incarnation_) {
+    return absl::AbortedError(absl::StrFormat(
+        "task %s restarted: rendezvous key '%s' names incarnation %016x, the task now runs "
+        "incarnation %016x; recreate the session",
+        task_name_, key.full, key.parsed.src_incarnation, incarnation_));
+  }
+  return key;
+}
+
+absl::Status Worker::RecvTensor(const RecvTensorRequest& request,
+                                CancellationManager* cancellation, Tensor* tensor) {
+  ASSIGN_OR_RETURN(RendezvousKey key, CheckProducerKey(request.rendezvous_key()));
+  ASSIGN_OR_RETURN(StepState state, rendezvous_.FindForRecv(request.step_id()));
+  RendezvousWait wait;
+  wait.cancellation = cancellation;
+  wait.clock = env_.clock;
+  if (request.timeout_in_ms() > 0) {
+    Clock* clock = env_.clock != nullptr ? env_.clock : Clock::Real();
+    wait.deadline = clock->Now() + absl::Milliseconds(request.timeout_in_ms());
+  }
+  ASSIGN_OR_RETURN(*tensor, state.rendezvous->Recv(key, wait));
+  return absl::OkStatus();
+}
+
+}  // namespace overseer

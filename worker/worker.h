@@ -1,0 +1,109 @@
+#ifndef OVERSEER_WORKER_WORKER_H_
+#define OVERSEER_WORKER_WORKER_H_
+
+// The worker logic: a WorkerInterface in the same process. The gRPC service
+// (worker/rpc/grpc_worker_service.h) forwards to it; tests and embedded clusters call
+// it directly. One ResourceMgr per worker, shared by every worker session.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "core/clock.h"
+#include "core/resource_mgr.h"
+#include "proto/cluster.pb.h"
+#include "worker/graph_mgr.h"
+#include "worker/rendezvous_mgr.h"
+#include "worker/worker_cache.h"
+#include "worker/worker_interface.h"
+
+namespace overseer {
+
+struct WorkerOptions {
+  std::string job_name = "localhost";
+  int task_index = 0;
+  // 0: a random non-zero value chosen at construction.
+  uint64_t incarnation = 0;
+  // The cluster of sessions whose CreateWorkerSession names none.
+  ClusterDef cluster;
+};
+
+// What the worker talks to. Every field is optional.
+struct WorkerEnv {
+  // Builds each session's way to the other tasks; null: sessions cannot receive
+  // tensors from other tasks (FAILED_PRECONDITION when a step tries).
+  WorkerCacheFactory worker_cache_factory;
+  // Measures step deadlines; null means Clock::Real().
+  Clock* clock = nullptr;
+};
+
+// Thread-safe.
+class Worker : public WorkerInterface {
+ public:
+  Worker(WorkerOptions options, WorkerEnv env);
+  ~Worker() override;
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // "/job:J/replica:0/task:I".
+  const std::string& task_name() const { return task_name_; }
+  // "/job:J/replica:0/task:I/device:CPU:0".
+  const std::string& device_name() const { return device_name_; }
+  uint64_t incarnation() const { return incarnation_; }
+  ResourceMgr* resource_mgr() { return &resources_; }
+  int num_sessions() const;
+  // Steps whose state is held (created by RunGraph or RecvTensor, not yet cleaned up).
+  int num_steps() const { return rendezvous_.num_steps(); }
+
+  absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response) override;
+  absl::Status CreateWorkerSession(const CreateWorkerSessionRequest& request,
+                                   CreateWorkerSessionResponse* response) override;
+  absl::Status DeleteWorkerSession(const DeleteWorkerSessionRequest& request,
+                                   DeleteWorkerSessionResponse* response) override;
+  absl::Status RegisterGraph(const RegisterGraphRequest& request,
+                             RegisterGraphResponse* response) override;
+  absl::Status DeregisterGraph(const DeregisterGraphRequest& request,
+                               DeregisterGraphResponse* response) override;
+  absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response) override;
+  absl::Status CleanupGraph(const CleanupGraphRequest& request,
+                            CleanupGraphResponse* response) override;
+  absl::Status CleanupAll(const CleanupAllRequest& request, CleanupAllResponse* response) override;
+  absl::Status RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
+                          Tensor* tensor) override;
+
+  // Checks that `key` names a tensor produced by this incarnation of this task.
+  // INVALID_ARGUMENT for a malformed key or another task; ABORTED naming the task for
+  // another incarnation.
+  absl::StatusOr<RendezvousKey> CheckProducerKey(const std::string& key) const;
+
+ private:
+  struct Session {
+    explicit Session(const std::string& task, uint64_t incarnation)
+        : graphs(task, incarnation) {}
+    GraphMgr graphs;
+    std::unique_ptr<WorkerCacheInterface> peers;  // May be null.
+  };
+
+  absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& handle) const;
+
+  const WorkerOptions options_;
+  const WorkerEnv env_;
+  const uint64_t incarnation_;
+  const std::string task_name_;
+  const std::string device_name_;
+  ResourceMgr resources_;
+  RendezvousMgr rendezvous_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+};
+
+// A random non-zero 64-bit incarnation.
+uint64_t NewIncarnation();
+
+}  // namespace overseer
+
+#endif  // OVERSEER_WORKER_WORKER_H_

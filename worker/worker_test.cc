@@ -1,0 +1,368 @@
+#include "worker/worker.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/cluster/rendezvous_key.h"
+#include "core/kernels/testing/kernel_test_util.h"
+#include "gtest/gtest.h"
+#include "worker/testing/test_graphs.h"
+#include "worker/worker_cache.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kPsDevice[] = "/job:ps/replica:0/task:0/device:CPU:0";
+constexpr char kWorkerDevice[] = "/job:worker/replica:0/task:0/device:CPU:0";
+constexpr uint64_t kPsIncarnation = 0x1111;
+constexpr uint64_t kWorkerIncarnation = 0x2222;
+
+ClusterDef TwoTaskCluster() {
+  ClusterDef cluster;
+  JobDef* ps = cluster.add_job();
+  ps->set_name("ps");
+  (*ps->mutable_tasks())[0] = "localhost:1";
+  JobDef* worker = cluster.add_job();
+  worker->set_name("worker");
+  (*worker->mutable_tasks())[0] = "localhost:2";
+  return cluster;
+}
+
+// A ps and a worker task in this process, reaching each other through a LocalWorkerCache.
+class WorkerTest : public ::testing::Test {
+ protected:
+  WorkerTest() {
+    WorkerEnv env;
+    env.worker_cache_factory = [this](const ClusterDef&)
+        -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+      auto cache = std::make_unique<LocalWorkerCache>();
+      cache->Add("/job:ps/replica:0/task:0", ps_.get());
+      cache->Add("/job:worker/replica:0/task:0", worker_.get());
+      return cache;
+    };
+    ps_ = std::make_unique<Worker>(Options("ps", kPsIncarnation), env);
+    worker_ = std::make_unique<Worker>(Options("worker", kWorkerIncarnation), env);
+  }
+
+  static WorkerOptions Options(const std::string& job, uint64_t incarnation) {
+    WorkerOptions options;
+    options.job_name = job;
+    options.incarnation = incarnation;
+    options.cluster = TwoTaskCluster();
+    return options;
+  }
+
+  static void CreateSession(Worker* w, const std::string& handle) {
+    CreateWorkerSessionRequest request;
+    request.set_session_handle(handle);
+    CreateWorkerSessionResponse response;
+    ASSERT_TRUE(w->CreateWorkerSession(request, &response).ok());
+  }
+
+  static absl::StatusOr<std::string> Register(Worker* w, const std::string& session,
+                                              const GraphDef& graph) {
+    RegisterGraphRequest request;
+    request.set_session_handle(session);
+    *request.mutable_graph_def() = graph;
+    RegisterGraphResponse response;
+    absl::Status s = w->RegisterGraph(request, &response);
+    if (!s.ok()) return s;
+    return response.graph_handle();
+  }
+
+  static RunGraphRequest RunRequest(const std::string& session, const std::string& graph,
+                                    int64_t step_id) {
+    RunGraphRequest request;
+    request.set_session_handle(session);
+    request.set_graph_handle(graph);
+    request.set_step_id(step_id);
+    return request;
+  }
+
+  static void AddSend(RunGraphRequest* request, const std::string& key, const Tensor& value) {
+    NamedTensorProto* send = request->add_send();
+    send->set_name(key);
+    value.ToProto(send->mutable_tensor());
+  }
+
+  static Tensor Recv(const RunGraphResponse& response, int i) {
+    absl::StatusOr<Tensor> t = Tensor::FromProto(response.recv(i).tensor());
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? *t : Tensor();
+  }
+
+  static std::string LocalKey(const std::string& device, uint64_t incarnation,
+                              const std::string& name) {
+    return MakeRendezvousKey(device, incarnation, device, name);
+  }
+
+  std::unique_ptr<Worker> ps_;
+  std::unique_ptr<Worker> worker_;
+};
+
+TEST_F(WorkerTest, GetStatusReportsTheDeviceAndIncarnation) {
+  GetStatusResponse response;
+  ASSERT_TRUE(ps_->GetStatus({}, &response).ok());
+  EXPECT_EQ(response.incarnation(), kPsIncarnation);
+  EXPECT_EQ(response.task_name(), "/job:ps/replica:0/task:0");
+  ASSERT_EQ(response.device_attributes_size(), 1);
+  EXPECT_EQ(response.device_attributes(0).name(), kPsDevice);
+  EXPECT_EQ(response.device_attributes(0).device_type(), "CPU");
+}
+
+TEST_F(WorkerTest, RandomIncarnationsDiffer) {
+  Worker a(WorkerOptions{}, WorkerEnv{});
+  Worker b(WorkerOptions{}, WorkerEnv{});
+  EXPECT_NE(a.incarnation(), 0u);
+  EXPECT_NE(a.incarnation(), b.incarnation());
+}
+
+TEST_F(WorkerTest, UnknownSessionIsAborted) {
+  RegisterGraphRequest request;
+  request.set_session_handle("nope");
+  RegisterGraphResponse response;
+  absl::Status s = ps_->RegisterGraph(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_NE(s.message().find("'nope'"), std::string::npos) << s;
+  RunGraphResponse run;
+  EXPECT_EQ(ps_->RunGraph(RunRequest("nope", "graph_1", 1), &run).code(),
+            absl::StatusCode::kAborted);
+}
+
+TEST_F(WorkerTest, SessionOutsideTheClusterIsInvalid) {
+  CreateWorkerSessionRequest request;
+  request.set_session_handle("s");
+  JobDef* job = request.mutable_cluster()->add_job();
+  job->set_name("worker");
+  (*job->mutable_tasks())[0] = "localhost:2";
+  CreateWorkerSessionResponse response;
+  EXPECT_EQ(ps_->CreateWorkerSession(request, &response).code(),
+            absl::StatusCode::kInvalidArgument);
+  request.set_session_handle("");
+  EXPECT_EQ(ps_->CreateWorkerSession(request, &response).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(WorkerTest, RegisterRunAndCleanupWithFeedsAndFetches) {
+  CreateSession(ps_.get(), "s");
+  GraphDef g;
+  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
+  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
+                kPsDevice, true);
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+
+  for (int64_t step = 1; step <= 2; ++step) {
+    RunGraphRequest request = RunRequest("s", *handle, step);
+    AddSend(&request, LocalKey(kPsDevice, kPsIncarnation, "x:0"),
+            test::AsTensor<float>({1, -2.5f}));
+    request.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "neg:0"));
+    RunGraphResponse response;
+    ASSERT_TRUE(ps_->RunGraph(request, &response).ok());
+    ASSERT_EQ(response.recv_size(), 1);
+    test::ExpectTensorEqual(Recv(response, 0), test::AsTensor<float>({-1, 2.5f}));
+    CleanupGraphResponse cleanup;
+    CleanupGraphRequest cleanup_request;
+    cleanup_request.set_step_id(step);
+    ASSERT_TRUE(ps_->CleanupGraph(cleanup_request, &cleanup).ok());
+  }
+  EXPECT_EQ(ps_->num_steps(), 0);
+
+  DeregisterGraphRequest deregister;
+  deregister.set_session_handle("s");
+  deregister.set_graph_handle(*handle);
+  DeregisterGraphResponse deregistered;
+  ASSERT_TRUE(ps_->DeregisterGraph(deregister, &deregistered).ok());
+  RunGraphResponse response;
+  EXPECT_EQ(ps_->RunGraph(RunRequest("s", *handle, 3), &response).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(WorkerTest, BadFeedAndMissingFetchAreInvalid) {
+  CreateSession(ps_.get(), "s");
+  GraphDef g;
+  test::AddConst(&g, "c", test::AsScalar<float>(1), kPsDevice);
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  RunGraphRequest request = RunRequest("s", *handle, 1);
+  request.add_send()->set_name("not a key");
+  RunGraphResponse response;
+  EXPECT_EQ(ps_->RunGraph(request, &response).code(), absl::StatusCode::kInvalidArgument);
+  request = RunRequest("s", *handle, 2);
+  request.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "missing:0"));
+  absl::Status s = ps_->RunGraph(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("missing:0"), std::string::npos) << s;
+}
+
+TEST_F(WorkerTest, RegisterRejectsBadPartitions) {
+  CreateSession(ps_.get(), "s");
+  GraphDef other_task;
+  test::AddConst(&other_task, "c", test::AsScalar<float>(1), kWorkerDevice);
+  absl::Status s = Register(ps_.get(), "s", other_task).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'c'"), std::string::npos) << s;
+
+  GraphDef unknown_op;
+  test::AddNode(&unknown_op, "mystery", "NoSuchOp", kPsDevice);
+  s = Register(ps_.get(), "s", unknown_op).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("mystery"), std::string::npos) << s;
+
+  GraphDef stale;
+  test::AddConst(&stale, "c", test::AsScalar<float>(1), kPsDevice);
+  test::AddSend(&stale, "c/_send", "c", DT_FLOAT, "c:0", kPsDevice, kPsIncarnation + 1,
+                kWorkerDevice);
+  s = Register(ps_.get(), "s", stale).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_NE(s.message().find("/job:ps/replica:0/task:0"), std::string::npos) << s;
+}
+
+TEST_F(WorkerTest, VariablesAreSharedAcrossSessionsUntilCleanupAll) {
+  CreateSession(ps_.get(), "chief");
+  CreateSession(ps_.get(), "other");
+  GraphDef init;
+  test::AddVariable(&init, "v", kPsDevice, kPsIncarnation, /*assign=*/true, /*read=*/false);
+  GraphDef read;
+  test::AddVariable(&read, "v", kPsDevice, kPsIncarnation, /*assign=*/false, /*read=*/true);
+  absl::StatusOr<std::string> init_handle = Register(ps_.get(), "chief", init);
+  ASSERT_TRUE(init_handle.ok()) << init_handle.status();
+  absl::StatusOr<std::string> read_handle = Register(ps_.get(), "other", read);
+  ASSERT_TRUE(read_handle.ok()) << read_handle.status();
+
+  RunGraphRequest assign = RunRequest("chief", *init_handle, 1);
+  AddSend(&assign, LocalKey(kPsDevice, kPsIncarnation, "v_value"),
+          test::AsTensor<float>({3, 4}));
+  RunGraphResponse response;
+  ASSERT_TRUE(ps_->RunGraph(assign, &response).ok());
+  DeleteWorkerSessionRequest close;
+  close.set_session_handle("chief");
+  DeleteWorkerSessionResponse closed;
+  ASSERT_TRUE(ps_->DeleteWorkerSession(close, &closed).ok());
+
+  RunGraphRequest get = RunRequest("other", *read_handle, 2);
+  get.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "v_read"));
+  ASSERT_TRUE(ps_->RunGraph(get, &response).ok());
+  test::ExpectTensorEqual(Recv(response, 0), test::AsTensor<float>({3, 4}));
+
+  CleanupAllResponse cleaned;
+  ASSERT_TRUE(ps_->CleanupAll({}, &cleaned).ok());
+  get.set_step_id(3);
+  RunGraphResponse after;
+  absl::Status s = ps_->RunGraph(get, &after);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+}
+
+// The ps produces a tensor that the worker's partition receives, negates and fetches.
+class CrossTaskTest : public WorkerTest {
+ protected:
+  void Build(uint64_t key_incarnation) {
+    CreateSession(ps_.get(), "s");
+    CreateSession(worker_.get(), "s");
+    GraphDef ps_graph;
+    test::AddConst(&ps_graph, "c", test::AsTensor<float>({1, 2, 3}), kPsDevice);
+    test::AddSend(&ps_graph, "c/_send", "c", DT_FLOAT, "edge_0_c", kPsDevice, kPsIncarnation,
+                  kWorkerDevice);
+    GraphDef worker_graph;
+    test::AddRecv(&worker_graph, "c/_recv", DT_FLOAT, "edge_0_c", kPsDevice, key_incarnation,
+                  kWorkerDevice);
+    NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"c/_recv"});
+    SetNodeAttr(neg, "T", DT_FLOAT);
+    test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kWorkerDevice,
+                  kWorkerIncarnation, kWorkerDevice, true);
+    absl::StatusOr<std::string> h = Register(ps_.get(), "s", ps_graph);
+    ASSERT_TRUE(h.ok()) << h.status();
+    ps_handle_ = *h;
+    h = Register(worker_.get(), "s", worker_graph);
+    ASSERT_TRUE(h.ok()) << h.status();
+    worker_handle_ = *h;
+  }
+
+  // Runs step `step` on both tasks at once; returns the worker's status.
+  absl::Status RunStep(int64_t step, RunGraphResponse* response, absl::Status* ps_status) {
+    std::thread ps_thread([&] {
+      RunGraphResponse ignored;
+      *ps_status = ps_->RunGraph(RunRequest("s", ps_handle_, step), &ignored);
+    });
+    RunGraphRequest request = RunRequest("s", worker_handle_, step);
+    request.add_recv_key(LocalKey(kWorkerDevice, kWorkerIncarnation, "neg:0"));
+    request.set_timeout_in_ms(60000);
+    absl::Status status = worker_->RunGraph(request, response);
+    ps_thread.join();
+    return status;
+  }
+
+  std::string ps_handle_;
+  std::string worker_handle_;
+};
+
+TEST_F(CrossTaskTest, WorkersExchangeATensorThroughRecvTensor) {
+  Build(kPsIncarnation);
+  RunGraphResponse response;
+  absl::Status ps_status;
+  ASSERT_TRUE(RunStep(7, &response, &ps_status).ok());
+  ASSERT_TRUE(ps_status.ok()) << ps_status;
+  test::ExpectTensorEqual(Recv(response, 0), test::AsTensor<float>({-1, -2, -3}));
+}
+
+TEST_F(CrossTaskTest, ARestartedProducerIsAbortedNamingTheTask) {
+  Build(kPsIncarnation + 1);  // The worker's partition names an old ps incarnation.
+  RunGraphResponse response;
+  absl::Status ps_status;
+  absl::Status s = RunStep(8, &response, &ps_status);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_NE(s.message().find("/job:ps/replica:0/task:0"), std::string::npos) << s;
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(8);
+  CleanupGraphResponse cleaned;
+  ASSERT_TRUE(ps_->CleanupGraph(cleanup, &cleaned).ok());
+}
+
+TEST_F(CrossTaskTest, CleanupGraphCancelsAWaitingStep) {
+  Build(kPsIncarnation);
+  // Only the worker runs: its _Recv waits for the ps, which never runs this step.
+  absl::Status status;
+  std::thread worker_thread([&] {
+    RunGraphRequest request = RunRequest("s", worker_handle_, 9);
+    request.set_timeout_in_ms(60000);
+    RunGraphResponse response;
+    status = worker_->RunGraph(request, &response);
+  });
+  // The step exists on the ps once the worker's RecvTensor reached it.
+  while (ps_->num_steps() == 0) std::this_thread::yield();
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(9);
+  CleanupGraphResponse cleaned;
+  ASSERT_TRUE(ps_->CleanupGraph(cleanup, &cleaned).ok());
+  worker_thread.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  // A late RecvTensor for the cleaned step fails at once.
+  RecvTensorRequest late;
+  late.set_step_id(9);
+  late.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "edge_0_c"));
+  Tensor t;
+  EXPECT_EQ(ps_->RecvTensor(late, nullptr, &t).code(), absl::StatusCode::kCancelled);
+}
+
+TEST_F(CrossTaskTest, RecvTensorChecksTheKey) {
+  Tensor t;
+  RecvTensorRequest request;
+  request.set_step_id(1);
+  request.set_rendezvous_key("garbage");
+  EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kInvalidArgument);
+  request.set_rendezvous_key(
+      MakeRendezvousKey(kWorkerDevice, kWorkerIncarnation, kPsDevice, "x"));
+  EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kInvalidArgument);
+  request.set_rendezvous_key(MakeRendezvousKey(kPsDevice, 0x9999, kWorkerDevice, "x"));
+  EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kAborted);
+  request.set_rendezvous_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "x"));
+  request.set_timeout_in_ms(1);
+  EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+}  // namespace
+}  // namespace overseer
