@@ -80,6 +80,7 @@ absl::Status ServerRunner::Start() {
   // Two servers must never share a port silently (gRPC enables SO_REUSEPORT).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const std::string requested = absl::StrCat(options_.host, ":", options_.port);
+  builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   builder.AddListeningPort(requested, grpc::InsecureServerCredentials(), &port_);
   for (grpc::Service* service : services_) builder.RegisterService(service);
   server_ = builder.BuildAndStart();

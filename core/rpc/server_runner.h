@@ -49,6 +49,9 @@ struct ServerRunnerOptions {
   absl::Duration drain_timeout = absl::Seconds(10);
   // Install SIGTERM/SIGINT handlers in Start (off for servers inside tests).
   bool handle_signals = true;
+  // Largest message the server accepts; -1: no limit (protobuf's own 2 GB limit still
+  // applies), so gRPC's 4 MiB default never rejects a large request.
+  int max_receive_message_bytes = -1;
 };
 
 // Options with port and metrics_port from the --port and --metrics_port flags.

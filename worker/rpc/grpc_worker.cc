@@ -1,0 +1,135 @@
+#include "worker/rpc/grpc_worker.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/rpc/client_context.h"
+#include "core/rpc/grpc_status.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "worker/rpc/tensor_chunks.h"
+
+namespace overseer {
+
+std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // A restarted task is reachable again quickly.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+GrpcWorker::GrpcWorker(std::shared_ptr<grpc::Channel> channel, GrpcWorkerOptions options)
+    : options_(options), stub_(WorkerService::NewStub(std::move(channel))) {}
+
+absl::Duration GrpcWorker::StepTimeout(int64_t timeout_in_ms) const {
+  return timeout_in_ms > 0 ? absl::Milliseconds(timeout_in_ms) + options_.timeout_grace
+                           : options_.max_step_time;
+}
+
+absl::Status GrpcWorker::GetStatus(const GetStatusRequest& request,
+                                   GetStatusResponse* response) {
+  auto context = NewClientContext(options_.rpc_timeout);
+  return FromGrpcStatus(stub_->GetStatus(context.get(), request, response));
+}
+
+absl::Status GrpcWorker::CreateWorkerSession(const CreateWorkerSessionRequest& request,
+                                             CreateWorkerSessionResponse* response) {
+  auto context = NewClientContext(options_.rpc_timeout);
+  return FromGrpcStatus(stub_->CreateWorkerSession(context.get(), request, response));
+}
+
+absl::Status GrpcWorker::DeleteWorkerSession(const DeleteWorkerSessionRequest& request,
+                                             DeleteWorkerSessionResponse* response) {
+  auto context = NewClientContext(options_.rpc_timeout);
+  return FromGrpcStatus(stub_->DeleteWorkerSession(context.get(), request, response));
+}
+
+absl::Status GrpcWorker::RegisterGraph(const RegisterGraphRequest& request,
+                                       RegisterGraphResponse* response) {
+  auto context = NewClientContext(options_.rpc_timeout);
+  return FromGrpcStatus(stub_->RegisterGraph(context.get(), request, response));
+}
+
+absl::Status GrpcWorker::DeregisterGraph(const DeregisterGraphRequest& request,
+                                         DeregisterGraphResponse* response) {
+  auto context = NewClientContext(options_.rpc_timeout);
+  return FromGrpcStatus(stub_->DeregisterGraph(context.get(), request, response));
+}
+
+absl::Status GrpcWorker::RunGraph(const RunGraphRequest& request, RunGraphResponse* response) {
+  auto context = NewClientContext(StepTimeout(request.timeout_in_ms()));
+  return FromGrpcStatus(stub_->RunGraph(context.get(), request, response));
+}
+
+absl::Status GrpcWorker::CleanupGraph(const CleanupGraphRequest& request,
+                                      CleanupGraphResponse* response) {
+  auto context = NewClientContext(options_.rpc_timeout);
+  return FromGrpcStatus(stub_->CleanupGraph(context.get(), request, response));
+}
+
+absl::Status GrpcWorker::CleanupAll(const CleanupAllRequest& request,
+                                    CleanupAllResponse* response) {
+  auto context = NewClientContext(options_.rpc_timeout);
+  return FromGrpcStatus(stub_->CleanupAll(context.get(), request, response));
+}
+
+absl::Status GrpcWorker::RecvTensor(const RecvTensorRequest& request,
+                                    CancellationManager* cancellation, Tensor* tensor) {
+  // Shared with the cancellation callback, which may run while the call ends.
+  std::shared_ptr<grpc::ClientContext> context =
+      NewClientContext(StepTimeout(request.timeout_in_ms()));
+  CancellationManager::Token token = CancellationManager::kInvalidToken;
+  if (cancellation != nullptr) {
+    token = cancellation->RegisterCallback([context] { context->TryCancel(); });
+    if (token == CancellationManager::kInvalidToken) {
+      return absl::CancelledError("RecvTensor cancelled before it started");
+    }
+  }
+  std::unique_ptr<grpc::ClientReader<RecvTensorResponse>> reader =
+      stub_->RecvTensor(context.get(), request);
+  TensorChunkReader chunks;
+  RecvTensorResponse chunk;
+  absl::Status status;
+  while (reader->Read(&chunk)) {
+    if (status.ok()) status = chunks.Add(chunk);
+    if (!status.ok()) context->TryCancel();
+  }
+  const absl::Status finished = FromGrpcStatus(reader->Finish());
+  if (token != CancellationManager::kInvalidToken) cancellation->DeregisterCallback(token);
+  if (status.ok()) status = finished;
+  if (status.ok()) {
+    absl::StatusOr<Tensor> t = chunks.Finish();
+    if (!t.ok()) return t.status();
+    *tensor = std::move(*t);
+  }
+  return status;
+}
+
+GrpcWorkerCache::GrpcWorkerCache(const ClusterDef& cluster, GrpcWorkerOptions options)
+    : options_(options) {
+  for (const JobDef& job : cluster.job()) {
+    for (const auto& [index, address] : job.tasks()) {
+      addresses_[absl::StrCat("/job:", job.name(), "/replica:0/task:", index)] = address;
+    }
+  }
+}
+
+absl::StatusOr<std::shared_ptr<WorkerInterface>> GrpcWorkerCache::GetWorker(
+    const std::string& task) {
+  auto address = addresses_.find(task);
+  if (address == addresses_.end()) {
+    return absl::NotFoundError(absl::StrCat("no task ", task, " in the cluster"));
+  }
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<WorkerInterface>& worker = workers_[task];
+  if (worker == nullptr) {
+    worker = std::make_shared<GrpcWorker>(NewWorkerChannel(address->second), options_);
+  }
+  return worker;
+}
+
+}  // namespace overseer

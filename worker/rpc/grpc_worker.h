@@ -1,0 +1,83 @@
+#ifndef OVERSEER_WORKER_RPC_GRPC_WORKER_H_
+#define OVERSEER_WORKER_RPC_GRPC_WORKER_H_
+
+// WorkerInterface over gRPC, and the WorkerCache that dials a cluster's tasks.
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/channel.h"
+#include "proto/cluster.pb.h"
+#include "proto/worker.grpc.pb.h"
+#include "worker/worker_cache.h"
+#include "worker/worker_interface.h"
+
+namespace overseer {
+
+struct GrpcWorkerOptions {
+  // Deadline of the control calls (GetStatus, sessions, Register/Deregister,
+  // CleanupGraph, CleanupAll).
+  absl::Duration rpc_timeout = absl::Seconds(30);
+  // RunGraph and RecvTensor wait up to their request's timeout_in_ms plus this
+  // grace...
+  absl::Duration timeout_grace = absl::Seconds(10);
+  // ...or, without one, this long.
+  absl::Duration max_step_time = absl::Hours(24);
+};
+
+// A channel to a worker with no message size limits (RecvTensor streams in chunks; a
+// RunGraph with large feeds is bounded only by protobuf's 2 GB).
+std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address);
+
+// Thread-safe. Every call carries a deadline; a dead or unreachable peer fails
+// UNAVAILABLE (gRPC fails fast when the connection cannot be made or breaks).
+class GrpcWorker : public WorkerInterface {
+ public:
+  GrpcWorker(std::shared_ptr<grpc::Channel> channel, GrpcWorkerOptions options = {});
+
+  absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response) override;
+  absl::Status CreateWorkerSession(const CreateWorkerSessionRequest& request,
+                                   CreateWorkerSessionResponse* response) override;
+  absl::Status DeleteWorkerSession(const DeleteWorkerSessionRequest& request,
+                                   DeleteWorkerSessionResponse* response) override;
+  absl::Status RegisterGraph(const RegisterGraphRequest& request,
+                             RegisterGraphResponse* response) override;
+  absl::Status DeregisterGraph(const DeregisterGraphRequest& request,
+                               DeregisterGraphResponse* response) override;
+  absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response) override;
+  absl::Status CleanupGraph(const CleanupGraphRequest& request,
+                            CleanupGraphResponse* response) override;
+  absl::Status CleanupAll(const CleanupAllRequest& request, CleanupAllResponse* response) override;
+  // Reassembles the chunked stream; `cancellation` cancels the call (CANCELLED).
+  absl::Status RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
+                          Tensor* tensor) override;
+
+ private:
+  absl::Duration StepTimeout(int64_t timeout_in_ms) const;
+
+  const GrpcWorkerOptions options_;
+  std::unique_ptr<WorkerService::Stub> stub_;
+};
+
+// Dials the tasks of a ClusterDef ("/job:J/replica:0/task:I" -> its address), one
+// channel per task, created on first use. Thread-safe.
+class GrpcWorkerCache : public WorkerCacheInterface {
+ public:
+  explicit GrpcWorkerCache(const ClusterDef& cluster, GrpcWorkerOptions options = {});
+
+  absl::StatusOr<std::shared_ptr<WorkerInterface>> GetWorker(const std::string& task) override;
+
+ private:
+  const GrpcWorkerOptions options_;
+  std::map<std::string, std::string> addresses_;
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<WorkerInterface>> workers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_WORKER_RPC_GRPC_WORKER_H_

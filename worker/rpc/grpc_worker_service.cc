@@ -1,0 +1,132 @@
+#include "worker/rpc/grpc_worker_service.h"
+
+#include <chrono>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/rpc/grpc_status.h"
+#include "worker/rpc/tensor_chunks.h"
+
+namespace overseer {
+
+GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metrics,
+                                     int64_t chunk_bytes)
+    : worker_(worker), chunk_bytes_(chunk_bytes) {
+  if (metrics == nullptr) return;
+  rungraph_ = &prometheus::BuildCounter()
+                   .Name("overseer_worker_rungraph_total")
+                   .Help("RunGraph calls")
+                   .Register(*metrics)
+                   .Add({});
+  recv_tensor_ = &prometheus::BuildCounter()
+                      .Name("overseer_worker_recv_tensor_total")
+                      .Help("RecvTensor calls served")
+                      .Register(*metrics)
+                      .Add({});
+  recv_tensor_bytes_ = &prometheus::BuildCounter()
+                            .Name("overseer_worker_recv_tensor_bytes_total")
+                            .Help("Tensor element bytes sent by RecvTensor")
+                            .Register(*metrics)
+                            .Add({});
+  errors_ = &prometheus::BuildCounter()
+                 .Name("overseer_worker_rpc_errors_total")
+                 .Help("Worker RPCs that failed, by status code")
+                 .Register(*metrics);
+  resource_bytes_ = &prometheus::BuildGauge()
+                         .Name("overseer_worker_resource_bytes")
+                         .Help("Bytes held by the worker's resource containers")
+                         .Register(*metrics)
+                         .Add({});
+}
+
+grpc::Status GrpcWorkerService::Done(const absl::Status& status) {
+  if (!status.ok() && errors_ != nullptr) {
+    errors_->Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
+  }
+  return ToGrpcStatus(status);
+}
+
+void GrpcWorkerService::UpdateResourceBytes() {
+  if (resource_bytes_ != nullptr) {
+    resource_bytes_->Set(static_cast<double>(worker_->resource_mgr()->MemoryUsed()));
+  }
+}
+
+grpc::Status GrpcWorkerService::GetStatus(grpc::ServerContext*, const GetStatusRequest* request,
+                                          GetStatusResponse* response) {
+  return Done(worker_->GetStatus(*request, response));
+}
+
+grpc::Status GrpcWorkerService::CreateWorkerSession(grpc::ServerContext*,
+                                                    const CreateWorkerSessionRequest* request,
+                                                    CreateWorkerSessionResponse* response) {
+  return Done(worker_->CreateWorkerSession(*request, response));
+}
+
+grpc::Status GrpcWorkerService::DeleteWorkerSession(grpc::ServerContext*,
+                                                    const DeleteWorkerSessionRequest* request,
+                                                    DeleteWorkerSessionResponse* response) {
+  return Done(worker_->DeleteWorkerSession(*request, response));
+}
+
+grpc::Status GrpcWorkerService::RegisterGraph(grpc::ServerContext*,
+                                              const RegisterGraphRequest* request,
+                                              RegisterGraphResponse* response) {
+  return Done(worker_->RegisterGraph(*request, response));
+}
+
+grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext*,
+                                                const DeregisterGraphRequest* request,
+                                                DeregisterGraphResponse* response) {
+  return Done(worker_->DeregisterGraph(*request, response));
+}
+
+grpc::Status GrpcWorkerService::RunGraph(grpc::ServerContext*, const RunGraphRequest* request,
+                                         RunGraphResponse* response) {
+  if (rungraph_ != nullptr) rungraph_->Increment();
+  const absl::Status status = worker_->RunGraph(*request, response);
+  UpdateResourceBytes();
+  return Done(status);
+}
+
+grpc::Status GrpcWorkerService::CleanupGraph(grpc::ServerContext*,
+                                             const CleanupGraphRequest* request,
+                                             CleanupGraphResponse* response) {
+  return Done(worker_->CleanupGraph(*request, response));
+}
+
+grpc::Status GrpcWorkerService::CleanupAll(grpc::ServerContext*, const CleanupAllRequest* request,
+                                           CleanupAllResponse* response) {
+  const absl::Status status = worker_->CleanupAll(*request, response);
+  UpdateResourceBytes();
+  return Done(status);
+}
+
+grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* context,
+                                           const RecvTensorRequest* request,
+                                           grpc::ServerWriter<RecvTensorResponse>* writer) {
+  if (recv_tensor_ != nullptr) recv_tensor_->Increment();
+  // Wait no longer than the caller does.
+  RecvTensorRequest bounded = *request;
+  const absl::Time deadline = absl::FromChrono(context->deadline());
+  if (deadline < absl::Now() + absl::Hours(24 * 365)) {  // Else: no deadline.
+    const int64_t left_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
+    if (bounded.timeout_in_ms() <= 0 || bounded.timeout_in_ms() > left_ms) {
+      bounded.set_timeout_in_ms(left_ms);
+    }
+  }
+  Tensor tensor;
+  absl::Status status = worker_->RecvTensor(bounded, nullptr, &tensor);
+  if (status.ok()) {
+    int64_t bytes = 0;
+    status = WriteTensorChunks(tensor, chunk_bytes_, [&](const RecvTensorResponse& chunk) {
+      bytes += static_cast<int64_t>(chunk.content().size());
+      return writer->Write(chunk);
+    });
+    if (recv_tensor_bytes_ != nullptr) recv_tensor_bytes_->Increment(static_cast<double>(bytes));
+  }
+  return Done(status);
+}
+
+}  // namespace overseer

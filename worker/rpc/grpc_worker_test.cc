@@ -1,0 +1,217 @@
+// Two workers served over gRPC in this process, driven through GrpcWorker clients as
+// the master would drive them.
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/cluster/rendezvous_key.h"
+#include "core/kernels/testing/kernel_test_util.h"
+#include "core/node_def_util.h"
+#include "core/rpc/server_runner.h"
+#include "gtest/gtest.h"
+#include "worker/rpc/grpc_worker.h"
+#include "worker/rpc/grpc_worker_service.h"
+#include "worker/testing/test_graphs.h"
+#include "worker/worker.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kPsDevice[] = "/job:ps/replica:0/task:0/device:CPU:0";
+constexpr char kWorkerDevice[] = "/job:worker/replica:0/task:0/device:CPU:0";
+
+// One worker task with its gRPC server.
+struct Task {
+  Task(const std::string& job) {
+    WorkerOptions options;
+    options.job_name = job;
+    WorkerEnv env;
+    env.worker_cache_factory = [](const ClusterDef& cluster)
+        -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+      return std::make_unique<GrpcWorkerCache>(cluster);
+    };
+    worker = std::make_unique<Worker>(options, env);
+    ServerRunnerOptions runner_options;
+    runner_options.component = "worker";
+    runner_options.host = "127.0.0.1";
+    runner_options.metrics_port = -1;
+    runner_options.handle_signals = false;
+    runner = std::make_unique<ServerRunner>(runner_options);
+    service = std::make_unique<GrpcWorkerService>(worker.get(), runner->metrics(), 1 << 20);
+    runner->AddService(service.get());
+    EXPECT_TRUE(runner->Start().ok());
+    client = std::make_unique<GrpcWorker>(NewWorkerChannel(runner->address()));
+  }
+  std::unique_ptr<Worker> worker;
+  std::unique_ptr<ServerRunner> runner;
+  std::unique_ptr<GrpcWorkerService> service;
+  std::unique_ptr<GrpcWorker> client;
+};
+
+class GrpcWorkerTest : public ::testing::Test {
+ protected:
+  GrpcWorkerTest() : ps_("ps"), worker_("worker") {}
+
+  ClusterDef Cluster() {
+    ClusterDef cluster;
+    JobDef* ps = cluster.add_job();
+    ps->set_name("ps");
+    (*ps->mutable_tasks())[0] = ps_.runner->address();
+    JobDef* worker = cluster.add_job();
+    worker->set_name("worker");
+    (*worker->mutable_tasks())[0] = worker_.runner->address();
+    return cluster;
+  }
+
+  void CreateSessions() {
+    CreateWorkerSessionRequest request;
+    request.set_session_handle("s");
+    *request.mutable_cluster() = Cluster();
+    CreateWorkerSessionResponse response;
+    ASSERT_TRUE(ps_.client->CreateWorkerSession(request, &response).ok());
+    ASSERT_TRUE(worker_.client->CreateWorkerSession(request, &response).ok());
+  }
+
+  std::string Register(Task* task, const GraphDef& graph) {
+    RegisterGraphRequest request;
+    request.set_session_handle("s");
+    *request.mutable_graph_def() = graph;
+    RegisterGraphResponse response;
+    absl::Status s = task->client->RegisterGraph(request, &response);
+    EXPECT_TRUE(s.ok()) << s;
+    return response.graph_handle();
+  }
+
+  Task ps_;
+  Task worker_;
+};
+
+TEST_F(GrpcWorkerTest, AWorkerPullsALargeTensorFromAnotherInChunks) {
+  CreateSessions();
+  const uint64_t ps_incarnation = ps_.worker->incarnation();
+  const uint64_t worker_incarnation = worker_.worker->incarnation();
+  // 24 MiB of floats: many 1 MiB chunks, and well above gRPC's 4 MiB default.
+  const int64_t n = 6 << 20;
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000);
+  Tensor big = test::AsTensor<float>(values);
+
+  GraphDef ps_graph;
+  test::AddRecv(&ps_graph, "x", DT_FLOAT, "x", kPsDevice, ps_incarnation, kPsDevice, true);
+  test::AddSend(&ps_graph, "x/_send", "x", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
+                kWorkerDevice);
+  GraphDef worker_graph;
+  test::AddRecv(&worker_graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
+                kWorkerDevice);
+  NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice,
+                worker_incarnation, kWorkerDevice, true);
+  const std::string ps_handle = Register(&ps_, ps_graph);
+  const std::string worker_handle = Register(&worker_, worker_graph);
+
+  absl::Status ps_status;
+  std::thread ps_thread([&] {
+    RunGraphRequest request;
+    request.set_session_handle("s");
+    request.set_graph_handle(ps_handle);
+    request.set_step_id(42);
+    NamedTensorProto* send = request.add_send();
+    send->set_name(MakeRendezvousKey(kPsDevice, ps_incarnation, kPsDevice, "x"));
+    big.ToProto(send->mutable_tensor());
+    RunGraphResponse response;
+    ps_status = ps_.client->RunGraph(request, &response);
+  });
+  RunGraphRequest request;
+  request.set_session_handle("s");
+  request.set_graph_handle(worker_handle);
+  request.set_step_id(42);
+  request.set_timeout_in_ms(60000);
+  request.add_recv_key(MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
+  RunGraphResponse response;
+  absl::Status status = worker_.client->RunGraph(request, &response);
+  ps_thread.join();
+  ASSERT_TRUE(ps_status.ok()) << ps_status;
+  ASSERT_TRUE(status.ok()) << status;
+  absl::StatusOr<Tensor> got = Tensor::FromProto(response.recv(0).tensor());
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->NumElements(), n);
+  const float* data = got->data<float>();
+  for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(data[i], -values[i]) << i;
+
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(42);
+  CleanupGraphResponse cleaned;
+  EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
+  EXPECT_TRUE(worker_.client->CleanupGraph(cleanup, &cleaned).ok());
+}
+
+TEST_F(GrpcWorkerTest, StatusCodesCrossTheWire) {
+  GetStatusResponse status;
+  ASSERT_TRUE(ps_.client->GetStatus({}, &status).ok());
+  EXPECT_EQ(status.incarnation(), ps_.worker->incarnation());
+  EXPECT_EQ(status.device_attributes(0).name(), kPsDevice);
+
+  RunGraphRequest run;
+  run.set_session_handle("never created");
+  RunGraphResponse response;
+  EXPECT_EQ(ps_.client->RunGraph(run, &response).code(), absl::StatusCode::kAborted);
+
+  RecvTensorRequest recv;
+  recv.set_step_id(1);
+  recv.set_rendezvous_key(MakeRendezvousKey(kPsDevice, ps_.worker->incarnation() + 1,
+                                            kWorkerDevice, "x"));
+  Tensor t;
+  absl::Status s = ps_.client->RecvTensor(recv, nullptr, &t);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_NE(s.message().find("/job:ps/replica:0/task:0"), std::string::npos) << s;
+}
+
+TEST_F(GrpcWorkerTest, CancellingAWaitingRecvTensorEndsIt) {
+  RecvTensorRequest recv;
+  recv.set_step_id(5);
+  recv.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, ps_.worker->incarnation(), kWorkerDevice, "never"));
+  CancellationManager cm;
+  absl::Status s;
+  std::thread receiver([&] {
+    Tensor t;
+    s = ps_.client->RecvTensor(recv, &cm, &t);
+  });
+  cm.StartCancel(absl::CancelledError("step cancelled"));
+  receiver.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(5);
+  CleanupGraphResponse cleaned;
+  EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
+}
+
+TEST(GrpcWorkerDeadPeerTest, AnUnreachableWorkerIsUnavailable) {
+  // Bind a port, then close it: nothing listens there any more.
+  int port;
+  {
+    ServerRunnerOptions options;
+    options.host = "127.0.0.1";
+    options.metrics_port = -1;
+    options.handle_signals = false;
+    ServerRunner runner(options);
+    ASSERT_TRUE(runner.Start().ok());
+    port = runner.port();
+  }
+  GrpcWorkerOptions options;
+  options.rpc_timeout = absl::Seconds(20);
+  GrpcWorker dead(NewWorkerChannel(absl::StrCat("127.0.0.1:", port)), options);
+  GetStatusResponse response;
+  EXPECT_EQ(dead.GetStatus({}, &response).code(), absl::StatusCode::kUnavailable);
+  RecvTensorRequest recv;
+  recv.set_rendezvous_key(MakeRendezvousKey(kPsDevice, 1, kWorkerDevice, "x"));
+  recv.set_timeout_in_ms(20000);
+  Tensor t;
+  EXPECT_EQ(dead.RecvTensor(recv, nullptr, &t).code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace overseer

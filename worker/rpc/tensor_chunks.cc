@@ -1,0 +1,98 @@
+#include "worker/rpc/tensor_chunks.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+// The element bytes of a fixed-size dtype; nullptr for DT_STRING.
+char* RawData(const Tensor& t) {
+  switch (t.dtype()) {
+#define OVERSEER_RAW_CASE(T) \
+  case DataTypeToEnum<T>::value: \
+    return reinterpret_cast<char*>(t.data<T>());
+    OVERSEER_FOR_NUMERIC_TYPES(OVERSEER_RAW_CASE)
+    OVERSEER_RAW_CASE(bool)
+#undef OVERSEER_RAW_CASE
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+absl::Status WriteTensorChunks(const Tensor& tensor, int64_t chunk_bytes,
+                               const std::function<bool(const RecvTensorResponse&)>& write) {
+  chunk_bytes = std::max<int64_t>(1, chunk_bytes);
+  RecvTensorResponse first;
+  TensorProto* meta = first.mutable_tensor();
+  const char* data = RawData(tensor);
+  int64_t total = 0;
+  if (data == nullptr) {
+    tensor.ToProto(meta);  // Strings travel in the first message.
+  } else {
+    meta->set_dtype(tensor.dtype());
+    tensor.shape().ToProto(meta->mutable_tensor_shape());
+    total = static_cast<int64_t>(tensor.NumElements() * DataTypeSize(tensor.dtype()));
+  }
+  first.set_total_bytes(total);
+  int64_t offset = std::min(total, chunk_bytes);
+  first.set_content(data, offset);
+  if (!write(first)) return absl::UnavailableError("the receiver closed the RecvTensor stream");
+  RecvTensorResponse next;
+  while (offset < total) {
+    const int64_t n = std::min(total - offset, chunk_bytes);
+    next.set_content(data + offset, n);
+    if (!write(next)) return absl::UnavailableError("the receiver closed the RecvTensor stream");
+    offset += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TensorChunkReader::Add(const RecvTensorResponse& chunk) {
+  if (!started_) {
+    started_ = true;
+    const DataType dtype = chunk.tensor().dtype();
+    if (dtype == DT_STRING) {  // The values are all in the first message.
+      ASSIGN_OR_RETURN(tensor_, Tensor::FromProto(chunk.tensor()));
+    } else {
+      if (!IsSupportedDataType(dtype)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("RecvTensor sent unsupported dtype ", DataTypeString(dtype)));
+      }
+      ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(chunk.tensor().tensor_shape()));
+      tensor_ = Tensor(dtype, shape);
+      data_ = RawData(tensor_);
+      total_ = static_cast<int64_t>(tensor_.NumElements() * DataTypeSize(dtype));
+    }
+    if (total_ != chunk.total_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RecvTensor announced ", chunk.total_bytes(), " bytes for a ",
+          DataTypeString(tensor_.dtype()), " tensor of shape ",
+          tensor_.shape().DebugString(), ", which holds ", total_));
+    }
+  }
+  const int64_t n = static_cast<int64_t>(chunk.content().size());
+  if (received_ + n > total_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RecvTensor sent more than the announced ", total_, " bytes"));
+  }
+  if (n > 0) std::memcpy(data_ + received_, chunk.content().data(), n);
+  received_ += n;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> TensorChunkReader::Finish() {
+  if (!started_ || received_ != total_) {
+    return absl::InvalidArgumentError(absl::StrCat("RecvTensor stream ended after ", received_,
+                                                   " of ", total_, " bytes"));
+  }
+  return tensor_;
+}
+
+}  // namespace overseer

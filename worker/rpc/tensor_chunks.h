@@ -1,0 +1,45 @@
+#ifndef OVERSEER_WORKER_RPC_TENSOR_CHUNKS_H_
+#define OVERSEER_WORKER_RPC_TENSOR_CHUNKS_H_
+
+// The RecvTensor stream format (proto/worker.proto, RecvTensorResponse): a first
+// message with dtype, shape (and the values of a DT_STRING tensor) and total_bytes,
+// then the raw element bytes in `content` chunks of at most kRecvTensorChunkBytes.
+// No message comes near protobuf's 2 GB limit, whatever the tensor's size.
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "proto/worker.pb.h"
+
+namespace overseer {
+
+inline constexpr int64_t kRecvTensorChunkBytes = 4 << 20;
+
+// Calls `write` with each message of `tensor`'s stream, in order. Stops and returns
+// UNAVAILABLE when `write` returns false (the peer went away).
+absl::Status WriteTensorChunks(const Tensor& tensor, int64_t chunk_bytes,
+                               const std::function<bool(const RecvTensorResponse&)>& write);
+
+// Rebuilds a tensor from its stream. Not thread-safe.
+class TensorChunkReader {
+ public:
+  // Takes the next message. INVALID_ARGUMENT for a first message with a bad dtype or
+  // shape or a size that does not match them, or for more bytes than announced.
+  absl::Status Add(const RecvTensorResponse& chunk);
+  // The tensor once every byte arrived; INVALID_ARGUMENT for a truncated stream.
+  absl::StatusOr<Tensor> Finish();
+
+ private:
+  bool started_ = false;
+  Tensor tensor_;
+  char* data_ = nullptr;
+  int64_t total_ = 0;
+  int64_t received_ = 0;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_WORKER_RPC_TENSOR_CHUNKS_H_

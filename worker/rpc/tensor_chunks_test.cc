@@ -1,0 +1,81 @@
+#include "worker/rpc/tensor_chunks.h"
+
+#include <vector>
+
+#include "core/kernels/testing/kernel_test_util.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+absl::StatusOr<Tensor> RoundTrip(const Tensor& t, int64_t chunk_bytes, int* messages) {
+  TensorChunkReader reader;
+  absl::Status status;
+  *messages = 0;
+  absl::Status written = WriteTensorChunks(t, chunk_bytes, [&](const RecvTensorResponse& m) {
+    ++*messages;
+    EXPECT_LE(static_cast<int64_t>(m.content().size()), chunk_bytes);
+    if (status.ok()) status = reader.Add(m);
+    return true;
+  });
+  if (!written.ok()) return written;
+  if (!status.ok()) return status;
+  return reader.Finish();
+}
+
+TEST(TensorChunksTest, RoundTripsAcrossManyChunks) {
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5f;
+  Tensor t = test::AsTensor<float>(values, TensorShape({10, 100}));
+  int messages = 0;
+  absl::StatusOr<Tensor> back = RoundTrip(t, 256, &messages);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(messages, (4000 + 255) / 256);
+  test::ExpectTensorEqual(*back, t);
+}
+
+TEST(TensorChunksTest, RoundTripsStringsScalarsAndEmptyTensors) {
+  int messages = 0;
+  Tensor strings = test::AsTensor<std::string>({"a", "", "long string"});
+  absl::StatusOr<Tensor> back = RoundTrip(strings, 4, &messages);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(messages, 1);
+  test::ExpectTensorEqual(*back, strings);
+  back = RoundTrip(test::AsScalar<int64_t>(-5), 4, &messages);
+  ASSERT_TRUE(back.ok()) << back.status();
+  test::ExpectTensorEqual(*back, test::AsScalar<int64_t>(-5));
+  Tensor empty(DT_INT32, TensorShape({0, 3}));
+  back = RoundTrip(empty, 4, &messages);
+  ASSERT_TRUE(back.ok()) << back.status();
+  test::ExpectTensorEqual(*back, empty);
+  back = RoundTrip(test::AsTensor<bool>({true, false, true}), 2, &messages);
+  ASSERT_TRUE(back.ok()) << back.status();
+  test::ExpectTensorEqual(*back, test::AsTensor<bool>({true, false, true}));
+}
+
+TEST(TensorChunksTest, RejectsInconsistentStreams) {
+  RecvTensorResponse first;
+  first.mutable_tensor()->set_dtype(DT_FLOAT);
+  first.mutable_tensor()->mutable_tensor_shape()->add_dim()->set_size(2);
+  first.set_total_bytes(12);  // Two floats are 8 bytes.
+  TensorChunkReader reader;
+  EXPECT_EQ(reader.Add(first).code(), absl::StatusCode::kInvalidArgument);
+
+  TensorChunkReader truncated;
+  first.set_total_bytes(8);
+  first.set_content(std::string(4, '\0'));
+  ASSERT_TRUE(truncated.Add(first).ok());
+  EXPECT_EQ(truncated.Finish().status().code(), absl::StatusCode::kInvalidArgument);
+  RecvTensorResponse too_much;
+  too_much.set_content(std::string(8, '\0'));
+  EXPECT_EQ(truncated.Add(too_much).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorChunksTest, AClosedReceiverIsUnavailable) {
+  Tensor t = test::AsTensor<float>({1, 2, 3, 4});
+  absl::Status s = WriteTensorChunks(t, 4, [](const RecvTensorResponse&) { return false; });
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace overseer
