@@ -1,0 +1,150 @@
+// The worker server: one binary for ps and worker tasks.
+//
+//   worker_server --job_name=ps --task_index=0 \
+//       --cluster_spec="ps=localhost:2222;worker=localhost:2223,localhost:2224"
+//
+// Without --cluster_spec the cluster (and, unless --job_name is given, the task) come
+// from the TF_CONFIG environment variable, as Kubeflow's TFJob sets it. --port 0 (the
+// default) listens on this task's port in the cluster. SIGTERM or SIGINT drains
+// in-flight calls and exits 0.
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/cluster/cluster_spec.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+#include "core/rpc/server_runner.h"
+#include "worker/rpc/grpc_worker.h"
+#include "worker/rpc/grpc_worker_service.h"
+#include "worker/worker.h"
+
+ABSL_FLAG(std::string, job_name, "",
+          "This task's job (\"ps\", \"worker\", \"chief\"); default: TF_CONFIG's task.type");
+ABSL_FLAG(int, task_index, -1, "This task's index in its job; default: TF_CONFIG's task.index");
+ABSL_FLAG(std::string, cluster_spec, "",
+          "The cluster, \"ps=host:port,host:port;worker=host:port\"; default: the TF_CONFIG "
+          "environment variable (JSON {cluster: {...}, task: {type, index}})");
+
+namespace overseer {
+namespace {
+
+struct Task {
+  ClusterSpec cluster;
+  std::string job;
+  int index = 0;
+};
+
+absl::StatusOr<Task> TaskFromFlags() {
+  Task task;
+  task.job = absl::GetFlag(FLAGS_job_name);
+  task.index = absl::GetFlag(FLAGS_task_index);
+  const std::string spec = absl::GetFlag(FLAGS_cluster_spec);
+  if (!spec.empty()) {
+    ASSIGN_OR_RETURN(task.cluster, ClusterSpec::Parse(spec));
+  } else {
+    const char* tf_config = std::getenv("TF_CONFIG");
+    if (tf_config == nullptr || *tf_config == '\0') {
+      return absl::InvalidArgumentError("give --cluster_spec or set TF_CONFIG");
+    }
+    absl::StatusOr<TfConfig> config = ParseTfConfig(tf_config);
+    if (!config.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TF_CONFIG: ", config.status().message()));
+    }
+    task.cluster = config->cluster;
+    if (task.job.empty()) task.job = config->task_type;
+    if (task.index < 0) task.index = config->task_index;
+  }
+  if (task.job.empty()) {
+    return absl::InvalidArgumentError("give --job_name (or a task in TF_CONFIG)");
+  }
+  if (task.index < 0) task.index = 0;
+  if (task.index >= task.cluster.NumTasks(task.job)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task ", task.job, ":", task.index, " is not in the cluster (",
+                     task.cluster.ToString(), ")"));
+  }
+  return task;
+}
+
+ClusterDef ToProto(const ClusterSpec& spec) {
+  ClusterDef def;
+  for (const auto& [name, addresses] : spec.jobs()) {
+    JobDef* job = def.add_job();
+    job->set_name(name);
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      (*job->mutable_tasks())[static_cast<int>(i)] = addresses[i];
+    }
+  }
+  return def;
+}
+
+int Main() {
+  absl::StatusOr<Task> task = TaskFromFlags();
+  if (!task.ok()) {
+    LOG(ERROR) << task.status().message();
+    return 2;
+  }
+  ServerRunnerOptions runner_options = ServerRunnerOptionsFromFlags("worker");
+  if (runner_options.port == 0) {
+    const std::string address = *task->cluster.TaskAddress(task->job, task->index);
+    const std::string port = address.substr(address.rfind(':') + 1);
+    if (!absl::SimpleAtoi(port, &runner_options.port)) {
+      LOG(ERROR) << "cannot read the port of " << address;
+      return 2;
+    }
+  }
+  ServerRunner runner(runner_options);
+  WorkerOptions options;
+  options.job_name = task->job;
+  options.task_index = task->index;
+  options.cluster = ToProto(task->cluster);
+  WorkerEnv env;
+  env.worker_cache_factory = [](const ClusterDef& cluster)
+      -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+    return std::make_unique<GrpcWorkerCache>(cluster);
+  };
+  Worker worker(options, env);
+  GrpcWorkerService service(&worker, runner.metrics());
+  runner.AddService(&service);
+  const absl::Status started = runner.Start();
+  if (!started.ok()) {
+    LOG(ERROR) << started.ToString();
+    return 1;
+  }
+  LOG(INFO) << "worker " << worker.task_name() << " incarnation " << std::hex
+            << worker.incarnation() << std::dec << " serving on " << runner.address();
+  runner.SetServing(true);
+  runner.WaitForTermination();
+  LOG(INFO) << "worker " << worker.task_name() << ": drained, exiting";
+  return 0;
+}
+
+}  // namespace
+}  // namespace overseer
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Overseer worker server (ps and worker tasks).\n"
+      "  worker_server --job_name=ps --task_index=0 "
+      "--cluster_spec='ps=h:2222;worker=h:2223' [--port=N] [--metrics_port=N]\n"
+      "Without --cluster_spec, TF_CONFIG gives the cluster and task. --port=0 (the default)\n"
+      "listens on this task's port in the cluster.");
+  // --help lists this binary's flags and the server runner's (--port, --metrics_port).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "worker/worker_main") ||
+           absl::StrContains(file, "core/rpc/server_runner");
+  };
+  absl::SetFlagsUsageConfig(usage);
+  absl::ParseCommandLine(argc, argv);
+  return overseer::Main();
+}
