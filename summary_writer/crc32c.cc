@@ -3,6 +3,11 @@
 #include <array>
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define OVERSEER_CRC32C_X86 1
+#endif
+
 namespace overseer {
 namespace crc32c {
 namespace {
@@ -38,9 +43,44 @@ inline uint32_t LoadLE32(const unsigned char* p) {
          (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
 }
 
+#ifdef OVERSEER_CRC32C_X86
+__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t init_crc,
+                                                       absl::string_view data) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  size_t n = data.size();
+  uint64_t crc = init_crc ^ 0xFFFFFFFFu;
+  while (n >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);  // x86 is little-endian, as the CRC consumes bytes.
+    crc = _mm_crc32_u64(crc, word);
+    p += 8;
+    n -= 8;
+  }
+  uint32_t crc32 = static_cast<uint32_t>(crc);
+  while (n-- > 0) crc32 = _mm_crc32_u8(crc32, *p++);
+  return crc32 ^ 0xFFFFFFFFu;
+}
+#endif
+
 }  // namespace
 
+bool HasHardwareSupport() {
+#ifdef OVERSEER_CRC32C_X86
+  static const bool supported = __builtin_cpu_supports("sse4.2");
+  return supported;
+#else
+  return false;
+#endif
+}
+
 uint32_t Extend(uint32_t init_crc, absl::string_view data) {
+#ifdef OVERSEER_CRC32C_X86
+  if (HasHardwareSupport()) return ExtendSse42(init_crc, data);
+#endif
+  return ExtendPortable(init_crc, data);
+}
+
+uint32_t ExtendPortable(uint32_t init_crc, absl::string_view data) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   size_t n = data.size();
   uint32_t crc = init_crc ^ 0xFFFFFFFFu;

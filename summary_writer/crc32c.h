@@ -11,8 +11,15 @@
 namespace overseer {
 namespace crc32c {
 
-// The CRC32C of `data` appended to data whose CRC was `init_crc` (0 for none).
+// The CRC32C of `data` appended to data whose CRC was `init_crc` (0 for none). Uses
+// the SSE4.2 crc32 instruction when the CPU has it, else ExtendPortable.
 uint32_t Extend(uint32_t init_crc, absl::string_view data);
+
+// The same computed with tables (slicing-by-8) on any CPU; for tests and fallback.
+uint32_t ExtendPortable(uint32_t init_crc, absl::string_view data);
+
+// Whether Extend uses the CPU's crc32 instruction.
+bool HasHardwareSupport();
 
 // The CRC32C of `data`. Value("123456789") == 0xE3069283.
 inline uint32_t Value(absl::string_view data) { return Extend(0, data); }

@@ -31,6 +31,20 @@ TEST(Crc32cTest, UnalignedAndLongInputsMatchBytewise) {
             crc32c::Extend(0, absl::string_view(data).substr(3)));
 }
 
+TEST(Crc32cTest, HardwareAndPortableAgree) {
+  std::string data(300, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + 17);
+  for (size_t start = 0; start < 9; ++start) {
+    for (size_t len = 0; start + len <= data.size(); len += 7) {
+      const absl::string_view piece = absl::string_view(data).substr(start, len);
+      EXPECT_EQ(crc32c::Extend(0x12345678u, piece), crc32c::ExtendPortable(0x12345678u, piece))
+          << start << " " << len;
+      EXPECT_EQ(crc32c::Value(piece), crc32c::ExtendPortable(0, piece)) << start << " " << len;
+    }
+  }
+  EXPECT_EQ(crc32c::ExtendPortable(0, "123456789"), 0xE3069283u);
+}
+
 // FORMATS.md 1.3, from TensorBoard's masked_crc.rs.
 TEST(Crc32cTest, MaskedTensorBoardVector) {
   const std::string event = std::string("\x1a\x11") + "CRC test, one two";
