@@ -1,0 +1,117 @@
+// The master server: clients (GrpcSession) create sessions and run steps here; the
+// master places and partitions each graph over the cluster's tasks and drives their
+// worker_servers.
+//
+//   master_server --cluster_spec="ps=h:p,h:p;worker=h:p" --port=2222 --metrics_port=0
+//   TF_CONFIG='{"cluster": {"ps": [...], "worker": [...]}}' master_server --port=2222
+//
+// SIGTERM or SIGINT drains in-flight calls, closes every session and exits 0.
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "core/clock.h"
+#include "core/cluster/cluster_def.h"
+#include "core/cluster/cluster_spec.h"
+#include "core/logging.h"
+#include "core/rpc/server_runner.h"
+#include "master/cluster_worker_cache.h"
+#include "master/master.h"
+#include "master/rpc/grpc_master_service.h"
+#include "worker/rpc/grpc_worker.h"
+
+ABSL_FLAG(std::string, cluster_spec, "",
+          "The cluster's tasks, \"job=host:port,host:port;job=host:port\" (e.g. "
+          "\"ps=h1:2222,h2:2222;worker=h3:2222\"). When empty, the \"cluster\" of the "
+          "TF_CONFIG environment variable is used.");
+ABSL_FLAG(int, session_gc_seconds, 0,
+          "Close sessions that made no call for this many seconds; 0 keeps them until "
+          "CloseSession or Reset.");
+ABSL_FLAG(int, create_session_wait_seconds, 60,
+          "How long CreateSession waits for the tasks to answer when the request sets "
+          "no operation timeout.");
+
+namespace overseer {
+namespace {
+
+constexpr char kUsage[] =
+    "The Overseer master: serves MasterService (CreateSession, ExtendSession, RunStep, "
+    "CloseSession, ListDevices, Reset, MakeCallable/RunCallable/ReleaseCallable) over "
+    "the cluster given by --cluster_spec or TF_CONFIG.\n"
+    "  --port=N          gRPC port (0 picks a free one; the start-up line says which)\n"
+    "  --metrics_port=N  Prometheus metrics port (0 picks a free one, -1 none)\n"
+    "  --cluster_spec=S  the cluster, \"ps=h:p,h:p;worker=h:p\" (else TF_CONFIG)\n"
+    "  --session_gc_seconds=N  close sessions idle for N seconds (0: never)\n"
+    "  --create_session_wait_seconds=N  how long CreateSession waits for the tasks\n"
+    "Example: master_server --cluster_spec=\"ps=localhost:2223;worker=localhost:2224\" "
+    "--port=2222";
+
+absl::StatusOr<ClusterSpec> ClusterFromFlagsOrEnv() {
+  const std::string spec = absl::GetFlag(FLAGS_cluster_spec);
+  if (!spec.empty()) return ClusterSpec::Parse(spec);
+  const char* tf_config = std::getenv("TF_CONFIG");
+  if (tf_config == nullptr || *tf_config == '\0') {
+    return absl::InvalidArgumentError(
+        "no cluster: pass --cluster_spec=\"ps=h:p;worker=h:p\" or set TF_CONFIG");
+  }
+  absl::StatusOr<TfConfig> config = ParseTfConfig(tf_config);
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TF_CONFIG: ", config.status().message()));
+  }
+  return config->cluster;
+}
+
+int Main() {
+  absl::StatusOr<ClusterSpec> cluster = ClusterFromFlagsOrEnv();
+  if (!cluster.ok()) {
+    LOG(ERROR) << cluster.status().ToString();
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_session_gc_seconds) < 0 ||
+      absl::GetFlag(FLAGS_create_session_wait_seconds) < 1) {
+    LOG(ERROR) << "--session_gc_seconds must be >= 0 and --create_session_wait_seconds >= 1";
+    return 2;
+  }
+
+  ClusterWorkerCache workers(*cluster,
+                             std::make_unique<GrpcWorkerCache>(ToClusterDef(*cluster)));
+  MasterOptions options;
+  options.session_gc_idle = absl::Seconds(absl::GetFlag(FLAGS_session_gc_seconds));
+  options.create_session_wait =
+      absl::Seconds(absl::GetFlag(FLAGS_create_session_wait_seconds));
+  MasterEnv env;
+  env.workers = &workers;
+  env.clock = Clock::Real();
+  ServerRunner runner(ServerRunnerOptionsFromFlags("master"));
+  {
+    Master master(env, options);
+    GrpcMasterService service(&master, runner.metrics(),
+                              [&master] { return master.NumSessions(); });
+    runner.AddService(&service);
+    const absl::Status started = runner.Start();
+    if (!started.ok()) {
+      LOG(ERROR) << started.ToString();
+      return 1;
+    }
+    LOG(INFO) << "master: cluster " << cluster->ToString();
+    runner.SetServing(true);
+    runner.WaitForTermination();
+  }  // ~Master closes every session.
+  LOG(INFO) << "master: drained and every session closed";
+  return 0;
+}
+
+}  // namespace
+}  // namespace overseer
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(overseer::kUsage);
+  absl::ParseCommandLine(argc, argv);
+  return overseer::Main();
+}
