@@ -1,0 +1,207 @@
+// The master over real in-process workers (the Worker logic with every kernel, _Send
+// and _Recv included): placement, partitioning and cross-task Send/Recv end to end.
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "core/cluster/cluster_spec.h"
+#include "gtest/gtest.h"
+#include "master/cluster_worker_cache.h"
+#include "master/master.h"
+#include "master/placement_test_util.h"
+#include "worker/worker.h"
+#include "worker/worker_cache.h"
+
+namespace overseer {
+namespace {
+
+using test::AddBinary;
+using test::AddConst;
+using test::AddNode;
+using test::AddVariable;
+
+constexpr char kPs[] = "/job:ps/replica:0/task:0";
+constexpr char kWorker[] = "/job:worker/replica:0/task:0";
+
+// Reaches the current ps and worker objects, so a test can replace (restart) one.
+class Tasks {
+ public:
+  std::unique_ptr<LocalWorkerCache> NewCache() {
+    auto cache = std::make_unique<LocalWorkerCache>();
+    cache->Add(kPs, &ps_proxy_);
+    cache->Add(kWorker, &worker_proxy_);
+    return cache;
+  }
+
+  // Forwards to whatever worker is current.
+  class Proxy : public WorkerInterface {
+   public:
+    std::unique_ptr<Worker> target;
+#define OVERSEER_FORWARD(Method, Req, Resp) \
+  absl::Status Method(const Req& q, Resp* r) override { return target->Method(q, r); }
+    OVERSEER_FORWARD(GetStatus, GetStatusRequest, GetStatusResponse)
+    OVERSEER_FORWARD(CreateWorkerSession, CreateWorkerSessionRequest,
+                     CreateWorkerSessionResponse)
+    OVERSEER_FORWARD(DeleteWorkerSession, DeleteWorkerSessionRequest,
+                     DeleteWorkerSessionResponse)
+    OVERSEER_FORWARD(RegisterGraph, RegisterGraphRequest, RegisterGraphResponse)
+    OVERSEER_FORWARD(DeregisterGraph, DeregisterGraphRequest, DeregisterGraphResponse)
+    OVERSEER_FORWARD(RunGraph, RunGraphRequest, RunGraphResponse)
+    OVERSEER_FORWARD(CleanupGraph, CleanupGraphRequest, CleanupGraphResponse)
+    OVERSEER_FORWARD(CleanupAll, CleanupAllRequest, CleanupAllResponse)
+#undef OVERSEER_FORWARD
+    absl::Status RecvTensor(const RecvTensorRequest& q, CancellationManager* c,
+                            Tensor* t) override {
+      return target->RecvTensor(q, c, t);
+    }
+  };
+
+  void Start(Proxy* proxy, const std::string& job) {
+    WorkerOptions options;
+    options.job_name = job;
+    WorkerEnv env;
+    env.worker_cache_factory = [this](const ClusterDef&)
+        -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> { return NewCache(); };
+    proxy->target = std::make_unique<Worker>(options, env);
+  }
+
+  Proxy ps_proxy_;
+  Proxy worker_proxy_;
+};
+
+class MasterWorkerTest : public ::testing::Test {
+ protected:
+  MasterWorkerTest() {
+    tasks_.Start(&tasks_.ps_proxy_, "ps");
+    tasks_.Start(&tasks_.worker_proxy_, "worker");
+    cache_ = std::make_unique<ClusterWorkerCache>(
+        *ClusterSpec::Parse("ps=localhost:1;worker=localhost:2"), tasks_.NewCache());
+    MasterOptions options;
+    options.gc_thread = false;
+    options.create_session_wait = absl::Seconds(5);
+    master_ = std::make_unique<Master>(MasterEnv{cache_.get(), Clock::Real()}, options);
+  }
+
+  // w (variable) on the ps; y = w * x and the update w += x * 0.5 computed on the
+  // worker, so both directions cross tasks.
+  static GraphDef TrainGraph() {
+    GraphDef g;
+    AddVariable(&g, "w", "/job:ps");
+    AddConst(&g, "w0", 2);
+    AddNode(&g, "init", "Assign", {"w", "w0"});
+    SetNodeAttr(g.mutable_node(g.node_size() - 1), "T", DT_FLOAT);
+    NodeDef* x = AddNode(&g, "x", "Placeholder", {});
+    SetNodeAttr(x, "dtype", DT_FLOAT);
+    SetNodeAttr(x, "shape", TensorShape({}));
+    AddBinary(&g, "y", "Mul", "w", "x");
+    AddConst(&g, "half", 0.5f);
+    AddBinary(&g, "delta", "Mul", "x", "half");
+    AddNode(&g, "update", "AssignAdd", {"w", "delta"});
+    SetNodeAttr(g.mutable_node(g.node_size() - 1), "T", DT_FLOAT);
+    return g;
+  }
+
+  std::string Create() {
+    CreateSessionRequest req;
+    *req.mutable_graph_def() = TrainGraph();
+    CreateSessionResponse resp;
+    absl::Status s = master_->CreateSession(req, &resp);
+    EXPECT_TRUE(s.ok()) << s;
+    return resp.session_handle();
+  }
+
+  absl::Status Step(const std::string& handle, const std::vector<std::string>& fetches,
+                    const std::vector<std::string>& targets, float x,
+                    std::vector<float>* out) {
+    RunStepRequest req;
+    req.set_session_handle(handle);
+    for (const std::string& f : fetches) req.add_fetch(f);
+    for (const std::string& t : targets) req.add_target(t);
+    NamedTensorProto* feed = req.add_feed();
+    feed->set_name("x:0");
+    Tensor::Scalar<float>(x).ToProto(feed->mutable_tensor());
+    req.mutable_options()->set_timeout_in_ms(20000);
+    RunStepResponse resp;
+    absl::Status s = master_->RunStep(req, &resp);
+    if (!s.ok()) return s;
+    for (const NamedTensorProto& t : resp.tensor()) {
+      absl::StatusOr<Tensor> value = Tensor::FromProto(t.tensor());
+      if (!value.ok()) return value.status();
+      out->push_back(value->scalar<float>());
+    }
+    return absl::OkStatus();
+  }
+
+  Tasks tasks_;
+  std::unique_ptr<ClusterWorkerCache> cache_;
+  std::unique_ptr<Master> master_;
+};
+
+TEST_F(MasterWorkerTest, VariableOnPsComputeOnWorker) {
+  const std::string h = Create();
+  std::vector<float> out;
+  ASSERT_TRUE(Step(h, {}, {"init"}, 0, &out).ok());
+  ASSERT_TRUE(Step(h, {"y:0"}, {}, 3, &out).ok());
+  EXPECT_FLOAT_EQ(out[0], 6);  // w (ps) crossed to the worker.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Step(h, {}, {"update"}, 2, &out).ok());
+  out.clear();
+  ASSERT_TRUE(Step(h, {"y:0", "w:0"}, {}, 1, &out).ok());
+  EXPECT_FLOAT_EQ(out[1], 5);  // 2 + 3 * (2 * 0.5): delta crossed to the ps.
+  EXPECT_FLOAT_EQ(out[0], 5);
+  // The variable lives in the ps's resource manager, not the worker's.
+  EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
+  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
+}
+
+TEST_F(MasterWorkerTest, VariableSurvivesCloseSessionAndIsSharedWithANewOne) {
+  const std::string h = Create();
+  std::vector<float> out;
+  ASSERT_TRUE(Step(h, {}, {"init"}, 0, &out).ok());
+  CloseSessionRequest close;
+  close.set_session_handle(h);
+  CloseSessionResponse closed;
+  ASSERT_TRUE(master_->CloseSession(close, &closed).ok());
+  const std::string h2 = Create();
+  ASSERT_TRUE(Step(h2, {"y:0"}, {}, 4, &out).ok());
+  EXPECT_FLOAT_EQ(out[0], 8);
+  // Reset clears the containers: reading w is now an error naming it.
+  ResetRequest reset;
+  ResetResponse reset_resp;
+  ASSERT_TRUE(master_->Reset(reset, &reset_resp).ok());
+  const std::string h3 = Create();
+  absl::Status s = Step(h3, {"y:0"}, {}, 4, &out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.message(), "w")) << s;
+}
+
+TEST_F(MasterWorkerTest, RestartedPsAbortsTheSessionNamingIt) {
+  const std::string h = Create();
+  std::vector<float> out;
+  ASSERT_TRUE(Step(h, {}, {"init"}, 0, &out).ok());
+  tasks_.Start(&tasks_.ps_proxy_, "ps");  // A new incarnation; state lost.
+  absl::Status s = Step(h, {"y:0"}, {}, 1, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), kPs)) << s;
+}
+
+TEST_F(MasterWorkerTest, WrongFeedDtypeIsInvalidArgumentAndTheSessionStillWorks) {
+  const std::string h = Create();
+  RunStepRequest req;
+  req.set_session_handle(h);
+  req.add_fetch("y:0");
+  NamedTensorProto* feed = req.add_feed();
+  feed->set_name("x:0");
+  Tensor::Scalar<int32_t>(1).ToProto(feed->mutable_tensor());
+  RunStepResponse resp;
+  absl::Status s = master_->RunStep(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "x")) << s;
+  std::vector<float> out;
+  ASSERT_TRUE(Step(h, {}, {"init"}, 0, &out).ok());
+  ASSERT_TRUE(Step(h, {"y:0"}, {}, 1, &out).ok());
+  EXPECT_FLOAT_EQ(out[0], 2);
+}
+
+}  // namespace
+}  // namespace overseer
