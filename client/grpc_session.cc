@@ -1,0 +1,227 @@
+#include "client/grpc_session.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/status_macros.h"
+#include "master/rpc/grpc_master.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kScheme[] = "grpc://";
+
+absl::Status ClosedError() { return absl::FailedPreconditionError("the session is closed"); }
+
+absl::Status NoGraphError() {
+  return absl::FailedPreconditionError(
+      "the session has no graph yet; call Create (or Extend) first");
+}
+
+}  // namespace
+
+std::string NewRequestId() {
+  static absl::Mutex mu(absl::kConstInit);
+  static absl::BitGen* gen = new absl::BitGen();
+  absl::MutexLock lock(&mu);
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(*gen),
+                         absl::Uniform<uint64_t>(*gen));
+}
+
+absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(
+    const SessionOptions& options, GrpcSessionOptions grpc_options) {
+  if (!absl::StartsWith(options.target, kScheme) ||
+      options.target.size() == sizeof(kScheme) - 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "target '", options.target, "' is not of the form grpc://host:port"));
+  }
+  const std::string address = options.target.substr(sizeof(kScheme) - 1);
+  auto master = std::make_unique<GrpcMaster>(NewMasterChannel(address),
+                                             grpc_options.rpc_timeout);
+  return std::make_unique<GrpcSession>(options, std::move(master), Clock::Real(),
+                                       grpc_options);
+}
+
+GrpcSession::GrpcSession(const SessionOptions& options,
+                         std::unique_ptr<MasterInterface> master, Clock* clock,
+                         GrpcSessionOptions grpc_options)
+    : options_(options),
+      grpc_options_(grpc_options),
+      master_(std::move(master)),
+      clock_(clock) {}
+
+GrpcSession::~GrpcSession() { Close().IgnoreError(); }
+
+absl::Time GrpcSession::CallDeadline(int64_t timeout_in_ms) const {
+  absl::Duration timeout = grpc_options_.rpc_timeout;
+  if (timeout_in_ms > 0) timeout = std::max(timeout, absl::Milliseconds(timeout_in_ms));
+  return clock_->Now() + timeout;
+}
+
+absl::Status GrpcSession::Retry(const std::function<absl::Status()>& call) {
+  return RetryUnavailable(clock_, grpc_options_.retry, CallDeadline(0), call);
+}
+
+std::string GrpcSession::handle() const {
+  absl::MutexLock lock(&mu_);
+  return handle_;
+}
+
+absl::Status GrpcSession::CreateLocked(const GraphDef& graph) {
+  CreateSessionRequest request;
+  *request.mutable_graph_def() = graph;
+  *request.mutable_config() = options_.config;
+  request.set_request_id(NewRequestId());
+  CreateSessionResponse response;
+  RETURN_IF_ERROR(Retry([&] {
+    response.Clear();
+    return master_->CreateSession(request, &response);
+  }));
+  absl::MutexLock lock(&mu_);
+  handle_ = response.session_handle();
+  graph_version_ = response.graph_version();
+  return absl::OkStatus();
+}
+
+absl::Status GrpcSession::Create(const GraphDef& graph) {
+  absl::MutexLock ops(&ops_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return ClosedError();
+    if (!handle_.empty()) {
+      return absl::FailedPreconditionError(
+          "the session already has a graph; use Extend to add nodes");
+    }
+  }
+  return CreateLocked(graph);
+}
+
+absl::Status GrpcSession::Extend(const GraphDef& graph) {
+  absl::MutexLock ops(&ops_mu_);
+  ExtendSessionRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return ClosedError();
+    request.set_session_handle(handle_);
+    request.set_current_graph_version(graph_version_);
+  }
+  // Extending a session without a graph sets it, as DirectSession does.
+  if (request.session_handle().empty()) return CreateLocked(graph);
+  *request.mutable_graph_def() = graph;
+  request.set_request_id(NewRequestId());
+  ExtendSessionResponse response;
+  RETURN_IF_ERROR(Retry([&] { return master_->ExtendSession(request, &response); }));
+  absl::MutexLock lock(&mu_);
+  graph_version_ = response.new_graph_version();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> GrpcSession::RunnableHandle() const {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  if (handle_.empty()) return NoGraphError();
+  return handle_;
+}
+
+absl::Status GrpcSession::Run(const RunOptions& options,
+                              const std::vector<std::pair<std::string, Tensor>>& feeds,
+                              const std::vector<std::string>& fetches,
+                              const std::vector<std::string>& targets,
+                              std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  RunStepRequest request;
+  request.set_session_handle(handle);
+  for (const auto& [name, value] : feeds) {
+    NamedTensorProto* feed = request.add_feed();
+    feed->set_name(name);
+    value.ToProto(feed->mutable_tensor());
+  }
+  for (const std::string& f : fetches) request.add_fetch(f);
+  for (const std::string& t : targets) request.add_target(t);
+  *request.mutable_options() = options;
+  if (options.timeout_in_ms() <= 0 && options_.config.operation_timeout_in_ms() > 0) {
+    request.mutable_options()->set_timeout_in_ms(options_.config.operation_timeout_in_ms());
+  }
+  request.set_request_id(NewRequestId());
+  RunStepResponse response;
+  RETURN_IF_ERROR(RetryUnavailable(
+      clock_, grpc_options_.retry, CallDeadline(request.options().timeout_in_ms()), [&] {
+        response.Clear();
+        return master_->RunStep(request, &response);
+      }));
+  if (response.tensor_size() != static_cast<int>(fetches.size())) {
+    return absl::InternalError(absl::StrCat("the master returned ", response.tensor_size(),
+                                            " tensors for ", fetches.size(), " fetches"));
+  }
+  if (outputs != nullptr) {
+    outputs->clear();
+    outputs->reserve(fetches.size());
+    for (const NamedTensorProto& t : response.tensor()) {
+      absl::StatusOr<Tensor> value = Tensor::FromProto(t.tensor());
+      if (!value.ok()) {
+        return absl::InternalError(absl::StrCat("fetch '", t.name(), "' from the master: ",
+                                                value.status().message()));
+      }
+      outputs->push_back(*std::move(value));
+    }
+  }
+  if (metadata != nullptr) *metadata = response.metadata();
+  return absl::OkStatus();
+}
+
+absl::Status GrpcSession::Close() {
+  absl::MutexLock ops(&ops_mu_);
+  std::string handle;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::OkStatus();
+    closed_ = true;
+    handle = handle_;
+  }
+  if (handle.empty()) return absl::OkStatus();
+  CloseSessionRequest request;
+  request.set_session_handle(handle);
+  CloseSessionResponse response;
+  absl::Status closed = Retry([&] { return master_->CloseSession(request, &response); });
+  // The master forgets the session anyway (restart, idle GC): an unknown handle is closed.
+  if (closed.code() == absl::StatusCode::kAborted) return absl::OkStatus();
+  return closed;
+}
+
+absl::StatusOr<std::vector<DeviceAttributes>> GrpcSession::ListDevices() {
+  ListDevicesRequest request;
+  request.set_session_handle(handle());
+  ListDevicesResponse response;
+  RETURN_IF_ERROR(Retry([&] {
+    response.Clear();
+    return master_->ListDevices(request, &response);
+  }));
+  return std::vector<DeviceAttributes>(response.remote_device().begin(),
+                                       response.remote_device().end());
+}
+
+absl::Status GrpcSession::Reset(const std::vector<std::string>& containers) {
+  ResetRequest request;
+  for (const std::string& c : containers) request.add_container(c);
+  for (const std::string& f : options_.config.device_filters()) request.add_device_filters(f);
+  ResetResponse response;
+  return master_->Reset(request, &response);
+}
+
+namespace {
+
+const bool kRegistered = [] {
+  RegisterSessionFactory(
+      kScheme, [](const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+        ASSIGN_OR_RETURN(std::unique_ptr<GrpcSession> session, GrpcSession::Connect(options));
+        return std::unique_ptr<Session>(std::move(session));
+      });
+  return true;
+}();
+
+}  // namespace
+}  // namespace overseer

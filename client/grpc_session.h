@@ -1,0 +1,101 @@
+#ifndef OVERSEER_CLIENT_GRPC_SESSION_H_
+#define OVERSEER_CLIENT_GRPC_SESSION_H_
+
+// GrpcSession: the Session interface over a master (grpc://host:port). Linking
+// //client:grpc_session registers the "grpc://" target with NewSession.
+//
+// Every call to the master carries a deadline. Calls that are safe to repeat are
+// retried when the master cannot be reached (UNAVAILABLE), with capped backoff on the
+// injected clock: CreateSession, ExtendSession and RunStep carry a request id that the
+// master deduplicates (a retried call applies once), CloseSession and ListDevices are
+// idempotent. Reset is never retried.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/session.h"
+#include "core/clock.h"
+#include "core/rpc/retry.h"
+#include "master/master_interface.h"
+
+namespace overseer {
+
+struct GrpcSessionOptions {
+  // The deadline of each call to the master. A step with RunOptions.timeout_in_ms (or
+  // the session's config.operation_timeout_in_ms) gets that timeout plus a margin
+  // instead when it is longer. Must exceed how long CreateSession may wait for the
+  // cluster's tasks (the master's --create_session_wait_seconds).
+  absl::Duration rpc_timeout = absl::Minutes(5);
+  RetryOptions retry;
+};
+
+// Thread-safe as Session says: Run is concurrent; Create, Extend and Close serialise.
+class GrpcSession : public Session {
+ public:
+  // Connects to `options.target` ("grpc://host:port"). INVALID_ARGUMENT for another
+  // form of target. Connecting is lazy: an unreachable master fails the first call.
+  static absl::StatusOr<std::unique_ptr<GrpcSession>> Connect(
+      const SessionOptions& options, GrpcSessionOptions grpc_options = {});
+
+  // Over any master (tests use one in-process). `clock` (not owned) paces retries.
+  GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master,
+              Clock* clock, GrpcSessionOptions grpc_options = {});
+  // Closes the master session (errors ignored).
+  ~GrpcSession() override;
+  GrpcSession(const GrpcSession&) = delete;
+  GrpcSession& operator=(const GrpcSession&) = delete;
+
+  absl::Status Create(const GraphDef& graph) override;
+  absl::Status Extend(const GraphDef& graph) override;
+  absl::Status Run(const RunOptions& options,
+                   const std::vector<std::pair<std::string, Tensor>>& feeds,
+                   const std::vector<std::string>& fetches,
+                   const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                   RunMetadata* metadata) override;
+  using Session::Run;
+  absl::Status Close() override;
+
+  // The devices of this session's tasks; before Create/Extend, of the whole cluster.
+  absl::StatusOr<std::vector<DeviceAttributes>> ListDevices();
+
+  // Clears `containers` (all when empty) on every task matching config.device_filters;
+  // open sessions of any client lose their variables and queues.
+  absl::Status Reset(const std::vector<std::string>& containers);
+
+  // The master's handle; empty before the first Create/Extend.
+  std::string handle() const;
+
+ private:
+  // Retries `call` (safe to repeat) on UNAVAILABLE until the rpc deadline.
+  absl::Status Retry(const std::function<absl::Status()>& call);
+  absl::Status CreateLocked(const GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ops_mu_);
+  // The session handle for Run; FAILED_PRECONDITION if closed or without a graph.
+  absl::StatusOr<std::string> RunnableHandle() const;
+  // The deadline of a call starting now, on clock_.
+  absl::Time CallDeadline(int64_t timeout_in_ms) const;
+
+  const SessionOptions options_;
+  const GrpcSessionOptions grpc_options_;
+  const std::unique_ptr<MasterInterface> master_;
+  Clock* const clock_;
+
+  // Serialises Create, Extend and Close (held across their calls to the master).
+  absl::Mutex ops_mu_;
+  // Guards the state below; never held across a call.
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(ops_mu_);
+  std::string handle_ ABSL_GUARDED_BY(mu_);
+  int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A fresh request id (128 random bits in hex).
+std::string NewRequestId();
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CLIENT_GRPC_SESSION_H_
