@@ -1,0 +1,79 @@
+#ifndef OVERSEER_TESTING_LOCAL_CLUSTER_H_
+#define OVERSEER_TESTING_LOCAL_CLUSTER_H_
+
+// A real cluster on loopback for multi-process tests: worker_server processes for the
+// ps and worker tasks and a master_server, each on a free port, started from the
+// test's runfiles (list //master:master_server and //worker:worker_server as data).
+// Start returns once every server's gRPC health service says SERVING (or fails with
+// the server's log). Tasks can be killed (SIGKILL or SIGTERM) and restarted on the
+// same port. Servers log to files under TEST_TMPDIR. Not thread-safe.
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/cluster/cluster_spec.h"
+
+namespace overseer {
+namespace test {
+
+struct LocalClusterOptions {
+  int num_ps = 1;
+  int num_workers = 1;
+  // How long Start and Restart wait for a server to become SERVING.
+  absl::Duration start_timeout = absl::Seconds(60);
+  // Extra flags for master_server (e.g. "--session_gc_seconds=5").
+  std::vector<std::string> master_flags;
+};
+
+class LocalCluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(LocalClusterOptions options);
+  // SIGKILLs every server still running.
+  ~LocalCluster();
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  // "grpc://127.0.0.1:<master port>", for SessionOptions::target.
+  std::string master_target() const;
+  const ClusterSpec& cluster() const { return cluster_; }
+
+  // Sends `signal` to task job:index and waits for it to exit; returns its exit code
+  // (-1 if killed by a signal). NOT_FOUND for an unknown or stopped task.
+  absl::StatusOr<int> Stop(const std::string& job, int index, int signal);
+
+  // Starts the task again (a new incarnation) on its port and waits for SERVING.
+  // FAILED_PRECONDITION if it is running.
+  absl::Status Restart(const std::string& job, int index);
+
+  // The task's log so far (its stderr).
+  std::string Log(const std::string& job, int index) const;
+
+ private:
+  struct Process {
+    std::vector<std::string> argv;
+    std::string address;
+    std::string log_path;
+    pid_t pid = -1;
+  };
+
+  explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
+  absl::Status Launch(Process* process);
+  absl::Status WaitServing(Process* process);
+
+  const LocalClusterOptions options_;
+  ClusterSpec cluster_;
+  // Keyed by "job:index"; the master is "master:0".
+  std::map<std::string, Process> processes_;
+};
+
+}  // namespace test
+}  // namespace overseer
+
+#endif  // OVERSEER_TESTING_LOCAL_CLUSTER_H_
