@@ -109,21 +109,29 @@ absl::Status SummaryWriter::AddEvent(const Event& event) {
 }
 
 absl::Status SummaryWriter::AddSummary(const Summary& summary, int64_t step) {
-  Event event;
-  event.set_wall_time(Now());
-  event.set_step(step);
-  *event.mutable_summary() = summary;
-  return AddEvent(event);
+  const double wall_time = Now();
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::FailedPreconditionError("summary writer is closed");
+  RETURN_IF_ERROR(sink_->WriteSummary(wall_time, step, summary));
+  ++summaries_in_file_;
+  dirty_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status SummaryWriter::AddSummary(const std::string& serialized_summary, int64_t step) {
-  Event event;
-  if (!event.mutable_summary()->ParseFromString(serialized_summary)) {
+  // Parsed only to check it; the sink takes the bytes as they are. The scratch message
+  // keeps its allocations from call to call.
+  thread_local Summary scratch;
+  if (!scratch.ParseFromString(serialized_summary)) {
     return absl::InvalidArgumentError("AddSummary: not a serialized Summary proto");
   }
-  event.set_wall_time(Now());
-  event.set_step(step);
-  return AddEvent(event);
+  const double wall_time = Now();
+  absl::MutexLock lock(&mu_);
+  if (closed_) return absl::FailedPreconditionError("summary writer is closed");
+  RETURN_IF_ERROR(sink_->WriteSerializedSummary(wall_time, step, serialized_summary));
+  ++summaries_in_file_;
+  dirty_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status SummaryWriter::AddGraph(const GraphDef& graph, int64_t step) {

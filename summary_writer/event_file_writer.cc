@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
+#include "summary_writer/event_encoding.h"
 #include "summary_writer/event_file_reader.h"
 #include "summary_writer/record.h"
 
@@ -138,29 +139,61 @@ absl::Status EventFileWriter::CheckOpenLocked() const {
   return absl::OkStatus();
 }
 
-absl::Status EventFileWriter::WriteEvent(const Event& event) {
-  if (event.wall_time() == 0) {
-    Event stamped = event;
-    stamped.set_wall_time(WallTime(clock_));
-    absl::MutexLock lock(&mu_);
-    return QueueLocked(stamped);
-  }
-  absl::MutexLock lock(&mu_);
-  return QueueLocked(event);
-}
-
-absl::Status EventFileWriter::QueueLocked(const Event& event) {
+template <typename AppendFn>
+absl::Status EventFileWriter::QueueLocked(const AppendFn& append) {
   RETURN_IF_ERROR(CheckOpenLocked());
   // Serialize straight into the queue, then frame the record around it.
   const size_t start = queue_.size();
   queue_.append(kRecordHeaderSize, '\0');
-  event.AppendToString(&queue_);
+  append(&queue_);
   FrameRecordInPlace(start, &queue_);
   bytes_ += static_cast<int64_t>(queue_.size() - start);
   ++queued_events_;
   if (clock_->Now() - last_flush_ >= options_.flush_interval) return FlushLocked();
   if (queued_events_ >= options_.max_queue) return WriteQueueLocked();
   return absl::OkStatus();
+}
+
+absl::Status EventFileWriter::WriteEvent(const Event& event) {
+  if (event.wall_time() == 0) {
+    Event stamped = event;
+    stamped.set_wall_time(WallTime(clock_));
+    absl::MutexLock lock(&mu_);
+    return QueueLocked([&](std::string* out) { stamped.AppendToString(out); });
+  }
+  absl::MutexLock lock(&mu_);
+  return QueueLocked([&](std::string* out) { event.AppendToString(out); });
+}
+
+absl::Status EventFileWriter::WriteEvents(
+    const google::protobuf::RepeatedPtrField<Event>& events) {
+  absl::MutexLock lock(&mu_);
+  for (const Event& event : events) {
+    if (event.wall_time() == 0) {
+      Event stamped = event;
+      stamped.set_wall_time(WallTime(clock_));
+      RETURN_IF_ERROR(QueueLocked([&](std::string* out) { stamped.AppendToString(out); }));
+    } else {
+      RETURN_IF_ERROR(QueueLocked([&](std::string* out) { event.AppendToString(out); }));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EventFileWriter::WriteSummary(double wall_time, int64_t step,
+                                           const Summary& summary) {
+  if (wall_time == 0) wall_time = WallTime(clock_);
+  absl::MutexLock lock(&mu_);
+  return QueueLocked(
+      [&](std::string* out) { AppendSummaryEvent(wall_time, step, summary, out); });
+}
+
+absl::Status EventFileWriter::WriteSerializedSummary(double wall_time, int64_t step,
+                                                     absl::string_view summary) {
+  if (wall_time == 0) wall_time = WallTime(clock_);
+  absl::MutexLock lock(&mu_);
+  return QueueLocked(
+      [&](std::string* out) { AppendSerializedSummaryEvent(wall_time, step, summary, out); });
 }
 
 absl::Status EventFileWriter::WriteQueueLocked() {

@@ -74,8 +74,15 @@ class EventFileWriter : public EventSink {
   // EventSink. After a file-system error every call returns that error (the file then
   // ends with whole records, unless the failed write itself was cut short).
   absl::Status WriteEvent(const Event& event) override;
+  absl::Status WriteSummary(double wall_time, int64_t step, const Summary& summary) override;
+  absl::Status WriteSerializedSummary(double wall_time, int64_t step,
+                                      absl::string_view summary) override;
   absl::Status Flush() override;
   absl::Status Close() override;
+
+  // WriteEvent of each of `events` in order, under one lock (the service's batches).
+  // Stops at the first error; the events before it stay queued.
+  absl::Status WriteEvents(const google::protobuf::RepeatedPtrField<Event>& events);
 
   // Flushes if flush_interval has passed since the last flush and events are queued.
   absl::Status FlushIfDue();
@@ -89,7 +96,10 @@ class EventFileWriter : public EventSink {
   EventFileWriter(std::string path, std::unique_ptr<WritableFile> file,
                   const EventFileWriterOptions& options, Clock* clock);
 
-  absl::Status QueueLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frames the record whose data `append` appends to queue_, then writes or flushes as
+  // the options say.
+  template <typename AppendFn>
+  absl::Status QueueLocked(const AppendFn& append) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -72,6 +72,30 @@ TEST_F(EventFileWriterTest, FileNameAndVersionRecord) {
   EXPECT_EQ(fs_.syncs(), 1);
 }
 
+TEST_F(EventFileWriterTest, SummaryFastPathsWriteTheSameRecordsAsWriteEvent) {
+  EventFileWriterOptions options;
+  options.max_queue = 3;
+  auto writer = Create(options);
+  ASSERT_NE(writer, nullptr);
+  const Event scalar = Scalar(7, 0.5f);
+  ASSERT_TRUE(writer->WriteEvent(scalar).ok());
+  ASSERT_TRUE(writer->WriteSummary(scalar.wall_time(), 7, scalar.summary()).ok());
+  ASSERT_TRUE(
+      writer->WriteSerializedSummary(scalar.wall_time(), 7, scalar.summary().SerializeAsString())
+          .ok());
+  // A zero wall_time becomes the clock's time, as in WriteEvent.
+  ASSERT_TRUE(writer->WriteSummary(0, 8, scalar.summary()).ok());
+  ASSERT_TRUE(writer->Flush().ok());
+  const std::vector<Event> events = Read(writer->path());
+  ASSERT_EQ(events.size(), 5u);
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_EQ(events[i].SerializeAsString(), scalar.SerializeAsString()) << i;
+  }
+  EXPECT_DOUBLE_EQ(events[4].wall_time(), 1700000000.25);
+  EXPECT_EQ(events[4].step(), 8);
+  EXPECT_EQ(events[4].summary().SerializeAsString(), scalar.summary().SerializeAsString());
+}
+
 TEST_F(EventFileWriterTest, EventFileNameFormat) {
   EXPECT_EQ(EventFileName(absl::FromUnixSeconds(12345), "h", 7, 3, ".v2"),
             "events.out.tfevents.0000012345.h.7.3.v2");

@@ -88,7 +88,7 @@ absl::Status SummaryWriterServiceImpl::OpenWriter(const OpenWriterRequest& reque
 absl::Status SummaryWriterServiceImpl::WriteEvents(const WriteEventsRequest& request) {
   ASSIGN_OR_RETURN(std::shared_ptr<EventFileWriter> writer, Find(request.writer_id()));
   const int64_t before = writer->bytes();
-  for (const Event& event : request.events()) RETURN_IF_ERROR(writer->WriteEvent(event));
+  RETURN_IF_ERROR(writer->WriteEvents(request.events()));
   if (events_written_ != nullptr) {
     events_written_->Increment(request.events_size());
     bytes_written_->Increment(static_cast<double>(writer->bytes() - before));

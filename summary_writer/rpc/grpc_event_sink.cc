@@ -50,16 +50,31 @@ GrpcEventSink::~GrpcEventSink() {
   if (!s.ok()) LOG(ERROR) << "closing remote event file " << file_ << ": " << s.ToString();
 }
 
-absl::Status GrpcEventSink::WriteEvent(const Event& event) {
-  absl::MutexLock lock(&mu_);
+template <typename FillFn>
+absl::Status GrpcEventSink::QueueLocked(const FillFn& fill) {
   if (closed_) return absl::FailedPreconditionError(absl::StrCat(file_, " is closed"));
   Event* queued = batch_.add_events();
-  *queued = event;
+  fill(queued);
   if (queued->wall_time() == 0) {
     queued->set_wall_time(absl::ToDoubleSeconds(clock_->Now() - absl::UnixEpoch()));
   }
   if (batch_.events_size() >= options_.batch_size) return SendBatchLocked();
   return absl::OkStatus();
+}
+
+absl::Status GrpcEventSink::WriteEvent(const Event& event) {
+  absl::MutexLock lock(&mu_);
+  return QueueLocked([&](Event* queued) { *queued = event; });
+}
+
+absl::Status GrpcEventSink::WriteSummary(double wall_time, int64_t step,
+                                         const Summary& summary) {
+  absl::MutexLock lock(&mu_);
+  return QueueLocked([&](Event* queued) {
+    queued->set_wall_time(wall_time);
+    queued->set_step(step);
+    *queued->mutable_summary() = summary;
+  });
 }
 
 absl::Status GrpcEventSink::SendBatchLocked() {

@@ -47,6 +47,7 @@ class GrpcEventSink : public EventSink {
   ~GrpcEventSink() override;
 
   absl::Status WriteEvent(const Event& event) override;
+  absl::Status WriteSummary(double wall_time, int64_t step, const Summary& summary) override;
   absl::Status Flush() override;
   absl::Status Close() override;
 
@@ -57,6 +58,9 @@ class GrpcEventSink : public EventSink {
   GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, int64_t writer_id,
                 std::string file, const GrpcEventSinkOptions& options, Clock* clock);
 
+  // Adds an event to the batch (sending it when full) after `fill` set its fields.
+  template <typename FillFn>
+  absl::Status QueueLocked(const FillFn& fill) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SendBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FinishStreamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
