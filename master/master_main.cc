@@ -14,6 +14,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/clock.h"
 #include "core/cluster/cluster_def.h"
@@ -112,6 +114,13 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(overseer::kUsage);
+  // --help lists this binary's flags and the server runner's (--port, --metrics_port).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "master/master_main") ||
+           absl::StrContains(file, "core/rpc/server_runner");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   return overseer::Main();
 }
