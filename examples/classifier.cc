@@ -8,8 +8,14 @@
 namespace overseer {
 namespace examples {
 
-absl::StatusOr<Classifier> BuildClassifier(const Scope& scope,
+absl::StatusOr<Classifier> BuildClassifier(const Scope& root,
                                            const ClassifierOptions& o) {
+  ReplicaDeviceSetter* setter = o.device_setter;
+  const Scope scope = setter != nullptr ? setter->ForOps(root) : root;
+  // The scope of a variable of `shape` (on a ps task with a device setter).
+  auto var_scope = [setter](const Scope& s, const TensorShape& shape, DataType dtype) {
+    return setter != nullptr ? setter->ForVariable(s, shape, dtype) : s;
+  };
   Classifier m;
   m.images = ops::Placeholder(scope.WithOpName("images"), DT_FLOAT,
                               PartialShape({-1, o.num_features}));
@@ -17,19 +23,23 @@ absl::StatusOr<Classifier> BuildClassifier(const Scope& scope,
 
   Scope hidden = scope.NewSubScope("hidden");
   Variable w1 = MakeVariable(
-      hidden.WithOpName("weights"),
+      var_scope(hidden.WithOpName("weights"), TensorShape({o.num_features, o.hidden_units}),
+                DT_FLOAT),
       GlorotUniformInitializer(TensorShape({o.num_features, o.hidden_units}), o.seed));
-  Variable b1 = MakeVariable(hidden.WithOpName("biases"),
-                             ZerosInitializer(TensorShape({o.hidden_units})));
+  Variable b1 = MakeVariable(
+      var_scope(hidden.WithOpName("biases"), TensorShape({o.hidden_units}), DT_FLOAT),
+      ZerosInitializer(TensorShape({o.hidden_units})));
   Output h = ops::Relu(hidden, ops::BiasAdd(hidden, ops::MatMul(hidden, m.images, w1.value),
                                             b1.value));
 
   Scope softmax = scope.NewSubScope("softmax");
   Variable w2 = MakeVariable(
-      softmax.WithOpName("weights"),
+      var_scope(softmax.WithOpName("weights"), TensorShape({o.hidden_units, o.num_classes}),
+                DT_FLOAT),
       GlorotUniformInitializer(TensorShape({o.hidden_units, o.num_classes}), o.seed + 1));
-  Variable b2 = MakeVariable(softmax.WithOpName("biases"),
-                             ZerosInitializer(TensorShape({o.num_classes})));
+  Variable b2 = MakeVariable(
+      var_scope(softmax.WithOpName("biases"), TensorShape({o.num_classes}), DT_FLOAT),
+      ZerosInitializer(TensorShape({o.num_classes})));
   Output logits = ops::BiasAdd(softmax.WithOpName("logits"),
                                ops::MatMul(softmax, h, w2.value), b2.value);
 
@@ -40,7 +50,8 @@ absl::StatusOr<Classifier> BuildClassifier(const Scope& scope,
   m.accuracy = ops::Mean(scope.WithOpName("accuracy"), ops::Cast(scope, correct, DT_FLOAT),
                          {0});
 
-  ASSIGN_OR_RETURN(m.global_step, GetOrCreateGlobalStep(scope));
+  ASSIGN_OR_RETURN(m.global_step,
+                   GetOrCreateGlobalStep(var_scope(scope, TensorShape(), DT_INT64)));
   AdamOptimizer adam(o.learning_rate);
   ASSIGN_OR_RETURN(m.train, adam.Minimize(scope.WithOpName("train"), m.loss, &m.global_step));
   m.init = GlobalVariablesInitializer(scope.WithOpName("init"));

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "client/device_setter.h"
 #include "client/graph.h"
 #include "client/scope.h"
 #include "client/variables.h"
@@ -20,6 +21,10 @@ struct ClassifierOptions {
   int64_t hidden_units = 128;
   double learning_rate = 0.001;
   int64_t seed = 1;
+  // For between-graph replicated training: when set (not owned; must outlive
+  // BuildClassifier), the variables and the global step are placed on its ps tasks
+  // and every other op on its worker device.
+  ReplicaDeviceSetter* device_setter = nullptr;
 };
 
 // Handles to the nodes a trainer feeds and runs.
