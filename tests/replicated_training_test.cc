@@ -1,0 +1,136 @@
+// Between-graph replicated training across real processes: 2 ps + 2 worker
+// worker_servers and a master_server (LocalCluster), and two replicated_trainer
+// processes, a chief and a non-chief, each with its own GrpcSession. Variables are
+// sharded over both ps tasks and the global step is shared; both trainers reach the
+// local run's accuracy and the global step counts both trainers' steps.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/client_session.h"
+#include "client/device_setter.h"
+#include "examples/classifier.h"
+#include "gtest/gtest.h"
+#include "testing/local_cluster.h"
+
+namespace overseer {
+namespace {
+
+constexpr int kSteps = 300;
+
+// A trainer process; its stdout and stderr go to a file under TEST_TMPDIR.
+class Trainer {
+ public:
+  Trainer(const std::string& name, std::vector<std::string> args) {
+    log_path_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name, ".log");
+    const std::string path =
+        absl::StrCat(std::getenv("TEST_SRCDIR"), "/overseer/tests/replicated_trainer");
+    args.insert(args.begin(), path);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execv(path.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~Trainer() {
+    if (pid_ > 0 && !waited_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Waits for the exit; the exit code, -1 if killed by a signal.
+  int Wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    waited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string Log() const {
+    std::ifstream in(log_path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  // The number after "<key>: " in the log, or -1.
+  double Value(const std::string& key) const {
+    std::smatch m;
+    const std::string log = Log();
+    if (!std::regex_search(log, m, std::regex(key + ": ([0-9.]+)"))) return -1;
+    return std::stod(m[1]);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool waited_ = false;
+  std::string log_path_;
+};
+
+TEST(ReplicatedTrainingTest, ChiefAndNonChiefTrainTheShardedClassifier) {
+  test::LocalClusterOptions options;
+  options.num_ps = 2;
+  options.num_workers = 2;
+  auto cluster = test::LocalCluster::Start(options);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string master = "--master=" + (*cluster)->master_target();
+  const std::string steps = absl::StrCat("--steps=", kSteps);
+
+  // The non-chief starts first, so it must wait for the chief's initialisation.
+  Trainer non_chief("trainer_1", {master, "--task_index=1", steps});
+  Trainer chief("trainer_0", {master, "--task_index=0", "--is_chief", steps});
+  ASSERT_EQ(chief.Wait(), 0) << chief.Log();
+  ASSERT_EQ(non_chief.Wait(), 0) << non_chief.Log();
+
+  std::printf("chief:\n%snon-chief:\n%s", chief.Log().c_str(), non_chief.Log().c_str());
+  EXPECT_GE(chief.Value("final accuracy"), 0.97) << chief.Log();
+  EXPECT_GE(non_chief.Value("final accuracy"), 0.97) << non_chief.Log();
+  // Each trainer saw at least its own steps when it finished.
+  EXPECT_GE(chief.Value("global_step"), kSteps) << chief.Log();
+  EXPECT_GE(non_chief.Value("global_step"), kSteps) << non_chief.Log();
+
+  // A third client with the same sharded graph sees every step of both trainers, and
+  // both ps tasks hold variables.
+  ReplicaDeviceSetterOptions setter_options;
+  setter_options.num_ps_tasks = 2;
+  setter_options.worker_device = "/job:worker/task:0";
+  auto setter = ReplicaDeviceSetter::Create(setter_options);
+  ASSERT_TRUE(setter.ok());
+  Scope root = Scope::NewRootScope();
+  examples::ClassifierOptions model_options;
+  model_options.hidden_units = 64;
+  model_options.device_setter = &*setter;
+  auto model = examples::BuildClassifier(root, model_options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<int64_t> bytes = setter->BytesPerTask();
+  EXPECT_GT(bytes[0], 0);
+  EXPECT_GT(bytes[1], 0);
+  SessionOptions session_options;
+  session_options.target = (*cluster)->master_target();
+  auto session = ClientSession::Create(root, session_options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> out;
+  auto s = (*session)->Run({model->global_step.value}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out[0].scalar<int64_t>(), 2 * kSteps);
+}
+
+}  // namespace
+}  // namespace overseer
