@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -176,7 +177,8 @@ int Main() {
 
   bench::PrintFigure("summary.events_per_sec_embedded", local, "events/s", raw);
   bench::PrintFigure("summary.events_per_sec_service", served, "events/s", raw);
-  std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
   return 0;
 }
 
