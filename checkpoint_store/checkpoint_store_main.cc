@@ -27,7 +27,9 @@ int Main() {
     LOG(ERROR) << "--root is required";
     return 2;
   }
-  ServerRunner runner(ServerRunnerOptionsFromFlags("checkpoint_store"));
+  ServerRunnerOptions options = ServerRunnerOptionsFromFlags("checkpoint_store");
+  options.fixed_stream_window_bytes = kCheckpointStoreStreamWindowBytes;
+  ServerRunner runner(options);
   auto store = CheckpointStore::Open(FileSystem::Posix(), root, Clock::Real(), runner.metrics());
   if (!store.ok()) {
     LOG(ERROR) << "cannot open --root: " << store.status().ToString();

@@ -1,14 +1,114 @@
 #include "checkpoint_store/rpc/grpc_checkpoint_store_service.h"
 
 #include <algorithm>
+#include <deque>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/rpc/grpc_status.h"
 
 namespace overseer {
 namespace {
 
-constexpr size_t kChunkBytes = 1 << 20;
+constexpr size_t kChunkBytes = 4 << 20;
+// ReadTensors sends a tensor up to this size in one message (its bytes moved, not
+// copied), larger ones in kChunkBytes chunks. Clients accept 64 MiB messages.
+constexpr size_t kWholeTensorBytes = 32 << 20;
+// Received WriteShard messages waiting for the appender thread (4 MiB each).
+constexpr size_t kMaxQueued = 4;
+
+// Appends received WriteShard messages to a shard on its own thread. Push blocks while
+// kMaxQueued messages wait. After the first failed append, Push returns false and the
+// rest is dropped; Finish returns that error. Thread-safe (one pusher).
+class ShardAppender {
+ public:
+  explicit ShardAppender(ShardWriter* writer)
+      : writer_(writer), thread_([this] { Run(); }) {}
+  ~ShardAppender() { Finish().IgnoreError(); }
+
+  bool Push(std::unique_ptr<WriteShardRequest> request) {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](ShardAppender* a) { return !a->status_.ok() || a->queue_.size() < kMaxQueued; },
+        this));
+    if (!status_.ok()) return false;
+    queue_.push_back(std::move(request));
+    return true;
+  }
+
+  // An appended message to receive into (its buffers keep their capacity, so a chunk
+  // does not fault in fresh pages), or a new one.
+  std::unique_ptr<WriteShardRequest> Recycled() {
+    absl::MutexLock lock(&mu_);
+    if (free_.empty()) return std::make_unique<WriteShardRequest>();
+    std::unique_ptr<WriteShardRequest> request = std::move(free_.back());
+    free_.pop_back();
+    request->Clear();
+    return request;
+  }
+
+  // Waits until every pushed message is appended; the first error, if any.
+  absl::Status Finish() {
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+  int64_t bytes() const { return bytes_; }
+  int tensors() const { return tensors_; }
+
+ private:
+  void Run() {
+    for (;;) {
+      std::unique_ptr<WriteShardRequest> request;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](ShardAppender* a) { return a->done_ || !a->queue_.empty(); }, this));
+        if (queue_.empty()) return;
+        request = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      absl::Status s = Append(*request);
+      absl::MutexLock lock(&mu_);
+      if (!s.ok()) {
+        status_ = s;
+        queue_.clear();
+        return;
+      }
+      free_.push_back(std::move(request));
+    }
+  }
+
+  absl::Status Append(const WriteShardRequest& request) {
+    if (request.has_tensor()) {
+      absl::Status s = writer_->BeginTensor(request.tensor());
+      if (!s.ok()) return s;
+      ++tensors_;
+    }
+    if (request.data().empty()) return absl::OkStatus();
+    bytes_ += static_cast<int64_t>(request.data().size());
+    return writer_->Append(request.data());
+  }
+
+  ShardWriter* const writer_;
+  // Written by the appender thread only; read after Finish.
+  int64_t bytes_ = 0;
+  int tensors_ = 0;
+  absl::Mutex mu_;
+  std::deque<std::unique_ptr<WriteShardRequest>> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<WriteShardRequest>> free_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;  // Last: starts after the members it uses.
+};
 
 }  // namespace
 
@@ -24,34 +124,31 @@ grpc::Status GrpcCheckpointStoreService::BeginCheckpoint(grpc::ServerContext*,
 grpc::Status GrpcCheckpointStoreService::WriteShard(
     grpc::ServerContext* context, grpc::ServerReader<WriteShardRequest>* reader,
     WriteShardResponse* response) {
-  WriteShardRequest request;
-  if (!reader->Read(&request)) {
+  auto first = std::make_unique<WriteShardRequest>();
+  if (!reader->Read(first.get())) {
     return ToGrpcStatus(absl::InvalidArgumentError("WriteShard stream carried no message"));
   }
   absl::StatusOr<std::unique_ptr<ShardWriter>> writer =
-      store_->OpenShard(request.checkpoint_id(), request.shard_id());
+      store_->OpenShard(first->checkpoint_id(), first->shard_id());
   if (!writer.ok()) return ToGrpcStatus(writer.status());
-  int64_t bytes = 0;
-  int tensors = 0;
-  do {
+  // This thread receives while `appender` writes, so the network and the disk overlap.
+  ShardAppender appender(writer->get());
+  bool more = true;
+  for (std::unique_ptr<WriteShardRequest> request = std::move(first); more;) {
     if (context->IsCancelled()) {
+      appender.Finish().IgnoreError();
       return ToGrpcStatus(absl::CancelledError("WriteShard cancelled; the shard is dropped"));
     }
-    if (request.has_tensor()) {
-      absl::Status s = (*writer)->BeginTensor(request.tensor());
-      if (!s.ok()) return ToGrpcStatus(s);
-      ++tensors;
-    }
-    if (!request.data().empty()) {
-      absl::Status s = (*writer)->Append(request.data());
-      if (!s.ok()) return ToGrpcStatus(s);
-      bytes += static_cast<int64_t>(request.data().size());
-    }
-  } while (reader->Read(&request));
+    if (!appender.Push(std::move(request))) break;  // The appender failed.
+    request = appender.Recycled();
+    more = reader->Read(request.get());
+  }
+  absl::Status appended = appender.Finish();
+  if (!appended.ok()) return ToGrpcStatus(appended);
   absl::Status closed = (*writer)->Close();
   if (!closed.ok()) return ToGrpcStatus(closed);
-  response->set_bytes_written(bytes);
-  response->set_num_tensors(tensors);
+  response->set_bytes_written(appender.bytes());
+  response->set_num_tensors(appender.tensors());
   return grpc::Status::OK;
 }
 
@@ -106,6 +203,13 @@ grpc::Status GrpcCheckpointStoreService::ReadTensors(
   return ToGrpcStatus(store_->ReadTensors(
       request->run(), request->name(), names,
       [&](const TensorHeader& header, std::string data) -> absl::Status {
+        if (data.size() <= kWholeTensorBytes) {  // One message, no copy.
+          ReadTensorsResponse whole;
+          *whole.mutable_tensor() = header;
+          *whole.mutable_data() = std::move(data);
+          if (!writer->Write(whole)) return absl::CancelledError("ReadTensors reader went away");
+          return absl::OkStatus();
+        }
         size_t pos = 0;
         bool first = true;
         do {

@@ -9,6 +9,11 @@
 
 namespace overseer {
 
+// The fixed HTTP/2 stream window a checkpoint_store server should use
+// (ServerRunnerOptions::fixed_stream_window_bytes): with gRPC's BDP-probed window one
+// WriteShard stream crawls at tens of MB/s on loopback.
+constexpr int kCheckpointStoreStreamWindowBytes = 64 << 20;
+
 class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
  public:
   // `store` is borrowed and must outlive the service.

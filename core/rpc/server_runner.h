@@ -52,6 +52,10 @@ struct ServerRunnerOptions {
   // Largest message the server accepts; -1: no limit (protobuf's own 2 GB limit still
   // applies), so gRPC's 4 MiB default never rejects a large request.
   int max_receive_message_bytes = -1;
+  // > 0: every stream's HTTP/2 receive window is this many bytes, fixed (BDP probing
+  // off). gRPC's probing keeps the window small on loopback, which caps one stream at
+  // tens of MB/s; bulk-transfer servers (the checkpoint store) set e.g. 64 MiB.
+  int fixed_stream_window_bytes = 0;
 };
 
 // Options with port and metrics_port from the --port and --metrics_port flags.
