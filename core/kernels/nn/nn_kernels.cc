@@ -4,39 +4,13 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/kernels/math/cwise_unary.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {
 namespace {
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-// Calls `fn(TypeTag<T>())` for the dtype: float and double, and int32 and
-// int64 when `kIntegers`. INVALID_ARGUMENT naming the op for other dtypes.
-template <bool kIntegers, typename Fn>
-absl::Status DispatchType(const OpKernel& k, DataType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DT_FLOAT:
-      return fn(TypeTag<float>());
-    case DT_DOUBLE:
-      return fn(TypeTag<double>());
-    case DT_INT32:
-      if constexpr (kIntegers) return fn(TypeTag<int32_t>());
-      break;
-    case DT_INT64:
-      if constexpr (kIntegers) return fn(TypeTag<int64_t>());
-      break;
-    default:
-      break;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(k.type_string(), " does not support dtype ", DataTypeString(dtype)));
-}
 
 absl::Status CheckNhwc(OpKernelConstruction* c) {
   std::string format;
@@ -134,26 +108,9 @@ struct TanhFn {
   }
 };
 
-template <typename F, bool kIntegers>
-class ActivationOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    return DispatchType<kIntegers>(*this, x.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      Tensor* y = ctx->allocate_output(0, x.shape());
-      if (x.NumElements() > 0) {
-        y->flat<T>().device(ctx->eigen_device()) = F::template Apply<T>(x.flat<T>());
-      }
-      return absl::OkStatus();
-    });
-  }
-};
-using ReluOp = ActivationOp<ReluFn, true>;
-using SigmoidOp = ActivationOp<SigmoidFn, false>;
-using TanhOp = ActivationOp<TanhFn, false>;
+using ReluOp = UnaryOp<ReluFn, true>;
+using SigmoidOp = UnaryOp<SigmoidFn, false>;
+using TanhOp = UnaryOp<TanhFn, false>;
 REGISTER_KERNEL(ReluOp, "Relu");
 REGISTER_KERNEL(SigmoidOp, "Sigmoid");
 REGISTER_KERNEL(TanhOp, "Tanh");
