@@ -7,7 +7,7 @@
 #include "checkpoint_store/state_file.h"
 #include "checkpoint_store/testing/crashing_file_system.h"
 #include "gtest/gtest.h"
-#include "summary_writer/testing/manual_clock.h"
+#include "testing/manual_clock.h"
 
 namespace overseer {
 namespace {

@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "summary_writer/event_file_reader.h"
 #include "summary_writer/rpc/grpc_summary_writer_service.h"
-#include "summary_writer/testing/manual_clock.h"
+#include "testing/manual_clock.h"
 
 namespace overseer {
 namespace {

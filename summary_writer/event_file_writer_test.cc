@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "summary_writer/event_file_reader.h"
 #include "summary_writer/testing/fault_injecting_file_system.h"
-#include "summary_writer/testing/manual_clock.h"
+#include "testing/manual_clock.h"
 
 namespace overseer {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "summary_writer/testing/manual_clock.h"
+#include "testing/manual_clock.h"
 
 namespace overseer {
 namespace {

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
 #include "summary_writer/event_file_reader.h"
-#include "summary_writer/testing/manual_clock.h"
+#include "testing/manual_clock.h"
 
 namespace overseer {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef OVERSEER_SUMMARY_WRITER_TESTING_MANUAL_CLOCK_H_
-#define OVERSEER_SUMMARY_WRITER_TESTING_MANUAL_CLOCK_H_
+#ifndef OVERSEER_TESTING_MANUAL_CLOCK_H_
+#define OVERSEER_TESTING_MANUAL_CLOCK_H_
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -51,4 +51,4 @@ class ManualClock : public Clock {
 }  // namespace test
 }  // namespace overseer
 
-#endif  // OVERSEER_SUMMARY_WRITER_TESTING_MANUAL_CLOCK_H_
+#endif  // OVERSEER_TESTING_MANUAL_CLOCK_H_
