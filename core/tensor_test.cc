@@ -121,3 +121,32 @@ TEST(TypesTest, Names) {
 
 }  // namespace
 }  // namespace overseer
+
+namespace overseer {
+namespace {
+
+// A large tensor's memory goes back to the process's cache when freed, and the next
+// tensor of that size reuses it (no fresh pages to fault in) still zero-filled.
+TEST(TensorTest, LargeBuffersAreRecycledZeroFilled) {
+  const TensorShape shape({3 << 20});  // 12 MiB of floats.
+  const void* first = nullptr;
+  {
+    Tensor t(DT_FLOAT, shape);
+    first = t.data<float>();
+    t.flat<float>().setConstant(7.0f);
+  }
+  Tensor again(DT_FLOAT, shape);
+  EXPECT_EQ(again.data<float>(), first);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % (2 << 20), 0u);
+  auto flat = again.flat<float>();
+  for (int64_t i = 0; i < flat.size(); i += 4093) ASSERT_EQ(flat(i), 0.0f) << i;
+  EXPECT_EQ(flat(flat.size() - 1), 0.0f);
+
+  // A different size does not take it; both stay usable.
+  Tensor other(DT_FLOAT, TensorShape({5 << 20}));
+  EXPECT_NE(other.data<float>(), again.data<float>());
+  EXPECT_EQ(other.flat<float>()(0), 0.0f);
+}
+
+}  // namespace
+}  // namespace overseer
