@@ -94,6 +94,7 @@ int Main() {
     return 2;
   }
   ServerRunnerOptions runner_options = ServerRunnerOptionsFromFlags("worker");
+  runner_options.fixed_stream_window_bytes = kWorkerStreamWindowBytes;
   if (runner_options.port == 0) {
     const std::string address = *task->cluster.TaskAddress(task->job, task->index);
     const std::string port = address.substr(address.rfind(':') + 1);

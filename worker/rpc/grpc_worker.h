@@ -33,6 +33,11 @@ struct GrpcWorkerOptions {
 // RunGraph with large feeds is bounded only by protobuf's 2 GB).
 std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address);
 
+// The HTTP/2 stream window of worker servers and of channels to them, with BDP probing
+// off on both sides: the probed window holds one RecvTensor stream to tens of MB/s on
+// loopback, a fixed large one lets a tensor stream at memory speed.
+constexpr int kWorkerStreamWindowBytes = 64 << 20;
+
 // Thread-safe. Every call carries a deadline; a dead or unreachable peer fails
 // UNAVAILABLE (gRPC fails fast when the connection cannot be made or breaks).
 class GrpcWorker : public WorkerInterface {
