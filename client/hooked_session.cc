@@ -42,8 +42,8 @@ HookedSession::HookedSession(ClientSession* session, std::vector<SessionRunHook*
 
 absl::Status HookedSession::Run(const RunOptions& options, const std::vector<FeedPair>& feeds,
                                 const std::vector<Output>& fetches,
-                                const std::vector<Operation>& targets,
-                                std::vector<Tensor>* outputs, RunMetadata* metadata) {
+                                const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+                                RunMetadata* metadata) {
   SessionRunArgs original;
   original.fetches.assign(fetches.begin(), fetches.end());
   original.targets = targets;

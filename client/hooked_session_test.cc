@@ -78,8 +78,8 @@ TEST_F(HookedSessionTest, RunPassesAllArguments) {
   options.set_trace_level(RunOptions::FULL_TRACE);
   RunMetadata metadata;
   std::vector<Tensor> out;
-  ASSERT_TRUE(hooked.Run(options, {{x, Tensor::Scalar<int32_t>(41)}}, {y}, {}, &out, &metadata)
-                  .ok());
+  ASSERT_TRUE(
+      hooked.Run(options, {{x, Tensor::Scalar<int32_t>(41)}}, {y}, {}, &out, &metadata).ok());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(Int(out[0]), 42);
   // The caller's options reached the session: a full trace fills the step stats.
@@ -212,8 +212,7 @@ TEST_F(HookedSessionTest, HooksAndUserFeedConflicts) {
   std::vector<Tensor> out;
   absl::Status s = hooked.Run({{b, Tensor::Scalar<int32_t>(10)}}, {sum}, {}, &out);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-  EXPECT_NE(s.message().find("'b_tensor:0' is fed by a hook and by the caller"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("'b_tensor:0' is fed by a hook and by the caller"), std::string::npos)
       << s;
 }
 
@@ -256,8 +255,7 @@ TEST_F(HookedSessionTest, MergeRunOptionsFromHooks) {
   EXPECT_EQ(hook_b.run_options[0].timeout_in_ms(), 60000);
   EXPECT_EQ(hook_b.run_options[0].inter_op_thread_pool(), 1);
   // Both hooks see the same merged options and the traced run's metadata.
-  EXPECT_EQ(hook_a.run_options[0].SerializeAsString(),
-            hook_b.run_options[0].SerializeAsString());
+  EXPECT_EQ(hook_a.run_options[0].SerializeAsString(), hook_b.run_options[0].SerializeAsString());
   ASSERT_EQ(hook_b.run_metadata.size(), 1u);
   EXPECT_GT(hook_b.run_metadata[0].step_stats().dev_stats_size(), 0);
 }

@@ -18,14 +18,13 @@ absl::StatusOr<Output> Fetch::Resolve(const ClientGraph& graph) const {
   }
   absl::StatusOr<Output> found = graph.FindOutput(name_);
   if (!found.ok()) {
-    return absl::NotFoundError(
-        absl::StrCat("fetched tensor '", name_, "' is not in the graph: ",
-                     found.status().message()));
+    return absl::NotFoundError(absl::StrCat("fetched tensor '", name_,
+                                            "' is not in the graph: ", found.status().message()));
   }
   if (!absl::StrContains(name_, ':') && found->node()->num_outputs() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "fetched name '", name_, "' is ambiguous: node '", name_, "' has ",
-        found->node()->num_outputs(), " outputs; name one as '", name_, ":k'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("fetched name '", name_, "' is ambiguous: node '", name_, "' has ",
+                     found->node()->num_outputs(), " outputs; name one as '", name_, ":k'"));
   }
   return *found;
 }

@@ -14,6 +14,7 @@
 // Every method returns a status; an error ends the run (or the training) with it.
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,9 +33,10 @@ class Coordinator;
 // "node" for the only output of a single-output node) resolved when the run is made.
 class Fetch {
  public:
-  Fetch(Output output) : output_(output) {}  // NOLINT: implicit by design
+  Fetch() = default;                                   // A null Output.
+  Fetch(Output output) : output_(output) {}            // NOLINT: implicit by design
   Fetch(std::string name) : name_(std::move(name)) {}  // NOLINT
-  Fetch(const char* name) : name_(name) {}  // NOLINT
+  Fetch(const char* name) : name_(name) {}             // NOLINT
 
   // The Output, or the graph's tensor `name`. NOT_FOUND naming the tensor if the graph
   // has none; INVALID_ARGUMENT for a null Output, an Output of another graph, or a
