@@ -23,7 +23,8 @@ MasterSession::MasterSession(std::string handle, ConfigProto config,
       tasks_(std::move(tasks)),
       client_task_(std::move(client_task)),
       workers_(workers),
-      next_step_id_(next_step_id) {
+      next_step_id_(next_step_id),
+      cleaner_(std::make_shared<StepCleaner>(workers)) {
   for (const SessionTask& t : tasks_) {
     for (const DeviceAttributes& d : t.devices) {
       devices_.push_back(d.name());
@@ -193,7 +194,12 @@ absl::Status MasterSession::RunSignature(const Signature& sig,
   StepStats* stats = options.trace_level() != RunOptions::NO_TRACE && metadata != nullptr
                          ? metadata->mutable_step_stats()
                          : nullptr;
-  absl::Status s = RunRegisteredStep(workers_, sig.step, args, fetches, stats);
+  std::shared_ptr<StepCleaner> cleaner;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    cleaner = cleaner_;
+  }
+  absl::Status s = RunRegisteredStep(workers_, sig.step, args, fetches, stats, cleaner.get());
   if (s.ok()) return s;
   return CheckTasks(s);
 }
@@ -288,12 +294,16 @@ void MasterSession::ReleaseCallable(int64_t handle) {
 }
 
 void MasterSession::Close() {
+  std::shared_ptr<StepCleaner> cleaner;
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
     signatures_.clear();
+    cleaner = std::move(cleaner_);
   }
+  // Sends what is queued (unless a running step still holds the cleaner).
+  cleaner.reset();
   // Deleting a worker session also forgets its registered graphs. In parallel, so that
   // a dead task costs one deadline, not one per task.
   std::vector<std::thread> threads;

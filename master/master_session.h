@@ -101,6 +101,9 @@ class MasterSession {
   int64_t next_callable_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Cleans up finished steps in the background. Steps hold a reference while they run;
+  // Close drops the session's, and the last holder drains what is queued.
+  std::shared_ptr<StepCleaner> cleaner_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace overseer

@@ -20,6 +20,7 @@ class MasterTest : public ::testing::Test {
  protected:
   MasterTest() {
     options_.gc_thread = false;
+    options_.readiness.check_thread = false;
     options_.session_gc_idle = absl::Minutes(10);
     options_.create_session_wait = absl::Seconds(5);
     master_ = std::make_unique<Master>(MasterEnv{&cache_, &clock_}, options_);
@@ -69,11 +70,16 @@ TEST_F(MasterTest, RunStepRegistersOncePerSignatureAndRunsEveryTask) {
   EXPECT_EQ(cache_.worker()->graphs.size(), 1u);
   EXPECT_EQ(cache_.ps()->runs, 3);
   EXPECT_EQ(cache_.worker()->runs, 3);
-  EXPECT_GE(cache_.ps()->cleanups, 3);  // Every step is cleaned up everywhere.
   CloseSessionRequest close;
   close.set_session_handle(h);
   CloseSessionResponse cresp;
   ASSERT_TRUE(master_->CloseSession(close, &cresp).ok());
+  {
+    // Every step is cleaned up everywhere: in the background, and at the latest when
+    // the session closes.
+    absl::MutexLock l(&cache_.ps()->mu);
+    EXPECT_GE(cache_.ps()->cleanups, 3);
+  }
   EXPECT_TRUE(cache_.ps()->sessions.empty());
   RunStepResponse resp;
   EXPECT_EQ(Run(h, &resp).code(), absl::StatusCode::kAborted);
@@ -234,6 +240,45 @@ TEST_F(MasterTest, FeedsAreCheckedBeforeRunning) {
   Tensor(DT_FLOAT, TensorShape({2})).ToProto(f->mutable_tensor());
   ASSERT_TRUE(master_->RunStep(req, &resp).ok());
   EXPECT_EQ(cache_.worker()->sends, 1);
+}
+
+TEST_F(MasterTest, JobDoneTellsEveryTask) {
+  JobDoneRequest req;
+  req.set_reason("training finished");
+  JobDoneResponse resp;
+  ASSERT_TRUE(master_->JobDone(req, &resp).ok());
+  EXPECT_EQ(cache_.ps()->job_dones, 1);
+  EXPECT_EQ(cache_.worker()->job_dones, 1);
+}
+
+TEST_F(MasterTest, JobDoneNamesTheTasksItCouldNotTell) {
+  cache_.ps()->dead = true;
+  JobDoneResponse resp;
+  absl::Status s = master_->JobDone(JobDoneRequest(), &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(s.message(), "/job:ps/replica:0/task:0")) << s;
+  EXPECT_FALSE(absl::StrContains(s.message(), "/job:worker")) << s;
+  EXPECT_EQ(cache_.worker()->job_dones, 1);
+}
+
+TEST_F(MasterTest, ReadinessThroughTheMaster) {
+  MarkReadyRequest mark;
+  mark.set_key("model");
+  MarkReadyResponse marked;
+  ASSERT_TRUE(master_->MarkReady(mark, &marked).ok());
+  WaitForReadyRequest wait;
+  wait.set_key("model");
+  WaitForReadyResponse ready;
+  ASSERT_TRUE(master_->WaitForReady(wait, &ready).ok());
+  EXPECT_TRUE(ready.ready());
+  WithdrawReadyRequest withdraw;
+  withdraw.set_key("model");
+  WithdrawReadyResponse withdrawn;
+  ASSERT_TRUE(master_->WithdrawReady(withdraw, &withdrawn).ok());
+  ready.Clear();
+  ASSERT_TRUE(master_->WaitForReady(wait, &ready).ok());
+  EXPECT_FALSE(ready.ready());
+  EXPECT_FALSE(ready.reason().empty());
 }
 
 }  // namespace

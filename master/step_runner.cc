@@ -1,5 +1,6 @@
 #include "master/step_runner.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -62,9 +63,54 @@ class StepErrors {
 
 }  // namespace
 
+StepCleaner::StepCleaner(MasterWorkerCacheInterface* workers, int max_pending)
+    : workers_(workers), max_pending_(static_cast<size_t>(std::max(1, max_pending))) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+StepCleaner::~StepCleaner() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+void StepCleaner::Enqueue(std::vector<std::string> tasks, int64_t step_id) {
+  absl::MutexLock lock(&mu_);
+  auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return pending_.size() < max_pending_;
+  };
+  mu_.Await(absl::Condition(&has_room));
+  pending_.push_back(Pending{std::move(tasks), step_id});
+}
+
+void StepCleaner::Loop() {
+  while (true) {
+    Pending next;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !pending_.empty();
+      };
+      mu_.Await(absl::Condition(&has_work));
+      if (pending_.empty()) return;  // Stopping, and everything is sent.
+      next = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    CleanupGraphRequest req;
+    req.set_step_id(next.step_id);
+    for (const std::string& task : next.tasks) {
+      WorkerInterface* w = workers_->GetWorker(task);
+      CleanupGraphResponse resp;
+      if (w != nullptr) w->CleanupGraph(req, &resp).IgnoreError();
+    }
+  }
+}
+
 absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                                const StepArgs& args, std::vector<TensorProto>* fetches,
-                               StepStats* stats) {
+                               StepStats* stats, StepCleaner* cleaner) {
   if (args.feeds.size() != step.feeds.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the step expects ", step.feeds.size(),
                                                    " feeds, got ", args.feeds.size()));
@@ -109,7 +155,13 @@ absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const Regist
   if (it != requests.end()) run(it->first);
   for (auto& t : threads) t.join();
   absl::Status status = errors.first();
-  errors.CleanupAll();
+  if (!status.ok() || cleaner == nullptr) {
+    errors.CleanupAll();
+  } else {
+    std::vector<std::string> tasks;
+    for (const auto& [task, handle] : step.graph_handles) tasks.push_back(task);
+    cleaner->Enqueue(std::move(tasks), args.step_id);
+  }
   if (!status.ok()) return status;
   fetches->clear();
   for (const PartitionEndpoint& f : step.fetches) {

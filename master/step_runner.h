@@ -3,14 +3,18 @@
 
 // Runs one step of registered partitions: a RunGraph per task, all in parallel; the
 // first failure cancels the step on every task (CleanupGraph), and every task's step
-// state is cleaned up afterwards.
+// state is cleaned up afterwards: in the background after a successful step (as
+// TensorFlow's CleanupPartitionsAsync), so that the caller does not wait a round trip.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "master/partitioner.h"
 #include "master/worker_cache.h"
 #include "proto/config.pb.h"
@@ -32,13 +36,44 @@ struct StepArgs {
   int64_t timeout_in_ms = 0;              // 0: none.
 };
 
+// Sends CleanupGraph for finished steps from one background thread. When `max_pending`
+// steps wait, Enqueue blocks until the thread catches up, so a fast step loop cannot
+// grow the queue without bound. The destructor sends everything queued, then returns.
+// Thread-safe.
+class StepCleaner {
+ public:
+  explicit StepCleaner(MasterWorkerCacheInterface* workers, int max_pending = 1024);
+  ~StepCleaner();
+  StepCleaner(const StepCleaner&) = delete;
+  StepCleaner& operator=(const StepCleaner&) = delete;
+
+  // Queues the cleanup of `step_id` on `tasks`.
+  void Enqueue(std::vector<std::string> tasks, int64_t step_id);
+
+ private:
+  struct Pending {
+    std::vector<std::string> tasks;
+    int64_t step_id;
+  };
+  void Loop();
+
+  MasterWorkerCacheInterface* const workers_;
+  const size_t max_pending_;
+  absl::Mutex mu_;
+  std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
 // Runs the step. On success `fetches` gets one tensor per RegisteredStep::fetches and
 // `stats` (optional) the step stats of every task. Errors are those of the first task
 // that failed (CANCELLED ones from the cancellation are ignored), prefixed with the
-// task name, code kept. A task that is not in `workers` is UNAVAILABLE.
+// task name, code kept. A task that is not in `workers` is UNAVAILABLE. A successful
+// step's cleanup goes to `cleaner` (null: cleaned up before returning); a failed step
+// is cancelled and cleaned up before returning.
 absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                                const StepArgs& args, std::vector<TensorProto>* fetches,
-                               StepStats* stats);
+                               StepStats* stats, StepCleaner* cleaner = nullptr);
 
 // Prefixes `status`'s message with "task <task>: ", keeping its code.
 absl::Status TaskError(const std::string& task, const absl::Status& status);
