@@ -85,7 +85,10 @@ bool Coordinator::WaitForStop(absl::Duration timeout) {
 }
 
 absl::Status Coordinator::StopOnException(const std::function<absl::Status()>& body) {
-  absl::Status status = body();
+  return StopOnError(body());
+}
+
+absl::Status Coordinator::StopOnError(absl::Status status) {
   if (!status.ok()) RequestStop(status).IgnoreError();
   return status;
 }

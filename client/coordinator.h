@@ -84,6 +84,9 @@ class Coordinator {
   // TensorFlow's `with coord.stop_on_exception(): body`: runs `body`, and if it returns
   // an error, requests a stop with it. Returns the body's status.
   absl::Status StopOnException(const std::function<absl::Status()>& body);
+  // If `status` is an error, requests a stop with it. Returns `status`, so that a loop
+  // can report and leave in one step: `if (!coord.StopOnError(Step()).ok()) break;`.
+  absl::Status StopOnError(absl::Status status);
 
   // Adds `thread` to the threads Join waits for; the coordinator holds a reference until
   // Join releases it. Registering a thread twice is harmless. Null is ignored.

@@ -278,6 +278,15 @@ TEST(CoordinatorTest, StopOnExceptionDoesNotStopOnSuccess) {
   EXPECT_FALSE(coord.ShouldStop());
 }
 
+TEST(CoordinatorTest, StopOnErrorStopsOnlyOnErrorsAndReturnsTheStatus) {
+  Coordinator coord;
+  EXPECT_TRUE(coord.StopOnError(absl::OkStatus()).ok());
+  EXPECT_FALSE(coord.ShouldStop());
+  EXPECT_EQ(coord.StopOnError(absl::AbortedError("step")), absl::AbortedError("step"));
+  EXPECT_TRUE(coord.ShouldStop());
+  EXPECT_EQ(coord.Join(), absl::AbortedError("step"));
+}
+
 TEST(CoordinatorTest, ClearStopClearsExceptionToo) {
   Coordinator coord;
   absl::Notification ev1;
