@@ -1,0 +1,127 @@
+#include "testing/child_process.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::string TmpPath(const std::string& name) {
+  return absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+}
+
+void Append(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::app);
+  out << text;
+}
+
+TEST(ChildProcessTest, RunsToItsExitCodeWithOutputInTheFile) {
+  const std::string out = TmpPath("exit3.out");
+  ChildProcess process({"/bin/sh", "-c", "echo one; echo two >&2; exit 3"}, out);
+  ASSERT_TRUE(process.Start().ok());
+  absl::StatusOr<int> code = process.WaitForExit(absl::Seconds(60));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 3);
+  EXPECT_EQ(process.last_exit_code(), 3);
+  EXPECT_FALSE(process.IsRunning());
+  EXPECT_EQ(ReadWholeFile(out), "one\ntwo\n");
+}
+
+TEST(ChildProcessTest, StderrToItsOwnFileAndRestartsAppend) {
+  const std::string out = TmpPath("split.out");
+  const std::string err = TmpPath("split.err");
+  ChildProcess process({"/bin/sh", "-c", "echo out; echo err >&2"}, out, err);
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_TRUE(process.Start().ok());
+    ASSERT_EQ(*process.WaitForExit(absl::Seconds(60)), 0);
+  }
+  EXPECT_EQ(ReadWholeFile(out), "out\nout\n");
+  EXPECT_EQ(ReadWholeFile(err), "err\nerr\n");
+}
+
+TEST(ChildProcessTest, StopWithSigkillReportsMinusOne) {
+  ChildProcess process({"/bin/sh", "-c", "exec sleep 600"}, TmpPath("sleep.out"));
+  ASSERT_TRUE(process.Start().ok());
+  EXPECT_TRUE(process.IsRunning());
+  EXPECT_EQ(process.Start().code(), absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<int> code = process.Stop(SIGKILL, absl::Seconds(60));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, -1);
+  EXPECT_FALSE(process.IsRunning());
+  EXPECT_EQ(process.Signal(SIGTERM).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(process.WaitForExit(absl::Seconds(1)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ChildProcessTest, WaitForExitRunsOutAndLeavesItRunning) {
+  ChildProcess process({"/bin/sh", "-c", "exec sleep 600"}, TmpPath("wait.out"));
+  ASSERT_TRUE(process.Start().ok());
+  absl::StatusOr<int> code = process.WaitForExit(absl::Milliseconds(20));
+  EXPECT_EQ(code.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(absl::StrContains(code.status().message(), "still runs")) << code.status();
+  EXPECT_TRUE(process.IsRunning());
+}
+
+TEST(ChildProcessTest, AnExecFailureExits127) {
+  ChildProcess process({TmpPath("no_such_program")}, TmpPath("noexec.out"));
+  ASSERT_TRUE(process.Start().ok());
+  EXPECT_EQ(*process.WaitForExit(absl::Seconds(60)), 127);
+}
+
+TEST(FindBinaryTest, InBinDirOrNotFoundNamingWhereItLooked) {
+  const std::string dir = TmpPath("bin");
+  ::mkdir(dir.c_str(), 0755);
+  ::mkdir((dir + "/tool").c_str(), 0755);
+  Append(dir + "/tool/server", "#!/bin/sh\n");
+  ::chmod((dir + "/tool/server").c_str(), 0755);
+  absl::StatusOr<std::string> found = FindBinary(dir, "tool/server");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, dir + "/tool/server");
+
+  absl::StatusOr<std::string> missing = FindBinary(dir, "tool/other");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), dir + "/tool/other"))
+      << missing.status();
+}
+
+TEST(FindBinaryTest, FromTheRunfiles) {
+  // This test's own runfiles hold the test binary itself.
+  absl::StatusOr<std::string> found = FindBinary("", "testing/child_process_test");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(absl::EndsWith(*found, "/overseer/testing/child_process_test")) << *found;
+}
+
+TEST(PickFreePortTest, GivesAPort) {
+  absl::StatusOr<int> port = PickFreePort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  EXPECT_GT(*port, 0);
+}
+
+TEST(FileTailTest, ReturnsCompleteNewLinesOnly) {
+  const std::string path = TmpPath("tail.txt");
+  FileTail tail(path);
+  EXPECT_THAT(tail.NewLines(), IsEmpty());  // No file yet.
+  Append(path, "abc");
+  EXPECT_THAT(tail.NewLines(), IsEmpty());
+  Append(path, "def\nxy");
+  EXPECT_THAT(tail.NewLines(), ElementsAre("abcdef"));
+  Append(path, "z\n\nlast\n");
+  EXPECT_THAT(tail.NewLines(), ElementsAre("xyz", "", "last"));
+  EXPECT_THAT(tail.NewLines(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,247 @@
+#include "testing/cluster_launcher.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/rpc/testing/health.grpc.pb.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+
+namespace overseer {
+namespace {
+
+std::string Key(const std::string& job, int index) { return absl::StrCat(job, ":", index); }
+
+std::string DefaultLogDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+absl::Status MakeDir(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", error.message()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> LoopbackAddress() {
+  absl::StatusOr<int> port = PickFreePort();
+  if (!port.ok()) return port.status();
+  return absl::StrCat("127.0.0.1:", *port);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
+    ClusterLauncherOptions options) {
+  if (options.log_dir.empty()) options.log_dir = DefaultLogDir();
+  if (options.checkpoint_root.empty()) options.checkpoint_root = options.log_dir + "/checkpoints";
+  if (options.summary_logdir.empty()) options.summary_logdir = options.log_dir + "/logdir";
+  if (absl::Status s = MakeDir(options.log_dir); !s.ok()) return s;
+  std::unique_ptr<ClusterLauncher> launcher(new ClusterLauncher(options));
+  ClusterLauncher& l = *launcher;
+
+  std::map<std::string, std::vector<std::string>> jobs;
+  for (const auto& [job, count] : {std::pair<std::string, int>{"ps", options.num_ps},
+                                   std::pair<std::string, int>{"worker", options.num_workers}}) {
+    for (int i = 0; i < count; ++i) {
+      absl::StatusOr<std::string> address = LoopbackAddress();
+      if (!address.ok()) return address.status();
+      jobs[job].push_back(*address);
+    }
+    if (count > 0) {
+      if (absl::Status s = l.cluster_.AddJob(job, jobs[job]); !s.ok()) return s;
+    }
+  }
+  const std::string spec = l.cluster_.ToString();
+  for (const std::string job : {"ps", "worker"}) {
+    for (int i = 0; i < static_cast<int>(jobs[job].size()); ++i) {
+      std::vector<std::string> flags = {"--job_name=" + job, absl::StrCat("--task_index=", i),
+                                        "--cluster_spec=" + spec, "--metrics_port=-1"};
+      flags.insert(flags.end(), options.worker_flags.begin(), options.worker_flags.end());
+      if (absl::Status s = l.Add(job, i, "worker/worker_server", jobs[job][i], std::move(flags));
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+
+  absl::StatusOr<std::string> master = LoopbackAddress();
+  if (!master.ok()) return master.status();
+  if (options.master_metrics) {
+    absl::StatusOr<int> port = PickFreePort();
+    if (!port.ok()) return port.status();
+    l.master_metrics_port_ = *port;
+  }
+  std::vector<std::string> master_flags = {
+      "--cluster_spec=" + spec, "--port=" + master->substr(master->rfind(':') + 1),
+      absl::StrCat("--metrics_port=", l.master_metrics_port_)};
+  master_flags.insert(master_flags.end(), options.master_flags.begin(), options.master_flags.end());
+  if (absl::Status s = l.Add("master", 0, "master/master_server", *master, master_flags); !s.ok()) {
+    return s;
+  }
+
+  if (options.checkpoint_store) {
+    if (absl::Status s = MakeDir(options.checkpoint_root); !s.ok()) return s;
+    absl::StatusOr<std::string> address = LoopbackAddress();
+    if (!address.ok()) return address.status();
+    std::vector<std::string> flags = {"--root=" + options.checkpoint_root,
+                                      "--port=" + address->substr(address->rfind(':') + 1),
+                                      "--metrics_port=-1"};
+    flags.insert(flags.end(), options.store_flags.begin(), options.store_flags.end());
+    if (absl::Status s = l.Add("store", 0, "checkpoint_store/checkpoint_store_server", *address,
+                               std::move(flags));
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (options.summary_writer) {
+    if (absl::Status s = MakeDir(options.summary_logdir); !s.ok()) return s;
+    absl::StatusOr<std::string> address = LoopbackAddress();
+    if (!address.ok()) return address.status();
+    std::vector<std::string> flags = {"--logdir=" + options.summary_logdir,
+                                      "--port=" + address->substr(address->rfind(':') + 1),
+                                      "--metrics_port=-1"};
+    flags.insert(flags.end(), options.writer_flags.begin(), options.writer_flags.end());
+    if (absl::Status s = l.Add("writer", 0, "summary_writer/summary_writer_server", *address,
+                               std::move(flags));
+        !s.ok()) {
+      return s;
+    }
+  }
+
+  // Start them all, then wait for each: the servers come up in parallel.
+  for (const auto& [job, index] : l.order_) {
+    if (absl::Status s = l.Find(job, index)->process->Start(); !s.ok()) return s;
+  }
+  for (const auto& [job, index] : l.order_) {
+    if (absl::Status s = l.WaitServing(job, index); !s.ok()) return s;
+  }
+  return launcher;
+}
+
+absl::Status ClusterLauncher::Add(const std::string& job, int index, const std::string& binary,
+                                  std::string address, std::vector<std::string> flags) {
+  absl::StatusOr<std::string> path = FindBinary(options_.bin_dir, binary);
+  if (!path.ok()) return path.status();
+  flags.insert(flags.begin(), *path);
+  Server& server = servers_[Key(job, index)];
+  server.address = std::move(address);
+  server.process = std::make_unique<ChildProcess>(
+      std::move(flags), absl::StrCat(options_.log_dir, "/", job, "_", index, ".log"));
+  order_.emplace_back(job, index);
+  return absl::OkStatus();
+}
+
+absl::Status ClusterLauncher::WaitServing(const std::string& job, int index) {
+  Server& server = *Find(job, index);
+  ChildProcess& process = *server.process;
+  auto channel = grpc::CreateChannel(server.address, grpc::InsecureChannelCredentials());
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  const absl::Time deadline = absl::Now() + options_.start_timeout;
+  while (absl::Now() < deadline) {
+    if (!process.IsRunning()) {
+      return absl::InternalError(absl::StrCat(
+          Key(job, index), " (", absl::StrJoin(process.argv(), " "), ") exited with code ",
+          process.last_exit_code(), " before serving; its log:\n",
+          ReadWholeFile(process.stderr_path())));
+    }
+    // Blocks until the server answers or the short deadline passes (no fixed sleep).
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    context.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + absl::Seconds(1))));
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse response;
+    if (stub->Check(&context, request, &response).ok() &&
+        response.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
+      return absl::OkStatus();
+    }
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      Key(job, index), " (", process.argv()[0], ") on ", server.address, " not SERVING after ",
+      absl::FormatDuration(options_.start_timeout), "; its log:\n",
+      ReadWholeFile(process.stderr_path())));
+}
+
+ClusterLauncher::Server* ClusterLauncher::Find(const std::string& job, int index) {
+  auto it = servers_.find(Key(job, index));
+  return it == servers_.end() ? nullptr : &it->second;
+}
+
+const ClusterLauncher::Server* ClusterLauncher::Find(const std::string& job, int index) const {
+  auto it = servers_.find(Key(job, index));
+  return it == servers_.end() ? nullptr : &it->second;
+}
+
+std::string ClusterLauncher::master_target() const { return "grpc://" + address("master", 0); }
+
+std::string ClusterLauncher::store_target() const {
+  return options_.checkpoint_store ? "grpc://" + address("store", 0) : "";
+}
+
+std::string ClusterLauncher::writer_target() const {
+  return options_.summary_writer ? "grpc://" + address("writer", 0) : "";
+}
+
+std::string ClusterLauncher::address(const std::string& job, int index) const {
+  const Server* server = Find(job, index);
+  return server == nullptr ? "" : server->address;
+}
+
+absl::StatusOr<int> ClusterLauncher::Stop(const std::string& job, int index, int signal,
+                                          absl::Duration timeout) {
+  Server* server = Find(job, index);
+  if (server == nullptr || !server->process->IsRunning()) {
+    return absl::NotFoundError(absl::StrCat("no running server ", Key(job, index)));
+  }
+  return server->process->Stop(signal, timeout);
+}
+
+absl::Status ClusterLauncher::Restart(const std::string& job, int index) {
+  Server* server = Find(job, index);
+  if (server == nullptr) return absl::NotFoundError("no server " + Key(job, index));
+  if (server->process->IsRunning()) {
+    return absl::FailedPreconditionError(Key(job, index) + " is still running");
+  }
+  if (absl::Status s = server->process->Start(); !s.ok()) return s;
+  return WaitServing(job, index);
+}
+
+absl::StatusOr<int> ClusterLauncher::WaitForExit(const std::string& job, int index,
+                                                 absl::Duration timeout) {
+  Server* server = Find(job, index);
+  if (server == nullptr || !server->process->IsRunning()) {
+    return absl::NotFoundError(absl::StrCat("no running server ", Key(job, index)));
+  }
+  return server->process->WaitForExit(timeout);
+}
+
+bool ClusterLauncher::IsRunning(const std::string& job, int index) {
+  Server* server = Find(job, index);
+  return server != nullptr && server->process->IsRunning();
+}
+
+pid_t ClusterLauncher::pid(const std::string& job, int index) const {
+  const Server* server = Find(job, index);
+  return server == nullptr ? -1 : server->process->pid();
+}
+
+std::string ClusterLauncher::Log(const std::string& job, int index) const {
+  const Server* server = Find(job, index);
+  return server == nullptr ? "" : ReadWholeFile(server->process->stderr_path());
+}
+
+std::string ClusterLauncher::log_path(const std::string& job, int index) const {
+  const Server* server = Find(job, index);
+  return server == nullptr ? "" : server->process->stderr_path();
+}
+
+std::vector<std::pair<std::string, int>> ClusterLauncher::servers() const { return order_; }
+
+}  // namespace overseer
