@@ -90,8 +90,12 @@ absl::StatusOr<Operation> Optimizer::ApplyGradients(
   } else {
     Operation finished = Finish(opt_scope.WithOpName("update"), updates);
     RETURN_IF_ERROR(scope.status());
-    const Scope inc = opt_scope.WithControlDependencies({finished})
-                          .ColocateWith(global_step->ref);
+    // The increment also waits for the step's read ("global_step/read", what hooks
+    // fetch), as TensorFlow's _increment_global_step does: a hook fetching the read
+    // in the same run then always sees the step before this run's increment.
+    const Scope inc =
+        opt_scope.WithControlDependencies({finished, Operation(global_step->value.node())})
+            .ColocateWith(global_step->ref);
     Output one = ops::ConstOfType(inc, global_step->dtype(), 1);
     train_op = Operation(
         ops::AssignAdd(inc.WithExactOpName(opt_scope.name_scope()), global_step->ref, one)

@@ -9,7 +9,9 @@
 //
 // ApplyGradients adds one update per (gradient, variable) under "<name>/update_<var>/",
 // colocated with the variable, then (with a global step) an AssignAdd of 1 to the step
-// that runs after every update; without one, a NoOp grouping the updates. Slot
+// that runs after every update and after the step's read (Variable::value, which hooks
+// fetch: in the run of the train op they see the step before its increment); without
+// one, a NoOp grouping the updates. Slot
 // variables ("w/Adam", "w/Momentum") are created, zero-initialised, the first time a
 // variable is updated and are global, non-trainable variables: run the global
 // initializer after building the train op. An optimizer object may be used for

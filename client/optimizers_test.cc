@@ -1,5 +1,6 @@
 #include "client/optimizers.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "client/client_session.h"
@@ -133,6 +134,25 @@ TEST_F(OptimizerTest, AdamStepsAndSlots) {
   EXPECT_NEAR(out[0].scalar<double>(), p1, 1e-12);
   EXPECT_NEAR(Values(m->value)[0], mm[0], 1e-9);
   EXPECT_EQ(GlobalStep(), 3);
+}
+
+// The race the hooks found: a hook fetching the global step's read in the run of the
+// train op must see the step before the increment, never after. The increment waits
+// for the read (a control dependency), so the value fetched with run i is always i.
+TEST_F(OptimizerTest, GlobalStepReadInTheTrainRunPrecedesTheIncrement) {
+  GradientDescentOptimizer sgd(0.01);
+  absl::StatusOr<Operation> train = sgd.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  const std::vector<Node*>& deps = train->node()->control_inputs();
+  EXPECT_TRUE(std::find(deps.begin(), deps.end(), step_.value.node()) != deps.end())
+      << "the increment does not wait for " << step_.value.name();
+  Init();
+  for (int64_t i = 0; i < 200; ++i) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session_->Run({}, {step_.value}, {*train}, &out).ok());
+    ASSERT_EQ(out[0].scalar<int64_t>(), i) << "run " << i << " saw the step after its increment";
+  }
+  EXPECT_EQ(GlobalStep(), 200);
 }
 
 TEST_F(OptimizerTest, ApplyWithoutGlobalStepAndErrors) {
