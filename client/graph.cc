@@ -125,6 +125,11 @@ absl::Status ClientGraph::Validate(NodeDef* def, Node* node) const {
 absl::StatusOr<Node*> ClientGraph::AddNode(NodeDef def) {
   auto node = absl::WrapUnique(new Node());
   absl::MutexLock lock(&mu_);
+  if (finalized_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Graph is finalized and cannot be modified: adding node '", def.name(), "' (op ",
+        def.op(), ") after Finalize (a Scaffold or monitored session finalized it)"));
+  }
   RETURN_IF_ERROR(Validate(&def, node.get()));
   node->graph_ = this;
   node->id_ = static_cast<int>(nodes_.size());
@@ -237,6 +242,21 @@ std::vector<std::string> ClientGraph::CollectionKeys() const {
   std::vector<std::string> keys;
   for (const auto& [key, values] : collections_) keys.push_back(key);
   return keys;
+}
+
+void ClientGraph::Finalize() {
+  absl::MutexLock lock(&mu_);
+  finalized_ = true;
+}
+
+bool ClientGraph::finalized() const {
+  absl::MutexLock lock(&mu_);
+  return finalized_;
+}
+
+void ClientGraph::Unfinalize() {
+  absl::MutexLock lock(&mu_);
+  finalized_ = false;
 }
 
 void ClientGraph::AddVariableRecord(VariableRecord record) {

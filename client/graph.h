@@ -7,6 +7,7 @@
 // adds nodes through NodeBuilder (graph_builder.h); ToGraphDef hands the result to a
 // Session.
 
+#include <any>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -196,6 +197,33 @@ class ClientGraph {
   void SetCollection(const std::string& key, std::vector<std::string> values);
   std::vector<std::string> CollectionKeys() const;
 
+  // Finalizes the graph (TensorFlow's Graph.finalize): from now on AddNode fails
+  // FAILED_PRECONDITION "Graph is finalized and cannot be modified", so that nothing
+  // adds nodes while monitored sessions run it (Scaffold::Finalize calls this).
+  // Collections and attachments may still change. Idempotent.
+  void Finalize();
+  bool finalized() const;
+  // Lifts Finalize (TensorFlow's _unsafe_unfinalize), for a MonitoredSession that
+  // finalized a graph which was not finalized before it, when it closes.
+  void Unfinalize();
+
+  // Objects the client library keeps with the graph under `key` (TensorFlow keeps
+  // Python objects such as the default Saver in collections): Get returns the one Set,
+  // or null if there is none or it is not a T.
+  template <typename T>
+  void SetAttachment(const std::string& key, std::shared_ptr<T> value) {
+    absl::MutexLock lock(&mu_);
+    attachments_[key] = std::move(value);
+  }
+  template <typename T>
+  std::shared_ptr<T> GetAttachment(const std::string& key) const {
+    absl::MutexLock lock(&mu_);
+    auto it = attachments_.find(key);
+    if (it == attachments_.end()) return nullptr;
+    const auto* value = std::any_cast<std::shared_ptr<T>>(&it->second);
+    return value == nullptr ? nullptr : *value;
+  }
+
   // The variables created by the variables helper, in creation order.
   void AddVariableRecord(VariableRecord record);
   std::vector<VariableRecord> VariableRecords() const;
@@ -214,6 +242,8 @@ class ClientGraph {
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<std::string>> collections_ ABSL_GUARDED_BY(mu_);
   std::vector<VariableRecord> variables_ ABSL_GUARDED_BY(mu_);
+  bool finalized_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, std::any> attachments_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace overseer

@@ -210,5 +210,35 @@ TEST(GraphTest, ListArgsInferNAndT) {
   EXPECT_EQ(parts[1].shape(), PartialShape({2}));
 }
 
+TEST(GraphTest, FinalizedGraphRefusesNodes) {
+  ClientGraph graph;
+  NodeDef def;
+  def.set_name("c");
+  def.set_op("NoOp");
+  ASSERT_TRUE(graph.AddNode(def).ok());
+  EXPECT_FALSE(graph.finalized());
+  graph.Finalize();
+  EXPECT_TRUE(graph.finalized());
+  def.set_name("d");
+  absl::StatusOr<Node*> refused = graph.AddNode(def);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("Graph is finalized"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("'d'"));
+  EXPECT_EQ(graph.num_nodes(), 1);
+  // Collections still change; Unfinalize lifts it.
+  graph.AddToCollection("k", "v");
+  graph.Unfinalize();
+  EXPECT_TRUE(graph.AddNode(def).ok());
+}
+
+TEST(GraphTest, AttachmentsAreTyped) {
+  ClientGraph graph;
+  EXPECT_EQ(graph.GetAttachment<int>("n"), nullptr);
+  graph.SetAttachment("n", std::make_shared<int>(7));
+  ASSERT_NE(graph.GetAttachment<int>("n"), nullptr);
+  EXPECT_EQ(*graph.GetAttachment<int>("n"), 7);
+  EXPECT_EQ(graph.GetAttachment<std::string>("n"), nullptr);
+}
+
 }  // namespace
 }  // namespace overseer
