@@ -216,11 +216,48 @@ void SessionManager::WithdrawReady(const std::string &master) const {
   }
 }
 
+absl::StatusOr<bool> SessionManager::KeepReadyModel(ClientSession &session,
+                                                    const std::string &master) const {
+  const Output &global_check = options_.ready_for_local_init_op.valid()
+                                   ? options_.ready_for_local_init_op
+                                   : options_.ready_op;
+  ASSIGN_OR_RETURN(Readiness global, Check(session, global_check));
+  if (!global.ready) {
+    LOG(INFO) << "Model state did not survive on " << TargetName(master)
+              << ", restoring or initializing it: " << global.reason;
+    return false;
+  }
+  ASSIGN_OR_RETURN(Readiness ready, LocalInitAndCheck(session));
+  if (!ready.ready) {
+    LOG(INFO) << "Model is not ready on " << TargetName(master)
+              << " after local init, restoring or initializing it: " << ready.reason;
+    return false;
+  }
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<ClientSession>> SessionManager::PrepareSession(
     const std::string &master, const PrepareSessionOptions &options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ClientSession> session,
-                   NewClientSession(master, options.config));
+  ASSIGN_OR_RETURN(PreparedSession prepared, PrepareSessionWithResult(master, options));
+  return std::move(prepared.session);
+}
+
+absl::StatusOr<PreparedSession> SessionManager::PrepareSessionWithResult(
+    const std::string &master, const PrepareSessionOptions &options) {
+  PreparedSession result;
+  ASSIGN_OR_RETURN(result.session, NewClientSession(master, options.config));
+  ClientSession *const session = result.session.get();
+  if (options.restore_only_if_not_ready && options_.ready_op.valid()) {
+    ASSIGN_OR_RETURN(result.kept_ready_model, KeepReadyModel(*session, master));
+    if (result.kept_ready_model) {
+      LOG(INFO) << "Model state survived on " << TargetName(master)
+                << ": kept it, nothing restored or initialized";
+      MarkReady(master);
+      return result;
+    }
+  }
   ASSIGN_OR_RETURN(std::optional<std::string> restored, RestoreCheckpoint(*session, options));
+  result.restored_checkpoint = restored;
   const std::string init_fn_name = options.init_fn ? "given" : "None";
   bool already_ready = false;
   if (!restored.has_value()) {
@@ -266,7 +303,7 @@ absl::StatusOr<std::unique_ptr<ClientSession>> SessionManager::PrepareSession(
               << " (init_op: " << OpName(options.init_op) << ", init_fn: " << init_fn_name << ")";
   }
   MarkReady(master);
-  return session;
+  return result;
 }
 
 absl::StatusOr<RecoveredSession> SessionManager::RecoverSession(

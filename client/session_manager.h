@@ -101,6 +101,23 @@ struct PrepareSessionOptions : RecoverSessionOptions {
   Operation init_op;
   std::vector<FeedPair> init_feeds;
   SessionInitFn init_fn;
+  // Check the model first, and keep it if its state survived: when
+  // ready_for_local_init_op (or, without one, ready_op) passes, e.g. because the ps
+  // tasks kept their variables while the master or a worker restarted, nothing is
+  // restored or initialised; local_init_op and the ready check run as usual and the
+  // model is marked ready again. Otherwise PrepareSession goes on as without. A chief
+  // that recreates its session after an error thus loses no steps unless a ps lost
+  // its state. No effect without a ready_op.
+  bool restore_only_if_not_ready = false;
+};
+
+// PrepareSessionWithResult's result: the session and how its model became ready.
+struct PreparedSession {
+  std::unique_ptr<ClientSession> session;
+  // The checkpoint restored, if one was.
+  std::optional<std::string> restored_checkpoint;
+  // Whether the model was found ready and kept (restore_only_if_not_ready).
+  bool kept_ready_model = false;
 };
 
 // RecoverSession's result: the session, and whether its model is ready.
@@ -134,6 +151,9 @@ class SessionManager {
   // a readiness mark left by an earlier chief is withdrawn. Blocks up to
   // max_wait when wait_for_checkpoint.
   absl::StatusOr<std::unique_ptr<ClientSession>> PrepareSession(
+      const std::string &master, const PrepareSessionOptions &options = {});
+  // PrepareSession, also saying whether a checkpoint was restored or the model kept.
+  absl::StatusOr<PreparedSession> PrepareSessionWithResult(
       const std::string &master, const PrepareSessionOptions &options = {});
 
   // A session on `master` restored from a checkpoint if there is one;
@@ -179,6 +199,9 @@ class SessionManager {
   absl::StatusOr<Readiness> TryRunLocalInit(ClientSession &session) const;
   // Local init then the ready check (what a waiting trainer confirms).
   absl::StatusOr<Readiness> LocalInitAndCheck(ClientSession &session) const;
+  // restore_only_if_not_ready: whether the model's state survived and is kept (local
+  // init run, ready check passed).
+  absl::StatusOr<bool> KeepReadyModel(ClientSession &session, const std::string &master) const;
   // Marks (or withdraws) the model's readiness on `master`; failures are
   // logged.
   void MarkReady(const std::string &master) const;

@@ -329,6 +329,70 @@ TEST_F(SessionManagerTest, PrepareSessionOfAnAlreadyReadyModelNeedsNoInitialiser
   EXPECT_EQ(Value<int32_t>(**session, v), 5);
 }
 
+// restore_only_if_not_ready, for a chief recreating its session after an error: the
+// model is kept when its variables survived, and restored only when they did not.
+class KeepReadyModelTest : public SessionManagerTest {
+ protected:
+  void SetUp() override {
+    SessionManagerTest::SetUp();
+    v_ = MakeVariable(root_.WithOpName("v"), 1);
+    assign_ = ops::Assign(root_, v_.ref, 5);
+    SessionManagerOptions options = Options(&resources_);
+    options.ready_op = ReportUninitializedVariables(root_);
+    manager_ = Manager(root_, options);
+    saver_ = NewSaver(root_, {v_});
+    prepare_.init_op = GlobalVariablesInitializer(root_);
+    prepare_.saver = saver_.get();
+    prepare_.checkpoint_dir = dir_;
+    // The first chief initialises v = 1, checkpoints it, then trains it to 5.
+    auto first = manager_->PrepareSessionWithResult("", prepare_);
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_FALSE(first->kept_ready_model);
+    EXPECT_FALSE(first->restored_checkpoint.has_value());
+    ASSERT_TRUE(saver_->Save(first->session->session(), dir_ + "/model.ckpt", 1).ok());
+    ASSERT_TRUE(first->session->Run({}, {}, {Operation(assign_.node())}, nullptr).ok());
+    ResetInProcessReadiness();
+  }
+
+  ResourceMgr resources_;
+  Scope root_ = Scope::NewRootScope();
+  Variable v_;
+  Output assign_;
+  std::unique_ptr<SessionManager> manager_;
+  std::unique_ptr<Saver> saver_;
+  PrepareSessionOptions prepare_;
+};
+
+TEST_F(KeepReadyModelTest, AReadyModelIsKeptAndMarkedReady) {
+  prepare_.restore_only_if_not_ready = true;
+  auto again = manager_->PrepareSessionWithResult("", prepare_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->kept_ready_model);
+  EXPECT_FALSE(again->restored_checkpoint.has_value());
+  EXPECT_EQ(Value<int32_t>(*again->session, v_), 5);  // No step lost.
+  EXPECT_TRUE(MarkedReady());
+}
+
+TEST_F(KeepReadyModelTest, AModelThatLostItsStateIsRestored) {
+  resources_.Clear();  // The ps lost its variables.
+  prepare_.restore_only_if_not_ready = true;
+  auto again = manager_->PrepareSessionWithResult("", prepare_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->kept_ready_model);
+  ASSERT_TRUE(again->restored_checkpoint.has_value());
+  EXPECT_EQ(*again->restored_checkpoint, dir_ + "/model.ckpt-1");
+  EXPECT_EQ(Value<int32_t>(*again->session, v_), 1);
+  EXPECT_TRUE(MarkedReady());
+}
+
+TEST_F(KeepReadyModelTest, WithoutTheOptionTheCheckpointIsRestoredAsTensorFlowDoes) {
+  auto again = manager_->PrepareSessionWithResult("", prepare_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->kept_ready_model);
+  EXPECT_TRUE(again->restored_checkpoint.has_value());
+  EXPECT_EQ(Value<int32_t>(*again->session, v_), 1);
+}
+
 TEST_F(SessionManagerTest, RestoreFromACheckpointFilePath) {
   std::string path;
   {
