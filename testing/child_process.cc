@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -200,6 +201,29 @@ std::vector<std::string> FileTail::NewLines() {
   }
   partial_.erase(0, start);
   return lines;
+}
+
+absl::StatusOr<std::unique_ptr<DirectoryWatch>> DirectoryWatch::Create(const std::string& dir) {
+  const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return absl::InternalError("inotify_init1 failed");
+  if (::inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MODIFY | IN_CLOSE_WRITE) < 0) {
+    ::close(fd);
+    return absl::InternalError("cannot watch directory " + dir);
+  }
+  return std::unique_ptr<DirectoryWatch>(new DirectoryWatch(fd));
+}
+
+DirectoryWatch::~DirectoryWatch() { ::close(fd_); }
+
+bool DirectoryWatch::Wait(absl::Duration timeout) {
+  pollfd fd{fd_, POLLIN, 0};
+  const int wait_ms = static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, INT_MAX));
+  if (::poll(&fd, 1, wait_ms) <= 0) return false;
+  char events[4096];
+  while (::read(fd_, events, sizeof(events)) > 0) {
+  }
+  return true;
 }
 
 }  // namespace overseer

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,26 @@ class FileTail {
   const std::string path_;
   long long offset_ = 0;
   std::string partial_;
+};
+
+// Wakes a waiter when a file directly in a directory is created or written (inotify),
+// so that a program following its children's output files blocks instead of polling.
+// Not thread-safe.
+class DirectoryWatch {
+ public:
+  // INTERNAL if the directory cannot be watched.
+  static absl::StatusOr<std::unique_ptr<DirectoryWatch>> Create(const std::string& dir);
+  ~DirectoryWatch();
+  DirectoryWatch(const DirectoryWatch&) = delete;
+  DirectoryWatch& operator=(const DirectoryWatch&) = delete;
+
+  // Blocks until a file of the directory was created or written since the previous
+  // call, or `timeout` passed; returns whether there was a change.
+  bool Wait(absl::Duration timeout);
+
+ private:
+  explicit DirectoryWatch(int fd) : fd_(fd) {}
+  const int fd_;
 };
 
 }  // namespace overseer

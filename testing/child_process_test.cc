@@ -123,5 +123,18 @@ TEST(FileTailTest, ReturnsCompleteNewLinesOnly) {
   EXPECT_THAT(tail.NewLines(), IsEmpty());
 }
 
+TEST(DirectoryWatchTest, WakesOnAWriteAndTimesOutWithoutOne) {
+  const std::string dir = TmpPath("watched");
+  ::mkdir(dir.c_str(), 0755);
+  absl::StatusOr<std::unique_ptr<DirectoryWatch>> watch = DirectoryWatch::Create(dir);
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  EXPECT_FALSE((*watch)->Wait(absl::ZeroDuration()));
+  Append(dir + "/a.txt", "x");
+  EXPECT_TRUE((*watch)->Wait(absl::Seconds(60)));
+  EXPECT_FALSE((*watch)->Wait(absl::ZeroDuration()));  // The change was consumed.
+  EXPECT_EQ(DirectoryWatch::Create(dir + "/missing").status().code(),
+            absl::StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace overseer
