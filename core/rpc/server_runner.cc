@@ -70,6 +70,10 @@ ServerRunner::~ServerRunner() {
 
 void ServerRunner::AddService(grpc::Service* service) { services_.push_back(service); }
 
+void ServerRunner::AddTerminationCallback(std::function<void()> callback) {
+  termination_callbacks_.push_back(std::move(callback));
+}
+
 std::string ServerRunner::address() const { return absl::StrCat(options_.host, ":", port_); }
 
 absl::Status ServerRunner::Start() {
@@ -162,6 +166,7 @@ int ServerRunner::WaitForTermination() {
             << (signal_ != 0 ? absl::StrCat("signal ", signal_) : std::string("termination"))
             << " received; draining calls for up to " << absl::FormatDuration(options_.drain_timeout);
   SetServing(false);
+  for (const auto& callback : termination_callbacks_) callback();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.drain_timeout));
   server_->Wait();
   drained_ = true;

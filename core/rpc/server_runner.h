@@ -14,6 +14,7 @@
 //   runner.WaitForTermination();   // returns after the drain
 //   ... flush and close ...
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -77,6 +78,11 @@ class ServerRunner {
   // Adds a service (not owned; must outlive the runner). Before Start only.
   void AddService(grpc::Service* service);
 
+  // Adds a callback that WaitForTermination runs (on its thread, in the order added)
+  // once termination is requested and before the drain starts, e.g. to answer long
+  // polls so that they do not hold the drain up. Before Start only.
+  void AddTerminationCallback(std::function<void()> callback);
+
   // Binds and starts serving (health NOT_SERVING) and logs the start-up line.
   // UNAVAILABLE if a port cannot be bound; FAILED_PRECONDITION if already started.
   absl::Status Start();
@@ -93,9 +99,9 @@ class ServerRunner {
   grpc::Server* server() const { return server_.get(); }
 
   // Blocks until SIGTERM/SIGINT (with handle_signals) or RequestTermination, then
-  // marks the server NOT_SERVING, stops accepting calls and waits up to drain_timeout
-  // for in-flight calls (cancelling those still running). Returns the signal number,
-  // or 0 for RequestTermination.
+  // marks the server NOT_SERVING, runs the termination callbacks, stops accepting
+  // calls and waits up to drain_timeout for in-flight calls (cancelling those still
+  // running). Returns the signal number, or 0 for RequestTermination.
   int WaitForTermination();
 
   // Makes WaitForTermination return. Thread-safe.
@@ -107,6 +113,7 @@ class ServerRunner {
   const ServerRunnerOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<grpc::Service*> services_;
+  std::vector<std::function<void()>> termination_callbacks_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = -1;
