@@ -50,6 +50,7 @@ class Tasks {
     OVERSEER_FORWARD(RunGraph, RunGraphRequest, RunGraphResponse)
     OVERSEER_FORWARD(CleanupGraph, CleanupGraphRequest, CleanupGraphResponse)
     OVERSEER_FORWARD(CleanupAll, CleanupAllRequest, CleanupAllResponse)
+    OVERSEER_FORWARD(JobDone, JobDoneRequest, JobDoneResponse)
 #undef OVERSEER_FORWARD
     absl::Status RecvTensor(const RecvTensorRequest& q, CancellationManager* c,
                             Tensor* t) override {

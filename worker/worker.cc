@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/cluster/device_name.h"
+#include "core/logging.h"
 #include "core/status_macros.h"
 
 namespace overseer {
@@ -75,6 +76,15 @@ absl::Status Worker::GetStatus(const GetStatusRequest&, GetStatusResponse* respo
   device->set_incarnation(incarnation_);
   response->set_incarnation(incarnation_);
   response->set_task_name(task_name_);
+  return absl::OkStatus();
+}
+
+absl::Status Worker::JobDone(const JobDoneRequest& request, JobDoneResponse*) {
+  const bool first = !job_done_.exchange(true);
+  LOG(INFO) << "worker " << task_name_ << ": job done"
+            << (request.reason().empty() ? std::string() : ": " + request.reason())
+            << (first ? "" : " (again)");
+  if (first && env_.on_job_done) env_.on_job_done(request.reason());
   return absl::OkStatus();
 }
 

@@ -5,7 +5,9 @@
 // (worker/rpc/grpc_worker_service.h) forwards to it; tests and embedded clusters call
 // it directly. One ResourceMgr per worker, shared by every worker session.
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +40,9 @@ struct WorkerEnv {
   WorkerCacheFactory worker_cache_factory;
   // Measures step deadlines; null means Clock::Real().
   Clock* clock = nullptr;
+  // Called on the first JobDone with its reason (worker_server uses it to drain and
+  // exit under --exit_when_job_done). Must not block; may be null.
+  std::function<void(const std::string& reason)> on_job_done;
 };
 
 // Thread-safe.
@@ -73,6 +78,10 @@ class Worker : public WorkerInterface {
   absl::Status CleanupAll(const CleanupAllRequest& request, CleanupAllResponse* response) override;
   absl::Status RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
                           Tensor* tensor) override;
+  // Logs the reason and, the first time, calls WorkerEnv::on_job_done.
+  absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
+  // Whether JobDone was called.
+  bool job_done() const { return job_done_.load(); }
 
   // Checks that `key` names a tensor produced by this incarnation of this task.
   // INVALID_ARGUMENT for a malformed key or another task; ABORTED naming the task for
@@ -96,6 +105,7 @@ class Worker : public WorkerInterface {
   const std::string device_name_;
   ResourceMgr resources_;
   RendezvousMgr rendezvous_;
+  std::atomic<bool> job_done_{false};
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);

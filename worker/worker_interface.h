@@ -83,6 +83,11 @@ class WorkerInterface {
   // cancelled, UNAVAILABLE when the worker cannot be reached.
   virtual absl::Status RecvTensor(const RecvTensorRequest& request,
                                   CancellationManager* cancellation, Tensor* tensor) = 0;
+
+  // The job ended cleanly (the chief finished training). The task logs it and then,
+  // if it was told to (worker_server --exit_when_job_done), drains and exits; else it
+  // keeps serving. Always OK; idempotent.
+  virtual absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) = 0;
 };
 
 }  // namespace overseer

@@ -6,8 +6,10 @@
 // Without --cluster_spec the cluster (and, unless --job_name is given, the task) come
 // from the TF_CONFIG environment variable, as Kubeflow's TFJob sets it. --port 0 (the
 // default) listens on this task's port in the cluster. SIGTERM or SIGINT drains
-// in-flight calls and exits 0.
+// in-flight calls and exits 0; so does JobDone (the chief finished training, relayed by
+// the master) under --exit_when_job_done.
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -15,13 +17,13 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/cluster/cluster_spec.h"
 #include "core/logging.h"
-#include "core/status_macros.h"
 #include "core/rpc/server_runner.h"
+#include "core/status_macros.h"
 #include "worker/rpc/grpc_worker.h"
 #include "worker/rpc/grpc_worker_service.h"
 #include "worker/worker.h"
@@ -32,6 +34,9 @@ ABSL_FLAG(int, task_index, -1, "This task's index in its job; default: TF_CONFIG
 ABSL_FLAG(std::string, cluster_spec, "",
           "The cluster, \"ps=host:port,host:port;worker=host:port\"; default: the TF_CONFIG "
           "environment variable (JSON {cluster: {...}, task: {type, index}})");
+ABSL_FLAG(bool, exit_when_job_done, false,
+          "When the chief signals that the job is done (JobDone through the master), drain "
+          "in-flight calls and exit 0 instead of serving on (a ps otherwise serves forever)");
 
 namespace overseer {
 namespace {
@@ -109,6 +114,18 @@ int Main() {
   options.task_index = task->index;
   options.cluster = ToProto(task->cluster);
   WorkerEnv env;
+  const bool exit_when_job_done = absl::GetFlag(FLAGS_exit_when_job_done);
+  std::atomic<bool> exiting_for_job_done{false};
+  env.on_job_done = [&runner, &exiting_for_job_done, exit_when_job_done](const std::string&) {
+    if (!exit_when_job_done) {
+      LOG(INFO) << "worker: the job is done; serving on (--exit_when_job_done is off)";
+      return;
+    }
+    LOG(INFO) << "worker: the job is done and --exit_when_job_done is set: draining and "
+                 "exiting";
+    exiting_for_job_done = true;
+    runner.RequestTermination();
+  };
   env.worker_cache_factory = [](const ClusterDef& cluster)
       -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
     return std::make_unique<GrpcWorkerCache>(cluster);
@@ -125,7 +142,8 @@ int Main() {
             << worker.incarnation() << std::dec << " serving on " << runner.address();
   runner.SetServing(true);
   runner.WaitForTermination();
-  LOG(INFO) << "worker " << worker.task_name() << ": drained, exiting";
+  LOG(INFO) << "worker " << worker.task_name() << ": drained, exiting 0"
+            << (exiting_for_job_done ? " (the job is done and --exit_when_job_done is set)" : "");
   return 0;
 }
 
@@ -138,7 +156,8 @@ int main(int argc, char** argv) {
       "  worker_server --job_name=ps --task_index=0 "
       "--cluster_spec='ps=h:2222;worker=h:2223' [--port=N] [--metrics_port=N]\n"
       "Without --cluster_spec, TF_CONFIG gives the cluster and task. --port=0 (the default)\n"
-      "listens on this task's port in the cluster.");
+      "listens on this task's port in the cluster. --exit_when_job_done: exit 0 once the\n"
+      "chief signals the end of the job (else serve on).");
   // --help lists this binary's flags and the server runner's (--port, --metrics_port).
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {

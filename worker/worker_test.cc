@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/cluster/rendezvous_key.h"
 #include "core/kernels/testing/kernel_test_util.h"
@@ -116,6 +117,25 @@ TEST_F(WorkerTest, RandomIncarnationsDiffer) {
   Worker b(WorkerOptions{}, WorkerEnv{});
   EXPECT_NE(a.incarnation(), 0u);
   EXPECT_NE(a.incarnation(), b.incarnation());
+}
+
+TEST_F(WorkerTest, JobDoneCallsTheCallbackOnce) {
+  std::vector<std::string> reasons;
+  WorkerEnv env;
+  env.on_job_done = [&reasons](const std::string& reason) { reasons.push_back(reason); };
+  Worker w(WorkerOptions{}, env);
+  EXPECT_FALSE(w.job_done());
+  JobDoneRequest request;
+  request.set_reason("finished");
+  JobDoneResponse response;
+  ASSERT_TRUE(w.JobDone(request, &response).ok());
+  ASSERT_TRUE(w.JobDone(request, &response).ok());
+  EXPECT_TRUE(w.job_done());
+  EXPECT_EQ(reasons, std::vector<std::string>{"finished"});
+  // Without a callback JobDone is only logged.
+  Worker plain(WorkerOptions{}, WorkerEnv{});
+  EXPECT_TRUE(plain.JobDone(request, &response).ok());
+  EXPECT_TRUE(plain.job_done());
 }
 
 TEST_F(WorkerTest, UnknownSessionIsAborted) {

@@ -114,6 +114,12 @@ class FakeWorker : public WorkerInterface {
   absl::Status RecvTensor(const RecvTensorRequest&, CancellationManager*, Tensor*) override {
     return absl::UnimplementedError("the fake worker does not serve RecvTensor");
   }
+  absl::Status JobDone(const JobDoneRequest&, JobDoneResponse*) override {
+    absl::MutexLock l(&mu);
+    if (dead) return absl::UnavailableError("connection refused");
+    ++job_dones;
+    return absl::OkStatus();
+  }
 
   // Simulates a restart: new incarnation, state lost.
   void Restart() {
@@ -127,7 +133,7 @@ class FakeWorker : public WorkerInterface {
   uint64_t incarnation = 0x1000;
   std::set<std::string> sessions;
   std::vector<GraphDef> graphs;
-  int runs = 0, sends = 0, cleanups = 0, cleanup_alls = 0;
+  int runs = 0, sends = 0, cleanups = 0, cleanup_alls = 0, job_dones = 0;
 
  private:
   const std::string task_;

@@ -111,6 +111,11 @@ absl::Status GrpcWorker::RecvTensor(const RecvTensorRequest& request,
   return status;
 }
 
+absl::Status GrpcWorker::JobDone(const JobDoneRequest& request, JobDoneResponse* response) {
+  auto context = NewClientContext(options_.rpc_timeout);
+  return FromGrpcStatus(stub_->JobDone(context.get(), request, response));
+}
+
 GrpcWorkerCache::GrpcWorkerCache(const ClusterDef& cluster, GrpcWorkerOptions options)
     : options_(options) {
   for (const JobDef& job : cluster.job()) {

@@ -20,7 +20,7 @@ namespace overseer {
 
 struct GrpcWorkerOptions {
   // Deadline of the control calls (GetStatus, sessions, Register/Deregister,
-  // CleanupGraph, CleanupAll).
+  // CleanupGraph, CleanupAll, JobDone).
   absl::Duration rpc_timeout = absl::Seconds(30);
   // RunGraph and RecvTensor wait up to their request's timeout_in_ms plus this
   // grace...
@@ -60,6 +60,7 @@ class GrpcWorker : public WorkerInterface {
   // Reassembles the chunked stream; `cancellation` cancels the call (CANCELLED).
   absl::Status RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
                           Tensor* tensor) override;
+  absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
 
  private:
   absl::Duration StepTimeout(int64_t timeout_in_ms) const;

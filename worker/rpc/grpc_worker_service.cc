@@ -103,6 +103,11 @@ grpc::Status GrpcWorkerService::CleanupAll(grpc::ServerContext*, const CleanupAl
   return Done(status);
 }
 
+grpc::Status GrpcWorkerService::JobDone(grpc::ServerContext*, const JobDoneRequest* request,
+                                        JobDoneResponse* response) {
+  return Done(worker_->JobDone(*request, response));
+}
+
 grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* context,
                                            const RecvTensorRequest* request,
                                            grpc::ServerWriter<RecvTensorResponse>* writer) {

@@ -48,6 +48,8 @@ class GrpcWorkerService final : public WorkerService::Service {
                           CleanupAllResponse* response) override;
   grpc::Status RecvTensor(grpc::ServerContext* context, const RecvTensorRequest* request,
                           grpc::ServerWriter<RecvTensorResponse>* writer) override;
+  grpc::Status JobDone(grpc::ServerContext* context, const JobDoneRequest* request,
+                       JobDoneResponse* response) override;
 
  private:
   // Converts `status`, counting it if it is an error.
