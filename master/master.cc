@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/cluster/device_name.h"
 #include "core/graph/validate.h"
+#include "core/logging.h"
 #include "core/status_macros.h"
 
 namespace overseer {
@@ -32,7 +33,11 @@ std::string DefaultClientTask(const std::vector<SessionTask>& tasks) {
 }  // namespace
 
 Master::Master(MasterEnv env, MasterOptions options)
-    : env_(env), options_(options), next_step_id_([] {
+    : env_(env),
+      options_(options),
+      readiness_(env_.probe_workers != nullptr ? env_.probe_workers : env_.workers, env_.clock,
+                 env_.readiness_listener, options_.readiness),
+      next_step_id_([] {
         absl::BitGen gen;
         return absl::Uniform<int64_t>(gen, 1, int64_t{1} << 40);
       }()) {
@@ -314,6 +319,51 @@ absl::Status Master::ReleaseCallable(const ReleaseCallableRequest& request,
                                      ReleaseCallableResponse* response) {
   ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
   session->ReleaseCallable(request.handle());
+  return absl::OkStatus();
+}
+
+absl::Status Master::MarkReady(const MarkReadyRequest& request, MarkReadyResponse*) {
+  return readiness_.MarkReady(request.key());
+}
+
+absl::Status Master::WithdrawReady(const WithdrawReadyRequest& request, WithdrawReadyResponse*) {
+  readiness_.WithdrawReady(request.key());
+  return absl::OkStatus();
+}
+
+absl::Status Master::WaitForReady(const WaitForReadyRequest& request,
+                                  WaitForReadyResponse* response) {
+  return readiness_.WaitForReady(request.key(), absl::Milliseconds(request.timeout_ms()), response);
+}
+
+absl::Status Master::JobDone(const JobDoneRequest& request, JobDoneResponse*) {
+  MasterWorkerCacheInterface* workers =
+      env_.probe_workers != nullptr ? env_.probe_workers : env_.workers;
+  const std::vector<std::string> tasks = workers->ListTasks();
+  LOG(INFO) << "master: the job is done"
+            << (request.reason().empty() ? std::string() : ": " + request.reason()) << "; telling "
+            << tasks.size() << " tasks";
+  std::vector<absl::Status> results(tasks.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    threads.emplace_back([&, i] {
+      WorkerInterface* w = workers->GetWorker(tasks[i]);
+      JobDoneResponse ignored;
+      results[i] = w == nullptr ? absl::NotFoundError("not a task of the cluster")
+                                : w->JobDone(request, &ignored);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> failed;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (!results[i].ok()) {
+      failed.push_back(absl::StrCat(tasks[i], " (", results[i].ToString(), ")"));
+    }
+  }
+  if (!failed.empty()) {
+    return absl::UnavailableError(absl::StrCat("JobDone: these tasks could not be told: ",
+                                               absl::StrJoin(failed, "; "), "; the others were"));
+  }
   return absl::OkStatus();
 }
 

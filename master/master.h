@@ -1,10 +1,11 @@
 #ifndef OVERSEER_MASTER_MASTER_H_
 #define OVERSEER_MASTER_MASTER_H_
 
-// Master: the master service's logic (MasterInterface) over the cluster's workers.
-// Sessions live in a registry keyed by handle; a session idle for longer than
-// MasterOptions::session_gc_idle is closed by CollectIdleSessions, which a background
-// thread runs on the injected clock.
+// Master: the master service's logic (MasterInterface and MasterReadinessInterface)
+// over the cluster's workers. Sessions live in a registry keyed by handle; a session
+// idle for longer than MasterOptions::session_gc_idle is closed by CollectIdleSessions,
+// which a background thread runs on the injected clock. Readiness records live in a
+// ReadinessTracker (master/readiness_tracker.h).
 
 #include <atomic>
 #include <map>
@@ -18,6 +19,8 @@
 #include "core/clock.h"
 #include "master/master_interface.h"
 #include "master/master_session.h"
+#include "master/readiness_interface.h"
+#include "master/readiness_tracker.h"
 #include "master/request_dedup.h"
 #include "master/worker_cache.h"
 
@@ -34,16 +37,23 @@ struct MasterOptions {
   // Between GetStatus rounds while waiting (doubling up to the max).
   absl::Duration wait_backoff = absl::Milliseconds(20);
   absl::Duration wait_backoff_max = absl::Seconds(1);
+  // Readiness records: check period, wait cap, waiter limit.
+  ReadinessOptions readiness;
 };
 
 // What the master depends on. Not owned; they outlive the Master.
 struct MasterEnv {
   MasterWorkerCacheInterface* workers = nullptr;
   Clock* clock = nullptr;
+  // Reaches the tasks for readiness checks and JobDone, whose calls should have short
+  // deadlines (a few seconds); null: `workers`.
+  MasterWorkerCacheInterface* probe_workers = nullptr;
+  // Told about readiness marks, withdrawals and waiters (metrics); may be null.
+  ReadinessListener* readiness_listener = nullptr;
 };
 
 // Thread-safe.
-class Master : public MasterInterface {
+class Master : public MasterInterface, public MasterReadinessInterface {
  public:
   Master(MasterEnv env, MasterOptions options);
   // Stops the GC thread and closes every session.
@@ -67,6 +77,19 @@ class Master : public MasterInterface {
                            RunCallableResponse* response) override;
   absl::Status ReleaseCallable(const ReleaseCallableRequest& request,
                                ReleaseCallableResponse* response) override;
+
+  absl::Status MarkReady(const MarkReadyRequest& request, MarkReadyResponse* response) override;
+  absl::Status WithdrawReady(const WithdrawReadyRequest& request,
+                             WithdrawReadyResponse* response) override;
+  absl::Status WaitForReady(const WaitForReadyRequest& request,
+                            WaitForReadyResponse* response) override;
+  absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
+
+  // Answers every blocked WaitForReady (not ready: the master is shutting down) and
+  // makes later ones answer at once, so that draining calls is not held up by long
+  // polls. Call when termination starts.
+  void StopReadinessWaits() { readiness_.Shutdown(); }
+  ReadinessTracker* readiness() { return &readiness_; }
 
   // Closes the sessions idle for longer than session_gc_idle (by the clock); returns
   // how many. A no-op when session_gc_idle is zero.
@@ -93,6 +116,7 @@ class Master : public MasterInterface {
   const MasterEnv env_;
   const MasterOptions options_;
   RequestDedup dedup_;
+  ReadinessTracker readiness_;
   std::atomic<int64_t> next_step_id_;
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);

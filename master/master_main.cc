@@ -25,6 +25,7 @@
 #include "master/cluster_worker_cache.h"
 #include "master/master.h"
 #include "master/rpc/grpc_master_service.h"
+#include "master/rpc/readiness_metrics.h"
 #include "worker/rpc/grpc_worker.h"
 
 ABSL_FLAG(std::string, cluster_spec, "",
@@ -37,19 +38,27 @@ ABSL_FLAG(int, session_gc_seconds, 0,
 ABSL_FLAG(int, create_session_wait_seconds, 60,
           "How long CreateSession waits for the tasks to answer when the request sets "
           "no operation timeout.");
+ABSL_FLAG(int, readiness_check_ms, 500,
+          "How often the master asks every task for its incarnation while models are "
+          "marked ready (a restarted or dead task withdraws the mark).");
+ABSL_FLAG(int, max_ready_wait_seconds, 60,
+          "The longest one WaitForReady call blocks, whatever timeout it asks for.");
 
 namespace overseer {
 namespace {
 
 constexpr char kUsage[] =
     "The Overseer master: serves MasterService (CreateSession, ExtendSession, RunStep, "
-    "CloseSession, ListDevices, Reset, MakeCallable/RunCallable/ReleaseCallable) over "
-    "the cluster given by --cluster_spec or TF_CONFIG.\n"
+    "CloseSession, ListDevices, Reset, MakeCallable/RunCallable/ReleaseCallable, "
+    "MarkReady/WithdrawReady/WaitForReady, JobDone) over the cluster given by "
+    "--cluster_spec or TF_CONFIG.\n"
     "  --port=N          gRPC port (0 picks a free one; the start-up line says which)\n"
     "  --metrics_port=N  Prometheus metrics port (0 picks a free one, -1 none)\n"
     "  --cluster_spec=S  the cluster, \"ps=h:p,h:p;worker=h:p\" (else TF_CONFIG)\n"
     "  --session_gc_seconds=N  close sessions idle for N seconds (0: never)\n"
     "  --create_session_wait_seconds=N  how long CreateSession waits for the tasks\n"
+    "  --readiness_check_ms=N  how often marked-ready models' tasks are checked\n"
+    "  --max_ready_wait_seconds=N  the cap on one WaitForReady\n"
     "Example: master_server --cluster_spec=\"ps=localhost:2223;worker=localhost:2224\" "
     "--port=2222";
 
@@ -80,22 +89,39 @@ int Main() {
     LOG(ERROR) << "--session_gc_seconds must be >= 0 and --create_session_wait_seconds >= 1";
     return 2;
   }
+  if (absl::GetFlag(FLAGS_readiness_check_ms) < 1 ||
+      absl::GetFlag(FLAGS_max_ready_wait_seconds) < 1) {
+    LOG(ERROR) << "--readiness_check_ms and --max_ready_wait_seconds must be >= 1";
+    return 2;
+  }
 
   ClusterWorkerCache workers(*cluster,
                              std::make_unique<GrpcWorkerCache>(ToClusterDef(*cluster)));
+  // Readiness checks and JobDone must not wait long for a task that does not answer.
+  GrpcWorkerOptions probe_options;
+  probe_options.rpc_timeout = absl::Seconds(2);
+  ClusterWorkerCache probe_workers(
+      *cluster, std::make_unique<GrpcWorkerCache>(ToClusterDef(*cluster), probe_options));
   MasterOptions options;
   options.session_gc_idle = absl::Seconds(absl::GetFlag(FLAGS_session_gc_seconds));
   options.create_session_wait =
       absl::Seconds(absl::GetFlag(FLAGS_create_session_wait_seconds));
+  options.readiness.check_period = absl::Milliseconds(absl::GetFlag(FLAGS_readiness_check_ms));
+  options.readiness.max_wait = absl::Seconds(absl::GetFlag(FLAGS_max_ready_wait_seconds));
+  ServerRunner runner(ServerRunnerOptionsFromFlags("master"));
+  ReadinessMetrics readiness_metrics(runner.metrics());
   MasterEnv env;
   env.workers = &workers;
   env.clock = Clock::Real();
-  ServerRunner runner(ServerRunnerOptionsFromFlags("master"));
+  env.probe_workers = &probe_workers;
+  env.readiness_listener = &readiness_metrics;
   {
     Master master(env, options);
     GrpcMasterService service(&master, runner.metrics(),
                               [&master] { return master.NumSessions(); });
     runner.AddService(&service);
+    // Long polls answer at once (not ready) so that they do not hold the drain up.
+    runner.AddTerminationCallback([&master] { master.StopReadinessWaits(); });
     const absl::Status started = runner.Start();
     if (!started.ok()) {
       LOG(ERROR) << started.ToString();

@@ -14,6 +14,9 @@ std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  // A restarted master is reachable again quickly.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
@@ -41,6 +44,11 @@ OVERSEER_MASTER_CALL(Reset, timeout_)
 OVERSEER_MASTER_CALL(MakeCallable, timeout_)
 OVERSEER_MASTER_CALL(RunCallable, timeout_)
 OVERSEER_MASTER_CALL(ReleaseCallable, timeout_)
+OVERSEER_MASTER_CALL(MarkReady, timeout_)
+OVERSEER_MASTER_CALL(WithdrawReady, timeout_)
+OVERSEER_MASTER_CALL(WaitForReady, absl::Milliseconds(std::max<int64_t>(0, request.timeout_ms())) +
+                                       kWaitForReadyMargin)
+OVERSEER_MASTER_CALL(JobDone, timeout_)
 
 #undef OVERSEER_MASTER_CALL
 

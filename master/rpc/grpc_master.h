@@ -1,11 +1,12 @@
 #ifndef OVERSEER_MASTER_RPC_GRPC_MASTER_H_
 #define OVERSEER_MASTER_RPC_GRPC_MASTER_H_
 
-// GrpcMaster: MasterInterface over a gRPC channel. Every call carries a deadline
-// (`timeout`, or for RunStep/RunCallable the step's timeout_in_ms plus a margin when
-// that is longer). Messages of any size up to 2 GiB are accepted (gRPC's 4 MiB default
-// receive limit is lifted on the channel GrpcMaster makes). No retries here: the caller
-// (GrpcSession) retries UNAVAILABLE for idempotent calls.
+// GrpcMaster: MasterInterface and MasterReadinessInterface over a gRPC channel. Every
+// call carries a deadline (`timeout`, or for RunStep/RunCallable the step's
+// timeout_in_ms plus a margin when that is longer, and for WaitForReady its
+// timeout_ms plus kWaitForReadyMargin). Messages of any size up to 2 GiB are accepted
+// (gRPC's 4 MiB default receive limit is lifted on the channel GrpcMaster makes). No
+// retries here: the caller (GrpcSession) retries UNAVAILABLE for idempotent calls.
 
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
 #include "master/master_interface.h"
+#include "master/readiness_interface.h"
 #include "proto/master.grpc.pb.h"
 
 namespace overseer {
@@ -20,8 +22,12 @@ namespace overseer {
 // A channel to `address` ("host:port") with unlimited message sizes.
 std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address);
 
+// How much longer than its timeout_ms a WaitForReady call may take before the client
+// gives up on the master.
+inline constexpr absl::Duration kWaitForReadyMargin = absl::Seconds(2);
+
 // Thread-safe.
-class GrpcMaster : public MasterInterface {
+class GrpcMaster : public MasterInterface, public MasterReadinessInterface {
  public:
   GrpcMaster(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout);
 
@@ -41,6 +47,12 @@ class GrpcMaster : public MasterInterface {
                            RunCallableResponse* response) override;
   absl::Status ReleaseCallable(const ReleaseCallableRequest& request,
                                ReleaseCallableResponse* response) override;
+  absl::Status MarkReady(const MarkReadyRequest& request, MarkReadyResponse* response) override;
+  absl::Status WithdrawReady(const WithdrawReadyRequest& request,
+                             WithdrawReadyResponse* response) override;
+  absl::Status WaitForReady(const WaitForReadyRequest& request,
+                            WaitForReadyResponse* response) override;
+  absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
 
  private:
   absl::Duration StepTimeout(int64_t timeout_in_ms) const;

@@ -7,8 +7,12 @@
 namespace overseer {
 
 GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Registry* metrics,
-                                     std::function<int()> open_sessions)
-    : master_(master), open_sessions_(std::move(open_sessions)) {
+                                     std::function<int()> open_sessions,
+                                     MasterReadinessInterface* readiness)
+    : master_(master),
+      readiness_(readiness != nullptr ? readiness
+                                      : dynamic_cast<MasterReadinessInterface*>(master)),
+      open_sessions_(std::move(open_sessions)) {
   steps_ = &prometheus::BuildCounter()
                 .Name("overseer_master_steps_total")
                 .Help("Steps run (RunStep and RunCallable), successful or not.")
@@ -90,6 +94,37 @@ grpc::Status GrpcMasterService::ReleaseCallable(grpc::ServerContext*,
                                                 const ReleaseCallableRequest* request,
                                                 ReleaseCallableResponse* response) {
   return Finish(master_->ReleaseCallable(*request, response));
+}
+
+grpc::Status GrpcMasterService::Readiness(
+    const std::function<absl::Status(MasterReadinessInterface*)>& call) {
+  if (readiness_ == nullptr) {
+    return Finish(absl::UnimplementedError(
+        "this master serves no readiness or job-end calls (built without a "
+        "MasterReadinessInterface)"));
+  }
+  return Finish(call(readiness_));
+}
+
+grpc::Status GrpcMasterService::MarkReady(grpc::ServerContext*, const MarkReadyRequest* request,
+                                          MarkReadyResponse* response) {
+  return Readiness([&](MasterReadinessInterface* r) { return r->MarkReady(*request, response); });
+}
+grpc::Status GrpcMasterService::WithdrawReady(grpc::ServerContext*,
+                                              const WithdrawReadyRequest* request,
+                                              WithdrawReadyResponse* response) {
+  return Readiness(
+      [&](MasterReadinessInterface* r) { return r->WithdrawReady(*request, response); });
+}
+grpc::Status GrpcMasterService::WaitForReady(grpc::ServerContext*,
+                                             const WaitForReadyRequest* request,
+                                             WaitForReadyResponse* response) {
+  return Readiness(
+      [&](MasterReadinessInterface* r) { return r->WaitForReady(*request, response); });
+}
+grpc::Status GrpcMasterService::JobDone(grpc::ServerContext*, const JobDoneRequest* request,
+                                        JobDoneResponse* response) {
+  return Readiness([&](MasterReadinessInterface* r) { return r->JobDone(*request, response); });
 }
 
 }  // namespace overseer

@@ -15,6 +15,7 @@ class GrpcMasterTest : public ::testing::Test {
   void SetUp() override {
     MasterOptions options;
     options.gc_thread = false;
+    options.readiness.check_thread = false;
     master_ = std::make_unique<Master>(MasterEnv{&cache_, &clock_}, options);
     ServerRunnerOptions ro;
     ro.component = "master";
@@ -64,6 +65,37 @@ TEST_F(GrpcMasterTest, SessionRoundTripAndErrorCodesCrossTheWire) {
   }();
   EXPECT_TRUE(absl::StrContains(text, "overseer_master_steps_total")) << text;
   EXPECT_TRUE(absl::StrContains(text, "overseer_master_rpc_errors_total")) << text;
+}
+
+TEST_F(GrpcMasterTest, ReadinessAndJobDoneCrossTheWire) {
+  WaitForReadyRequest wait;
+  wait.set_key("model");
+  wait.set_timeout_ms(10);
+  WaitForReadyResponse answer;
+  ASSERT_TRUE(client_->WaitForReady(wait, &answer).ok());
+  EXPECT_FALSE(answer.ready());
+  EXPECT_TRUE(absl::StrContains(answer.reason(), "'model'")) << answer.reason();
+  MarkReadyRequest mark;
+  mark.set_key("model");
+  MarkReadyResponse marked;
+  ASSERT_TRUE(client_->MarkReady(mark, &marked).ok());
+  answer.Clear();
+  ASSERT_TRUE(client_->WaitForReady(wait, &answer).ok());
+  EXPECT_TRUE(answer.ready());
+  WithdrawReadyRequest withdraw;
+  withdraw.set_key("model");
+  WithdrawReadyResponse withdrawn;
+  ASSERT_TRUE(client_->WithdrawReady(withdraw, &withdrawn).ok());
+  answer.Clear();
+  ASSERT_TRUE(client_->WaitForReady(wait, &answer).ok());
+  EXPECT_FALSE(answer.ready());
+  JobDoneResponse done;
+  ASSERT_TRUE(client_->JobDone(JobDoneRequest(), &done).ok());
+  EXPECT_EQ(cache_.ps()->job_dones, 1);
+  cache_.ps()->dead = true;
+  absl::Status s = client_->MarkReady(mark, &marked);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(s.message(), "/job:ps/replica:0/task:0")) << s;
 }
 
 }  // namespace
