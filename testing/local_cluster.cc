@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -83,14 +86,23 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(LocalClusterOp
     p.log_path = absl::StrCat(TmpDir(), "/", job, "_", index, ".log");
     p.argv = {worker_bin, "--job_name=" + job, absl::StrCat("--task_index=", index),
               "--cluster_spec=" + spec, "--metrics_port=-1"};
+    for (const std::string& flag : options.worker_flags) p.argv.push_back(flag);
   }
   absl::StatusOr<int> master_port = FreePort();
   if (!master_port.ok()) return master_port.status();
   Process& master = cluster->processes_[Key("master", 0)];
   master.address = absl::StrCat("127.0.0.1:", *master_port);
   master.log_path = absl::StrCat(TmpDir(), "/master.log");
+  int metrics_port = -1;
+  if (options.master_metrics) {
+    absl::StatusOr<int> port = FreePort();
+    if (!port.ok()) return port.status();
+    metrics_port = *port;
+    cluster->master_metrics_port_ = metrics_port;
+  }
   master.argv = {Runfile("master/master_server"), "--cluster_spec=" + spec,
-                 absl::StrCat("--port=", *master_port), "--metrics_port=-1"};
+                 absl::StrCat("--port=", *master_port),
+                 absl::StrCat("--metrics_port=", metrics_port)};
   for (const std::string& flag : options.master_flags) master.argv.push_back(flag);
 
   for (auto& [key, process] : cluster->processes_) {
@@ -192,6 +204,51 @@ absl::Status LocalCluster::Restart(const std::string& job, int index) {
 std::string LocalCluster::Log(const std::string& job, int index) const {
   auto it = processes_.find(Key(job, index));
   return it == processes_.end() ? "" : ReadFile(it->second.log_path);
+}
+
+absl::StatusOr<int> LocalCluster::WaitForExit(const std::string& job, int index,
+                                              absl::Duration timeout) {
+  auto it = processes_.find(Key(job, index));
+  if (it == processes_.end() || it->second.pid <= 0) {
+    return absl::NotFoundError(absl::StrCat("no running task ", Key(job, index)));
+  }
+  Process& p = it->second;
+  // A pidfd becomes readable when the process exits: wait for that, not for a time.
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, p.pid, 0));
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    int status = 0;
+    const pid_t done = ::waitpid(p.pid, &status, WNOHANG);
+    if (done == p.pid) {
+      if (pidfd >= 0) ::close(pidfd);
+      p.pid = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    const int wait_ms = static_cast<int>(
+        absl::ToInt64Milliseconds(pidfd >= 0 ? left : std::min(left, absl::Milliseconds(10))));
+    if (pidfd >= 0) {
+      pollfd fd{pidfd, POLLIN, 0};
+      ::poll(&fd, 1, std::max(wait_ms, 1));
+    } else {
+      ::poll(nullptr, 0, std::max(wait_ms, 1));  // Old kernel: no pidfd.
+    }
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  return absl::DeadlineExceededError(
+      absl::StrCat(Key(job, index), " still runs after ", absl::FormatDuration(timeout)));
+}
+
+bool LocalCluster::IsRunning(const std::string& job, int index) {
+  auto it = processes_.find(Key(job, index));
+  if (it == processes_.end() || it->second.pid <= 0) return false;
+  int status = 0;
+  if (::waitpid(it->second.pid, &status, WNOHANG) == it->second.pid) {
+    it->second.pid = -1;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace test

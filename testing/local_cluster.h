@@ -30,6 +30,11 @@ struct LocalClusterOptions {
   absl::Duration start_timeout = absl::Seconds(60);
   // Extra flags for master_server (e.g. "--session_gc_seconds=5").
   std::vector<std::string> master_flags;
+  // Extra flags for every worker_server (e.g. "--exit_when_job_done").
+  std::vector<std::string> worker_flags;
+  // Serve the master's Prometheus metrics on a free port (master_metrics_port());
+  // off: --metrics_port=-1.
+  bool master_metrics = false;
 };
 
 class LocalCluster {
@@ -55,6 +60,17 @@ class LocalCluster {
   // The task's log so far (its stderr).
   std::string Log(const std::string& job, int index) const;
 
+  // Waits up to `timeout` for task job:index to exit by itself; returns its exit code
+  // (-1 if killed by a signal). DEADLINE_EXCEEDED if it still runs (it is left
+  // running); NOT_FOUND for an unknown or stopped task.
+  absl::StatusOr<int> WaitForExit(const std::string& job, int index, absl::Duration timeout);
+
+  // Whether task job:index is running (started and not exited).
+  bool IsRunning(const std::string& job, int index);
+
+  // The port of the master's /metrics on 127.0.0.1; -1 without master_metrics.
+  int master_metrics_port() const { return master_metrics_port_; }
+
  private:
   struct Process {
     std::vector<std::string> argv;
@@ -69,6 +85,7 @@ class LocalCluster {
 
   const LocalClusterOptions options_;
   ClusterSpec cluster_;
+  int master_metrics_port_ = -1;
   // Keyed by "job:index"; the master is "master:0".
   std::map<std::string, Process> processes_;
 };
