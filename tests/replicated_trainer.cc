@@ -7,9 +7,18 @@
 // --init_wait_seconds). Prints "final accuracy: <test accuracy>" and
 // "global_step: <value>" and exits 0, or exits 1 with the error.
 //
+// With --supervisor both run under a Supervisor instead (tests/supervisor_cluster_test):
+// the chief restores the latest checkpoint of --checkpoint_dir or initialises, marks
+// the model ready and runs the checkpoint and summary services (events into
+// --summary_dir), then saves a last checkpoint; the non-chief waits in WaitForSession.
+// They also print "start global_step: <step>" and, for the chief, "saved: <checkpoint
+// path>".
+//
 //   replicated_trainer --master=grpc://127.0.0.1:2222 --task_index=1 --num_ps=2 --steps=300
 
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +30,7 @@
 #include "absl/time/time.h"
 #include "client/client_session.h"
 #include "client/device_setter.h"
+#include "client/supervisor.h"
 #include "client/variables.h"
 #include "core/status_macros.h"
 #include "examples/classifier.h"
@@ -35,6 +45,11 @@ ABSL_FLAG(int64_t, batch_size, 50, "examples per step");
 ABSL_FLAG(int64_t, hidden_units, 64, "units of the hidden layer");
 ABSL_FLAG(int64_t, init_wait_seconds, 120,
           "how long a non-chief waits for the chief to initialise the variables");
+ABSL_FLAG(bool, supervisor, false, "train under a Supervisor (chief prepares, others wait)");
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "--supervisor: checkpoint location, a local directory or grpc://host:port/<run>");
+ABSL_FLAG(std::string, summary_dir, "", "--supervisor: the chief's event files");
+ABSL_FLAG(int64_t, save_model_secs, 600, "--supervisor: seconds between checkpoints");
 
 namespace overseer {
 namespace {
@@ -61,6 +76,67 @@ absl::Status WaitForInitialised(ClientSession& session, const Output& report,
       absl::StrJoin(missing, ", ")));
 }
 
+// The training loop both modes share: this trainer's part of the data, then the test
+// accuracy and the global step.
+absl::Status TrainSteps(ClientSession& session, const examples::Classifier& model,
+                        const examples::TrainTest& data, int task,
+                        const std::function<bool()>& should_stop) {
+  const int64_t batch = absl::GetFlag(FLAGS_batch_size);
+  const int64_t steps = absl::GetFlag(FLAGS_steps);
+  std::vector<Tensor> out;
+  for (int64_t step = 0; step < steps && !should_stop(); ++step) {
+    Tensor x, y;
+    // The trainers read different parts of the data.
+    data.train.Batch((step * 2 + task) * batch, batch, &x, &y);
+    RETURN_IF_ERROR(session.Run({{model.images, x}, {model.labels, y}}, {model.loss},
+                                {model.train}, &out));
+  }
+  Tensor x, y;
+  data.test.Batch(0, data.test.num_examples, &x, &y);
+  RETURN_IF_ERROR(session.Run({{model.images, x}, {model.labels, y}},
+                              {model.accuracy, model.global_step.value}, &out));
+  std::printf("final accuracy: %.4f\nglobal_step: %lld\n", out[0].scalar<float>(),
+              static_cast<long long>(out[1].scalar<int64_t>()));
+  return absl::OkStatus();
+}
+
+// --supervisor: the chief prepares the session (restore or init), the non-chief waits.
+absl::Status TrainSupervised(const Scope& root, const examples::Classifier& model,
+                             const examples::TrainTest& data, int task) {
+  const bool is_chief = absl::GetFlag(FLAGS_is_chief);
+  SupervisorOptions options;
+  options.is_chief = is_chief;
+  options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.summary_dir = absl::GetFlag(FLAGS_summary_dir);
+  options.init_op = model.init;
+  options.global_step = model.global_step.value;
+  options.save_model_secs = absl::Seconds(absl::GetFlag(FLAGS_save_model_secs));
+  ASSIGN_OR_RETURN(std::unique_ptr<Supervisor> sv, Supervisor::Create(root, options));
+
+  // The chief also starts its checkpoint and summary services here.
+  PrepareOrWaitOptions prepare;
+  prepare.max_wait = absl::Seconds(absl::GetFlag(FLAGS_init_wait_seconds));
+  ASSIGN_OR_RETURN(std::unique_ptr<ClientSession> session,
+                   sv->PrepareOrWaitForSession(absl::GetFlag(FLAGS_master), prepare));
+  ASSIGN_OR_RETURN(int64_t start_step, sv->GlobalStepValue(*session));
+  std::printf("start global_step: %lld\n", static_cast<long long>(start_step));
+  std::fflush(stdout);
+
+  absl::Status trained = TrainSteps(*session, model, data, task, [&] { return sv->ShouldStop(); });
+  if (trained.ok() && is_chief) {
+    // TensorFlow's Supervisor does not save on stop; trainers save their last step.
+    ASSIGN_OR_RETURN(int64_t step, sv->GlobalStepValue(*session));
+    RETURN_IF_ERROR(session->ExtendIfNeeded());
+    ASSIGN_OR_RETURN(std::string path, sv->saver()->Save(session->session(), sv->save_path(), step));
+    std::printf("saved: %s\n", path.c_str());
+  }
+  if (!trained.ok()) sv->RequestStop(trained).IgnoreError();
+  absl::Status stopped = sv->Stop();
+  session->Close().IgnoreError();
+  RETURN_IF_ERROR(trained);
+  return stopped;
+}
+
 absl::Status Train() {
   const int task = absl::GetFlag(FLAGS_task_index);
   examples::TrainTest data = examples::MakeSynthetic(4000, 1000, 7);
@@ -75,6 +151,7 @@ absl::Status Train() {
   options.hidden_units = absl::GetFlag(FLAGS_hidden_units);
   options.device_setter = &setter;
   ASSIGN_OR_RETURN(examples::Classifier model, examples::BuildClassifier(root, options));
+  if (absl::GetFlag(FLAGS_supervisor)) return TrainSupervised(root, model, data, task);
   Output report =
       ReportUninitializedVariables(setter.ForOps(root).WithOpName("report_uninitialized"));
   RETURN_IF_ERROR(root.status());
@@ -89,24 +166,7 @@ absl::Status Train() {
     RETURN_IF_ERROR(WaitForInitialised(*session, report,
                                        absl::Seconds(absl::GetFlag(FLAGS_init_wait_seconds))));
   }
-
-  const int64_t batch = absl::GetFlag(FLAGS_batch_size);
-  const int64_t steps = absl::GetFlag(FLAGS_steps);
-  std::vector<Tensor> out;
-  for (int64_t step = 0; step < steps; ++step) {
-    Tensor x, y;
-    // The trainers read different parts of the data.
-    data.train.Batch((step * 2 + task) * batch, batch, &x, &y);
-    RETURN_IF_ERROR(session->Run({{model.images, x}, {model.labels, y}}, {model.loss},
-                                 {model.train}, &out));
-  }
-  Tensor x, y;
-  data.test.Batch(0, data.test.num_examples, &x, &y);
-  RETURN_IF_ERROR(session->Run({{model.images, x}, {model.labels, y}},
-                               {model.accuracy, model.global_step.value}, &out));
-  std::printf("final accuracy: %.4f\nglobal_step: %lld\n", out[0].scalar<float>(),
-              static_cast<long long>(out[1].scalar<int64_t>()));
-  return absl::OkStatus();
+  return TrainSteps(*session, model, data, task, [] { return false; });
 }
 
 }  // namespace
