@@ -286,6 +286,12 @@ absl::StatusOr<const BundleEntryProto*> BundleReader::Lookup(absl::string_view n
 }
 
 absl::StatusOr<std::string> BundleReader::ReadTensor(absl::string_view name) const {
+  std::string bytes;
+  RETURN_IF_ERROR(ReadTensorInto(name, &bytes));
+  return bytes;
+}
+
+absl::Status BundleReader::ReadTensorInto(absl::string_view name, std::string* out) const {
   ASSIGN_OR_RETURN(const BundleEntryProto* entry, Lookup(name));
   if (entry->slices_size() > 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -310,7 +316,8 @@ absl::StatusOr<std::string> BundleReader::ReadTensor(absl::string_view name) con
     return absl::DataLossError(absl::StrCat("data file ", path, " of tensor ", name,
                                             " cannot be opened: ", file.status().message()));
   }
-  std::string bytes(static_cast<size_t>(entry->size()), '\0');
+  std::string& bytes = *out;
+  bytes.resize(static_cast<size_t>(entry->size()));
   ASSIGN_OR_RETURN(absl::string_view got,
                    (*file)->Read(static_cast<uint64_t>(entry->offset()), bytes.size(),
                                  bytes.data()));
@@ -328,7 +335,7 @@ absl::StatusOr<std::string> BundleReader::ReadTensor(absl::string_view name) con
         "checksum of tensor %s does not match in %s: stored %08x vs. calculated %08x", name,
         path, stored, actual));
   }
-  return bytes;
+  return absl::OkStatus();
 }
 
 }  // namespace overseer

@@ -94,6 +94,9 @@ class BundleReader {
   // DT_STRING entries; DATA_LOSS naming the tensor and file for a missing shard, a
   // short file, a size that does not match dtype and shape, or a CRC mismatch.
   absl::StatusOr<std::string> ReadTensor(absl::string_view name) const;
+  // Like ReadTensor, into `*bytes` (resized to the tensor's size; a buffer that is
+  // already large enough gets no new memory). On error *bytes is unspecified.
+  absl::Status ReadTensorInto(absl::string_view name, std::string* bytes) const;
 
  private:
   BundleReader(FileSystem* fs, std::string prefix) : fs_(fs), prefix_(std::move(prefix)) {}

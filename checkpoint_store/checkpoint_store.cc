@@ -534,15 +534,27 @@ absl::Status CheckpointStore::ReadTensors(const std::string& run, const std::str
   if (names.empty()) {
     for (const auto& entry : reader->entries()) names.push_back(entry.first);
   }
+  std::string bytes = read_buffers_.Take();
+  const absl::Status read = ReadInto(*reader, names, consumer, &bytes);
+  read_buffers_.Give(std::move(bytes));
+  if (read.ok() && restore_seconds_ != nullptr) {
+    restore_seconds_->Observe(absl::ToDoubleSeconds(clock_->Now() - start));
+  }
+  return read;
+}
+
+absl::Status CheckpointStore::ReadInto(const BundleReader& reader,
+                                       const std::vector<std::string>& names,
+                                       const TensorConsumer& consumer, std::string* bytes) {
   for (const std::string& tensor : names) {
-    ASSIGN_OR_RETURN(const BundleEntryProto* entry, reader->Lookup(tensor));
-    absl::StatusOr<std::string> bytes = reader->ReadTensor(tensor);
-    if (!bytes.ok()) {
-      if (crc_failures_ != nullptr && absl::IsDataLoss(bytes.status()) &&
-          absl::StrContains(bytes.status().message(), "checksum")) {
+    ASSIGN_OR_RETURN(const BundleEntryProto* entry, reader.Lookup(tensor));
+    const absl::Status read = reader.ReadTensorInto(tensor, bytes);
+    if (!read.ok()) {
+      if (crc_failures_ != nullptr && absl::IsDataLoss(read) &&
+          absl::StrContains(read.message(), "checksum")) {
         crc_failures_->Increment();
       }
-      return bytes.status();
+      return read;
     }
     if (bytes_read_ != nullptr) bytes_read_->Increment(static_cast<double>(bytes->size()));
     TensorHeader header;
@@ -550,10 +562,7 @@ absl::Status CheckpointStore::ReadTensors(const std::string& run, const std::str
     header.set_dtype(entry->dtype());
     *header.mutable_shape() = entry->shape();
     header.set_size(entry->size());
-    RETURN_IF_ERROR(consumer(header, *std::move(bytes)));
-  }
-  if (restore_seconds_ != nullptr) {
-    restore_seconds_->Observe(absl::ToDoubleSeconds(clock_->Now() - start));
+    RETURN_IF_ERROR(consumer(header, *bytes));
   }
   return absl::OkStatus();
 }

@@ -13,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "core/clock.h"
 #include "prometheus/counter.h"
@@ -22,6 +23,8 @@
 #include "summary_writer/file_system.h"
 
 namespace overseer {
+
+class BundleReader;
 
 // Checks a run name: "" (the root) or what ValidateRunName accepts. INVALID_ARGUMENT
 // otherwise.
@@ -80,6 +83,9 @@ class CheckpointStore : public CheckpointStoreInterface {
   absl::StatusOr<std::vector<CheckpointInfo>> CompleteCheckpoints(const std::string& dir);
   absl::Status DeleteCheckpointFiles(const std::string& dir, const std::string& name);
   absl::Status RemoveLeftovers(const std::string& dir);
+  // Reads `names` of `reader` one by one into *bytes and hands each to `consumer`.
+  absl::Status ReadInto(const BundleReader& reader, const std::vector<std::string>& names,
+                        const TensorConsumer& consumer, std::string* bytes);
   void ShardClosed(const std::string& id, int shard_id, bool ok,
                    std::map<std::string, BundleEntryProto> entries, int64_t bytes);
 
@@ -91,6 +97,8 @@ class CheckpointStore : public CheckpointStoreInterface {
   std::map<std::string, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<absl::Mutex>> run_mutexes_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Buffers that ReadTensors reads tensors into, reused across tensors and calls.
+  BufferPool read_buffers_{size_t{512} << 20};
 
   // Metrics; null without a registry.
   prometheus::Counter* committed_ = nullptr;

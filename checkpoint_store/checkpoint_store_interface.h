@@ -39,8 +39,9 @@ class ShardWriter {
   }
 };
 
-// Receives one tensor read from a checkpoint: its header and all its bytes.
-using TensorConsumer = std::function<absl::Status(const TensorHeader&, std::string data)>;
+// Receives one tensor read from a checkpoint: its header and all its bytes. The bytes
+// are valid only during the call (stores reuse their buffers for the next tensor).
+using TensorConsumer = std::function<absl::Status(const TensorHeader&, absl::string_view data)>;
 
 // Thread-safe.
 class CheckpointStoreInterface {

@@ -72,7 +72,7 @@ class CheckpointStoreTest : public ::testing::Test {
   void ExpectContents(CheckpointStoreInterface* store, const std::string& run,
                       const std::string& name, char seed) {
     int seen = 0;
-    absl::Status s = store->ReadTensors(run, name, {}, [&](const TensorHeader& h, std::string data) {
+    absl::Status s = store->ReadTensors(run, name, {}, [&](const TensorHeader& h, absl::string_view data) {
       const int shard = h.name()[2] - '0';
       const int t = h.name()[5] - '0';
       EXPECT_EQ(data, Bytes(1000 + t, seed + shard + t)) << h.name();
@@ -126,7 +126,7 @@ TEST_F(CheckpointStoreTest, SaveLatestListRead) {
   // A subset.
   int seen = 0;
   ASSERT_TRUE(store->ReadTensors("train", "model.ckpt-20", {"ps1/w0"},
-                                 [&](const TensorHeader& h, std::string) {
+                                 [&](const TensorHeader& h, absl::string_view) {
                                    EXPECT_EQ(h.name(), "ps1/w0");
                                    ++seen;
                                    return absl::OkStatus();

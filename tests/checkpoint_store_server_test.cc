@@ -95,8 +95,8 @@ absl::StatusOr<Tensors> ReadAll(CheckpointStoreInterface* store, const std::stri
                                 const std::string& name) {
   Tensors tensors;
   absl::Status read =
-      store->ReadTensors(run, name, {}, [&](const TensorHeader& header, std::string data) {
-        tensors[header.name()] = std::move(data);
+      store->ReadTensors(run, name, {}, [&](const TensorHeader& header, absl::string_view data) {
+        tensors[header.name()] = std::string(data);
         return absl::OkStatus();
       });
   if (!read.ok()) return read;

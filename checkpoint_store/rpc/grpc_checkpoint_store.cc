@@ -170,39 +170,58 @@ absl::Status GrpcCheckpointStore::ReadTensors(const std::string& run, const std:
   for (const std::string& t : tensor_names) request.add_tensor_names(t);
   auto context = NewClientContext(kStreamTimeout);
   auto reader = stub_->ReadTensors(context.get(), request);
+  // The received message and the tensor assembled from chunks live in pooled buffers
+  // (a reused message's bytes field keeps its capacity), so no tensor faults in fresh
+  // pages.
   ReadTensorsResponse chunk;
+  std::string message_buffer = buffers_.Take();
+  chunk.mutable_data()->swap(message_buffer);
+  std::string data = buffers_.Take();
+  data.clear();
   TensorHeader header;
-  std::string data;
   bool have = false;
   absl::Status consumed;
   while (consumed.ok() && reader->Read(&chunk)) {
-    if (chunk.has_tensor() && !have &&
-        static_cast<int64_t>(chunk.data().size()) == chunk.tensor().size()) {
-      // A whole tensor in one message: hand its bytes over without copying.
-      consumed = consumer(chunk.tensor(), std::move(*chunk.mutable_data()));
+    if (chunk.has_tensor() && have) {
+      consumed = absl::DataLossError(
+          absl::StrCat("tensor ", header.name(), " of ", name, " arrived incomplete"));
+      break;
+    }
+    if (chunk.has_tensor() && static_cast<int64_t>(chunk.data().size()) == chunk.tensor().size()) {
+      consumed = consumer(chunk.tensor(), chunk.data());  // A whole tensor in one message.
       continue;
     }
     if (chunk.has_tensor()) {
-      if (have) consumed = consumer(header, std::move(data));
       header = chunk.tensor();
       data.clear();
-      data.reserve(static_cast<size_t>(header.size()));
+      data.reserve(static_cast<size_t>(std::max<int64_t>(header.size(), 0)));
       have = true;
     }
+    if (!have || static_cast<int64_t>(data.size() + chunk.data().size()) > header.size()) {
+      consumed = absl::DataLossError(absl::StrCat(
+          "ReadTensors of ", name, " sent bytes beyond ",
+          have ? absl::StrCat("the size of tensor ", header.name()) : "any tensor"));
+      break;
+    }
     data.append(chunk.data());
-    if (have && static_cast<int64_t>(data.size()) == header.size()) {
-      if (consumed.ok()) consumed = consumer(header, std::move(data));
-      data.clear();
+    if (static_cast<int64_t>(data.size()) == header.size()) {
+      consumed = consumer(header, data);
       have = false;
     }
   }
+  message_buffer.swap(*chunk.mutable_data());
+  buffers_.Give(std::move(message_buffer));
+  buffers_.Give(std::move(data));
   if (!consumed.ok()) {
     context->TryCancel();
     reader->Finish().ok();
     return consumed;
   }
   absl::Status s = FromGrpcStatus(reader->Finish());
-  if (s.ok() && have) return absl::DataLossError(absl::StrCat("tensor ", header.name(), " of ", name, " arrived incomplete"));
+  if (s.ok() && have) {
+    return absl::DataLossError(
+        absl::StrCat("tensor ", header.name(), " of ", name, " arrived incomplete"));
+  }
   return s;
 }
 

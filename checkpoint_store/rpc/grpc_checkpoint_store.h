@@ -3,11 +3,13 @@
 
 // CheckpointStoreInterface over gRPC to a checkpoint_store_server. Linking this
 // library registers the "grpc" scheme of checkpoint locations (location.h):
-// "grpc://host:port/<run>". Thread-safe.
+// "grpc://host:port/<run>". Thread-safe. Keeps up to 256 MiB of read buffers for reuse
+// by later ReadTensors calls.
 
 #include <memory>
 #include <string>
 
+#include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "grpcpp/channel.h"
 #include "proto/checkpoint_store.grpc.pb.h"
@@ -36,6 +38,8 @@ class GrpcCheckpointStore : public CheckpointStoreInterface {
 
  private:
   std::unique_ptr<CheckpointStoreService::Stub> stub_;
+  // ReadTensors' message and assembly buffers, reused across calls.
+  BufferPool buffers_{size_t{256} << 20};
 };
 
 }  // namespace overseer

@@ -14,8 +14,8 @@ namespace overseer {
 namespace {
 
 constexpr size_t kChunkBytes = 4 << 20;
-// ReadTensors sends a tensor up to this size in one message (its bytes moved, not
-// copied), larger ones in kChunkBytes chunks. Clients accept 64 MiB messages.
+// ReadTensors sends a tensor up to this size in one message, larger ones in
+// kChunkBytes chunks. Clients accept 64 MiB messages.
 constexpr size_t kWholeTensorBytes = 32 << 20;
 // Received WriteShard messages waiting for the appender thread (4 MiB each).
 constexpr size_t kMaxQueued = 4;
@@ -200,29 +200,31 @@ grpc::Status GrpcCheckpointStoreService::ReadTensors(
     grpc::ServerContext*, const ReadTensorsRequest* request,
     grpc::ServerWriter<ReadTensorsResponse>* writer) {
   std::vector<std::string> names(request->tensor_names().begin(), request->tensor_names().end());
-  return ToGrpcStatus(store_->ReadTensors(
+  // One message for every send: its bytes field is a pooled buffer that keeps its
+  // capacity, so no message faults in fresh pages.
+  ReadTensorsResponse message;
+  std::string buffer = message_buffers_.Take();
+  message.mutable_data()->swap(buffer);
+  auto send = [&](const TensorHeader* header, absl::string_view bytes) -> absl::Status {
+    message.clear_tensor();
+    if (header != nullptr) *message.mutable_tensor() = *header;
+    message.mutable_data()->assign(bytes.data(), bytes.size());
+    if (!writer->Write(message)) return absl::CancelledError("ReadTensors reader went away");
+    return absl::OkStatus();
+  };
+  const absl::Status read = store_->ReadTensors(
       request->run(), request->name(), names,
-      [&](const TensorHeader& header, std::string data) -> absl::Status {
-        if (data.size() <= kWholeTensorBytes) {  // One message, no copy.
-          ReadTensorsResponse whole;
-          *whole.mutable_tensor() = header;
-          *whole.mutable_data() = std::move(data);
-          if (!writer->Write(whole)) return absl::CancelledError("ReadTensors reader went away");
-          return absl::OkStatus();
+      [&](const TensorHeader& header, absl::string_view data) -> absl::Status {
+        if (data.size() <= kWholeTensorBytes) return send(&header, data);
+        for (size_t pos = 0; pos < data.size(); pos += kChunkBytes) {
+          absl::Status sent = send(pos == 0 ? &header : nullptr, data.substr(pos, kChunkBytes));
+          if (!sent.ok()) return sent;
         }
-        size_t pos = 0;
-        bool first = true;
-        do {
-          ReadTensorsResponse chunk;
-          if (first) *chunk.mutable_tensor() = header;
-          const size_t n = std::min(kChunkBytes, data.size() - pos);
-          chunk.set_data(data.data() + pos, n);
-          pos += n;
-          first = false;
-          if (!writer->Write(chunk)) return absl::CancelledError("ReadTensors reader went away");
-        } while (pos < data.size());
         return absl::OkStatus();
-      }));
+      });
+  buffer.swap(*message.mutable_data());
+  message_buffers_.Give(std::move(buffer));
+  return ToGrpcStatus(read);
 }
 
 grpc::Status GrpcCheckpointStoreService::DeleteCheckpoint(grpc::ServerContext*,

@@ -4,6 +4,9 @@
 // The gRPC adapter of a CheckpointStoreInterface: unpacks requests, calls the store,
 // converts the status. Thread-safe (the store is).
 
+#include <cstddef>
+
+#include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "proto/checkpoint_store.grpc.pb.h"
 
@@ -40,6 +43,8 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
 
  private:
   CheckpointStoreInterface* const store_;
+  // The bytes fields of ReadTensors messages, reused across calls.
+  BufferPool message_buffers_{size_t{256} << 20};
 };
 
 }  // namespace overseer

@@ -1,6 +1,8 @@
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "checkpoint_store/checkpoint_store.h"
 #include "checkpoint_store/location.h"
@@ -60,9 +62,9 @@ TEST(GrpcCheckpointStoreTest, SaveReadLatestOverTheWire) {
   std::string got;
   ASSERT_TRUE(where->store
                   ->ReadTensors(where->run, "model.ckpt-3", {"w"},
-                                [&](const TensorHeader& h, std::string data) {
+                                [&](const TensorHeader& h, absl::string_view data) {
                                   EXPECT_EQ(h.name(), "w");
-                                  got = std::move(data);
+                                  got = std::string(data);
                                   return absl::OkStatus();
                                 })
                   .ok());
@@ -71,6 +73,74 @@ TEST(GrpcCheckpointStoreTest, SaveReadLatestOverTheWire) {
   EXPECT_EQ(where->store->BeginCheckpoint(begin).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(where->store->CommitCheckpoint("nope").status().code(), absl::StatusCode::kNotFound);
+  runner.RequestTermination();
+  runner.WaitForTermination();
+}
+
+// Tensors larger than one message (sent in chunks and assembled by the client) and
+// small ones after them, read twice: the second read reuses the pooled buffers of the
+// first on both sides, which still hold the old bytes and a larger size.
+TEST(GrpcCheckpointStoreTest, ChunkedTensorsReadTwiceFromReusedBuffers) {
+  const std::string root = std::string(std::getenv("TEST_TMPDIR")) + "/chunked";
+  auto store = CheckpointStore::Open(FileSystem::Posix(), root);
+  ASSERT_TRUE(store.ok());
+  GrpcCheckpointStoreService service(store->get());
+  ServerRunnerOptions options;
+  options.component = "checkpoint_store";
+  options.metrics_port = -1;
+  options.handle_signals = false;
+  options.fixed_stream_window_bytes = kCheckpointStoreStreamWindowBytes;
+  ServerRunner runner(options);
+  runner.AddService(&service);
+  ASSERT_TRUE(runner.Start().ok());
+  auto remote = GrpcCheckpointStore::Connect("localhost:" + std::to_string(runner.port()));
+
+  // 40 MiB (chunked), 100 bytes, 33 MiB + 4 bytes (chunked, a short last chunk), 0 bytes.
+  const std::vector<int64_t> floats = {10 << 20, 25, (33 << 18) + 1, 0};
+  std::vector<std::string> contents;
+  BeginCheckpointRequest begin;
+  begin.set_run("big");
+  begin.set_name("model.ckpt-1");
+  begin.set_num_shards(1);
+  auto id = remote->BeginCheckpoint(begin);
+  ASSERT_TRUE(id.ok()) << id.status();
+  {
+    auto writer = remote->OpenShard(*id, 0);
+    ASSERT_TRUE(writer.ok());
+    for (size_t t = 0; t < floats.size(); ++t) {
+      std::string bytes(static_cast<size_t>(floats[t] * 4), '\0');
+      for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + t);
+      TensorHeader header;
+      header.set_name("t" + std::to_string(t));
+      header.set_dtype(DT_FLOAT);
+      header.mutable_shape()->add_dim()->set_size(floats[t]);
+      header.set_size(floats[t] * 4);
+      ASSERT_TRUE((*writer)->AddTensor(header, bytes).ok());
+      contents.push_back(std::move(bytes));
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  ASSERT_TRUE(remote->CommitCheckpoint(*id).ok());
+
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<std::string> names;
+    std::vector<std::string> got;
+    absl::Status read = remote->ReadTensors(
+        "big", "model.ckpt-1", {"t0", "t1", "t2", "t3"},
+        [&](const TensorHeader& h, absl::string_view data) {
+          names.push_back(h.name());
+          got.emplace_back(data);
+          return absl::OkStatus();
+        });
+    ASSERT_TRUE(read.ok()) << read;
+    EXPECT_EQ(names, (std::vector<std::string>{"t0", "t1", "t2", "t3"}));
+    ASSERT_EQ(got.size(), contents.size());
+    for (size_t t = 0; t < contents.size(); ++t) {
+      EXPECT_TRUE(got[t] == contents[t]) << "tensor t" << t << " of pass " << pass << " has "
+                                         << got[t].size() << " bytes, wrote "
+                                         << contents[t].size();
+    }
+  }
   runner.RequestTermination();
   runner.WaitForTermination();
 }

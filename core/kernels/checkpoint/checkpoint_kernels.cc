@@ -103,7 +103,7 @@ class CheckpointRestoreOp : public OpKernel {
     int next = 0;
     return where.store->ReadTensors(
         where.run, checkpoint, names,
-        [&](const TensorHeader& header, std::string data) -> absl::Status {
+        [&](const TensorHeader& header, absl::string_view data) -> absl::Status {
           const int i = next++;
           if (i >= n || header.name() != names[i]) {
             return absl::InternalError(absl::StrCat("store returned tensor ", header.name(),
