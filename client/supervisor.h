@@ -103,8 +103,9 @@ struct SupervisorOptions {
   Clock* clock = Clock::Real();
   // Readiness marks and waits; null: the master's (NewReadinessChannel). Not owned.
   ReadinessChannel* readiness_channel = nullptr;
-  // Called on a service's thread after each of its runs with the run's result (for
-  // progress displays and tests). Must be thread-safe and quick.
+  // Called after each run of a service with the run's result (for progress displays
+  // and tests): the first run on the thread starting the services, the others on the
+  // service's thread. Must be thread-safe and quick.
   std::function<void(SupervisorService, const absl::Status&)> after_service_run;
 };
 
@@ -244,7 +245,6 @@ class Supervisor {
 
   const Scope scope_;
   SupervisorOptions options_;
-  Coordinator coord_;
   Output ready_op_;
   Output ready_for_local_init_op_;
   Operation init_op_;
@@ -264,6 +264,9 @@ class Supervisor {
   std::unique_ptr<SummaryWriter> owned_writer_ ABSL_GUARDED_BY(writer_mu_);
   SummaryWriter* writer_ ABSL_GUARDED_BY(writer_mu_) = nullptr;
   bool graph_added_ ABSL_GUARDED_BY(writer_mu_) = false;
+  // Last, so that it is destroyed first: its destructor waits for the service threads,
+  // which use the members above.
+  Coordinator coord_;
 };
 
 }  // namespace overseer
