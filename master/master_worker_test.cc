@@ -150,7 +150,12 @@ TEST_F(MasterWorkerTest, VariableOnPsComputeOnWorker) {
   ASSERT_TRUE(Step(h, {"y:0", "w:0"}, {}, 1, &out).ok());
   EXPECT_FLOAT_EQ(out[1], 5);  // 2 + 3 * (2 * 0.5): delta crossed to the ps.
   EXPECT_FLOAT_EQ(out[0], 5);
-  // The variable lives in the ps's resource manager, not the worker's.
+  // Every step's state is cleaned up on both tasks (in the background; closing the
+  // session sends what is still queued).
+  CloseSessionRequest close;
+  close.set_session_handle(h);
+  CloseSessionResponse closed;
+  ASSERT_TRUE(master_->CloseSession(close, &closed).ok());
   EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
   EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
 }
