@@ -8,10 +8,12 @@ namespace overseer {
 std::shared_ptr<ManagedThread> LooperThread::Create(Coordinator* coord, absl::Duration interval,
                                                     std::function<absl::Status()> fn,
                                                     LooperThreadOptions options) {
-  const absl::Duration initial_delay = options.initial_delay;
+  // The schedule starts now, not when the new thread first runs, so that a clock moved
+  // meanwhile (a test's manual clock, a loaded machine) does not shift it.
+  const absl::Time first_due = coord->clock()->Now() + options.initial_delay;
   std::shared_ptr<ManagedThread> thread = ManagedThread::Create(
-      std::move(options.name), [coord, interval, fn = std::move(fn), initial_delay] {
-        RunLoop(coord, interval, fn, initial_delay);
+      std::move(options.name), [coord, interval, fn = std::move(fn), first_due] {
+        RunLoop(coord, interval, fn, first_due);
       });
   coord->RegisterThread(thread);
   return thread;
@@ -27,9 +29,9 @@ std::shared_ptr<ManagedThread> LooperThread::Loop(Coordinator* coord, absl::Dura
 }
 
 void LooperThread::RunLoop(Coordinator* coord, absl::Duration interval,
-                           const std::function<absl::Status()>& fn, absl::Duration initial_delay) {
+                           const std::function<absl::Status()>& fn, absl::Time first_due) {
   Clock* clock = coord->clock();
-  absl::Time due = clock->Now() + initial_delay;
+  absl::Time due = first_due;
   coord
       ->StopOnException([&]() -> absl::Status {
         while (!coord->WaitForStop(due - clock->Now())) {

@@ -23,14 +23,14 @@
 namespace overseer {
 
 struct LooperThreadOptions {
-  // Time from the start of the thread to the first call.
+  // Time from the creation of the thread to the first call.
   absl::Duration initial_delay = absl::ZeroDuration();
   // The thread's name in the coordinator's errors and logs.
   std::string name = "LooperThread";
 };
 
 // The thread's loop, with time read and waited on the coordinator's clock:
-//   - the first call is due at start + initial_delay, each later one `interval` after
+//   - the first call is due at creation + initial_delay, each later one `interval` after
 //     the previous one was due; before each call the thread waits for its due time or
 //     the stop, whichever comes first, and ends on a stop;
 //   - when a call returns after the next one was due (it overran), the next call is
@@ -54,7 +54,7 @@ class LooperThread {
 
  private:
   static void RunLoop(Coordinator* coord, absl::Duration interval,
-                      const std::function<absl::Status()>& fn, absl::Duration initial_delay);
+                      const std::function<absl::Status()>& fn, absl::Time first_due);
 };
 
 }  // namespace overseer
