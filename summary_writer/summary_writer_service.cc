@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
@@ -36,6 +37,11 @@ SummaryWriterServiceImpl::SummaryWriterServiceImpl(SummaryWriterServiceOptions o
                              .Help("Event files currently open.")
                              .Register(*metrics)
                              .Add({});
+}
+
+int64_t RandomFirstWriterId() {
+  absl::BitGen bits;
+  return absl::Uniform<int64_t>(bits, 1, int64_t{1} << 62);
 }
 
 SummaryWriterServiceImpl::~SummaryWriterServiceImpl() {

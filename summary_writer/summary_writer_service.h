@@ -34,6 +34,9 @@ struct SummaryWriterServiceOptions {
 
 // Thread-safe: calls for different writers run in parallel; calls for one writer are
 // ordered by that writer.
+// A random first writer id in [1, 2^62).
+int64_t RandomFirstWriterId();
+
 class SummaryWriterServiceImpl {
  public:
   // `env` (file system, clock) must outlive the service. `metrics` may be null; else
@@ -77,7 +80,9 @@ class SummaryWriterServiceImpl {
   prometheus::Gauge* open_writers_gauge_ = nullptr;
 
   mutable absl::Mutex mu_;
-  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Starts at a random value, so that a client holding the id of a writer of an
+  // earlier incarnation of the server gets NOT_FOUND, never another client's writer.
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = RandomFirstWriterId();
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, std::shared_ptr<EventFileWriter>> writers_ ABSL_GUARDED_BY(mu_);
 };

@@ -1,5 +1,7 @@
 #include "summary_writer/rpc/grpc_event_sink.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
 #include "core/rpc/client_context.h"
@@ -8,46 +10,72 @@
 
 namespace overseer {
 
-absl::StatusOr<std::unique_ptr<GrpcEventSink>> GrpcEventSink::Open(
-    std::shared_ptr<grpc::Channel> channel, const std::string& run,
-    const GrpcEventSinkOptions& options, Clock* clock) {
-  if (options.batch_size < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_size must be at least 1, got ", options.batch_size));
-  }
-  auto stub = SummaryWriterService::NewStub(channel);
+namespace {
+
+// Whether `status` says the server lost the writer (it restarted: NOT_FOUND) or could
+// not be reached (UNAVAILABLE): then a new writer is opened.
+bool WriterLost(const absl::Status& status) {
+  return absl::IsNotFound(status) || absl::IsUnavailable(status);
+}
+
+OpenWriterRequest OpenRequest(const std::string& run, const GrpcEventSinkOptions& options,
+                              bool first) {
   OpenWriterRequest request;
   request.set_run(run);
   request.set_flush_secs(options.flush_secs);
   request.set_max_queue(options.max_queue);
   request.set_filename_suffix(options.filename_suffix);
-  if (options.start_step.has_value()) {
+  // A reopened file continues the run; only the first one starts it.
+  if (first && options.start_step.has_value()) {
     request.set_write_start(true);
     request.set_start_step(*options.start_step);
   }
-  OpenWriterResponse response;
-  auto context = NewClientContext(options.rpc_timeout);
-  RETURN_IF_ERROR(Annotate(FromGrpcStatus(stub->OpenWriter(context.get(), request, &response)),
-                           absl::StrCat("opening a summary writer for run '", run, "': ")));
-  return std::unique_ptr<GrpcEventSink>(new GrpcEventSink(
-      std::move(stub), response.writer_id(), response.file(), options, clock));
+  return request;
 }
 
-GrpcEventSink::GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub,
-                             int64_t writer_id, std::string file,
-                             const GrpcEventSinkOptions& options, Clock* clock)
-    : stub_(std::move(stub)),
-      writer_id_(writer_id),
-      file_(std::move(file)),
-      options_(options),
-      clock_(clock) {
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GrpcEventSink>> GrpcEventSink::Open(
+    std::shared_ptr<grpc::Channel> channel, const std::string& run,
+    const GrpcEventSinkOptions& options, Clock* clock) {
+  if (options.batch_size < 1 || options.max_pending_events < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size and max_pending_events must be at least 1, got ",
+                     options.batch_size, " and ", options.max_pending_events));
+  }
+  auto stub = SummaryWriterService::NewStub(channel);
+  OpenWriterResponse response;
+  auto context = NewClientContext(options.rpc_timeout);
+  RETURN_IF_ERROR(Annotate(
+      FromGrpcStatus(stub->OpenWriter(context.get(), OpenRequest(run, options, true), &response)),
+      absl::StrCat("opening a summary writer for run '", run, "': ")));
+  return std::unique_ptr<GrpcEventSink>(
+      new GrpcEventSink(std::move(stub), run, std::move(response), options, clock));
+}
+
+GrpcEventSink::GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, std::string run,
+                             OpenWriterResponse opened, const GrpcEventSinkOptions& options,
+                             Clock* clock)
+    : stub_(std::move(stub)), run_(std::move(run)), options_(options), clock_(clock) {
   absl::MutexLock lock(&mu_);
+  writer_id_ = opened.writer_id();
+  file_ = opened.file();
   batch_.set_writer_id(writer_id_);
 }
 
 GrpcEventSink::~GrpcEventSink() {
   const absl::Status s = Close();
-  if (!s.ok()) LOG(ERROR) << "closing remote event file " << file_ << ": " << s.ToString();
+  if (!s.ok()) LOG(ERROR) << "closing remote event file " << file() << ": " << s.ToString();
+}
+
+std::string GrpcEventSink::file() const {
+  absl::MutexLock lock(&mu_);
+  return file_;
+}
+
+int GrpcEventSink::reopens() const {
+  absl::MutexLock lock(&mu_);
+  return reopens_;
 }
 
 template <typename FillFn>
@@ -58,7 +86,20 @@ absl::Status GrpcEventSink::QueueLocked(const FillFn& fill) {
   if (queued->wall_time() == 0) {
     queued->set_wall_time(absl::ToDoubleSeconds(clock_->Now() - absl::UnixEpoch()));
   }
-  if (batch_.events_size() >= options_.batch_size) return SendBatchLocked();
+  if (batch_.events_size() < options_.batch_size) return absl::OkStatus();
+  const absl::Status sent = SendLocked(/*finish=*/false);
+  if (!lost_) return sent;
+  // The server is unreachable: keep the newest events for when it is back (the
+  // unacknowledged ones are older than the batch).
+  const int excess =
+      unacked_.events_size() + batch_.events_size() - options_.max_pending_events;
+  if (excess > 0) {
+    const int from_unacked = std::min(excess, unacked_.events_size());
+    unacked_.mutable_events()->DeleteSubrange(0, from_unacked);
+    batch_.mutable_events()->DeleteSubrange(0, excess - from_unacked);
+    LOG(WARNING) << "summary writer for run '" << run_ << "' unreachable: dropped the " << excess
+                 << " oldest pending events";
+  }
   return absl::OkStatus();
 }
 
@@ -77,18 +118,33 @@ absl::Status GrpcEventSink::WriteSummary(double wall_time, int64_t step,
   });
 }
 
-absl::Status GrpcEventSink::SendBatchLocked() {
-  if (batch_.events_size() == 0) return absl::OkStatus();
-  if (stream_ == nullptr) {
-    stream_context_ =
-        NewClientContext(options_.stream_lifetime + options_.rpc_timeout);
-    stream_response_.Clear();
-    stream_ = stub_->WriteEvents(stream_context_.get(), &stream_response_);
+absl::Status GrpcEventSink::SendLocked(bool finish) {
+  if (lost_) RETURN_IF_ERROR(ReopenLocked());
+  const absl::Status sent = TrySendLocked(finish);
+  if (!WriterLost(sent)) return sent;
+  LOG(WARNING) << "summary writer " << writer_id_ << " (" << file_ << ") lost: " << sent
+               << "; opening a new event file for run '" << run_ << "'";
+  lost_ = true;
+  RETURN_IF_ERROR(ReopenLocked());
+  return TrySendLocked(finish);
+}
+
+absl::Status GrpcEventSink::TrySendLocked(bool finish) {
+  if (batch_.events_size() > 0) {
+    if (stream_ == nullptr) {
+      stream_context_ = NewClientContext(options_.stream_lifetime + options_.rpc_timeout);
+      stream_response_.Clear();
+      stream_ = stub_->WriteEvents(stream_context_.get(), &stream_response_);
+    }
+    const bool written = stream_->Write(batch_);
+    for (Event& event : *batch_.mutable_events()) *unacked_.add_events() = std::move(event);
+    batch_.clear_events();
+    if (!written) {  // The stream broke; its status says why.
+      const absl::Status broken = FinishStreamLocked();
+      return broken.ok() ? absl::UnavailableError("the WriteEvents stream broke") : broken;
+    }
   }
-  const bool sent = stream_->Write(batch_);
-  batch_.clear_events();
-  if (!sent) return FinishStreamLocked();  // The stream broke; its status says why.
-  return absl::OkStatus();
+  return finish ? FinishStreamLocked() : absl::OkStatus();
 }
 
 absl::Status GrpcEventSink::FinishStreamLocked() {
@@ -97,37 +153,75 @@ absl::Status GrpcEventSink::FinishStreamLocked() {
   const grpc::Status status = stream_->Finish();
   stream_.reset();
   stream_context_.reset();
-  return Annotate(FromGrpcStatus(status), absl::StrCat("writing events to ", file_, ": "));
+  const absl::Status finished = FromGrpcStatus(status);
+  // Acknowledged: the server took every event of the stream. Otherwise they are kept
+  // for a new writer if this one was lost, and dropped on any other error.
+  if (finished.ok() || !WriterLost(finished)) unacked_.clear_events();
+  return Annotate(finished, absl::StrCat("writing events to ", file_, ": "));
+}
+
+absl::Status GrpcEventSink::ReopenLocked() {
+  stream_.reset();
+  stream_context_.reset();
+  OpenWriterResponse response;
+  auto context = NewClientContext(options_.rpc_timeout);
+  RETURN_IF_ERROR(Annotate(
+      FromGrpcStatus(stub_->OpenWriter(context.get(), OpenRequest(run_, options_, false),
+                                       &response)),
+      absl::StrCat("reopening the summary writer for run '", run_, "': ")));
+  LOG(INFO) << "summary writer for run '" << run_ << "' reopened as " << response.file();
+  writer_id_ = response.writer_id();
+  file_ = response.file();
+  lost_ = false;
+  ++reopens_;
+  // The unacknowledged events go first, in their order.
+  for (Event& event : *batch_.mutable_events()) *unacked_.add_events() = std::move(event);
+  batch_.Swap(&unacked_);
+  unacked_.clear_events();
+  batch_.set_writer_id(writer_id_);
+  return absl::OkStatus();
+}
+
+template <typename CallFn>
+absl::Status GrpcEventSink::CallWriterLocked(const CallFn& call, const char* what) {
+  RETURN_IF_ERROR(SendLocked(/*finish=*/true));
+  auto context = NewClientContext(options_.rpc_timeout);
+  absl::Status s = FromGrpcStatus(call(context.get(), writer_id_));
+  if (WriterLost(s)) {
+    // The server restarted since the stream ended: reopen, resend, call again.
+    lost_ = true;
+    RETURN_IF_ERROR(SendLocked(/*finish=*/true));
+    auto again = NewClientContext(options_.rpc_timeout);
+    s = FromGrpcStatus(call(again.get(), writer_id_));
+  }
+  return Annotate(s, absl::StrCat(what, " ", file_, ": "));
 }
 
 absl::Status GrpcEventSink::Flush() {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError(absl::StrCat(file_, " is closed"));
-  RETURN_IF_ERROR(SendBatchLocked());
-  RETURN_IF_ERROR(FinishStreamLocked());
-  FlushWriterRequest request;
-  request.set_writer_id(writer_id_);
-  FlushWriterResponse response;
-  auto context = NewClientContext(options_.rpc_timeout);
-  return Annotate(FromGrpcStatus(stub_->FlushWriter(context.get(), request, &response)),
-                  absl::StrCat("flushing ", file_, ": "));
+  return CallWriterLocked(
+      [this](grpc::ClientContext* context, int64_t id) {
+        FlushWriterRequest request;
+        request.set_writer_id(id);
+        FlushWriterResponse response;
+        return stub_->FlushWriter(context, request, &response);
+      },
+      "flushing");
 }
 
 absl::Status GrpcEventSink::Close() {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::OkStatus();
   closed_ = true;
-  absl::Status sent = SendBatchLocked();
-  const absl::Status finished = FinishStreamLocked();
-  if (sent.ok()) sent = finished;
-  CloseWriterRequest request;
-  request.set_writer_id(writer_id_);
-  CloseWriterResponse response;
-  auto context = NewClientContext(options_.rpc_timeout);
-  const absl::Status closed =
-      Annotate(FromGrpcStatus(stub_->CloseWriter(context.get(), request, &response)),
-               absl::StrCat("closing ", file_, ": "));
-  return sent.ok() ? closed : sent;
+  return CallWriterLocked(
+      [this](grpc::ClientContext* context, int64_t id) {
+        CloseWriterRequest request;
+        request.set_writer_id(id);
+        CloseWriterResponse response;
+        return stub_->CloseWriter(context, request, &response);
+      },
+      "closing");
 }
 
 }  // namespace overseer

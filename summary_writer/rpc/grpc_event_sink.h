@@ -29,11 +29,21 @@ struct GrpcEventSinkOptions {
   // stream_lifetime (the owner flushes more often than that) plus this.
   absl::Duration rpc_timeout = absl::Seconds(30);
   absl::Duration stream_lifetime = absl::Minutes(10);
+  // Events kept while the server is unreachable.
+  int max_pending_events = 10000;
 };
 
 // An EventSink writing to one writer of a summary_writer server. Events are batched
 // and sent on a WriteEvents stream that Flush and Close finish before calling
 // FlushWriter / CloseWriter, so those see every event sent before them.
+//
+// The writer survives a restart of the server: when the server does not know the
+// writer any more (NOT_FOUND: it restarted) or cannot be reached (UNAVAILABLE), the
+// sink opens a new writer for the run (a new event file, as TensorFlow's writer does
+// after a restart) and sends again every event the server had not acknowledged (the
+// events of the broken stream). While the server is unreachable, WriteEvent keeps the
+// events (up to max_pending_events, dropping the oldest beyond) and returns OK, so
+// that training does not stop for its summaries; Flush and Close return the error.
 // Thread-safe.
 class GrpcEventSink : public EventSink {
  public:
@@ -51,30 +61,51 @@ class GrpcEventSink : public EventSink {
   absl::Status Flush() override;
   absl::Status Close() override;
 
-  // The event file's path relative to the server's logdir.
-  const std::string& file() const { return file_; }
+  // The current event file's path relative to the server's logdir (a new one after
+  // the server restarted).
+  std::string file() const;
+  // How many times a new writer was opened because the old one was lost.
+  int reopens() const;
 
  private:
-  GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, int64_t writer_id,
-                std::string file, const GrpcEventSinkOptions& options, Clock* clock);
+  GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, std::string run,
+                OpenWriterResponse opened, const GrpcEventSinkOptions& options, Clock* clock);
 
   // Adds an event to the batch (sending it when full) after `fill` set its fields.
   template <typename FillFn>
   absl::Status QueueLocked(const FillFn& fill) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SendBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the batch and, with `finish`, ends the stream so that the server has taken
+  // every event sent; after a lost writer, reopens and sends the unacknowledged events
+  // again (once per call).
+  absl::Status SendLocked(bool finish) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status TrySendLocked(bool finish) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FinishStreamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Opens a new writer for the run and queues the unacknowledged events before the
+  // batch. On failure the sink stays lost and keeps its events.
+  absl::Status ReopenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A unary call on the current writer (FlushWriter, CloseWriter), reopening and
+  // resending once when the writer was lost.
+  template <typename CallFn>
+  absl::Status CallWriterLocked(const CallFn& call, const char* what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<SummaryWriterService::Stub> stub_;
-  const int64_t writer_id_;
-  const std::string file_;
+  const std::string run_;
   const GrpcEventSinkOptions options_;
   Clock* const clock_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
+  int64_t writer_id_ ABSL_GUARDED_BY(mu_);
+  std::string file_ ABSL_GUARDED_BY(mu_);
   WriteEventsRequest batch_ ABSL_GUARDED_BY(mu_);
+  // Events sent on the current stream, not yet acknowledged by its end.
+  WriteEventsRequest unacked_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::ClientContext> stream_context_ ABSL_GUARDED_BY(mu_);
   WriteEventsResponse stream_response_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::ClientWriter<WriteEventsRequest>> stream_ ABSL_GUARDED_BY(mu_);
+  // The writer was lost and could not be reopened yet.
+  bool lost_ ABSL_GUARDED_BY(mu_) = false;
+  int reopens_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

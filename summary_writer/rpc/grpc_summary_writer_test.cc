@@ -21,6 +21,12 @@ class GrpcSummaryWriterTest : public ::testing::Test {
   void SetUp() override {
     static int counter = 0;
     logdir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/grpc", ++counter);
+    ASSERT_TRUE(StartServer(0).ok());
+    channel_ = grpc::CreateChannel(runner_->address(), grpc::InsecureChannelCredentials());
+  }
+
+  // Serves a new service instance on `port` (0: a free one) over logdir_.
+  absl::Status StartServer(int port) {
     SummaryWriterServiceOptions options;
     options.logdir = logdir_;
     impl_ = std::make_unique<SummaryWriterServiceImpl>(options, EventWriterEnv(), nullptr);
@@ -28,12 +34,25 @@ class GrpcSummaryWriterTest : public ::testing::Test {
     ServerRunnerOptions runner_options;
     runner_options.component = "summary_writer";
     runner_options.host = "127.0.0.1";
+    runner_options.port = port;
     runner_options.metrics_port = -1;
     runner_options.handle_signals = false;
     runner_ = std::make_unique<ServerRunner>(runner_options);
     runner_->AddService(service_.get());
-    ASSERT_TRUE(runner_->Start().ok());
-    channel_ = grpc::CreateChannel(runner_->address(), grpc::InsecureChannelCredentials());
+    return runner_->Start();
+  }
+
+  // Waits until the channel, which backs off after failed connections, is connected
+  // to the restarted server.
+  void AwaitChannelReady() {
+    ASSERT_TRUE(channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(60))));
+  }
+
+  // Stops the server as a crash would (no drain), forgetting its writers.
+  void StopServer() {
+    runner_.reset();
+    service_.reset();
+    impl_.reset();
   }
 
   static Event Scalar(int64_t step) {
@@ -79,12 +98,105 @@ TEST_F(GrpcSummaryWriterTest, BadRunIsInvalidArgumentOverTheWire) {
   EXPECT_TRUE(absl::IsInvalidArgument(sink.status())) << sink.status();
 }
 
-TEST_F(GrpcSummaryWriterTest, ClosedOnTheServerIsNotFound) {
+TEST_F(GrpcSummaryWriterTest, AServerShuttingDownIsUnavailable) {
   auto sink = GrpcEventSink::Open(channel_, "run", {});
   ASSERT_TRUE(sink.ok());
   ASSERT_TRUE(impl_->CloseAll().ok());
   ASSERT_TRUE((*sink)->WriteEvent(Scalar(1)).ok());
-  EXPECT_TRUE(absl::IsNotFound((*sink)->Flush()));
+  // The writer is gone and no new one can be opened.
+  const absl::Status flushed = (*sink)->Flush();
+  EXPECT_TRUE(absl::IsUnavailable(flushed)) << flushed;
+}
+
+TEST_F(GrpcSummaryWriterTest, AfterAServerRestartEventsGoToANewFile) {
+  GrpcEventSinkOptions options;
+  options.batch_size = 4;
+  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  ASSERT_TRUE(sink.ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
+  ASSERT_TRUE((*sink)->Flush().ok());
+  const std::string first = (*sink)->file();
+
+  const int port = runner_->port();
+  StopServer();
+  ASSERT_TRUE(StartServer(port).ok());
+  // Sent on a stream to the new server, which does not know the writer: reopened.
+  for (int i = 10; i < 15; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
+  const absl::Status flushed = (*sink)->Flush();
+  ASSERT_TRUE(flushed.ok()) << flushed;
+  EXPECT_EQ((*sink)->reopens(), 1);
+  const std::string second = (*sink)->file();
+  EXPECT_NE(second, first);
+
+  auto before = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + first);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_EQ(before->size(), 11u);  // The file version event, then steps 0..9.
+  auto after = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + second);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ(after->size(), 6u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ((*after)[i + 1].step(), 10 + i);
+  ASSERT_TRUE((*sink)->Close().ok());
+  EXPECT_EQ(impl_->open_writers(), 0);
+}
+
+TEST_F(GrpcSummaryWriterTest, WhileTheServerIsDownEventsAreKeptAndFlushFails) {
+  GrpcEventSinkOptions options;
+  options.batch_size = 2;
+  options.rpc_timeout = absl::Seconds(5);
+  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  ASSERT_TRUE(sink.ok());
+  const int port = runner_->port();
+  StopServer();
+  // Batches that cannot be sent stay queued; writing goes on.
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
+  EXPECT_TRUE(absl::IsUnavailable((*sink)->Flush()));
+
+  ASSERT_TRUE(StartServer(port).ok());
+  AwaitChannelReady();
+  const absl::Status flushed = (*sink)->Flush();
+  ASSERT_TRUE(flushed.ok()) << flushed;
+  auto events = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + (*sink)->file());
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 7u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ((*events)[i + 1].step(), i);
+}
+
+TEST_F(GrpcSummaryWriterTest, PendingEventsAreBounded) {
+  GrpcEventSinkOptions options;
+  options.batch_size = 1;
+  options.max_pending_events = 3;
+  options.rpc_timeout = absl::Seconds(5);
+  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  ASSERT_TRUE(sink.ok());
+  const int port = runner_->port();
+  StopServer();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
+  ASSERT_TRUE(StartServer(port).ok());
+  AwaitChannelReady();
+  ASSERT_TRUE((*sink)->Flush().ok());
+  auto events = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + (*sink)->file());
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 4u);  // The newest three.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ((*events)[i + 1].step(), 7 + i);
+}
+
+TEST_F(GrpcSummaryWriterTest, WriterIdsOfAnotherIncarnationAreUnknown) {
+  auto sink = GrpcEventSink::Open(channel_, "run", {});
+  ASSERT_TRUE(sink.ok());
+  const int port = runner_->port();
+  StopServer();
+  ASSERT_TRUE(StartServer(port).ok());
+  // Another client opens a writer on the new server; the old client's writes must not
+  // land in its file.
+  auto other = GrpcEventSink::Open(channel_, "run", {});
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*sink)->WriteEvent(Scalar(1)).ok());
+  ASSERT_TRUE((*sink)->Flush().ok());
+  ASSERT_TRUE((*other)->Flush().ok());
+  auto events = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + (*other)->file());
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(events->size(), 1u);  // Only its file version event.
+  EXPECT_NE((*sink)->file(), (*other)->file());
 }
 
 TEST_F(GrpcSummaryWriterTest, StartStepOverTheWire) {
