@@ -216,8 +216,12 @@ absl::Status ClusterLauncher::Restart(const std::string& job, int index) {
 absl::StatusOr<int> ClusterLauncher::WaitForExit(const std::string& job, int index,
                                                  absl::Duration timeout) {
   Server* server = Find(job, index);
-  if (server == nullptr || !server->process->IsRunning()) {
-    return absl::NotFoundError(absl::StrCat("no running server ", Key(job, index)));
+  if (server == nullptr) return absl::NotFoundError("no server " + Key(job, index));
+  if (!server->process->IsRunning()) {
+    if (server->process->last_exit_code() == -2) {
+      return absl::NotFoundError(absl::StrCat("server ", Key(job, index), " never started"));
+    }
+    return server->process->last_exit_code();
   }
   return server->process->WaitForExit(timeout);
 }

@@ -103,8 +103,9 @@ class ClusterLauncher {
   absl::Status Restart(const std::string& job, int index);
 
   // Waits up to `timeout` for server job:index to exit by itself; its exit code (-1 if
-  // killed by a signal). DEADLINE_EXCEEDED if it still runs (it is left running);
-  // NOT_FOUND for an unknown or stopped server.
+  // killed by a signal), also when it had exited already. DEADLINE_EXCEEDED if it
+  // still runs (it is left running); NOT_FOUND for an unknown server or one never
+  // started.
   absl::StatusOr<int> WaitForExit(const std::string& job, int index, absl::Duration timeout);
 
   // Whether server job:index is running (started and not exited).

@@ -65,6 +65,11 @@ TEST(ClusterLauncherTest, StartsEveryServerAndRestartsOneOnItsPort) {
   EXPECT_TRUE(absl::StrContains(cluster.Log("writer", 0), "every event file flushed"))
       << cluster.Log("writer", 0);
   EXPECT_TRUE(absl::EndsWith(cluster.log_path("writer", 0), "/launcher/writer_0.log"));
+  absl::StatusOr<int> again = cluster.WaitForExit("writer", 0, absl::Seconds(1));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, 0);  // The exit code of its last run.
+  EXPECT_EQ(cluster.WaitForExit("nope", 0, absl::Seconds(1)).status().code(),
+            absl::StatusCode::kNotFound);
 
   // A ps restart is a new incarnation on the same port.
   ASSERT_TRUE(cluster.Stop("ps", 0, SIGKILL).ok());
