@@ -191,9 +191,8 @@ absl::Status MasterSession::RunSignature(const Signature& sig,
   args.feeds = feeds;
   args.timeout_in_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
                                                    : config_.operation_timeout_in_ms();
-  StepStats* stats = options.trace_level() != RunOptions::NO_TRACE && metadata != nullptr
-                         ? metadata->mutable_step_stats()
-                         : nullptr;
+  args.trace = options.trace_level() != RunOptions::NO_TRACE && metadata != nullptr;
+  StepStats* stats = args.trace ? metadata->mutable_step_stats() : nullptr;
   std::shared_ptr<StepCleaner> cleaner;
   {
     absl::ReaderMutexLock lock(&mu_);

@@ -1,7 +1,9 @@
 // The master over real in-process workers (the Worker logic with every kernel, _Send
 // and _Recv included): placement, partitioning and cross-task Send/Recv end to end.
 
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -158,6 +160,53 @@ TEST_F(MasterWorkerTest, VariableOnPsComputeOnWorker) {
   ASSERT_TRUE(master_->CloseSession(close, &closed).ok());
   EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
   EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
+}
+
+TEST_F(MasterWorkerTest, TracingReportsTheNodesOfEveryPartitionUnderItsDevice) {
+  const std::string h = Create();
+  std::vector<float> out;
+  ASSERT_TRUE(Step(h, {}, {"init"}, 0, &out).ok());
+  RunStepRequest req;
+  req.set_session_handle(h);
+  req.add_fetch("y:0");
+  req.add_target("update");
+  NamedTensorProto* feed = req.add_feed();
+  feed->set_name("x:0");
+  Tensor::Scalar<float>(1).ToProto(feed->mutable_tensor());
+  req.mutable_options()->set_trace_level(RunOptions::FULL_TRACE);
+  RunStepResponse resp;
+  ASSERT_TRUE(master_->RunStep(req, &resp).ok());
+  // device -> node names recorded there.
+  std::map<std::string, std::set<std::string>> nodes;
+  for (const DeviceStepStats& dev : resp.metadata().step_stats().dev_stats()) {
+    for (const NodeExecStats& ns : dev.node_stats()) {
+      nodes[dev.device()].insert(ns.node_name());
+      EXPECT_GT(ns.all_start_micros(), 0) << ns.node_name();
+      EXPECT_GE(ns.all_end_rel_micros(), 0) << ns.node_name();
+    }
+  }
+  const std::string ps_cpu = std::string(kPs) + "/device:CPU:0";
+  const std::string worker_cpu = std::string(kWorker) + "/device:CPU:0";
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_TRUE(nodes[ps_cpu].count("w")) << "the variable runs on the ps";
+  EXPECT_TRUE(nodes[ps_cpu].count("update"));
+  EXPECT_TRUE(nodes[worker_cpu].count("y"));
+  EXPECT_TRUE(nodes[worker_cpu].count("delta"));
+  // The cross-task edges ran as _Send/_Recv pairs on both sides.
+  for (const std::string& device : {ps_cpu, worker_cpu}) {
+    int send = 0, recv = 0;
+    for (const std::string& name : nodes[device]) {
+      send += absl::StartsWith(name, "_send_");
+      recv += absl::StartsWith(name, "_recv_");
+    }
+    EXPECT_GT(send, 0) << device;
+    EXPECT_GT(recv, 0) << device;
+  }
+  // Without tracing, no stats.
+  req.mutable_options()->set_trace_level(RunOptions::NO_TRACE);
+  resp.Clear();
+  ASSERT_TRUE(master_->RunStep(req, &resp).ok());
+  EXPECT_EQ(resp.metadata().step_stats().dev_stats_size(), 0);
 }
 
 TEST_F(MasterWorkerTest, VariableSurvivesCloseSessionAndIsSharedWithANewOne) {

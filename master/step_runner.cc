@@ -123,6 +123,7 @@ absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const Regist
     r.set_session_handle(args.session_handle);
     r.set_step_id(args.step_id);
     r.set_timeout_in_ms(args.timeout_in_ms);
+    if (args.trace) r.mutable_exec_opts()->set_record_timeline(true);
   }
   for (size_t i = 0; i < step.feeds.size(); ++i) {
     NamedTensorProto* send = requests[step.feeds[i].task].add_send();

@@ -34,6 +34,8 @@ struct StepArgs {
   int64_t step_id = 0;
   std::vector<const TensorProto*> feeds;  // One per RegisteredStep::feeds.
   int64_t timeout_in_ms = 0;              // 0: none.
+  // Whether every task records step stats (RunGraphRequest.exec_opts.record_timeline).
+  bool trace = false;
 };
 
 // Sends CleanupGraph for finished steps from one background thread. When `max_pending`
@@ -66,7 +68,8 @@ class StepCleaner {
 };
 
 // Runs the step. On success `fetches` gets one tensor per RegisteredStep::fetches and
-// `stats` (optional) the step stats of every task. Errors are those of the first task
+// `stats` (optional) the step stats every task returned (with args.trace, one
+// DeviceStepStats per task, naming its device). Errors are those of the first task
 // that failed (CANCELLED ones from the cancellation are ignored), prefixed with the
 // task name, code kept. A task that is not in `workers` is UNAVAILABLE. A successful
 // step's cleanup goes to `cleaner` (null: cleaned up before returning); a failed step

@@ -174,7 +174,15 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
     args.timeout_ms = request.timeout_in_ms();
     args.clock = env_.clock;
     args.rendezvous = &rendezvous;
+    const bool trace =
+        request.exec_opts().record_timeline() || request.exec_opts().record_costs();
+    const int recorded = response->step_stats().dev_stats_size();
+    if (trace) args.stats = response->mutable_step_stats();
     status = graph->executor->Run(args, nullptr);
+    // The executor records under a generic device; these nodes ran on this task's.
+    for (int i = recorded; i < response->step_stats().dev_stats_size(); ++i) {
+      response->mutable_step_stats()->mutable_dev_stats(i)->set_device(device_name_);
+    }
   }
   if (!status.ok()) {
     // Peers waiting for this step's tensors fail now instead of at their deadline.

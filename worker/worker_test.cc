@@ -7,6 +7,7 @@
 
 #include "core/cluster/rendezvous_key.h"
 #include "core/kernels/testing/kernel_test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/testing/test_graphs.h"
 #include "worker/worker_cache.h"
@@ -199,6 +200,37 @@ TEST_F(WorkerTest, RegisterRunAndCleanupWithFeedsAndFetches) {
   RunGraphResponse response;
   EXPECT_EQ(ps_->RunGraph(RunRequest("s", *handle, 3), &response).code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(WorkerTest, RecordsStepStatsUnderItsDeviceWhenAsked) {
+  CreateSession(ps_.get(), "s");
+  GraphDef g;
+  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
+  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
+                kPsDevice, true);
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  for (int64_t step = 1; step <= 3; ++step) {
+    RunGraphRequest request = RunRequest("s", *handle, step);
+    AddSend(&request, LocalKey(kPsDevice, kPsIncarnation, "x:0"), test::AsTensor<float>({1}));
+    request.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "neg:0"));
+    if (step == 2) request.mutable_exec_opts()->set_record_timeline(true);
+    if (step == 3) request.mutable_exec_opts()->set_record_costs(true);
+    RunGraphResponse response;
+    ASSERT_TRUE(ps_->RunGraph(request, &response).ok());
+    if (step == 1) {
+      EXPECT_EQ(response.step_stats().dev_stats_size(), 0);
+      continue;
+    }
+    ASSERT_EQ(response.step_stats().dev_stats_size(), 1);
+    const DeviceStepStats& dev = response.step_stats().dev_stats(0);
+    EXPECT_EQ(dev.device(), kPsDevice);
+    std::vector<std::string> names;
+    for (const NodeExecStats& ns : dev.node_stats()) names.push_back(ns.node_name());
+    EXPECT_THAT(names, ::testing::UnorderedElementsAre("x", "neg", "neg/_fetch"));
+  }
 }
 
 TEST_F(WorkerTest, BadFeedAndMissingFetchAreInvalid) {
