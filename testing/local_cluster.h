@@ -6,11 +6,10 @@
 // test's runfiles (list //master:master_server and //worker:worker_server as data).
 // Start returns once every server's gRPC health service says SERVING (or fails with
 // the server's log). Tasks can be killed (SIGKILL or SIGTERM) and restarted on the
-// same port. Servers log to files under TEST_TMPDIR. Not thread-safe.
+// same port. Servers log to files under TEST_TMPDIR. A test-facing view of
+// ClusterLauncher (testing/cluster_launcher.h), which also runs a checkpoint store and
+// a summary writer. Not thread-safe.
 
-#include <sys/types.h>
-
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/cluster/cluster_spec.h"
+#include "testing/cluster_launcher.h"
 
 namespace overseer {
 namespace test {
@@ -47,7 +47,7 @@ class LocalCluster {
 
   // "grpc://127.0.0.1:<master port>", for SessionOptions::target.
   std::string master_target() const;
-  const ClusterSpec& cluster() const { return cluster_; }
+  const ClusterSpec& cluster() const { return launcher_->cluster(); }
 
   // Sends `signal` to task job:index and waits for it to exit; returns its exit code
   // (-1 if killed by a signal). NOT_FOUND for an unknown or stopped task.
@@ -61,33 +61,21 @@ class LocalCluster {
   std::string Log(const std::string& job, int index) const;
 
   // Waits up to `timeout` for task job:index to exit by itself; returns its exit code
-  // (-1 if killed by a signal). DEADLINE_EXCEEDED if it still runs (it is left
-  // running); NOT_FOUND for an unknown or stopped task.
+  // (-1 if killed by a signal), also when it had exited already. DEADLINE_EXCEEDED if
+  // it still runs (it is left running); NOT_FOUND for an unknown task.
   absl::StatusOr<int> WaitForExit(const std::string& job, int index, absl::Duration timeout);
 
   // Whether task job:index is running (started and not exited).
   bool IsRunning(const std::string& job, int index);
 
   // The port of the master's /metrics on 127.0.0.1; -1 without master_metrics.
-  int master_metrics_port() const { return master_metrics_port_; }
+  int master_metrics_port() const { return launcher_->master_metrics_port(); }
 
  private:
-  struct Process {
-    std::vector<std::string> argv;
-    std::string address;
-    std::string log_path;
-    pid_t pid = -1;
-  };
+  explicit LocalCluster(std::unique_ptr<ClusterLauncher> launcher)
+      : launcher_(std::move(launcher)) {}
 
-  explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
-  absl::Status Launch(Process* process);
-  absl::Status WaitServing(Process* process);
-
-  const LocalClusterOptions options_;
-  ClusterSpec cluster_;
-  int master_metrics_port_ = -1;
-  // Keyed by "job:index"; the master is "master:0".
-  std::map<std::string, Process> processes_;
+  const std::unique_ptr<ClusterLauncher> launcher_;
 };
 
 }  // namespace test
