@@ -7,6 +7,13 @@
 //   cluster_trainer --master=grpc://127.0.0.1:2222 --is_chief --task_index=0 --num_ps=2 \
 //       --checkpoint_dir=grpc://127.0.0.1:2230/demo --summary_dir=grpc://127.0.0.1:2231/demo
 //
+// Under MonitoredTrainingSession: the chief initialises the model (or restores the
+// latest checkpoint), saves checkpoints and writes summaries; a non-chief waits until
+// the model is ready. When a server restarts, the session is recreated and the step
+// rerun; the chief restores the checkpoint only if a ps lost its variables. At the end
+// each trainer evaluates the test set; the chief waits for the non-chiefs to end, then
+// tells the cluster the job is done (servers started with --exit_when_job_done exit).
+//
 // Prints the machine-readable lines of examples/trainer_output.h on stdout (a line per
 // session created, a line every --log_every steps, and "final accuracy: 0.xxxx" at the
 // end) and exits 0, or exits 1 with the error on stderr.
@@ -24,15 +31,15 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/basic_session_run_hooks.h"
-#include "client/checkpoint_saver_hook.h"
 #include "client/client_session.h"
 #include "client/device_setter.h"
-#include "client/hooked_session.h"
+#include "client/monitored_training_session.h"
+#include "client/ops.h"
+#include "client/ops_queue.h"
+#include "client/recoverable_session.h"
 #include "client/session_run_hook.h"
-#include "client/summary_hooks.h"
-#include "client/summary_writer.h"
-#include "client/variables.h"
 #include "client/summary_ops.h"
+#include "core/logging.h"
 #include "core/status_macros.h"
 #include "examples/classifier.h"
 #include "examples/mnist_data.h"
@@ -44,6 +51,16 @@ ABSL_FLAG(bool, is_chief, false,
           "one trainer of a job is the chief)");
 ABSL_FLAG(int, task_index, 0, "this trainer's worker task: its ops run on /job:worker/task:N");
 ABSL_FLAG(int, num_ps, 2, "ps tasks to shard the variables over");
+ABSL_FLAG(int, num_workers, 2,
+          "trainers of the job (one per worker task); the chief ends only after the others "
+          "did, or after --wait_for_workers_seconds");
+ABSL_FLAG(int64_t, wait_for_workers_seconds, 60,
+          "how long the chief waits at the end for the other trainers to end");
+ABSL_FLAG(int64_t, max_backoff_ms, 1000,
+          "recovery: the longest wait between two attempts to recreate the session after "
+          "a server restarted or could not be reached (the first waits 100 ms)");
+ABSL_FLAG(int64_t, max_recovery_seconds, 300,
+          "recovery: give up (exit 1) when a server stays unreachable this long");
 ABSL_FLAG(int64_t, last_step, 1000, "stop when the shared global step reaches this");
 ABSL_FLAG(int64_t, batch_size, 50, "examples per training step");
 ABSL_FLAG(int64_t, hidden_units, 64, "units of the hidden layer");
@@ -110,6 +127,54 @@ class ProgressHook : public SessionRunHook {
   int64_t runs_ = 0;
 };
 
+// Lets the chief end (and tell the cluster the job is done, which makes the ps and
+// worker servers exit) only after every non-chief has ended: a non-chief enqueues a
+// token into a queue on ps 0 in End, after its final evaluation; the chief dequeues one
+// per non-chief in End, waiting at most `wait`. TensorFlow's ps-shutdown idiom, with a
+// deadline. The queue's node must be created before the session (Create).
+class WorkersDoneHook : public SessionRunHook {
+ public:
+  static WorkersDoneHook Create(const Scope& root, bool is_chief, int num_non_chiefs,
+                                absl::Duration wait) {
+    const Scope ps = root.WithDevice("/job:ps/task:0");
+    ops::FIFOQueueAttrs attrs;
+    attrs.shapes = {PartialShape({})};
+    attrs.shared_name = "workers_done";
+    Output queue = ops::FIFOQueue(ps.WithOpName("workers_done"), {DT_INT32}, attrs);
+    WorkersDoneHook hook(is_chief, num_non_chiefs, wait);
+    hook.enqueue_ = ops::QueueEnqueue(ps.WithOpName("workers_done/enqueue"), queue,
+                                      {ops::Const(ps, 1)});
+    hook.dequeue_ = ops::QueueDequeueMany(ps.WithOpName("workers_done/dequeue"), queue,
+                                          ops::Const(ps, std::max(num_non_chiefs, 1)),
+                                          {DT_INT32})[0];
+    return hook;
+  }
+
+  absl::Status End(ClientSession* session) override {
+    if (!is_chief_) return session->Run({}, {}, {enqueue_}, nullptr);
+    if (num_non_chiefs_ == 0) return absl::OkStatus();
+    RunOptions options;
+    options.set_timeout_in_ms(absl::ToInt64Milliseconds(wait_));
+    std::vector<Tensor> out;
+    absl::Status s = session->Run(options, {}, {dequeue_}, {}, &out, nullptr);
+    if (!s.ok()) {
+      LOG(WARNING) << "not every non-chief said it ended within " << wait_ << ": " << s
+                   << "; ending anyway";
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  WorkersDoneHook(bool is_chief, int num_non_chiefs, absl::Duration wait)
+      : is_chief_(is_chief), num_non_chiefs_(num_non_chiefs), wait_(wait) {}
+
+  bool is_chief_;
+  int num_non_chiefs_;
+  absl::Duration wait_;
+  Operation enqueue_;
+  Output dequeue_;
+};
+
 // What RunTraining needs besides the graph.
 struct TrainingOptions {
   std::string master;
@@ -119,84 +184,55 @@ struct TrainingOptions {
   int64_t save_checkpoint_steps = 0;
   int64_t save_checkpoint_secs = 0;
   int64_t save_summaries_steps = 0;
+  RecoveryOptions recovery;
   std::vector<SessionRunHook*> hooks;  // Not owned.
 };
 
-// Runs `train` with the feeds of `next_feeds` until a hook requests stop.
+// Runs `train` with the feeds of `next_feeds` under MonitoredTrainingSession until a
+// hook requests stop. Recoverable errors (a server restarted) are recovered inside.
 absl::Status RunTraining(const Scope& root, Operation train,
                          const std::function<std::vector<FeedPair>()>& next_feeds,
                          const TrainingOptions& o) {
-  std::vector<std::unique_ptr<SessionRunHook>> chief_hooks;
-  std::unique_ptr<SummaryWriter> writer;
-  if (o.is_chief && !o.summary_dir.empty()) {
-    ASSIGN_OR_RETURN(writer, SummaryWriter::Create(o.summary_dir));
-  }
-  if (o.is_chief && !o.checkpoint_dir.empty()) {
-    CheckpointSaverHookOptions saver;
-    saver.checkpoint_location = o.checkpoint_dir;
-    if (o.save_checkpoint_steps > 0) {
-      saver.save_steps = o.save_checkpoint_steps;
-    } else {
-      saver.save_secs = absl::Seconds(o.save_checkpoint_secs);
-    }
-    saver.summary_writer = writer.get();
-    ASSIGN_OR_RETURN(chief_hooks.emplace_back(), CheckpointSaverHook::Create(saver));
-  }
-  if (writer != nullptr) {
-    SummarySaverHookOptions summaries;
-    summaries.save_steps = o.save_summaries_steps;
-    summaries.summary_writer = writer.get();
-    summaries.summary_op = {ops::MergeAllSummaries(root.WithOpName("merged_summaries"))};
-    ASSIGN_OR_RETURN(chief_hooks.emplace_back(), SummarySaverHook::Create(summaries));
-    StepCounterHookOptions counter;
-    counter.every_n_steps = o.save_summaries_steps;
-    counter.summary_writer = writer.get();
-    ASSIGN_OR_RETURN(chief_hooks.emplace_back(), StepCounterHook::Create(counter));
-  }
-  std::vector<SessionRunHook*> hooks = o.hooks;
-  for (auto& hook : chief_hooks) hooks.push_back(hook.get());
-  for (SessionRunHook* hook : hooks) RETURN_IF_ERROR(hook->Begin(root));
-  Output report = ReportUninitializedVariables(root.WithOpName("report_uninitialized"));
-  Operation init = GlobalVariablesInitializer(root.WithOpName("init_all"));
-  RETURN_IF_ERROR(root.status());
-
-  SessionOptions session_options;
-  session_options.target = o.master;
-  ASSIGN_OR_RETURN(std::unique_ptr<ClientSession> session,
-                   ClientSession::Create(root, session_options));
-  if (o.is_chief) {
-    RETURN_IF_ERROR(session->Run({}, {}, {init}, nullptr));
+  MonitoredTrainingSessionOptions options;
+  options.master = o.master;
+  options.is_chief = o.is_chief;
+  options.checkpoint_dir = o.checkpoint_dir;
+  options.summary_dir = o.summary_dir;
+  if (o.save_checkpoint_steps > 0) {
+    options.save_checkpoint_steps = o.save_checkpoint_steps;
   } else {
-    const absl::Time deadline = absl::Now() + absl::Minutes(2);
-    while (true) {
-      std::vector<Tensor> out;
-      RETURN_IF_ERROR(session->Run({report}, &out));
-      if (out[0].NumElements() == 0) break;
-      if (absl::Now() > deadline) return absl::DeadlineExceededError("model not initialised");
-      absl::SleepFor(absl::Milliseconds(100));
-    }
+    options.save_checkpoint_secs = absl::Seconds(o.save_checkpoint_secs);
   }
-  for (SessionRunHook* hook : hooks) RETURN_IF_ERROR(hook->AfterCreateSession(session.get(), nullptr));
-  HookedSession hooked(session.get(), hooks);
-  while (!hooked.ShouldStop()) {
-    RETURN_IF_ERROR(hooked.Run(next_feeds(), {}, {train}, nullptr));
+  options.save_summaries_steps = o.save_summaries_steps;
+  options.log_step_count_steps = o.save_summaries_steps;
+  options.recovery = o.recovery;
+  options.hooks = o.hooks;
+  ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> session,
+                   MonitoredTrainingSession(root, options));
+  while (!session->ShouldStop()) {
+    RETURN_IF_ERROR(session->Run(next_feeds(), {}, {train}, nullptr));
   }
-  for (SessionRunHook* hook : hooks) RETURN_IF_ERROR(hook->End(session.get()));
-  if (writer != nullptr) RETURN_IF_ERROR(writer->Close());
+  if (session->recoveries() > 0) {
+    LOG(INFO) << "training ended after " << session->recoveries()
+              << " recoveries; the last was caused by " << session->last_recovery_cause();
+  }
   return session->Close();
 }
 
 absl::Status CheckFlags() {
   if (absl::GetFlag(FLAGS_master).empty()) return absl::InvalidArgumentError("--master is required");
   if (absl::GetFlag(FLAGS_task_index) < 0 || absl::GetFlag(FLAGS_num_ps) < 1 ||
+      absl::GetFlag(FLAGS_num_workers) < 1 || absl::GetFlag(FLAGS_wait_for_workers_seconds) < 0 ||
+      absl::GetFlag(FLAGS_max_backoff_ms) < 1 || absl::GetFlag(FLAGS_max_recovery_seconds) < 1 ||
       absl::GetFlag(FLAGS_last_step) < 1 || absl::GetFlag(FLAGS_batch_size) < 1 ||
       absl::GetFlag(FLAGS_hidden_units) < 1 || absl::GetFlag(FLAGS_log_every) < 1 ||
       absl::GetFlag(FLAGS_save_summaries_steps) < 1 || absl::GetFlag(FLAGS_num_train) < 1 ||
       absl::GetFlag(FLAGS_num_test) < 1 || absl::GetFlag(FLAGS_save_checkpoint_steps) < 0 ||
       absl::GetFlag(FLAGS_save_checkpoint_secs) < 0) {
     return absl::InvalidArgumentError(
-        "--task_index, --save_checkpoint_steps and --save_checkpoint_secs must be >= 0; "
-        "--num_ps, --last_step, --batch_size, --hidden_units, --log_every, "
+        "--task_index, --save_checkpoint_steps, --save_checkpoint_secs and "
+        "--wait_for_workers_seconds must be >= 0; --num_ps, --num_workers, --max_backoff_ms, "
+        "--max_recovery_seconds, --last_step, --batch_size, --hidden_units, --log_every, "
         "--save_summaries_steps, --num_train and --num_test must be positive");
   }
   if (!absl::GetFlag(FLAGS_checkpoint_dir).empty() &&
@@ -257,7 +293,15 @@ absl::Status Train() {
   training.save_checkpoint_steps = absl::GetFlag(FLAGS_save_checkpoint_steps);
   training.save_checkpoint_secs = absl::GetFlag(FLAGS_save_checkpoint_secs);
   training.save_summaries_steps = absl::GetFlag(FLAGS_save_summaries_steps);
-  training.hooks = {stop.get(), &progress, &final_accuracy};
+  const int num_workers = absl::GetFlag(FLAGS_num_workers);
+  WorkersDoneHook workers_done = WorkersDoneHook::Create(
+      root, training.is_chief, num_workers - 1,
+      absl::Seconds(absl::GetFlag(FLAGS_wait_for_workers_seconds)));
+  RETURN_IF_ERROR(root.status());
+  training.recovery.max_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_max_backoff_ms));
+  training.recovery.max_recovery_time = absl::Seconds(absl::GetFlag(FLAGS_max_recovery_seconds));
+  // The final evaluation runs before this trainer says it ended.
+  training.hooks = {stop.get(), &progress, &final_accuracy, &workers_done};
 
   // The trainers read different parts of the data.
   const int64_t batch = absl::GetFlag(FLAGS_batch_size);
