@@ -25,11 +25,11 @@ const bool kRegistered = [] {
 }();
 
 // The cache key of a signature; names are separated by '\0', lists by '\1'.
-void SignatureKey(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                  const std::vector<std::string>& fetches,
+template <typename Feeds, typename NameOf>
+void SignatureKey(const Feeds& feeds, NameOf name_of, const std::vector<std::string>& fetches,
                   const std::vector<std::string>& targets, std::string* key) {
   key->clear();
-  for (const auto& f : feeds) key->append(f.first).push_back('\0');
+  for (const auto& f : feeds) key->append(name_of(f)).push_back('\0');
   key->push_back('\1');
   for (const auto& f : fetches) key->append(f).push_back('\0');
   key->push_back('\1');
@@ -88,11 +88,8 @@ absl::Status DirectSession::Extend(const GraphDef& graph) {
 }
 
 absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::BuildSignature(
-    const ValidatedGraph& graph, const std::vector<std::pair<std::string, Tensor>>& feeds,
+    const ValidatedGraph& graph, const std::vector<std::string>& feed_names,
     const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
-  std::vector<std::string> feed_names;
-  feed_names.reserve(feeds.size());
-  for (const auto& f : feeds) feed_names.push_back(f.first);
   ASSIGN_OR_RETURN(PrunedGraph pruned,
                    PruneGraph(*graph.graph, feed_names, fetches, targets));
   auto sig = std::make_shared<Signature>();
@@ -122,11 +119,11 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
   return std::shared_ptr<const Signature>(std::move(sig));
 }
 
-absl::Status DirectSession::CheckFeeds(
-    const Signature& sig, const std::vector<std::pair<std::string, Tensor>>& feeds) {
+absl::Status DirectSession::CheckFeeds(const Signature& sig,
+                                       absl::Span<const Tensor* const> feeds) {
   for (size_t i = 0; i < feeds.size(); ++i) {
     const Signature::FeedCheck& check = sig.feeds[i];
-    const Tensor& value = feeds[i].second;
+    const Tensor& value = *feeds[i];
     if (!value.IsInitialized()) {
       return absl::InvalidArgumentError(
           absl::StrCat("feed for '", check.name, "' is an empty (uninitialised) Tensor"));
@@ -146,14 +143,9 @@ absl::Status DirectSession::CheckFeeds(
   return absl::OkStatus();
 }
 
-absl::Status DirectSession::Run(const RunOptions& options,
-                                const std::vector<std::pair<std::string, Tensor>>& feeds,
-                                const std::vector<std::string>& fetches,
-                                const std::vector<std::string>& targets,
-                                std::vector<Tensor>* outputs, RunMetadata* metadata) {
-  thread_local std::string key;
-  SignatureKey(feeds, fetches, targets, &key);
-  std::shared_ptr<const Signature> sig;
+absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::GetSignature(
+    const std::string& key, const std::function<std::vector<std::string>()>& feeds,
+    const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
   std::shared_ptr<const ValidatedGraph> graph;
   {
     absl::ReaderMutexLock lock(&mu_);
@@ -162,33 +154,110 @@ absl::Status DirectSession::Run(const RunOptions& options,
       return absl::FailedPreconditionError("the session has no graph; call Create first");
     }
     auto it = signatures_.find(key);
-    if (it != signatures_.end()) {
-      sig = it->second;
-    } else {
-      graph = graph_;
-    }
+    if (it != signatures_.end()) return it->second;
+    graph = graph_;
   }
-  if (sig == nullptr) {
-    ASSIGN_OR_RETURN(sig, BuildSignature(*graph, feeds, fetches, targets));
-    absl::MutexLock lock(&mu_);
-    if (closed_) return ClosedError();
-    // Another thread may have built it meanwhile; keep one so kernels see one executor.
-    sig = signatures_.emplace(key, sig).first->second;
-  }
-  RETURN_IF_ERROR(CheckFeeds(*sig, feeds));
+  ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig,
+                   BuildSignature(*graph, feeds(), fetches, targets));
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  // Another thread may have built it meanwhile; keep one so kernels see one executor.
+  return signatures_.emplace(key, std::move(sig)).first->second;
+}
 
-  absl::InlinedVector<const Tensor*, 8> feed_values;
-  for (const auto& f : feeds) feed_values.push_back(&f.second);
+absl::Status DirectSession::RunSignature(const Signature& sig,
+                                         absl::Span<const Tensor* const> feeds,
+                                         const RunOptions& options,
+                                         std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  RETURN_IF_ERROR(CheckFeeds(sig, feeds));
   ExecutorRunArgs args;
   args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
   args.resource_mgr = resource_mgr_;
-  args.feeds = absl::MakeConstSpan(feed_values);
+  args.feeds = feeds;
   args.timeout_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
                                                 : options_.config.operation_timeout_in_ms();
   if (metadata != nullptr && options.trace_level() != RunOptions::NO_TRACE) {
     args.stats = metadata->mutable_step_stats();
   }
-  return sig->executor->Run(args, outputs);
+  return sig.executor->Run(args, outputs);
+}
+
+absl::Status DirectSession::Run(const RunOptions& options,
+                                const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                const std::vector<std::string>& fetches,
+                                const std::vector<std::string>& targets,
+                                std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  thread_local std::string key;
+  SignatureKey(
+      feeds, [](const auto& f) -> const std::string& { return f.first; }, fetches, targets,
+      &key);
+  auto feed_names = [&feeds] {
+    std::vector<std::string> names;
+    names.reserve(feeds.size());
+    for (const auto& f : feeds) names.push_back(f.first);
+    return names;
+  };
+  ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig,
+                   GetSignature(key, feed_names, fetches, targets));
+  absl::InlinedVector<const Tensor*, 8> feed_values;
+  for (const auto& f : feeds) feed_values.push_back(&f.second);
+  return RunSignature(*sig, feed_values, options, outputs, metadata);
+}
+
+absl::StatusOr<CallableHandle> DirectSession::MakeCallable(const CallableOptions& options) {
+  const std::vector<std::string> feeds(options.feed().begin(), options.feed().end());
+  const std::vector<std::string> fetches(options.fetch().begin(), options.fetch().end());
+  const std::vector<std::string> targets(options.target().begin(), options.target().end());
+  std::string key;
+  SignatureKey(
+      feeds, [](const std::string& f) -> const std::string& { return f; }, fetches, targets,
+      &key);
+  ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig,
+                   GetSignature(key, [&feeds] { return feeds; }, fetches, targets));
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  const CallableHandle handle = next_callable_++;
+  callables_[handle] = Callable{std::move(sig), options.run_options(), options.fetch_size()};
+  return handle;
+}
+
+absl::Status DirectSession::RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                                        std::vector<Tensor>* fetches, RunMetadata* metadata) {
+  Callable callable;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (closed_) return ClosedError();
+    auto it = callables_.find(handle);
+    if (it == callables_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no callable with handle ", handle, " in this session (released or never made)"));
+    }
+    callable = it->second;
+  }
+  if (feeds.size() != callable.signature->feeds.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("callable ", handle, " takes ",
+                                                   callable.signature->feeds.size(),
+                                                   " feeds, got ", feeds.size()));
+  }
+  if (fetches == nullptr && callable.num_fetches > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("callable ", handle, " has ",
+                                                   callable.num_fetches,
+                                                   " fetches but no output vector was given"));
+  }
+  absl::InlinedVector<const Tensor*, 8> feed_values;
+  for (const Tensor& f : feeds) feed_values.push_back(&f);
+  return RunSignature(*callable.signature, feed_values, callable.run_options, fetches, metadata);
+}
+
+absl::Status DirectSession::ReleaseCallable(CallableHandle handle) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  if (handle <= 0 || handle >= next_callable_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no callable with handle ", handle, " was made in this session"));
+  }
+  callables_.erase(handle);
+  return absl::OkStatus();
 }
 
 absl::Status DirectSession::Close() {
@@ -197,6 +266,7 @@ absl::Status DirectSession::Close() {
     absl::MutexLock lock(&mu_);
     closed_ = true;
     signatures.swap(signatures_);
+    callables_.clear();
     graph_.reset();
   }
   // Steps still running keep their executor (and its kernels) alive.

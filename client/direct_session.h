@@ -11,6 +11,7 @@
 // NewSession with target "" returns one when this library is linked.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "client/session.h"
 #include "core/executor/executor.h"
 #include "core/executor/kernel_cache.h"
@@ -50,6 +52,11 @@ class DirectSession : public Session {
                    const std::vector<std::string>& fetches,
                    const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
                    RunMetadata* metadata) override;
+  // See Session. A callable shares the executor of its signature with Run.
+  absl::StatusOr<CallableHandle> MakeCallable(const CallableOptions& options) override;
+  absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                           std::vector<Tensor>* fetches, RunMetadata* metadata) override;
+  absl::Status ReleaseCallable(CallableHandle handle) override;
   absl::Status Close() override;
 
   // Signatures with a cached executor (for tests).
@@ -68,11 +75,25 @@ class DirectSession : public Session {
     std::unique_ptr<Executor> executor;
   };
 
-  absl::StatusOr<std::shared_ptr<const Signature>> BuildSignature(
-      const ValidatedGraph& graph, const std::vector<std::pair<std::string, Tensor>>& feeds,
+  struct Callable {
+    std::shared_ptr<const Signature> signature;
+    RunOptions run_options;
+    int num_fetches = 0;
+  };
+
+  // The cached signature under `key` (see SignatureKey), built on a miss from the
+  // names `feeds` gives.
+  absl::StatusOr<std::shared_ptr<const Signature>> GetSignature(
+      const std::string& key, const std::function<std::vector<std::string>()>& feeds,
       const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
-  static absl::Status CheckFeeds(const Signature& sig,
-                                 const std::vector<std::pair<std::string, Tensor>>& feeds);
+  absl::StatusOr<std::shared_ptr<const Signature>> BuildSignature(
+      const ValidatedGraph& graph, const std::vector<std::string>& feeds,
+      const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
+  static absl::Status CheckFeeds(const Signature& sig, absl::Span<const Tensor* const> feeds);
+  // Checks the feeds and runs the signature's executor.
+  absl::Status RunSignature(const Signature& sig, absl::Span<const Tensor* const> feeds,
+                            const RunOptions& options, std::vector<Tensor>* outputs,
+                            RunMetadata* metadata);
   absl::Status SetGraph(GraphDef graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SessionOptions options_;
@@ -87,6 +108,8 @@ class DirectSession : public Session {
   std::shared_ptr<const ValidatedGraph> graph_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const Signature>> signatures_
       ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<CallableHandle, Callable> callables_ ABSL_GUARDED_BY(mu_);
+  CallableHandle next_callable_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace overseer

@@ -173,6 +173,63 @@ absl::Status GrpcSession::Run(const RunOptions& options,
   return absl::OkStatus();
 }
 
+absl::StatusOr<CallableHandle> GrpcSession::MakeCallable(const CallableOptions& options) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  MakeCallableRequest request;
+  request.set_session_handle(handle);
+  *request.mutable_options() = options;
+  RunOptions* run_options = request.mutable_options()->mutable_run_options();
+  if (run_options->timeout_in_ms() <= 0 && options_.config.operation_timeout_in_ms() > 0) {
+    run_options->set_timeout_in_ms(options_.config.operation_timeout_in_ms());
+  }
+  request.set_request_id(NewRequestId());
+  MakeCallableResponse response;
+  RETURN_IF_ERROR(Retry([&] { return master_->MakeCallable(request, &response); }));
+  return response.handle();
+}
+
+absl::Status GrpcSession::RunCallable(CallableHandle callable, const std::vector<Tensor>& feeds,
+                                      std::vector<Tensor>* fetches, RunMetadata* metadata) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  RunCallableRequest request;
+  request.set_session_handle(handle);
+  request.set_handle(callable);
+  for (const Tensor& value : feeds) value.ToProto(request.add_feed());
+  request.set_request_id(NewRequestId());
+  RunCallableResponse response;
+  RETURN_IF_ERROR(Retry([&] {
+    response.Clear();
+    return master_->RunCallable(request, &response);
+  }));
+  if (fetches != nullptr) {
+    fetches->clear();
+    fetches->reserve(response.fetch_size());
+    for (int i = 0; i < response.fetch_size(); ++i) {
+      absl::StatusOr<Tensor> value = Tensor::FromProto(response.fetch(i));
+      if (!value.ok()) {
+        return absl::InternalError(absl::StrCat("fetch ", i, " of callable ", callable,
+                                                " from the master: ", value.status().message()));
+      }
+      fetches->push_back(*std::move(value));
+    }
+  } else if (response.fetch_size() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("callable ", callable, " has ",
+                                                   response.fetch_size(),
+                                                   " fetches but no output vector was given"));
+  }
+  if (metadata != nullptr) *metadata = response.metadata();
+  return absl::OkStatus();
+}
+
+absl::Status GrpcSession::ReleaseCallable(CallableHandle callable) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  ReleaseCallableRequest request;
+  request.set_session_handle(handle);
+  request.set_handle(callable);
+  ReleaseCallableResponse response;
+  return Retry([&] { return master_->ReleaseCallable(request, &response); });
+}
+
 absl::Status GrpcSession::Close() {
   absl::MutexLock ops(&ops_mu_);
   std::string handle;

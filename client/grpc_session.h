@@ -8,7 +8,8 @@
 // retried when the master cannot be reached (UNAVAILABLE), with capped backoff on the
 // injected clock: CreateSession, ExtendSession and RunStep carry a request id that the
 // master deduplicates (a retried call applies once), CloseSession and ListDevices are
-// idempotent. Reset is never retried.
+// idempotent; so are MakeCallable, RunCallable (request ids) and ReleaseCallable. Reset
+// is never retried.
 
 #include <memory>
 #include <string>
@@ -58,6 +59,14 @@ class GrpcSession : public Session {
                    const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
                    RunMetadata* metadata) override;
   using Session::Run;
+  // See Session; over the master's MakeCallable / RunCallable / ReleaseCallable, each
+  // retried on UNAVAILABLE (MakeCallable and RunCallable carry request ids, so a retry
+  // applies once; ReleaseCallable is idempotent). A callable's run waits at most
+  // GrpcSessionOptions::rpc_timeout for the master.
+  absl::StatusOr<CallableHandle> MakeCallable(const CallableOptions& options) override;
+  absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                           std::vector<Tensor>* fetches, RunMetadata* metadata) override;
+  absl::Status ReleaseCallable(CallableHandle handle) override;
   absl::Status Close() override;
 
   // The devices of this session's tasks; before Create/Extend, of the whole cluster.

@@ -154,6 +154,42 @@ TEST(GrpcSessionTest, RetriedStepsApplyOnceThanksToRequestIds) {
   EXPECT_TRUE(session.Close().ok());
 }
 
+TEST(GrpcSessionTest, RetriedCallableCallsApplyOnce) {
+  auto flaky = std::make_unique<FlakyMaster>(InProcessCluster::Get()->master(), 2, true);
+  FlakyMaster* f = flaky.get();
+  GrpcSessionOptions options;
+  options.retry.initial_backoff = absl::Milliseconds(1);
+  GrpcSession session(SessionOptions(), std::move(flaky), Clock::Real(), options);
+  GraphDef g;
+  test::AddNode(&g, "v", "VariableV2", {});
+  SetNodeAttr(g.mutable_node(0), "dtype", DT_FLOAT);
+  SetNodeAttr(g.mutable_node(0), "shape", TensorShape({}));
+  SetNodeAttr(g.mutable_node(0), "shared_name", std::string("grpc_session_callable_retry_v"));
+  test::AddConst(&g, "zero", 0);
+  test::AddConst(&g, "one", 1);
+  test::AddBinary(&g, "init", "Assign", "v", "zero");
+  test::AddBinary(&g, "inc", "AssignAdd", "v", "one");
+  ASSERT_TRUE(session.Create(g).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session.Run({}, {}, {"init"}, &out).ok());
+  CallableOptions inc;
+  inc.add_fetch("inc:0");
+  // Each call: 2 answers lost after the master ran it, then one that gets through.
+  absl::StatusOr<CallableHandle> handle = session.MakeCallable(inc);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  ASSERT_TRUE(session.RunCallable(*handle, {}, &out, nullptr).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 1.f);  // Applied once although it ran three times.
+  ASSERT_TRUE(session.RunCallable(*handle, {}, &out, nullptr).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 2.f);
+  EXPECT_TRUE(session.ReleaseCallable(*handle).ok());
+  EXPECT_EQ(f->calls.load(), 6 * 3);
+  // A callable made once (not three times): the next handle is the second.
+  absl::StatusOr<CallableHandle> next = session.MakeCallable(inc);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(*next, *handle + 1);
+  EXPECT_TRUE(session.Close().ok());
+}
+
 TEST(GrpcSessionTest, GivesUpAfterMaxAttemptsAndDoesNotRetryReset) {
   auto flaky = std::make_unique<FlakyMaster>(InProcessCluster::Get()->master(), 100, false);
   FlakyMaster* f = flaky.get();

@@ -5,6 +5,7 @@
 // DirectSession (target "", in-process) and, later, GrpcSession (grpc://host:port).
 // One conformance suite (session_conformance.h) runs against every implementation.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -29,6 +30,9 @@ struct SessionOptions {
   // ResourceMgr::Default(), shared by every session of the process.
   ResourceMgr* resource_mgr = nullptr;
 };
+
+// Names a callable within its session (Session::MakeCallable).
+using CallableHandle = int64_t;
 
 // A session holds one graph that grows by Extend. Run is thread-safe (steps run
 // concurrently); Create, Extend and Close are serialised against each other.
@@ -63,8 +67,30 @@ class Session {
     return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
   }
 
-  // Releases the session's resources (not the shared variables and queues). Later
-  // calls other than Close fail FAILED_PRECONDITION; a second Close is OK.
+  // Callables (TensorFlow's Session::MakeCallable): the signature of `options` (feeds,
+  // fetches, targets) is checked, pruned and prepared once; RunCallable then runs it
+  // with the feed values given by position. Returns a handle valid until
+  // ReleaseCallable or Close. Unknown names and unfed placeholders are
+  // INVALID_ARGUMENT naming them, as in Run; FAILED_PRECONDITION before Create and
+  // after Close.
+  virtual absl::StatusOr<CallableHandle> MakeCallable(const CallableOptions& options) = 0;
+
+  // Runs a callable: `feeds` holds one value per options.feed, in order, checked as Run
+  // checks feeds; `fetches` (may be null without fetches) receives one tensor per
+  // options.fetch. options.run_options applies to every run (timeout; with a trace
+  // level, step stats go to `metadata`, which may be null). INVALID_ARGUMENT for a
+  // handle that was released or never made, or for a number of feeds other than
+  // options.feed_size(). Thread-safe: a callable may run on several threads at once.
+  virtual absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                                   std::vector<Tensor>* fetches, RunMetadata* metadata) = 0;
+
+  // Forgets a callable. OK for a handle already released; INVALID_ARGUMENT for one this
+  // session never made.
+  virtual absl::Status ReleaseCallable(CallableHandle handle) = 0;
+
+  // Releases the session's resources (not the shared variables and queues) and its
+  // callables. Later calls other than Close fail FAILED_PRECONDITION; a second Close
+  // is OK.
   virtual absl::Status Close() = 0;
 };
 

@@ -391,6 +391,186 @@ TEST_P(SessionConformanceTest, ProducerThreadFeedsABlockedConsumerStep) {
   EXPECT_EQ(sum, kItems * (kItems - 1) / 2);
 }
 
+// A callable feeding b, fetching c (= 2 + b) and running a counter's increment.
+CallableOptions AddCallable(const std::string& counter) {
+  CallableOptions options;
+  options.add_feed("b");
+  options.add_fetch("c");
+  options.add_target(counter + "/inc");
+  return options;
+}
+
+TEST_P(SessionConformanceTest, CallableRunsManyTimes) {
+  G g = AddGraph();
+  AddCounterVariable(&g, "conformance/callable_runs");
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {"conformance/callable_runs/init"}, &out).ok());
+  absl::StatusOr<CallableHandle> handle =
+      session->MakeCallable(AddCallable("conformance/callable_runs"));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  constexpr int kRuns = 50;
+  for (int i = 0; i < kRuns; ++i) {
+    absl::Status s = session->RunCallable(*handle, {S(static_cast<float>(i))}, &out, nullptr);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(F(out[0]), i + 2);
+  }
+  // Every run ran the target once.
+  ASSERT_TRUE(session->Run({}, {"conformance/callable_runs"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 1 + kRuns);
+  // Two callables of one session are independent; Run still works beside them.
+  CallableOptions only_a;
+  only_a.add_fetch("a:0");
+  only_a.add_fetch("c");
+  only_a.add_feed("b:0");
+  absl::StatusOr<CallableHandle> other = session->MakeCallable(only_a);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE(*other, *handle);
+  ASSERT_TRUE(session->RunCallable(*other, {S(5)}, &out, nullptr).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(F(out[0]), 2);
+  EXPECT_EQ(F(out[1]), 7);
+  EXPECT_TRUE(session->ReleaseCallable(*handle).ok());
+  EXPECT_TRUE(session->ReleaseCallable(*other).ok());
+}
+
+TEST_P(SessionConformanceTest, ReleasedOrUnknownCallableIsInvalidArgument) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  CallableOptions options;
+  options.add_feed("b");
+  options.add_fetch("c");
+  absl::StatusOr<CallableHandle> handle = session->MakeCallable(options);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->RunCallable(*handle, {S(1)}, &out, nullptr).ok());
+  ASSERT_TRUE(session->ReleaseCallable(*handle).ok());
+  ExpectError(session->RunCallable(*handle, {S(1)}, &out, nullptr),
+              absl::StatusCode::kInvalidArgument, "callable");
+  // Releasing twice is harmless; a handle never made is not.
+  EXPECT_TRUE(session->ReleaseCallable(*handle).ok());
+  EXPECT_EQ(session->ReleaseCallable(*handle + 1000).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session->RunCallable(*handle + 1000, {S(1)}, &out, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(SessionConformanceTest, CallableFeedsAreCheckedByCountAndType) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  CallableOptions options;
+  options.add_feed("b");
+  options.add_fetch("c");
+  absl::StatusOr<CallableHandle> handle = session->MakeCallable(options);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  std::vector<Tensor> out;
+  ExpectError(session->RunCallable(*handle, {}, &out, nullptr),
+              absl::StatusCode::kInvalidArgument, "1 feeds, got 0");
+  ExpectError(session->RunCallable(*handle, {S(1), S(2)}, &out, nullptr),
+              absl::StatusCode::kInvalidArgument, "1 feeds, got 2");
+  ExpectError(session->RunCallable(*handle, {Tensor::Scalar<int32_t>(1)}, &out, nullptr),
+              absl::StatusCode::kInvalidArgument, "'b:0' has dtype int32");
+  // The callable still works after the bad calls.
+  ASSERT_TRUE(session->RunCallable(*handle, {S(3)}, &out, nullptr).ok());
+  EXPECT_EQ(F(out[0]), 5);
+}
+
+TEST_P(SessionConformanceTest, MakeCallableChecksTheSignature) {
+  auto session = MakeSession();
+  CallableOptions options;
+  options.add_fetch("c");
+  // No graph yet.
+  EXPECT_EQ(session->MakeCallable(options).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  // c needs the placeholder b.
+  ExpectError(session->MakeCallable(options).status(), absl::StatusCode::kInvalidArgument,
+              "'b'");
+  CallableOptions unknown;
+  unknown.add_fetch("nope:0");
+  ExpectError(session->MakeCallable(unknown).status(), absl::StatusCode::kInvalidArgument,
+              "nope");
+  CallableOptions unknown_target;
+  unknown_target.add_target("ghost");
+  ExpectError(session->MakeCallable(unknown_target).status(),
+              absl::StatusCode::kInvalidArgument, "ghost");
+}
+
+TEST_P(SessionConformanceTest, CallablesRunConcurrentlyAndSurviveExtend) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  CallableOptions options;
+  options.add_feed("b");
+  options.add_fetch("c");
+  absl::StatusOr<CallableHandle> handle = session->MakeCallable(options);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  G more;
+  more.Binary("d", "Mul", "c", "a");
+  ASSERT_TRUE(session->Extend(more.def()).ok());
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        std::vector<Tensor> out;
+        const float b = static_cast<float>(t * 100 + i);
+        absl::Status s = session->RunCallable(*handle, {S(b)}, &out, nullptr);
+        if (!s.ok() || out.size() != 1 || F(out[0]) != b + 2) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_P(SessionConformanceTest, CallableRunOptionsApplyToEveryRun) {
+  G g = AddGraph();
+  AddQueue(&g, "conformance/callable_q");
+  AddDequeue(&g, "dequeue", "conformance/callable_q");
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  CallableOptions traced;
+  traced.add_feed("b");
+  traced.add_fetch("c");
+  traced.mutable_run_options()->set_trace_level(RunOptions::FULL_TRACE);
+  absl::StatusOr<CallableHandle> handle = session->MakeCallable(traced);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  std::vector<Tensor> out;
+  RunMetadata metadata;
+  ASSERT_TRUE(session->RunCallable(*handle, {S(1)}, &out, &metadata).ok());
+  bool saw_c = false;
+  for (const auto& dev : metadata.step_stats().dev_stats()) {
+    for (const auto& ns : dev.node_stats()) saw_c |= ns.node_name() == "c";
+  }
+  EXPECT_TRUE(saw_c);
+  // A timeout in the options cancels a run blocked on an empty queue.
+  CallableOptions blocked;
+  blocked.add_fetch("dequeue");
+  blocked.mutable_run_options()->set_timeout_in_ms(50);
+  absl::StatusOr<CallableHandle> dequeue = session->MakeCallable(blocked);
+  ASSERT_TRUE(dequeue.ok()) << dequeue.status();
+  EXPECT_EQ(session->RunCallable(*dequeue, {}, &out, nullptr).code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_P(SessionConformanceTest, CallablesEndWithTheSession) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  CallableOptions options;
+  options.add_fetch("a");
+  absl::StatusOr<CallableHandle> handle = session->MakeCallable(options);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  ASSERT_TRUE(session->Close().ok());
+  std::vector<Tensor> out;
+  EXPECT_EQ(session->RunCallable(*handle, {}, &out, nullptr).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session->MakeCallable(options).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session->ReleaseCallable(*handle).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_P(SessionConformanceTest, CloseEndsTheSession) {
   auto session = MakeSession();
   ASSERT_TRUE(session->Create(AddGraph().def()).ok());

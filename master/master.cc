@@ -318,8 +318,7 @@ absl::Status Master::RunCallable(const RunCallableRequest& request,
 absl::Status Master::ReleaseCallable(const ReleaseCallableRequest& request,
                                      ReleaseCallableResponse* response) {
   ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
-  session->ReleaseCallable(request.handle());
-  return absl::OkStatus();
+  return session->ReleaseCallable(request.handle());
 }
 
 absl::Status Master::MarkReady(const MarkReadyRequest& request, MarkReadyResponse*) {

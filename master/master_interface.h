@@ -42,12 +42,16 @@ class MasterInterface {
                                    ListDevicesResponse* response) = 0;
   // Clears resource containers on every (filtered) task and closes every session.
   virtual absl::Status Reset(const ResetRequest& request, ResetResponse* response) = 0;
+  // Prepares a signature (see Session::MakeCallable); the handle is valid until
+  // ReleaseCallable or the session's end.
   virtual absl::Status MakeCallable(const MakeCallableRequest& request,
                                     MakeCallableResponse* response) = 0;
-  // INVALID_ARGUMENT for an unknown callable handle or a wrong number of feeds.
+  // INVALID_ARGUMENT for a released or never made callable handle or a wrong number of
+  // feeds.
   virtual absl::Status RunCallable(const RunCallableRequest& request,
                                    RunCallableResponse* response) = 0;
-  // OK for an unknown callable handle.
+  // OK for a released handle (so a retry is harmless); INVALID_ARGUMENT for one the
+  // session never made.
   virtual absl::Status ReleaseCallable(const ReleaseCallableRequest& request,
                                        ReleaseCallableResponse* response) = 0;
 };

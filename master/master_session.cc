@@ -249,47 +249,53 @@ absl::StatusOr<int64_t> MasterSession::MakeCallable(const CallableOptions& optio
   std::vector<std::string> feeds(options.feed().begin(), options.feed().end());
   std::vector<std::string> fetches(options.fetch().begin(), options.fetch().end());
   std::vector<std::string> targets(options.target().begin(), options.target().end());
-  RETURN_IF_ERROR(GetSignature(feeds, fetches, targets).status());
+  ASSIGN_OR_RETURN(auto sig, GetSignature(feeds, fetches, targets));
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Usable());
   const int64_t handle = next_callable_++;
-  callables_[handle] = options;
+  callables_[handle] = Callable{std::move(sig), options.run_options()};
   return handle;
 }
 
 absl::Status MasterSession::RunCallable(const RunCallableRequest& request,
                                         RunCallableResponse* response) {
-  CallableOptions options;
+  Callable callable;
   {
     absl::ReaderMutexLock lock(&mu_);
     RETURN_IF_ERROR(Usable());
     auto it = callables_.find(request.handle());
     if (it == callables_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("no callable with handle ", request.handle(), " in session ", handle_));
+      return absl::InvalidArgumentError(absl::StrCat("no callable with handle ", request.handle(),
+                                                     " in session ", handle_,
+                                                     " (released or never made)"));
     }
-    options = it->second;
+    callable = it->second;
   }
-  if (request.feed_size() != options.feed_size()) {
+  const size_t num_feeds = callable.signature->feed_checks.size();
+  if (static_cast<size_t>(request.feed_size()) != num_feeds) {
     return absl::InvalidArgumentError(absl::StrCat("callable ", request.handle(), " takes ",
-                                                   options.feed_size(), " feeds, got ",
+                                                   num_feeds, " feeds, got ",
                                                    request.feed_size()));
   }
-  std::vector<std::string> feeds(options.feed().begin(), options.feed().end());
-  std::vector<std::string> fetches(options.fetch().begin(), options.fetch().end());
-  std::vector<std::string> targets(options.target().begin(), options.target().end());
-  ASSIGN_OR_RETURN(auto sig, GetSignature(feeds, fetches, targets));
   std::vector<const TensorProto*> values;
+  values.reserve(num_feeds);
   for (const TensorProto& t : request.feed()) values.push_back(&t);
   std::vector<TensorProto> out;
-  RETURN_IF_ERROR(
-      RunSignature(*sig, values, options.run_options(), &out, response->mutable_metadata()));
+  RETURN_IF_ERROR(RunSignature(*callable.signature, values, callable.run_options, &out,
+                               response->mutable_metadata()));
   for (TensorProto& t : out) response->add_fetch()->Swap(&t);
   return absl::OkStatus();
 }
 
-void MasterSession::ReleaseCallable(int64_t handle) {
+absl::Status MasterSession::ReleaseCallable(int64_t handle) {
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Usable());
+  if (handle <= 0 || handle >= next_callable_) {
+    return absl::InvalidArgumentError(absl::StrCat("no callable with handle ", handle,
+                                                   " was made in session ", handle_));
+  }
   callables_.erase(handle);
+  return absl::OkStatus();
 }
 
 void MasterSession::Close() {
@@ -299,6 +305,7 @@ void MasterSession::Close() {
     if (closed_) return;
     closed_ = true;
     signatures_.clear();
+    callables_.clear();
     cleaner = std::move(cleaner_);
   }
   // Sends what is queued (unless a running step still holds the cleaner).

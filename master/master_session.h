@@ -46,9 +46,13 @@ class MasterSession {
   // or duplicate node (the graph is then unchanged).
   absl::StatusOr<int64_t> Extend(const GraphDef& graph, int64_t current_version);
   absl::Status Run(const RunStepRequest& request, RunStepResponse* response);
+  // Prepares (and registers on the tasks) the signature of `options`; returns the
+  // callable's handle (1, 2, ... within the session).
   absl::StatusOr<int64_t> MakeCallable(const CallableOptions& options);
+  // INVALID_ARGUMENT for a released or never made handle or a wrong number of feeds.
   absl::Status RunCallable(const RunCallableRequest& request, RunCallableResponse* response);
-  void ReleaseCallable(int64_t handle);
+  // OK for a released handle; INVALID_ARGUMENT for one never made.
+  absl::Status ReleaseCallable(int64_t handle);
   // Deregisters the graphs and deletes the worker sessions (errors ignored: a dead
   // task forgets them anyway). Idempotent.
   void Close();
@@ -66,6 +70,10 @@ class MasterSession {
   struct Signature {
     RegisteredStep step;
     std::vector<FeedCheck> feed_checks;
+  };
+  struct Callable {
+    std::shared_ptr<const Signature> signature;
+    RunOptions run_options;
   };
 
   absl::StatusOr<std::shared_ptr<const Signature>> GetSignature(
@@ -97,7 +105,7 @@ class MasterSession {
   std::shared_ptr<const ValidatedGraph> graph_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, std::shared_ptr<const Signature>> signatures_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, CallableOptions> callables_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, Callable> callables_ ABSL_GUARDED_BY(mu_);
   int64_t next_callable_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
