@@ -1,5 +1,6 @@
 #include "checkpoint_store/buffer_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace overseer {
@@ -7,8 +8,11 @@ namespace overseer {
 std::string BufferPool::Take() {
   absl::MutexLock lock(&mu_);
   if (buffers_.empty()) return std::string();
-  std::string buffer = std::move(buffers_.back());
-  buffers_.pop_back();
+  auto largest = std::max_element(
+      buffers_.begin(), buffers_.end(),
+      [](const std::string& a, const std::string& b) { return a.capacity() < b.capacity(); });
+  std::string buffer = std::move(*largest);
+  buffers_.erase(largest);
   cached_bytes_ -= buffer.capacity();
   return buffer;
 }

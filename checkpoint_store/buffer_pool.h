@@ -9,7 +9,7 @@
 // virtualised host, far more than reading the disk), so the store and its client take
 // buffers from a pool and give them back instead of allocating per tensor or per call.
 //
-//   std::string buffer = pool.Take();   // Some previous buffer, or an empty one.
+//   std::string buffer = pool.Take();   // The largest cached buffer, or an empty one.
 //   buffer.resize(n);                   // No new pages while n <= its capacity.
 //   ...
 //   pool.Give(std::move(buffer));
@@ -31,8 +31,9 @@ class BufferPool {
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
-  // The buffer given back last (its contents unspecified, its capacity kept), or an
-  // empty string if none is cached.
+  // The cached buffer of the largest capacity (its contents unspecified, its capacity
+  // kept), or an empty string if none is cached. A caller that takes several buffers
+  // takes the one that must be largest first.
   std::string Take();
 
   // Caches `buffer` for a later Take, or frees it if the pool would exceed its limit.

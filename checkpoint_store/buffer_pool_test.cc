@@ -27,13 +27,15 @@ TEST(BufferPoolTest, GivenBufferComesBackWithItsStorage) {
   EXPECT_TRUE(pool.Take().empty());
 }
 
-TEST(BufferPoolTest, LastGivenIsTakenFirst) {
+TEST(BufferPoolTest, LargestIsTakenFirst) {
   BufferPool pool(1 << 20);
-  std::string a(1000, 'a'), b(2000, 'b');
-  const char* b_storage = b.data();
+  std::string a(1000, 'a'), b(20000, 'b'), c(3000, 'c');
   pool.Give(std::move(a));
   pool.Give(std::move(b));
-  EXPECT_EQ(pool.Take().data(), b_storage);
+  pool.Give(std::move(c));
+  EXPECT_EQ(pool.Take()[0], 'b');
+  EXPECT_EQ(pool.Take()[0], 'c');
+  EXPECT_EQ(pool.Take()[0], 'a');
 }
 
 TEST(BufferPoolTest, BuffersBeyondTheLimitAreFreed) {

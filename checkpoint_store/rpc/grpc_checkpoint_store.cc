@@ -87,7 +87,8 @@ GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel)
 
 std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::string& address) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
+  // ReadTensors messages carry a whole tensor of up to 64 MiB plus its header.
+  args.SetMaxReceiveMessageSize((64 << 20) + (1 << 20));
   // A fixed 64 MiB stream window for ReadTensors (gRPC's BDP probing keeps it small,
   // capping a stream at tens of MB/s on loopback).
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20);
@@ -174,6 +175,7 @@ absl::Status GrpcCheckpointStore::ReadTensors(const std::string& run, const std:
   // (a reused message's bytes field keeps its capacity), so no tensor faults in fresh
   // pages.
   ReadTensorsResponse chunk;
+  // The message's first: it takes the largest buffer, as it holds whole tensors.
   std::string message_buffer = buffers_.Take();
   chunk.mutable_data()->swap(message_buffer);
   std::string data = buffers_.Take();

@@ -14,9 +14,10 @@ namespace overseer {
 namespace {
 
 constexpr size_t kChunkBytes = 4 << 20;
-// ReadTensors sends a tensor up to this size in one message, larger ones in
-// kChunkBytes chunks. Clients accept 64 MiB messages.
-constexpr size_t kWholeTensorBytes = 32 << 20;
+// ReadTensors sends a tensor up to this size in one message, which the client hands
+// over without assembling it, and larger ones in kChunkBytes chunks. Clients accept
+// messages of 64 MiB plus a header (GrpcCheckpointStore::Connect).
+constexpr size_t kWholeTensorBytes = 64 << 20;
 // Received WriteShard messages waiting for the appender thread (4 MiB each).
 constexpr size_t kMaxQueued = 4;
 

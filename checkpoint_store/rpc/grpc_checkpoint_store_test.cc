@@ -95,8 +95,9 @@ TEST(GrpcCheckpointStoreTest, ChunkedTensorsReadTwiceFromReusedBuffers) {
   ASSERT_TRUE(runner.Start().ok());
   auto remote = GrpcCheckpointStore::Connect("localhost:" + std::to_string(runner.port()));
 
-  // 40 MiB (chunked), 100 bytes, 33 MiB + 4 bytes (chunked, a short last chunk), 0 bytes.
-  const std::vector<int64_t> floats = {10 << 20, 25, (33 << 18) + 1, 0};
+  // Above the 64 MiB of one message: 68 MiB (chunked), then 100 bytes, 64 MiB + 4
+  // bytes (chunked, a short last chunk), 0 bytes.
+  const std::vector<int64_t> floats = {17 << 20, 25, (16 << 20) + 1, 0};
   std::vector<std::string> contents;
   BeginCheckpointRequest begin;
   begin.set_run("big");
