@@ -22,6 +22,7 @@
 // for cold reads) the run takes about a minute; progress goes to stderr.
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,7 +66,14 @@ constexpr int64_t kBiasFloats = 1024;
 constexpr int kRounds = 2;
 constexpr absl::Duration kQuietTraining = absl::Seconds(3);
 
-void Progress(const std::string& what) { std::fprintf(stderr, "checkpoint_cluster_bench: %s\n", what.c_str()); }
+// Progress lines on stderr, stamped with CLOCK_MONOTONIC seconds (the clock that
+// `perf record -k CLOCK_MONOTONIC` stamps samples with, to profile one phase).
+void Progress(const std::string& what) {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  std::fprintf(stderr, "checkpoint_cluster_bench [%.3f]: %s\n",
+               static_cast<double>(now.tv_sec) + now.tv_nsec * 1e-9, what.c_str());
+}
 
 std::string PsDevice(int k) { return absl::StrCat("/job:ps/replica:0/task:", k); }
 
@@ -233,13 +241,17 @@ std::pair<double, double> MeasureBlocking(Session* session, Model* model,
   trainer.join();
   std::vector<double> quiet;
   double longest = 0;
+  double longest_at = 0;
   int during = 0;
   for (const Step& s : steps) {
     const double ms = absl::ToDoubleMilliseconds(s.end - s.start);
     if (s.end <= save_start) {
       quiet.push_back(ms);
     } else if (s.start < save_end) {
-      longest = std::max(longest, ms);
+      if (ms > longest) {
+        longest = ms;
+        longest_at = absl::ToDoubleSeconds(s.start - save_start);
+      }
       ++during;
     }
   }
@@ -248,7 +260,8 @@ std::pair<double, double> MeasureBlocking(Session* session, Model* model,
   const double median = quiet[quiet.size() / 2];
   Progress(absl::StrCat("save with training: ", absl::ToDoubleSeconds(save_end - save_start),
                         " s; ", quiet.size(), " steps before it (median ", median, " ms), ",
-                        during, " during it (longest ", longest, " ms)"));
+                        during, " during it (longest ", longest, " ms, starting ", longest_at,
+                        " s into the save)"));
   return {longest - median, median};
 }
 
@@ -293,6 +306,7 @@ int Run(const char* argv0) {
         path = *saved;
       });
     };
+    Progress(absl::StrCat("round ", round + 1, ": raw write and save"));
     if (raw_first) w = RawWrite(raw_path, buffer);
     s = timed_save();
     if (!raw_first) w = RawWrite(raw_path, buffer);
@@ -305,6 +319,7 @@ int Run(const char* argv0) {
         CHECK(restored.ok()) << restored;
       });
     };
+    Progress(absl::StrCat("round ", round + 1, ": raw read and restore"));
     if (raw_first) r = RawRead(raw_path, &buffer);
     t = timed_restore();
     if (!raw_first) r = RawRead(raw_path, &buffer);
