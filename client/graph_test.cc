@@ -181,8 +181,7 @@ TEST(GraphTest, CollectionsAndGraphDef) {
   Output a = ops::Const(root.WithOpName("a"), 1.0f);
   root.graph()->AddToCollection("summaries", a.name());
   root.graph()->AddToCollection("summaries", "b:0");
-  EXPECT_EQ(root.graph()->GetCollection("summaries"),
-            (std::vector<std::string>{"a:0", "b:0"}));
+  EXPECT_EQ(root.graph()->GetCollection("summaries"), (std::vector<std::string>{"a:0", "b:0"}));
   EXPECT_TRUE(root.graph()->GetCollection("none").empty());
   absl::StatusOr<Output> found = root.graph()->FindOutput("a:0");
   ASSERT_TRUE(found.ok());

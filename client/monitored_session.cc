@@ -10,8 +10,8 @@
 namespace overseer {
 
 absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
-    const Scope& scope, std::unique_ptr<SessionCreator> creator,
-    std::vector<SessionRunHook*> hooks, const MonitoredSessionOptions& options) {
+    const Scope& scope, std::unique_ptr<SessionCreator> creator, std::vector<SessionRunHook*> hooks,
+    const MonitoredSessionOptions& options) {
   std::unique_ptr<MonitoredSession> session(
       new MonitoredSession(scope, std::move(creator), std::move(hooks), options));
   RETURN_IF_ERROR(session->Init(/*should_recover=*/true));
@@ -37,7 +37,8 @@ MonitoredSession::~MonitoredSession() {
 }
 
 absl::Status MonitoredSession::Init(bool should_recover) {
-  if (creator_ == nullptr) return absl::InvalidArgumentError("MonitoredSession: no session creator");
+  if (creator_ == nullptr)
+    return absl::InvalidArgumentError("MonitoredSession: no session creator");
   if (options_.clock == nullptr) return absl::InvalidArgumentError("MonitoredSession: null clock");
   for (SessionRunHook* hook : hooks_) {
     if (hook == nullptr) return absl::InvalidArgumentError("MonitoredSession: a null hook");
@@ -73,7 +74,8 @@ absl::StatusOr<std::unique_ptr<WrappedSession>> MonitoredSession::CreateCoordina
     if (!scope_.graph()->GetCollection(GraphKeys::kQueueRunners).empty()) {
       RETURN_IF_ERROR(StartQueueRunners(session, coord.get()).status());
     }
-    for (SessionRunHook* hook : hooks_) RETURN_IF_ERROR(hook->AfterCreateSession(session, coord.get()));
+    for (SessionRunHook* hook : hooks_)
+      RETURN_IF_ERROR(hook->AfterCreateSession(session, coord.get()));
     return absl::OkStatus();
   }();
   if (!started.ok()) {
@@ -114,8 +116,8 @@ absl::Status MonitoredSession::last_recovery_cause() const {
 absl::Status MonitoredSession::CheckRunnable() const {
   if (closed_) return absl::FailedPreconditionError("MonitoredSession is closed");
   if (!failed_.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("MonitoredSession: training already ended with an error: ", failed_.ToString()));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "MonitoredSession: training already ended with an error: ", failed_.ToString()));
   }
   if (stopped_) {
     return absl::FailedPreconditionError(
@@ -176,8 +178,8 @@ absl::Status MonitoredSession::Close() {
   absl::Status result;
   ClientSession* session = raw_session();
   Coordinator* coord = coordinator();
-  const bool clean = failed_.ok() && session != nullptr &&
-                     (coord == nullptr || coord->RequestedError().ok());
+  const bool clean =
+      failed_.ok() && session != nullptr && (coord == nullptr || coord->RequestedError().ok());
   if (clean) {
     for (SessionRunHook* hook : hooks_) {
       result = hook->End(session);

@@ -52,7 +52,8 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
 // call of the step function.
 class StepContext {
  public:
-  StepContext(ClientSession* session, WrappedSession* hooked) : session_(session), hooked_(hooked) {}
+  StepContext(ClientSession* session, WrappedSession* hooked)
+      : session_(session), hooked_(hooked) {}
 
   // The raw session: runs without hooks.
   ClientSession* session() const { return session_; }
@@ -92,8 +93,9 @@ struct MonitoredSessionOptions {
   Clock* clock = Clock::Real();
 };
 
-// Not thread-safe: one thread creates, runs, checks and closes it (hooks are called
-// from that thread; coordinator() may be used by other threads).
+// Not thread-safe: one thread creates, runs, checks and closes it, and hooks are called
+// from that thread. The Coordinator that coordinator() returns is thread-safe: other
+// threads may report to it until the session is recreated or closed.
 class MonitoredSession {
  public:
   // A monitored session of `scope`'s graph. `hooks` are borrowed, must outlive the

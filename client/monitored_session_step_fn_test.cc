@@ -18,11 +18,11 @@
 namespace overseer {
 namespace {
 
-using ::testing::HasSubstr;
 using test::CountingSessionCreator;
 using test::FakeHook;
 using test::RaiseOnceAtCountN;
 using test::StepGraph;
+using ::testing::HasSubstr;
 
 class StepFnTest : public ::testing::Test {
  protected:
@@ -77,10 +77,12 @@ TEST_F(StepFnTest, StepFnExample) {
 TEST_F(StepFnTest, StepFunctionStops) {
   FakeHook hook;
   auto session = Monitored({&hook});
-  ASSERT_TRUE(session->RunStepFn([](StepContext& context) {
-                       context.RequestStop();
-                       return absl::OkStatus();
-                     }).ok());
+  ASSERT_TRUE(session
+                  ->RunStepFn([](StepContext& context) {
+                    context.RequestStop();
+                    return absl::OkStatus();
+                  })
+                  .ok());
   EXPECT_TRUE(session->ShouldStop());
   // RequestStop interrupts the flow before any run: the hooks were not called.
   EXPECT_EQ(hook.calls["before_run"], 0);
@@ -95,10 +97,12 @@ TEST_F(StepFnTest, StepRequestStopInALoop) {
   auto session = Monitored();
   int steps = 0;
   while (!session->ShouldStop()) {
-    ASSERT_TRUE(session->RunStepFn([](StepContext& context) {
-                         context.RequestStop();
-                         return absl::OkStatus();
-                       }).ok());
+    ASSERT_TRUE(session
+                    ->RunStepFn([](StepContext& context) {
+                      context.RequestStop();
+                      return absl::OkStatus();
+                    })
+                    .ok());
     ++steps;
   }
   EXPECT_EQ(steps, 1);
@@ -107,14 +111,16 @@ TEST_F(StepFnTest, StepRequestStopInALoop) {
 TEST_F(StepFnTest, RunWithHooksRunsTheHooksAndSessionDoesNot) {
   FakeHook hook;
   auto session = Monitored({&hook});
-  ASSERT_TRUE(session->RunStepFn([&](StepContext& context) -> absl::Status {
-                       std::vector<Tensor> out;
-                       RETURN_IF_ERROR(context.session()->Run({g_.Feed(1)}, {g_.v}, &out));
-                       EXPECT_EQ(hook.calls["before_run"], 0);
-                       RETURN_IF_ERROR(context.RunWithHooks({g_.Feed(2)}, {g_.v}, {}, &out));
-                       EXPECT_EQ(hook.calls["before_run"], 1);
-                       return absl::OkStatus();
-                     }).ok());
+  ASSERT_TRUE(session
+                  ->RunStepFn([&](StepContext& context) -> absl::Status {
+                    std::vector<Tensor> out;
+                    RETURN_IF_ERROR(context.session()->Run({g_.Feed(1)}, {g_.v}, &out));
+                    EXPECT_EQ(hook.calls["before_run"], 0);
+                    RETURN_IF_ERROR(context.RunWithHooks({g_.Feed(2)}, {g_.v}, {}, &out));
+                    EXPECT_EQ(hook.calls["before_run"], 1);
+                    return absl::OkStatus();
+                  })
+                  .ok());
 }
 
 // The stages of TensorFlow's test_step_fn_with_hooks: the hook fetches stage_1_0, the
@@ -125,8 +131,8 @@ struct Stages {
     var = MakeVariable(root.WithOpName("var"), Input(0.0f));
     stage_0 = ops::AssignAdd(root, var.ref, 0.3f);
     stage_1_0 = ops::AssignAdd(root, var.ref, 0.7f);
-    stage_1_1 = ops::AssignAdd(root.WithControlDependencies({Operation(stage_1_0.node())}),
-                               var.ref, 0.5f);
+    stage_1_1 =
+        ops::AssignAdd(root.WithControlDependencies({Operation(stage_1_0.node())}), var.ref, 0.5f);
     stage_2 = ops::AssignAdd(root, var.ref, 1.1f);
   }
   Variable var;
@@ -192,13 +198,15 @@ TEST_F(StepFnTest, RecoversFromAnErrorInStepFn) {
   auto session = Monitored();
   int32_t result = 0;
   StepFn feed = FeedStep(32, &result);
-  ASSERT_TRUE(session->RunStepFn([&](StepContext& context) -> absl::Status {
-                       if (!raised) {
-                         raised = true;
-                         return absl::AbortedError("Abort");
-                       }
-                       return feed(context);
-                     }).ok());
+  ASSERT_TRUE(session
+                  ->RunStepFn([&](StepContext& context) -> absl::Status {
+                    if (!raised) {
+                      raised = true;
+                      return absl::AbortedError("Abort");
+                    }
+                    return feed(context);
+                  })
+                  .ok());
   EXPECT_TRUE(raised);
   EXPECT_EQ(result, 32);
   EXPECT_EQ(session->recoveries(), 1);
@@ -215,18 +223,20 @@ TEST_F(StepFnTest, RecoversFromAnErrorInStepFnAfterHooks) {
   bool raised = false;
   int side_effects = 0;
   int32_t result = 0;
-  ASSERT_TRUE(session->RunStepFn([&](StepContext& context) -> absl::Status {
-                       ++side_effects;
-                       std::vector<Tensor> out;
-                       RETURN_IF_ERROR(context.session()->Run({side_effect}, &out));
-                       RETURN_IF_ERROR(context.RunWithHooks({g_.Feed(32)}, {g_.v}, {}, &out));
-                       if (!raised) {
-                         raised = true;
-                         return absl::AbortedError("Abort");
-                       }
-                       result = StepGraph::Int32(out);
-                       return absl::OkStatus();
-                     }).ok());
+  ASSERT_TRUE(session
+                  ->RunStepFn([&](StepContext& context) -> absl::Status {
+                    ++side_effects;
+                    std::vector<Tensor> out;
+                    RETURN_IF_ERROR(context.session()->Run({side_effect}, &out));
+                    RETURN_IF_ERROR(context.RunWithHooks({g_.Feed(32)}, {g_.v}, {}, &out));
+                    if (!raised) {
+                      raised = true;
+                      return absl::AbortedError("Abort");
+                    }
+                    result = StepGraph::Int32(out);
+                    return absl::OkStatus();
+                  })
+                  .ok());
   EXPECT_EQ(result, 32);
   EXPECT_EQ(side_effects, 2);
   EXPECT_EQ(creator->created, 2);
@@ -254,14 +264,16 @@ TEST_F(StepFnTest, StepFnErrorFromBeforeRun) {
   auto session = Monitored({&hook});
   int side_effects = 0;
   int32_t result = 0;
-  ASSERT_TRUE(session->RunStepFn([&](StepContext& context) -> absl::Status {
-                       ++side_effects;
-                       std::vector<Tensor> out;
-                       RETURN_IF_ERROR(context.session()->Run({side_effect}, &out));
-                       RETURN_IF_ERROR(context.RunWithHooks({g_.Feed(13)}, {g_.v}, {}, &out));
-                       result = StepGraph::Int32(out);
-                       return absl::OkStatus();
-                     }).ok());
+  ASSERT_TRUE(session
+                  ->RunStepFn([&](StepContext& context) -> absl::Status {
+                    ++side_effects;
+                    std::vector<Tensor> out;
+                    RETURN_IF_ERROR(context.session()->Run({side_effect}, &out));
+                    RETURN_IF_ERROR(context.RunWithHooks({g_.Feed(13)}, {g_.v}, {}, &out));
+                    result = StepGraph::Int32(out);
+                    return absl::OkStatus();
+                  })
+                  .ok());
   EXPECT_EQ(result, 13);
   EXPECT_EQ(side_effects, 2);
   std::vector<Tensor> out;
@@ -378,8 +390,9 @@ TEST_F(StepFnTest, RegularErrorReportedToCoordPassesThroughRun) {
   FakeHook counter;
   auto session = Monitored({&counter});
   EXPECT_EQ(RunV(*session, g_, 0), 0);
-  ASSERT_TRUE(session->coordinator()->RequestStop(absl::InternalError("a thread wants to stop")).ok());
-  EXPECT_EQ(RunV(*session, g_, 0), 0);  // Runs still work...
+  ASSERT_TRUE(
+      session->coordinator()->RequestStop(absl::InternalError("a thread wants to stop")).ok());
+  EXPECT_EQ(RunV(*session, g_, 0), 0);     // Runs still work...
   absl::Status closed = session->Close();  // ...and Close reports it.
   EXPECT_EQ(closed.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(closed.message(), HasSubstr("a thread wants to stop"));
@@ -389,7 +402,8 @@ TEST_F(StepFnTest, RegularErrorReportedToCoordPassesThroughRun) {
 TEST_F(StepFnTest, RegularErrorReportedToCoordPassesThroughReturn) {
   auto session = Monitored();
   EXPECT_EQ(RunV(*session, g_, 0), 0);
-  ASSERT_TRUE(session->coordinator()->RequestStop(absl::InternalError("a thread wants to stop")).ok());
+  ASSERT_TRUE(
+      session->coordinator()->RequestStop(absl::InternalError("a thread wants to stop")).ok());
   EXPECT_TRUE(session->ShouldStop());
   EXPECT_EQ(session->Close().code(), absl::StatusCode::kInternal);
 }
@@ -424,7 +438,8 @@ TEST_F(StepFnTest, SingularExitsCleanlyOnOutOfRange) {
 
 TEST_F(StepFnTest, SingularRegularErrorReportedToCoordPassesThroughRun) {
   auto session = Singular();
-  ASSERT_TRUE(session->coordinator()->RequestStop(absl::InternalError("a thread wants to stop")).ok());
+  ASSERT_TRUE(
+      session->coordinator()->RequestStop(absl::InternalError("a thread wants to stop")).ok());
   EXPECT_EQ(RunV(*session, g_, 3), 3);
   EXPECT_EQ(session->Close().code(), absl::StatusCode::kInternal);
 }

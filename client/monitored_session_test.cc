@@ -24,12 +24,12 @@
 namespace overseer {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using test::CountingSessionCreator;
 using test::FakeHook;
 using test::RaiseOnceAtCountN;
 using test::StepGraph;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 class MonitoredSessionTest : public ::testing::Test {
  protected:
@@ -37,7 +37,8 @@ class MonitoredSessionTest : public ::testing::Test {
 
   std::unique_ptr<ChiefSessionCreator> Chief(Scaffold* scaffold = nullptr,
                                              const std::string& checkpoint_dir = "") {
-    return std::make_unique<ChiefSessionCreator>(g_.root, scaffold, g_.Chief(&clock_, checkpoint_dir));
+    return std::make_unique<ChiefSessionCreator>(g_.root, scaffold,
+                                                 g_.Chief(&clock_, checkpoint_dir));
   }
   MonitoredSessionOptions Options() {
     MonitoredSessionOptions options;
@@ -47,7 +48,8 @@ class MonitoredSessionTest : public ::testing::Test {
   std::unique_ptr<MonitoredSession> Monitored(std::vector<SessionRunHook*> hooks = {},
                                               std::unique_ptr<SessionCreator> creator = nullptr) {
     if (creator == nullptr) creator = Chief();
-    auto session = MonitoredSession::Create(g_.root, std::move(creator), std::move(hooks), Options());
+    auto session =
+        MonitoredSession::Create(g_.root, std::move(creator), std::move(hooks), Options());
     EXPECT_TRUE(session.ok()) << session.status();
     return session.ok() ? std::move(*session) : nullptr;
   }
@@ -179,8 +181,7 @@ TEST_F(MonitoredSessionTest, RecoveryFromACheckpointAfterARestart) {
   g_.resources.Clear();
   ChiefSessionCreatorOptions by_path = g_.Chief(&clock_);
   by_path.checkpoint_filename_with_path = **LatestCheckpoint(logdir);
-  auto session =
-      Monitored({}, std::make_unique<ChiefSessionCreator>(g_.root, &scaffold, by_path));
+  auto session = Monitored({}, std::make_unique<ChiefSessionCreator>(g_.root, &scaffold, by_path));
   EXPECT_EQ(Value(*session, g_.gstep.value), 2);
 }
 
@@ -247,10 +248,11 @@ TEST_F(MonitoredSessionTest, RecoveryRestoresTheCheckpointOnlyWhenTheModelIsNotR
     RaiseOnceAtCountN abort_hook(4, absl::AbortedError("ps task restarted"));
     if (ps_lost_state) abort_hook.before_failing = [&g] { g.resources.Clear(); };
     FakeHook counter;
-    auto creator = std::make_unique<ChiefSessionCreator>(g.root, &scaffold, g.Chief(&clock_, logdir));
+    auto creator =
+        std::make_unique<ChiefSessionCreator>(g.root, &scaffold, g.Chief(&clock_, logdir));
     ChiefSessionCreator* chief = creator.get();
-    auto session = *MonitoredSession::Create(
-        g.root, std::move(creator), {&abort_hook, saver_hook.get(), &counter}, Options());
+    auto session = *MonitoredSession::Create(g.root, std::move(creator),
+                                             {&abort_hook, saver_hook.get(), &counter}, Options());
     EXPECT_EQ(Value(*session, g.gstep.value), 0);
     EXPECT_EQ(Value(*session, g.do_step), 1);
     EXPECT_EQ(Value(*session, g.do_step), 2);
@@ -465,7 +467,8 @@ TEST_F(MonitoredSessionTest, StartsTheQueueRunnersAndJoinsThemOnClose) {
   ops::FIFOQueueAttrs attrs;
   attrs.capacity = 2;
   Output queue = ops::FIFOQueue(g_.root.WithOpName("queue"), {DT_INT32}, attrs);
-  Operation enqueue = ops::QueueEnqueue(g_.root.WithOpName("enqueue"), queue, {ops::Const(g_.root, 7)});
+  Operation enqueue =
+      ops::QueueEnqueue(g_.root.WithOpName("enqueue"), queue, {ops::Const(g_.root, 7)});
   std::vector<Output> dequeued = ops::QueueDequeue(g_.root, queue, {DT_INT32});
   auto runner = QueueRunner::Create(g_.root, queue, {enqueue});
   ASSERT_TRUE(runner.ok()) << runner.status();

@@ -43,8 +43,8 @@ class RestartLogHook : public SessionRunHook {
       RETURN_IF_ERROR(session->Run({global_step_}, &out));
       step = out[0].dtype() == DT_INT32 ? out[0].scalar<int32_t>() : out[0].scalar<int64_t>();
     }
-    LOG(INFO) << "Session " << creations_ << " restored " << *restored << " at global step "
-              << step << ": SessionLog START at " << step;
+    LOG(INFO) << "Session " << creations_ << " restored " << *restored << " at global step " << step
+              << ": SessionLog START at " << step;
     return writer_->AddSessionLog(SessionLog::START, step);
   }
 
@@ -121,8 +121,8 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
   }
   const bool save_summaries = summary_steps.has_value() || summary_secs.has_value();
   const bool count_steps = options.log_step_count_steps > 0;
-  const bool save_checkpoints =
-      !options.checkpoint_dir.empty() && (checkpoint_steps.has_value() || checkpoint_secs.has_value());
+  const bool save_checkpoints = !options.checkpoint_dir.empty() &&
+                                (checkpoint_steps.has_value() || checkpoint_secs.has_value());
   const std::string summary_dir =
       options.summary_dir.empty() ? options.checkpoint_dir : options.summary_dir;
 

@@ -48,7 +48,8 @@ namespace overseer {
 class ResourceMgr;
 
 // Tells the cluster behind `master` that the job is done (see SignalJobDone).
-using JobDoneSignal = std::function<absl::Status(const std::string& master, const std::string& reason)>;
+using JobDoneSignal =
+    std::function<absl::Status(const std::string& master, const std::string& reason)>;
 
 struct MonitoredTrainingSessionOptions {
   // "" (in-process) or "grpc://host:port".

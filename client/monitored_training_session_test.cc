@@ -25,12 +25,12 @@
 namespace overseer {
 namespace {
 
-using ::testing::Contains;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using test::FakeHook;
 using test::RaiseOnceAtCountN;
 using test::StepGraph;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 // "fake://" runs on DirectSession in this test, so that the job-done signal (which
 // only a remote master gets) can be observed without a cluster.

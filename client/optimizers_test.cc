@@ -179,8 +179,14 @@ TEST_F(OptimizerTest, ApplyWithoutGlobalStepAndErrors) {
 // Fits y = X w + b on a small exact least-squares problem.
 void LeastSquares(Optimizer* optimizer, int steps, double tolerance) {
   Scope root = Scope::NewRootScope();
-  Output x = ops::Const(root, {{1.0, 2.0}, {2.0, -1.0}, {0.5, 0.5}, {-1.0, 1.5},
-                               {3.0, 0.0}, {0.0, -2.0}, {1.5, 1.0}, {-2.0, -0.5}});
+  Output x = ops::Const(root, {{1.0, 2.0},
+                               {2.0, -1.0},
+                               {0.5, 0.5},
+                               {-1.0, 1.5},
+                               {3.0, 0.0},
+                               {0.0, -2.0},
+                               {1.5, 1.0},
+                               {-2.0, -0.5}});
   // Targets from w = [2, -3], b = 0.5.
   Output y = ops::Const(root, {{-3.5}, {7.5}, {0.0}, {-6.0}, {6.5}, {6.5}, {0.5}, {-2.0}});
   Variable w = MakeVariable(root.WithOpName("w"), {{0.0}, {0.0}});

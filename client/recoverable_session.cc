@@ -16,12 +16,11 @@ absl::StatusOr<std::unique_ptr<RecoverableSession>> RecoverableSession::Create(
   if (options.initial_backoff < absl::ZeroDuration() ||
       options.max_backoff < options.initial_backoff || options.max_attempts < 0 ||
       options.max_recovery_time < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("RecoverableSession: invalid recovery options (initial_backoff ",
-                     absl::FormatDuration(options.initial_backoff), ", max_backoff ",
-                     absl::FormatDuration(options.max_backoff), ", max_attempts ",
-                     options.max_attempts, ", max_recovery_time ",
-                     absl::FormatDuration(options.max_recovery_time), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RecoverableSession: invalid recovery options (initial_backoff ",
+        absl::FormatDuration(options.initial_backoff), ", max_backoff ",
+        absl::FormatDuration(options.max_backoff), ", max_attempts ", options.max_attempts,
+        ", max_recovery_time ", absl::FormatDuration(options.max_recovery_time), ")"));
   }
   std::unique_ptr<RecoverableSession> session(
       new RecoverableSession(std::move(factory), options, clock));
@@ -79,10 +78,9 @@ absl::Status RecoverableSession::Recover(const absl::Status& cause, const char* 
         out_of_attempts
             ? absl::StrCat("max_attempts ", options_.max_attempts)
             : absl::StrCat("max_recovery_time ", absl::FormatDuration(options_.max_recovery_time));
-    const std::string message =
-        absl::StrCat("recovery gave up after ", series->attempts, " recreations over ",
-                     absl::FormatDuration(elapsed), " (", limit, "); last error ", where, ": ",
-                     cause.message());
+    const std::string message = absl::StrCat(
+        "recovery gave up after ", series->attempts, " recreations over ",
+        absl::FormatDuration(elapsed), " (", limit, "); last error ", where, ": ", cause.message());
     LOG(ERROR) << message;
     return absl::Status(cause.code(), message);
   }
@@ -96,8 +94,8 @@ absl::Status RecoverableSession::Recover(const absl::Status& cause, const char* 
   absl::Duration backoff = options_.initial_backoff;
   for (int i = 1; i < series->attempts && backoff < options_.max_backoff; ++i) backoff *= 2;
   backoff = std::min({backoff, options_.max_backoff, options_.max_recovery_time - elapsed});
-  LOG(WARNING) << "Recovery " << count << ": " << absl::StatusCodeToString(cause.code())
-               << " " << where << " (" << cause.message()
+  LOG(WARNING) << "Recovery " << count << ": " << absl::StatusCodeToString(cause.code()) << " "
+               << where << " (" << cause.message()
                << "); a task may have restarted or be unreachable. Closing the session and "
                << "creating a new one in " << absl::FormatDuration(backoff) << " (attempt "
                << series->attempts << " of this series)";
@@ -128,8 +126,7 @@ absl::Status RecoverableSession::RunStep(
   }
 }
 
-absl::Status RecoverableSession::Run(const RunOptions& options,
-                                     const std::vector<FeedPair>& feeds,
+absl::Status RecoverableSession::Run(const RunOptions& options, const std::vector<FeedPair>& feeds,
                                      const std::vector<Output>& fetches,
                                      const std::vector<Operation>& targets,
                                      std::vector<Tensor>* outputs, RunMetadata* metadata) {

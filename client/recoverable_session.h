@@ -91,8 +91,7 @@ class RecoverableSession : public WrappedSession {
     absl::Time start;
   };
 
-  RecoverableSession(WrappedSessionFactory factory, const RecoveryOptions& options,
-                     Clock* clock);
+  RecoverableSession(WrappedSessionFactory factory, const RecoveryOptions& options, Clock* clock);
   // Makes session_, recovering from recoverable errors of the factory.
   absl::Status CreateSession(Series* series);
   // After recoverable error `cause` (`where` it happened): closes the session, counts

@@ -16,9 +16,9 @@
 namespace overseer {
 namespace {
 
+using test::StepGraph;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using test::StepGraph;
 
 // A ManualClock that records its sleeps.
 class RecordingClock : public test::ManualClock {
@@ -42,7 +42,8 @@ class RecordingClock : public test::ManualClock {
 // `error` (TensorFlow's AbortAtNSession); its stop condition and close are scripted.
 class FakeLayer : public WrappedSession {
  public:
-  FakeLayer(ClientSession* session, int runs, absl::Status error = absl::AbortedError("Aborted at N"))
+  FakeLayer(ClientSession* session, int runs,
+            absl::Status error = absl::AbortedError("Aborted at N"))
       : session_(session), runs_(runs), error_(std::move(error)) {}
   absl::Status Run(const RunOptions& options, const std::vector<FeedPair>& feeds,
                    const std::vector<Output>& fetches, const std::vector<Operation>& targets,
@@ -157,7 +158,8 @@ TEST_F(RecoverableSessionTest, Recovery) {
 }
 
 TEST_F(RecoverableSessionTest, RecoversOnUnavailableToo) {
-  to_use_.push_back(std::make_unique<FakeLayer>(session_.get(), 0, absl::UnavailableError("ps down")));
+  to_use_.push_back(
+      std::make_unique<FakeLayer>(session_.get(), 0, absl::UnavailableError("ps down")));
   Push(5);
   auto recoverable = Create();
   EXPECT_EQ(*RunV(*recoverable, 7), 7);

@@ -51,8 +51,8 @@ absl::Status ResolveOperation(const Scope& scope, const std::string& key,
   if (cached.has_value()) {
     Node* node = graph->FindNode(*cached);
     if (node == nullptr) {
-      return absl::NotFoundError(absl::StrCat("the collection \"", key, "\" names node '",
-                                              *cached, "', which is not in the graph"));
+      return absl::NotFoundError(absl::StrCat("the collection \"", key, "\" names node '", *cached,
+                                              "', which is not in the graph"));
     }
     *op = Operation(node);
     return absl::OkStatus();
@@ -167,8 +167,8 @@ absl::Status Scaffold::CheckGraph() const {
   const ClientGraph* graph = scope_.graph();
   auto check = [graph](const Node* node, const char* what) -> absl::Status {
     if (node == nullptr || node->graph() == graph) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("Scaffold: ", what, " '", node->name(),
-                                                   "' belongs to another graph"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Scaffold: ", what, " '", node->name(), "' belongs to another graph"));
   };
   RETURN_IF_ERROR(check(init_op_.node(), "init_op"));
   RETURN_IF_ERROR(check(ready_op_.node(), "ready_op"));
@@ -232,8 +232,7 @@ absl::Status Scaffold::Finalize() {
       &ready_op_));
   RETURN_IF_ERROR(ResolveOutput(
       scope_, kReadyForLocalInitOpKey,
-      [&] { return ReportUninitializedVariables(plain, vars.global); },
-      &ready_for_local_init_op_));
+      [&] { return ReportUninitializedVariables(plain, vars.global); }, &ready_for_local_init_op_));
   RETURN_IF_ERROR(ResolveOperation(
       scope_, kLocalInitOpKey,
       [&] { return VariablesInitializer(plain.WithOpName("local_init"), vars.local); },

@@ -31,7 +31,8 @@ class Scaffold;
 
 // Extra initialisation run after init_op (e.g. loading pre-trained values), called
 // with the scaffold, as TensorFlow's init_fn(scaffold, session).
-using ScaffoldInitFn = std::function<absl::Status(const Scaffold& scaffold, ClientSession& session)>;
+using ScaffoldInitFn =
+    std::function<absl::Status(const Scaffold& scaffold, ClientSession& session)>;
 
 // The collection of variables that are local to a trainer (TensorFlow's
 // LOCAL_VARIABLES): initialised by the default local_init_op instead of init_op, not

@@ -35,7 +35,8 @@ class ScaffoldTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s;
     std::vector<std::string> names;
     if (!s.ok()) return names;
-    for (int64_t i = 0; i < out[0].NumElements(); ++i) names.push_back(out[0].flat<std::string>()(i));
+    for (int64_t i = 0; i < out[0].NumElements(); ++i)
+      names.push_back(out[0].flat<std::string>()(i));
     return names;
   }
   void RunOp(const Operation& op) {
@@ -137,8 +138,8 @@ struct CustomPieces {
   explicit CustomPieces(const Scope& root)
       : init_op(ops::NoOp(root.WithOpName("my_init"))),
         ready_op(ops::Const(root.WithOpName("my_ready"), Tensor(DT_STRING, TensorShape({0})))),
-        ready_for_local(ops::Const(root.WithOpName("my_ready_for_local"),
-                                   Tensor(DT_STRING, TensorShape({0})))),
+        ready_for_local(
+            ops::Const(root.WithOpName("my_ready_for_local"), Tensor(DT_STRING, TensorShape({0})))),
         local_init_op(ops::NoOp(root.WithOpName("my_local_init"))),
         feed(ops::Placeholder(root.WithOpName("feed"), DT_FLOAT)) {}
 
@@ -206,15 +207,16 @@ TEST_F(ScaffoldTest, NewScaffoldFromExistingScaffold) {
     return absl::OkStatus();
   };
   Scaffold scaffold1(root_, options1);
-  Output other_ready = ops::Const(root_.WithOpName("other_ready"), Tensor(DT_STRING, TensorShape({0})));
+  Output other_ready =
+      ops::Const(root_.WithOpName("other_ready"), Tensor(DT_STRING, TensorShape({0})));
   ScaffoldOptions options2;
   options2.ready_op = other_ready;
   options2.copy_from_scaffold = &scaffold1;
   Scaffold scaffold2(root_, options2);
   second_ptr = &scaffold2;
   ASSERT_TRUE(scaffold2.Finalize().ok());
-  EXPECT_EQ(scaffold2.ready_op(), other_ready);       // Given.
-  EXPECT_EQ(scaffold2.init_op(), first.init_op);      // Copied.
+  EXPECT_EQ(scaffold2.ready_op(), other_ready);   // Given.
+  EXPECT_EQ(scaffold2.init_op(), first.init_op);  // Copied.
   EXPECT_EQ(scaffold2.local_init_op(), first.local_init_op);
   EXPECT_EQ(scaffold2.init_feed_dict()[0].second.scalar<float>(), 3.0f);
   EXPECT_EQ(scaffold2.saver(), saver.get());

@@ -12,8 +12,7 @@ bool IsRecoverableError(const absl::Status& status) {
          status.code() == absl::StatusCode::kUnavailable;
 }
 
-absl::Status ClientSessionLayer::Run(const RunOptions& options,
-                                     const std::vector<FeedPair>& feeds,
+absl::Status ClientSessionLayer::Run(const RunOptions& options, const std::vector<FeedPair>& feeds,
                                      const std::vector<Output>& fetches,
                                      const std::vector<Operation>& targets,
                                      std::vector<Tensor>* outputs, RunMetadata* metadata) {
@@ -31,8 +30,7 @@ HookedSessionLayer::HookedSessionLayer(std::unique_ptr<ClientSession> session,
                                        std::vector<SessionRunHook*> hooks)
     : session_(std::move(session)), hooked_(session_.get(), std::move(hooks)) {}
 
-absl::Status HookedSessionLayer::Run(const RunOptions& options,
-                                     const std::vector<FeedPair>& feeds,
+absl::Status HookedSessionLayer::Run(const RunOptions& options, const std::vector<FeedPair>& feeds,
                                      const std::vector<Output>& fetches,
                                      const std::vector<Operation>& targets,
                                      std::vector<Tensor>* outputs, RunMetadata* metadata) {
@@ -61,8 +59,7 @@ CoordinatedSession::~CoordinatedSession() {
   if (!s.ok()) LOG(WARNING) << "Closing a coordinated session on destruction: " << s;
 }
 
-absl::Status CoordinatedSession::Run(const RunOptions& options,
-                                     const std::vector<FeedPair>& feeds,
+absl::Status CoordinatedSession::Run(const RunOptions& options, const std::vector<FeedPair>& feeds,
                                      const std::vector<Output>& fetches,
                                      const std::vector<Operation>& targets,
                                      std::vector<Tensor>* outputs, RunMetadata* metadata) {
@@ -93,8 +90,7 @@ absl::Status CoordinatedSession::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
   coord_->RequestStop().IgnoreError();
-  absl::Status joined =
-      coord_->Join({}, stop_grace_period_, /*ignore_live_threads=*/true);
+  absl::Status joined = coord_->Join({}, stop_grace_period_, /*ignore_live_threads=*/true);
   absl::Status closed = inner_->Close();
   if (!closed.ok()) LOG(WARNING) << "Closing the session: " << closed;
   return joined;

@@ -13,8 +13,8 @@
 namespace overseer {
 namespace {
 
-using ::testing::HasSubstr;
 using test::StepGraph;
+using ::testing::HasSubstr;
 
 // Stops at the n-th ShouldStop (TensorFlow's StopAtNSession).
 class StopAtNLayer : public WrappedSession {
@@ -174,8 +174,7 @@ TEST_F(CoordinatedSessionTest, StopThreadsOnCloseAfterError) {
   EXPECT_EQ(RunV(*coord_sess, 0), 0);
   EXPECT_EQ(RunV(*coord_sess, 1), 1);
   for (const auto& t : threads) EXPECT_TRUE(t->IsAlive());
-  EXPECT_FALSE(
-      coord_sess->Run(RunOptions(), {g_.Feed(2)}, {Output()}, {}, nullptr, nullptr).ok());
+  EXPECT_FALSE(coord_sess->Run(RunOptions(), {g_.Feed(2)}, {Output()}, {}, nullptr, nullptr).ok());
   ASSERT_TRUE(coord_sess->Close().ok());
   for (const auto& t : threads) EXPECT_TRUE(t->finished());
   EXPECT_TRUE(coord_->ShouldStop());
