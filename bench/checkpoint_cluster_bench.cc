@@ -9,17 +9,25 @@
 //     sequential write + fsync of the same 1 GiB into a new file in the store's root
 //     directory (same file system), measured in the same run.
 //   checkpoint.restore_gbps: Saver::Restore of that checkpoint into the ps variables.
-//     Baseline: a raw sequential read of the baseline file. Both start cold: the
+//     Baseline: a raw sequential read of the baseline file. Both start cold alike: the
 //     baseline file and every checkpoint file (.data-*, .index) are fsynced and
 //     dropped from the page cache (posix_fadvise POSIX_FADV_DONTNEED) before reading.
+//     On this virtual machine the host caches the disk image, so a read that misses
+//     the guest's page cache still runs at 1.5-4 GB/s: the baseline is one memory
+//     copy per byte, while a restore copies each byte about eight times (store: read,
+//     message, serialisation, socket; ps: socket, parse, zeroed tensor, copy), so the
+//     ratio measures the restore's CPU cost more than the disk.
 //   checkpoint.save_blocking_ms: a trainer thread runs small training steps
 //     (ApplyGradientDescent on each ps's bias, through the same cluster session) while
 //     another thread saves, as the Supervisor's checkpoint thread does: the longest
-//     step that overlapped a save minus the median step without a save. Baseline: that
-//     median.
+//     step that overlapped the save minus the median step without a save. Baseline:
+//     that median. Saving holds no variable lock while streaming (the kernel takes a
+//     copy-on-write snapshot of each variable), so steps go on during the save; what
+//     slows them is CPU shared with the streaming on this 2-core host.
 // Saves and raw writes (and restores and raw reads) alternate in kRounds rounds, each
-// round swapping which goes first; each figure is total bytes over total seconds. On this host (disk ~185 MB/s for fsynced writes, ~1.8 GB/s
-// for cold reads) the run takes about a minute; progress goes to stderr.
+// round swapping which goes first; each figure is total bytes over total seconds (the
+// shared disk's write speed drifts from 0.1 to 1 GB/s within seconds). The run takes
+// about 1.5 minutes; progress goes to stderr.
 
 #include <fcntl.h>
 #include <time.h>
