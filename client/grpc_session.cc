@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/message_budget.h"
 #include "core/status_macros.h"
 #include "master/rpc/grpc_master.h"
 
@@ -16,6 +17,21 @@ namespace {
 constexpr char kScheme[] = "grpc://";
 
 absl::Status ClosedError() { return absl::FailedPreconditionError("the session is closed"); }
+
+constexpr char kFeedHint[] =
+    "feed smaller tensors (split the batch over several steps), or keep large data in the "
+    "cluster (a variable or a queue filled in parts)";
+
+// Graphs travel whole in CreateSession and ExtendSession.
+absl::Status CheckGraphSize(const GraphDef& graph, int64_t limit) {
+  const int64_t bytes = static_cast<int64_t>(graph.ByteSizeLong());
+  if (bytes <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the graph is ", bytes, " bytes encoded, over the limit of ", limit,
+      " bytes for one CreateSession or ExtendSession message (protobuf cannot encode a "
+      "message of 2 GiB or more); keep large constants out of the graph: feed them or "
+      "assign them to variables"));
+}
 
 absl::Status NoGraphError() {
   return absl::FailedPreconditionError(
@@ -72,6 +88,7 @@ std::string GrpcSession::handle() const {
 }
 
 absl::Status GrpcSession::CreateLocked(const GraphDef& graph) {
+  RETURN_IF_ERROR(CheckGraphSize(graph, grpc_options_.max_message_tensor_bytes));
   CreateSessionRequest request;
   *request.mutable_graph_def() = graph;
   *request.mutable_config() = options_.config;
@@ -111,6 +128,7 @@ absl::Status GrpcSession::Extend(const GraphDef& graph) {
   }
   // Extending a session without a graph sets it, as DirectSession does.
   if (request.session_handle().empty()) return CreateLocked(graph);
+  RETURN_IF_ERROR(CheckGraphSize(graph, grpc_options_.max_message_tensor_bytes));
   *request.mutable_graph_def() = graph;
   request.set_request_id(NewRequestId());
   ExtendSessionResponse response;
@@ -133,6 +151,12 @@ absl::Status GrpcSession::Run(const RunOptions& options,
                               const std::vector<std::string>& targets,
                               std::vector<Tensor>* outputs, RunMetadata* metadata) {
   ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  MessageBudget budget("the RunStep request (the step's feeds)", kFeedHint,
+                       grpc_options_.max_message_tensor_bytes);
+  for (const auto& [name, value] : feeds) {
+    budget.Add(absl::StrCat("feed '", name, "'"), EncodedTensorBytes(value));
+  }
+  RETURN_IF_ERROR(budget.Check());
   RunStepRequest request;
   request.set_session_handle(handle);
   for (const auto& [name, value] : feeds) {
@@ -191,6 +215,13 @@ absl::StatusOr<CallableHandle> GrpcSession::MakeCallable(const CallableOptions& 
 absl::Status GrpcSession::RunCallable(CallableHandle callable, const std::vector<Tensor>& feeds,
                                       std::vector<Tensor>* fetches, RunMetadata* metadata) {
   ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  MessageBudget budget(
+      absl::StrCat("the RunCallable request (the feeds of callable ", callable, ")"), kFeedHint,
+      grpc_options_.max_message_tensor_bytes);
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    budget.Add(absl::StrCat("feed ", i), EncodedTensorBytes(feeds[i]));
+  }
+  RETURN_IF_ERROR(budget.Check());
   RunCallableRequest request;
   request.set_session_handle(handle);
   request.set_handle(callable);

@@ -10,6 +10,11 @@
 // master deduplicates (a retried call applies once), CloseSession and ListDevices are
 // idempotent; so are MakeCallable, RunCallable (request ids) and ReleaseCallable. Reset
 // is never retried.
+//
+// Feeds, fetches and graphs travel whole in one message, which protobuf limits to
+// 2 GiB: a step whose feeds (or fetches) add up to more, or a graph that large, fails
+// INVALID_ARGUMENT naming the largest tensors and the limit, before anything is sent
+// (fetches: once the step ran). Tensors between tasks have no such limit.
 
 #include <memory>
 #include <string>
@@ -21,6 +26,7 @@
 #include "absl/time/time.h"
 #include "client/session.h"
 #include "core/clock.h"
+#include "core/message_budget.h"
 #include "core/rpc/retry.h"
 #include "master/master_interface.h"
 
@@ -33,6 +39,10 @@ struct GrpcSessionOptions {
   // cluster's tasks (the master's --create_session_wait_seconds).
   absl::Duration rpc_timeout = absl::Minutes(5);
   RetryOptions retry;
+  // A step's feeds (and a graph) travel whole in one message: when their encoded sizes
+  // add up to more than this, the call fails INVALID_ARGUMENT before anything is sent
+  // (protobuf cannot encode a message of 2 GiB or more).
+  int64_t max_message_tensor_bytes = kMaxMessageTensorBytes;
 };
 
 // Thread-safe as Session says: Run is concurrent; Create, Extend and Close serialise.

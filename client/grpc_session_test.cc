@@ -190,6 +190,55 @@ TEST(GrpcSessionTest, RetriedCallableCallsApplyOnce) {
   EXPECT_TRUE(session.Close().ok());
 }
 
+TEST(GrpcSessionTest, FeedsAndGraphsOverTheMessageLimitFailBeforeAnythingIsSent) {
+  auto flaky = std::make_unique<FlakyMaster>(InProcessCluster::Get()->master(), 0, false);
+  FlakyMaster* f = flaky.get();
+  GrpcSessionOptions options;
+  options.max_message_tensor_bytes = 1000;
+  GrpcSession session(SessionOptions(), std::move(flaky), Clock::Real(), options);
+  GraphDef big_graph;
+  NodeDef* big_const = test::AddNode(&big_graph, "big", "Const", {});
+  SetNodeAttr(big_const, "dtype", DT_FLOAT);
+  SetNodeAttr(big_const, "value", Tensor(DT_FLOAT, TensorShape({300})));
+  absl::Status s = session.Create(big_graph);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("limit of 1000 bytes"), std::string::npos) << s;
+  EXPECT_EQ(f->calls.load(), 0);
+
+  GraphDef g;
+  for (const char* name : {"x", "y"}) {
+    NodeDef* p = test::AddNode(&g, name, "Placeholder", {});
+    SetNodeAttr(p, "dtype", DT_FLOAT);
+  }
+  test::AddBinary(&g, "sum", "Add", "x", "y");
+  ASSERT_TRUE(session.Create(g).ok());
+  EXPECT_EQ(session.Extend(big_graph).code(), absl::StatusCode::kInvalidArgument);
+  const int calls = f->calls.load();
+  // Each feed fits; together they do not.
+  const Tensor half(DT_FLOAT, TensorShape({120}));
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session.Run({{"x", half}, {"y", Tensor(DT_FLOAT, TensorShape({120}))}}, {"sum"},
+                          {}, &out)
+                  .ok());
+  const Tensor too_big(DT_FLOAT, TensorShape({200}));
+  s = session.Run({{"x", too_big}, {"y", too_big}}, {"sum"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("feed 'x' is 800 bytes"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("feed 'y' is 800 bytes"), std::string::npos) << s;
+  CallableOptions callable;
+  callable.add_feed("x");
+  callable.add_feed("y");
+  callable.add_fetch("sum");
+  absl::StatusOr<CallableHandle> handle = session.MakeCallable(callable);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  s = session.RunCallable(*handle, {too_big, too_big}, &out, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("feed 1 is 800 bytes"), std::string::npos) << s;
+  // One Run and one MakeCallable reached the master.
+  EXPECT_EQ(f->calls.load(), calls + 2);
+  EXPECT_TRUE(session.Close().ok());
+}
+
 TEST(GrpcSessionTest, GivesUpAfterMaxAttemptsAndDoesNotRetryReset) {
   auto flaky = std::make_unique<FlakyMaster>(InProcessCluster::Get()->master(), 100, false);
   FlakyMaster* f = flaky.get();

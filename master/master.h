@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
+#include "core/message_budget.h"
 #include "master/master_interface.h"
 #include "master/master_session.h"
 #include "master/readiness_interface.h"
@@ -39,6 +40,10 @@ struct MasterOptions {
   absl::Duration wait_backoff_max = absl::Seconds(1);
   // Readiness records: check period, wait cap, waiter limit.
   ReadinessOptions readiness;
+  // A step's fetches travel in one reply (RunStep's or RunCallable's): when their
+  // encoded sizes add up to more than this, the step fails INVALID_ARGUMENT naming
+  // them (protobuf cannot encode a message of 2 GiB or more).
+  int64_t max_message_tensor_bytes = kMaxMessageTensorBytes;
 };
 
 // What the master depends on. Not owned; they outlive the Master.

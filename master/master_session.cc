@@ -17,13 +17,15 @@ namespace overseer {
 MasterSession::MasterSession(std::string handle, ConfigProto config,
                              std::vector<SessionTask> tasks, std::string client_task,
                              MasterWorkerCacheInterface* workers,
-                             std::atomic<int64_t>* next_step_id)
+                             std::atomic<int64_t>* next_step_id,
+                             int64_t max_message_tensor_bytes)
     : handle_(std::move(handle)),
       config_(std::move(config)),
       tasks_(std::move(tasks)),
       client_task_(std::move(client_task)),
       workers_(workers),
       next_step_id_(next_step_id),
+      max_message_tensor_bytes_(max_message_tensor_bytes),
       cleaner_(std::make_shared<StepCleaner>(workers)) {
   for (const SessionTask& t : tasks_) {
     for (const DeviceAttributes& d : t.devices) {
@@ -161,6 +163,7 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Signature>> MasterSession::G
 absl::Status MasterSession::RunSignature(const Signature& sig,
                                          const std::vector<const TensorProto*>& feeds,
                                          const RunOptions& options,
+                                         const std::vector<std::string>& fetch_names,
                                          std::vector<TensorProto>* fetches,
                                          RunMetadata* metadata) {
   for (size_t i = 0; i < feeds.size(); ++i) {
@@ -199,8 +202,17 @@ absl::Status MasterSession::RunSignature(const Signature& sig,
     cleaner = cleaner_;
   }
   absl::Status s = RunRegisteredStep(workers_, sig.step, args, fetches, stats, cleaner.get());
-  if (s.ok()) return s;
-  return CheckTasks(s);
+  if (!s.ok()) return CheckTasks(s);
+  // Each task's fetches fit in its RunGraph reply; all of them must fit in this one.
+  MessageBudget budget("the step's reply (its fetches from every task)",
+                       "fetch smaller tensors: slice or reduce them in the graph, or fetch "
+                       "them in separate steps",
+                       max_message_tensor_bytes_);
+  for (size_t i = 0; i < fetches->size(); ++i) {
+    budget.Add(absl::StrCat("fetch '", i < fetch_names.size() ? fetch_names[i] : "?", "'"),
+               EncodedTensorBytes((*fetches)[i]));
+  }
+  return budget.Check();
 }
 
 absl::Status MasterSession::CheckTasks(const absl::Status& error) {
@@ -235,8 +247,8 @@ absl::Status MasterSession::Run(const RunStepRequest& request, RunStepResponse* 
   }
   ASSIGN_OR_RETURN(auto sig, GetSignature(feeds, fetches, targets));
   std::vector<TensorProto> out;
-  RETURN_IF_ERROR(
-      RunSignature(*sig, values, request.options(), &out, response->mutable_metadata()));
+  RETURN_IF_ERROR(RunSignature(*sig, values, request.options(), fetches, &out,
+                               response->mutable_metadata()));
   for (size_t i = 0; i < out.size(); ++i) {
     NamedTensorProto* t = response->add_tensor();
     t->set_name(fetches[i]);
@@ -253,7 +265,7 @@ absl::StatusOr<int64_t> MasterSession::MakeCallable(const CallableOptions& optio
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Usable());
   const int64_t handle = next_callable_++;
-  callables_[handle] = Callable{std::move(sig), options.run_options()};
+  callables_[handle] = Callable{std::move(sig), options.run_options(), std::move(fetches)};
   return handle;
 }
 
@@ -281,8 +293,8 @@ absl::Status MasterSession::RunCallable(const RunCallableRequest& request,
   values.reserve(num_feeds);
   for (const TensorProto& t : request.feed()) values.push_back(&t);
   std::vector<TensorProto> out;
-  RETURN_IF_ERROR(RunSignature(*callable.signature, values, callable.run_options, &out,
-                               response->mutable_metadata()));
+  RETURN_IF_ERROR(RunSignature(*callable.signature, values, callable.run_options,
+                               callable.fetches, &out, response->mutable_metadata()));
   for (TensorProto& t : out) response->add_fetch()->Swap(&t);
   return absl::OkStatus();
 }

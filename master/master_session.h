@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/graph/validate.h"
+#include "core/message_budget.h"
 #include "master/step_runner.h"
 #include "master/worker_cache.h"
 #include "proto/master.pb.h"
@@ -33,10 +34,12 @@ struct SessionTask {
 class MasterSession {
  public:
   // `tasks` have answered GetStatus; `client_task` is one of them. `workers` and
-  // `next_step_id` are not owned and outlive the session.
+  // `next_step_id` are not owned and outlive the session. A step whose fetches add up
+  // to more than `max_message_tensor_bytes` fails INVALID_ARGUMENT naming them.
   MasterSession(std::string handle, ConfigProto config, std::vector<SessionTask> tasks,
                 std::string client_task, MasterWorkerCacheInterface* workers,
-                std::atomic<int64_t>* next_step_id);
+                std::atomic<int64_t>* next_step_id,
+                int64_t max_message_tensor_bytes = kMaxMessageTensorBytes);
   ~MasterSession();
 
   // Validates `graph` and creates a worker session on every task.
@@ -74,6 +77,7 @@ class MasterSession {
   struct Callable {
     std::shared_ptr<const Signature> signature;
     RunOptions run_options;
+    std::vector<std::string> fetches;
   };
 
   absl::StatusOr<std::shared_ptr<const Signature>> GetSignature(
@@ -82,9 +86,11 @@ class MasterSession {
   absl::StatusOr<std::shared_ptr<Signature>> BuildSignature(
       const ValidatedGraph& graph, const std::vector<std::string>& feeds,
       const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
+  // Runs the step; `fetch_names` name the fetches in errors (the reply's size is
+  // checked).
   absl::Status RunSignature(const Signature& sig, const std::vector<const TensorProto*>& feeds,
-                            const RunOptions& options, std::vector<TensorProto>* fetches,
-                            RunMetadata* metadata);
+                            const RunOptions& options, const std::vector<std::string>& fetch_names,
+                            std::vector<TensorProto>* fetches, RunMetadata* metadata);
   // After a step failed with `error`: if a task restarted, the session is aborted for
   // good and that is the error; otherwise `error`.
   absl::Status CheckTasks(const absl::Status& error);
@@ -96,6 +102,7 @@ class MasterSession {
   const std::string client_task_;
   MasterWorkerCacheInterface* const workers_;
   std::atomic<int64_t>* const next_step_id_;
+  const int64_t max_message_tensor_bytes_;
   std::vector<std::string> devices_;
   std::string default_device_;
 

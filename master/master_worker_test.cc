@@ -209,6 +209,46 @@ TEST_F(MasterWorkerTest, TracingReportsTheNodesOfEveryPartitionUnderItsDevice) {
   EXPECT_EQ(resp.metadata().step_stats().dev_stats_size(), 0);
 }
 
+TEST_F(MasterWorkerTest, FetchesOverTheReplyLimitAreInvalidArgumentNamingThem) {
+  MasterOptions options;
+  options.gc_thread = false;
+  options.create_session_wait = absl::Seconds(5);
+  // Each fetch is a float scalar (a TensorProto of about 10 bytes): one fits, two not.
+  options.max_message_tensor_bytes = 16;
+  master_ = std::make_unique<Master>(MasterEnv{cache_.get(), Clock::Real()}, options);
+  const std::string h = Create();
+  std::vector<float> out;
+  ASSERT_TRUE(Step(h, {}, {"init"}, 0, &out).ok());
+  ASSERT_TRUE(Step(h, {"y:0"}, {}, 3, &out).ok());
+  // w comes from the ps and y from the worker: each task's reply is small, the step's
+  // reply is not.
+  absl::Status s = Step(h, {"y:0", "w:0"}, {}, 3, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "fetch 'y:0'")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "fetch 'w:0'")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "limit of 16 bytes")) << s;
+  // So are a callable's.
+  MakeCallableRequest make;
+  make.set_session_handle(h);
+  make.mutable_options()->add_feed("x:0");
+  make.mutable_options()->add_fetch("y:0");
+  make.mutable_options()->add_fetch("w:0");
+  MakeCallableResponse made;
+  ASSERT_TRUE(master_->MakeCallable(make, &made).ok());
+  RunCallableRequest run;
+  run.set_session_handle(h);
+  run.set_handle(made.handle());
+  Tensor::Scalar<float>(1).ToProto(run.add_feed());
+  RunCallableResponse ran;
+  s = master_->RunCallable(run, &ran);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "fetch 'w:0'")) << s;
+  // The session still works.
+  out.clear();
+  ASSERT_TRUE(Step(h, {"w:0"}, {}, 3, &out).ok());
+  EXPECT_FLOAT_EQ(out[0], 2);
+}
+
 TEST_F(MasterWorkerTest, VariableSurvivesCloseSessionAndIsSharedWithANewOne) {
   const std::string h = Create();
   std::vector<float> out;

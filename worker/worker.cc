@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/cluster/device_name.h"
 #include "core/logging.h"
+#include "core/message_budget.h"
 #include "core/status_macros.h"
 
 namespace overseer {
@@ -191,6 +192,12 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
   }
   RendezvousWait now;
   now.deadline = absl::InfinitePast();
+  std::vector<Tensor> values;
+  values.reserve(recvs.size());
+  MessageBudget budget(
+      absl::StrCat("the reply to RunGraph (the fetches computed on task ", task_name_, ")"),
+      "fetch smaller tensors: slice or reduce them in the graph, or read them in parts",
+      options_.max_message_tensor_bytes);
   for (const RendezvousKey& key : recvs) {
     absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, now);
     if (!value.ok()) {
@@ -198,9 +205,15 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
           "RunGraph recv_key '", key.full, "' was not sent by graph ", request.graph_handle(),
           " (", value.status().message(), ")"));
     }
+    budget.Add(absl::StrCat("fetch '", key.parsed.tensor_name, "'"), EncodedTensorBytes(*value));
+    values.push_back(*std::move(value));
+  }
+  // Checked before any proto is built: gRPC cannot send a reply of 2 GiB or more.
+  RETURN_IF_ERROR(budget.Check());
+  for (size_t i = 0; i < recvs.size(); ++i) {
     NamedTensorProto* out = response->add_recv();
-    out->set_name(key.full);
-    value->ToProto(out->mutable_tensor());
+    out->set_name(recvs[i].full);
+    values[i].ToProto(out->mutable_tensor());
   }
   return absl::OkStatus();
 }

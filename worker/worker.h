@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "core/clock.h"
+#include "core/message_budget.h"
 #include "core/resource_mgr.h"
 #include "proto/cluster.pb.h"
 #include "worker/graph_mgr.h"
@@ -31,6 +32,10 @@ struct WorkerOptions {
   uint64_t incarnation = 0;
   // The cluster of sessions whose CreateWorkerSession names none.
   ClusterDef cluster;
+  // The fetches of one RunGraph travel in its reply: when their encoded sizes add up
+  // to more than this, RunGraph fails INVALID_ARGUMENT naming them (protobuf cannot
+  // encode a message of 2 GiB or more).
+  int64_t max_message_tensor_bytes = kMaxMessageTensorBytes;
 };
 
 // What the worker talks to. Every field is optional.

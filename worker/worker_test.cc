@@ -250,6 +250,53 @@ TEST_F(WorkerTest, BadFeedAndMissingFetchAreInvalid) {
   EXPECT_NE(s.message().find("missing:0"), std::string::npos) << s;
 }
 
+TEST(WorkerLimitTest, FetchesOverTheReplyLimitAreInvalidArgumentNamingThem) {
+  WorkerOptions options;
+  options.job_name = "ps";
+  options.incarnation = kPsIncarnation;
+  options.max_message_tensor_bytes = 100;
+  Worker ps(options, WorkerEnv());
+  CreateWorkerSessionRequest create;
+  create.set_session_handle("s");
+  CreateWorkerSessionResponse created;
+  ASSERT_TRUE(ps.CreateWorkerSession(create, &created).ok());
+  // x (fed) -> neg, both fetched: 2 x 64 bytes.
+  GraphDef g;
+  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
+  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
+                kPsDevice, true);
+  test::AddSend(&g, "x/_fetch", "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice,
+                true);
+  RegisterGraphRequest reg;
+  reg.set_session_handle("s");
+  *reg.mutable_graph_def() = g;
+  RegisterGraphResponse registered;
+  ASSERT_TRUE(ps.RegisterGraph(reg, &registered).ok());
+  RunGraphRequest request;
+  request.set_session_handle("s");
+  request.set_graph_handle(registered.graph_handle());
+  request.set_step_id(1);
+  NamedTensorProto* feed = request.add_send();
+  feed->set_name(MakeRendezvousKey(kPsDevice, kPsIncarnation, kPsDevice, "x:0"));
+  Tensor(DT_FLOAT, TensorShape({16})).ToProto(feed->mutable_tensor());
+  request.add_recv_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kPsDevice, "neg:0"));
+  RunGraphResponse response;
+  ASSERT_TRUE(ps.RunGraph(request, &response).ok());  // 64 bytes fit.
+  request.set_step_id(2);
+  request.add_recv_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kPsDevice, "x:0"));
+  response.Clear();
+  absl::Status s = ps.RunGraph(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::AllOf(::testing::HasSubstr("fetch 'neg:0' is 64 bytes"),
+                               ::testing::HasSubstr("fetch 'x:0' is 64 bytes"),
+                               ::testing::HasSubstr("/job:ps/replica:0/task:0"),
+                               ::testing::HasSubstr("limit of 100 bytes")));
+  EXPECT_EQ(response.recv_size(), 0);
+}
+
 TEST_F(WorkerTest, RegisterRejectsBadPartitions) {
   CreateSession(ps_.get(), "s");
   GraphDef other_task;
