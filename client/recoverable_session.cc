@@ -156,15 +156,18 @@ absl::StatusOr<bool> RecoverableSession::ShouldStop() {
 absl::Status RecoverableSession::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
-  if (session_ == nullptr) return absl::OkStatus();
-  absl::Status s = session_->Close();
-  session_.reset();
+  absl::Status s;
+  if (session_ != nullptr) {
+    s = session_->Close();
+    session_.reset();
+  }
   if (IsRecoverableError(s)) {
     LOG(WARNING) << "An error occurred when closing the session (a task may have restarted "
                  << "or be unreachable): " << s;
-    return absl::OkStatus();
+    s = absl::OkStatus();
   }
-  return s;
+  // A recovery that failed while checking for stop ended training: say why.
+  return s.ok() ? failed_ : s;
 }
 
 }  // namespace overseer

@@ -71,7 +71,8 @@ class RecoverableSession : public WrappedSession {
   absl::StatusOr<bool> ShouldStop() override;
 
   // Closes the current session. Recoverable errors of closing are logged, not
-  // returned (the task is gone anyway). Later calls do nothing.
+  // returned (the task is gone anyway); when a recovery failed in ShouldStop, its error
+  // is returned. Later calls do nothing.
   absl::Status Close() override;
 
   ClientGraph* graph() const override { return graph_; }

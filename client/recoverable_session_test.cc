@@ -269,6 +269,18 @@ TEST_F(RecoverableSessionTest, ShouldStopIsTrueOnANonRecoverableStopError) {
   EXPECT_EQ(created_, 1);
 }
 
+TEST_F(RecoverableSessionTest, AFailedRecoveryInShouldStopComesOutOfRunAndClose) {
+  Push(5);
+  PushError(absl::InternalError("cannot create"));
+  auto recoverable = Create();
+  last_->stop_error = absl::UnavailableError("ps unreachable");
+  EXPECT_TRUE(*recoverable->ShouldStop());
+  EXPECT_EQ(RunV(*recoverable, 1).status().code(), absl::StatusCode::kInternal);
+  absl::Status closed = recoverable->Close();
+  EXPECT_EQ(closed.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(closed.message(), HasSubstr("cannot create"));
+}
+
 TEST_F(RecoverableSessionTest, CloseIgnoresRecoverableErrorsAndRunAfterCloseFails) {
   Push(5);
   auto recoverable = Create();
