@@ -12,6 +12,7 @@
 #include "core/rpc/testing/health.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/support/channel_arguments.h"
 
 namespace overseer {
 namespace {
@@ -142,7 +143,14 @@ absl::Status ClusterLauncher::Add(const std::string& job, int index, const std::
 absl::Status ClusterLauncher::WaitServing(const std::string& job, int index) {
   Server& server = *Find(job, index);
   ChildProcess& process = *server.process;
-  auto channel = grpc::CreateChannel(server.address, grpc::InsecureChannelCredentials());
+  // Retry the connection every 20 ms (gRPC's default backoff starts at 1 s), so that
+  // SERVING is seen within a few tens of ms of the server binding its port.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 20);
+  auto channel =
+      grpc::CreateCustomChannel(server.address, grpc::InsecureChannelCredentials(), args);
   auto stub = grpc::health::v1::Health::NewStub(channel);
   const absl::Time deadline = absl::Now() + options_.start_timeout;
   while (absl::Now() < deadline) {
