@@ -6,13 +6,16 @@
 // and restarted on their ports at once:
 //
 //   recovery.lost_steps_worker, recovery.lost_steps_master: global steps lost by a
-//     worker (worker 1) or master restart: the highest step printed before the kill
-//     minus the lowest printed after it (0 if the step never went back). Goal and
-//     baseline: 0 (the variables live on the ps, which kept them).
+//     worker (worker 1) or master restart: how far a trainer's step fell below one it
+//     printed before the kill, or a session created after the kill resumed below the
+//     highest step printed before it (0 if nothing went back). Goal and baseline: 0
+//     (the variables live on the ps, which kept them).
 //   recovery.lost_steps_ps: global steps lost by a ps restart (ps 1 loses its
 //     variables): the highest step printed before the kill minus the step training
-//     resumed at after the chief's restore; median of kPsKills kills. Goal: at most one checkpoint interval;
-//     baseline: that interval, kCheckpointSteps (ratio <= 1 meets the goal).
+//     resumed at after the chief's restore; the largest of kPsKills kills, made at
+//     different points of the checkpoint interval (what is lost depends on how long ago
+//     the last checkpoint was). Goal: at most one checkpoint interval; baseline: that
+//     interval, kCheckpointSteps (ratio <= 1 meets the goal).
 //   recovery.ps_restart_to_step_s: seconds from the restarted ps serving (its health
 //     check answering SERVING) to the first successful training step of either trainer
 //     after it; median of kPsKills kills. Goal: <= 2 s; baseline: the goal, 2 s
@@ -59,8 +62,8 @@ class Bench {
   explicit Bench(std::unique_ptr<TrainingJob> job) : job_(std::move(job)) {}
 
   // Waits for kProgress steps of training past the current step.
-  void Progress() {
-    const int64_t target = job_->CurrentStep() + kProgress;
+  void Progress(int64_t extra = 0) {
+    const int64_t target = job_->CurrentStep() + kProgress + extra;
     Check(job_->Await([&] { return job_->CurrentStep() >= target; }, kWait,
                       absl::StrCat("global step ", target)));
   }
@@ -186,16 +189,21 @@ void Run() {
   const int64_t lost_master = bench.LostWithoutRestore();
   std::vector<double> lost_ps, restart_to_step;
   for (int i = 0; i < kPsKills; ++i) {
-    bench.Progress();
+    // Training resumes just after a checkpoint; these kills land at different points
+    // of the interval after it.
+    bench.Progress(i * kCheckpointSteps / kPsKills);
     bench.KillAndRestart("ps", 1, /*t=*/-1);
     restart_to_step.push_back(bench.RestartToStep());
     lost_ps.push_back(static_cast<double>(bench.LostToRestore()));
+    LOG(INFO) << "ps kill " << i + 1 << ": " << lost_ps.back() << " steps lost, first step "
+              << restart_to_step.back() << " s after the restarted ps served";
   }
 
   bench::PrintFigure("recovery.ps_restart_to_step_s", Median(restart_to_step), "s", 2.0);
   bench::PrintFigure("recovery.lost_steps_master", static_cast<double>(lost_master), "steps", 0);
   bench::PrintFigure("recovery.lost_steps_worker", static_cast<double>(lost_worker), "steps", 0);
-  bench::PrintFigure("recovery.lost_steps_ps", Median(lost_ps), "steps",
+  bench::PrintFigure("recovery.lost_steps_ps", *std::max_element(lost_ps.begin(), lost_ps.end()),
+                     "steps",
                      static_cast<double>(kCheckpointSteps));
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
