@@ -293,12 +293,14 @@ absl::Status RunDemo() {
   display.ClearStatus();
   const TrainerReport& chief = job->report(0);
   if (!chief.final_accuracy) return absl::InternalError("the chief printed no final accuracy");
-  display.Event(absl::StrCat("training finished at global step ", job->MaxStep(), " with ",
-                             chief.recoveries, " recovery(ies) of the chief and ",
-                             job->report(1).recoveries, " of the non-chief"));
+  // The chief's last save is at the final global step.
+  const std::vector<std::string> checkpoints = Checkpoints(job->checkpoint_dir());
+  display.Event(absl::StrCat(
+      "training finished", checkpoints.empty() ? "" : " (final checkpoint " + checkpoints.front() + ")",
+      " with ", chief.recoveries, " recovery(ies) of the chief and ", job->report(1).recoveries,
+      " of the non-chief"));
   RETURN_IF_ERROR(ShutDown(*job, display));
 
-  const std::vector<std::string> checkpoints = Checkpoints(job->checkpoint_dir());
   std::printf("\ncheckpoints (TensorFlow's tensor-bundle format): %s\n",
               job->checkpoint_dir().c_str());
   if (!checkpoints.empty()) {
