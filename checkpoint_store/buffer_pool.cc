@@ -1,9 +1,31 @@
 #include "checkpoint_store/buffer_pool.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 namespace overseer {
+namespace {
+
+constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+
+}  // namespace
+
+void ReserveBuffer(std::string* buffer, size_t capacity) {
+  if (buffer->capacity() >= capacity) return;
+  std::string grown;
+  grown.reserve(capacity);
+  // Advise the whole 2 MiB pages inside the new storage, before anything touches it.
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(grown.data());
+  const uintptr_t first = (begin + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t last = (begin + capacity) & ~(kHugePage - 1);
+  if (last > first) {
+    madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);  // Advice only.
+  }
+  buffer->swap(grown);
+}
 
 std::string BufferPool::Take() {
   absl::MutexLock lock(&mu_);

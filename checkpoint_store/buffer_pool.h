@@ -23,6 +23,12 @@
 
 namespace overseer {
 
+// Makes `buffer`'s capacity at least `capacity` bytes. A buffer that is large enough is
+// left as it is; otherwise it is replaced by new, empty storage (the old contents are
+// dropped, not copied) advised to use transparent huge pages where the host allows
+// them, so that its first touch faults once per 2 MiB instead of once per 4 KiB.
+void ReserveBuffer(std::string* buffer, size_t capacity);
+
 // Thread-safe.
 class BufferPool {
  public:

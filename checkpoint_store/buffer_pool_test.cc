@@ -49,5 +49,23 @@ TEST(BufferPoolTest, BuffersBeyondTheLimitAreFreed) {
   EXPECT_TRUE(pool.Take().empty());
 }
 
+TEST(ReserveBufferTest, LargeEnoughBufferIsKept) {
+  std::string buffer(1000, 'x');
+  buffer.reserve(5000);
+  const char* storage = buffer.data();
+  ReserveBuffer(&buffer, 4000);
+  EXPECT_EQ(buffer.data(), storage);
+  EXPECT_EQ(buffer, std::string(1000, 'x'));
+}
+
+TEST(ReserveBufferTest, GrownBufferIsEmptyWithTheCapacity) {
+  std::string buffer(1000, 'x');
+  ReserveBuffer(&buffer, 8 << 20);
+  EXPECT_TRUE(buffer.empty());
+  EXPECT_GE(buffer.capacity(), size_t{8} << 20);
+  buffer.resize(8 << 20, 'y');  // The advised storage is ordinary memory.
+  EXPECT_EQ(buffer[(8 << 20) - 1], 'y');
+}
+
 }  // namespace
 }  // namespace overseer

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "checkpoint_store/buffer_pool.h"
 #include "core/status_macros.h"
 #include "core/types.h"
 #include "leveldb/env.h"
@@ -317,6 +318,7 @@ absl::Status BundleReader::ReadTensorInto(absl::string_view name, std::string* o
                                             " cannot be opened: ", file.status().message()));
   }
   std::string& bytes = *out;
+  ReserveBuffer(&bytes, static_cast<size_t>(entry->size()));
   bytes.resize(static_cast<size_t>(entry->size()));
   ASSIGN_OR_RETURN(absl::string_view got,
                    (*file)->Read(static_cast<uint64_t>(entry->offset()), bytes.size(),

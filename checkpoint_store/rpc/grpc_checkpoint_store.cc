@@ -13,6 +13,8 @@ namespace overseer {
 namespace {
 
 constexpr size_t kChunkBytes = 4 << 20;
+// ReadTensors messages carry a whole tensor of up to 64 MiB plus its header.
+constexpr size_t kMaxMessageBytes = (64 << 20) + (1 << 20);
 // Streams of tensor bytes may run long; unary calls use the default deadline.
 constexpr absl::Duration kStreamTimeout = absl::Hours(1);
 
@@ -87,8 +89,7 @@ GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel)
 
 std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::string& address) {
   grpc::ChannelArguments args;
-  // ReadTensors messages carry a whole tensor of up to 64 MiB plus its header.
-  args.SetMaxReceiveMessageSize((64 << 20) + (1 << 20));
+  args.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   // A fixed 64 MiB stream window for ReadTensors (gRPC's BDP probing keeps it small,
   // capping a stream at tens of MB/s on loopback).
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20);
@@ -177,6 +178,8 @@ absl::Status GrpcCheckpointStore::ReadTensors(const std::string& run, const std:
   ReadTensorsResponse chunk;
   // The message's first: it takes the largest buffer, as it holds whole tensors.
   std::string message_buffer = buffers_.Take();
+  // Room for a whole-tensor message up front: protobuf would grow the field piecemeal.
+  ReserveBuffer(&message_buffer, kMaxMessageBytes);
   chunk.mutable_data()->swap(message_buffer);
   std::string data = buffers_.Take();
   data.clear();
@@ -196,7 +199,7 @@ absl::Status GrpcCheckpointStore::ReadTensors(const std::string& run, const std:
     if (chunk.has_tensor()) {
       header = chunk.tensor();
       data.clear();
-      data.reserve(static_cast<size_t>(std::max<int64_t>(header.size(), 0)));
+      ReserveBuffer(&data, static_cast<size_t>(std::max<int64_t>(header.size(), 0)));
       have = true;
     }
     if (!have || static_cast<int64_t>(data.size() + chunk.data().size()) > header.size()) {

@@ -209,6 +209,7 @@ grpc::Status GrpcCheckpointStoreService::ReadTensors(
   auto send = [&](const TensorHeader* header, absl::string_view bytes) -> absl::Status {
     message.clear_tensor();
     if (header != nullptr) *message.mutable_tensor() = *header;
+    ReserveBuffer(message.mutable_data(), bytes.size());
     message.mutable_data()->assign(bytes.data(), bytes.size());
     if (!writer->Write(message)) return absl::CancelledError("ReadTensors reader went away");
     return absl::OkStatus();
