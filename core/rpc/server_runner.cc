@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
@@ -52,6 +51,7 @@ ServerRunner::ServerRunner(ServerRunnerOptions options)
     : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {}
 
 ServerRunner::~ServerRunner() {
+  health_.Shutdown();
   if (server_ != nullptr && !drained_) server_->Shutdown(std::chrono::system_clock::now());
   if (watcher_.joinable()) {
     const char byte = kWakeExit;
@@ -78,9 +78,9 @@ std::string ServerRunner::address() const { return absl::StrCat(options_.host, "
 
 absl::Status ServerRunner::Start() {
   if (server_ != nullptr) return absl::FailedPreconditionError("server already started");
-  grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.RegisterService(&health_);
   // Two servers must never share a port silently (gRPC enables SO_REUSEPORT).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const std::string requested = absl::StrCat(options_.host, ":", options_.port);
@@ -137,8 +137,8 @@ absl::Status ServerRunner::Start() {
 
 void ServerRunner::SetServing(bool serving) {
   if (server_ == nullptr) return;
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (health != nullptr) health->SetServingStatus(serving);
+  health_.SetStatus("", serving ? grpc::health::v1::HealthCheckResponse::SERVING
+                                : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
 }
 
 void ServerRunner::WatchWakePipe() {
@@ -167,6 +167,7 @@ int ServerRunner::WaitForTermination() {
             << " received; draining calls for up to " << absl::FormatDuration(options_.drain_timeout);
   SetServing(false);
   for (const auto& callback : termination_callbacks_) callback();
+  health_.Shutdown();  // Ends health watches, which would hold the drain up.
   server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.drain_timeout));
   server_->Wait();
   drained_ = true;

@@ -2,8 +2,8 @@
 #define OVERSEER_CORE_RPC_SERVER_RUNNER_H_
 
 // What every Overseer server binary (*_main.cc) does around its services: binds the
-// gRPC port (--port, 0 picks a free one) with the health service (NOT_SERVING until
-// SetServing) and server reflection on, serves Prometheus metrics on --metrics_port,
+// gRPC port (--port, 0 picks a free one) with the health service (grpc.health.v1,
+// NOT_SERVING until SetServing; core/rpc/health_service.h) and server reflection on, serves Prometheus metrics on --metrics_port,
 // logs one start-up line naming the address and version, and on SIGTERM or SIGINT
 // drains in-flight calls (Shutdown with a deadline) so that main can flush and exit 0.
 //
@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "core/rpc/health_service.h"
 #include "grpcpp/server.h"
 #include "grpcpp/impl/codegen/service_type.h"
 #include "prometheus/exposer.h"
@@ -114,6 +115,7 @@ class ServerRunner {
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<grpc::Service*> services_;
   std::vector<std::function<void()>> termination_callbacks_;
+  HealthService health_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = -1;
