@@ -122,6 +122,12 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
   sig->step.feeds = std::move(parts.feeds);
   sig->step.fetches = std::move(parts.fetches);
   for (auto& [task, def] : parts.partitions) {
+    for (const NodeDef& node : def.node()) {
+      if (node.op() == kSendOp && !GetNodeAttrOr(node, "client_terminated", false)) {
+        sig->step.peer_senders.insert(task);
+        break;
+      }
+    }
     WorkerInterface* w = workers_->GetWorker(task);
     if (w == nullptr) return absl::UnavailableError(absl::StrCat("no task ", task));
     RegisterGraphRequest req;

@@ -1,6 +1,7 @@
 // The master over real in-process workers (the Worker logic with every kernel, _Send
 // and _Recv included): placement, partitioning and cross-task Send/Recv end to end.
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -50,7 +51,6 @@ class Tasks {
     OVERSEER_FORWARD(RegisterGraph, RegisterGraphRequest, RegisterGraphResponse)
     OVERSEER_FORWARD(DeregisterGraph, DeregisterGraphRequest, DeregisterGraphResponse)
     OVERSEER_FORWARD(RunGraph, RunGraphRequest, RunGraphResponse)
-    OVERSEER_FORWARD(CleanupGraph, CleanupGraphRequest, CleanupGraphResponse)
     OVERSEER_FORWARD(CleanupAll, CleanupAllRequest, CleanupAllResponse)
     OVERSEER_FORWARD(JobDone, JobDoneRequest, JobDoneResponse)
 #undef OVERSEER_FORWARD
@@ -58,6 +58,11 @@ class Tasks {
                             Tensor* t) override {
       return target->RecvTensor(q, c, t);
     }
+    absl::Status CleanupGraph(const CleanupGraphRequest& q, CleanupGraphResponse* r) override {
+      ++cleanups;
+      return target->CleanupGraph(q, r);
+    }
+    std::atomic<int> cleanups{0};
   };
 
   void Start(Proxy* proxy, const std::string& job) {
@@ -247,6 +252,35 @@ TEST_F(MasterWorkerTest, FetchesOverTheReplyLimitAreInvalidArgumentNamingThem) {
   out.clear();
   ASSERT_TRUE(Step(h, {"w:0"}, {}, 3, &out).ok());
   EXPECT_FLOAT_EQ(out[0], 2);
+}
+
+TEST_F(MasterWorkerTest, OnlyTasksThatSendToOthersAreCleanedUpAfterASuccessfulStep) {
+  const std::string h = Create();
+  std::vector<float> out;
+  // init: the worker sends w0 (unconstrained, so on the worker) to the ps, which
+  // sends nothing to another task: the ps's state is gone when the step returns.
+  ASSERT_TRUE(Step(h, {}, {"init"}, 0, &out).ok());
+  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
+  // y = w * x: the ps sends w to the worker, which sends nothing to another task.
+  ASSERT_TRUE(Step(h, {"y:0"}, {}, 3, &out).ok());
+  // Closing sends the queued cleanups: one per step, to the task that sent.
+  CloseSessionRequest close;
+  close.set_session_handle(h);
+  CloseSessionResponse closed;
+  ASSERT_TRUE(master_->CloseSession(close, &closed).ok());
+  EXPECT_EQ(tasks_.ps_proxy_.cleanups.load(), 1);
+  EXPECT_EQ(tasks_.worker_proxy_.cleanups.load(), 1);
+  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
+  EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
+  // A failed step is cleaned up everywhere, whatever the partitions send: here the ps
+  // fails reading w, which Reset cleared.
+  ResetRequest reset;
+  ResetResponse reset_resp;
+  ASSERT_TRUE(master_->Reset(reset, &reset_resp).ok());
+  const std::string h2 = Create();
+  EXPECT_EQ(Step(h2, {"y:0"}, {}, 3, &out).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_GE(tasks_.ps_proxy_.cleanups.load(), 2);
+  EXPECT_GE(tasks_.worker_proxy_.cleanups.load(), 2);
 }
 
 TEST_F(MasterWorkerTest, VariableSurvivesCloseSessionAndIsSharedWithANewOne) {

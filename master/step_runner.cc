@@ -124,6 +124,7 @@ absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const Regist
     r.set_step_id(args.step_id);
     r.set_timeout_in_ms(args.timeout_in_ms);
     if (args.trace) r.mutable_exec_opts()->set_record_timeline(true);
+    if (step.peer_senders.count(task) == 0) r.set_cleanup_on_return(true);
   }
   for (size_t i = 0; i < step.feeds.size(); ++i) {
     NamedTensorProto* send = requests[step.feeds[i].task].add_send();
@@ -158,10 +159,10 @@ absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const Regist
   absl::Status status = errors.first();
   if (!status.ok() || cleaner == nullptr) {
     errors.CleanupAll();
-  } else {
-    std::vector<std::string> tasks;
-    for (const auto& [task, handle] : step.graph_handles) tasks.push_back(task);
-    cleaner->Enqueue(std::move(tasks), args.step_id);
+  } else if (!step.peer_senders.empty()) {
+    // The other tasks freed their state as RunGraph returned.
+    cleaner->Enqueue(std::vector<std::string>(step.peer_senders.begin(), step.peer_senders.end()),
+                     args.step_id);
   }
   if (!status.ok()) return status;
   fetches->clear();

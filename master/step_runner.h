@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,10 @@ namespace overseer {
 // The partitions of one signature, registered on their tasks.
 struct RegisteredStep {
   std::map<std::string, std::string> graph_handles;  // Task -> graph handle.
+  // Tasks whose partition sends tensors to other tasks (their step state must live
+  // until the step is over: CleanupGraph). The others free theirs as RunGraph returns
+  // (RunGraphRequest.cleanup_on_return).
+  std::set<std::string> peer_senders;
   std::vector<PartitionEndpoint> feeds;
   std::vector<PartitionEndpoint> fetches;
 };

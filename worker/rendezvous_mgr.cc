@@ -69,6 +69,15 @@ void RendezvousMgr::Cleanup(int64_t step_id) {
   }
 }
 
+void RendezvousMgr::Release(int64_t step_id) {
+  StepState state;  // Destroyed outside the lock.
+  absl::MutexLock lock(&mu_);
+  auto it = steps_.find(step_id);
+  if (it == steps_.end()) return;
+  state = std::move(it->second);
+  steps_.erase(it);
+}
+
 int RendezvousMgr::num_steps() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(steps_.size());

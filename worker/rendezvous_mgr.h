@@ -47,6 +47,9 @@ class RendezvousMgr {
   absl::StatusOr<StepState> FindForRecv(int64_t step_id);
   // Aborts the step's rendezvous and cancels it with CANCELLED, then forgets it.
   void Cleanup(int64_t step_id);
+  // Forgets a finished step that nobody will ask for a tensor of (no abort, no
+  // record of the id).
+  void Release(int64_t step_id);
   // Steps currently held.
   int num_steps() const;
 

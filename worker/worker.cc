@@ -215,6 +215,7 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
     out->set_name(recvs[i].full);
     values[i].ToProto(out->mutable_tensor());
   }
+  if (request.cleanup_on_return()) rendezvous_.Release(request.step_id());
   return absl::OkStatus();
 }
 

@@ -77,6 +77,8 @@ class Worker : public WorkerInterface {
                              RegisterGraphResponse* response) override;
   absl::Status DeregisterGraph(const DeregisterGraphRequest& request,
                                DeregisterGraphResponse* response) override;
+  // See WorkerInterface. With request.cleanup_on_return, a successful step's state is
+  // freed before returning (a failed one waits for CleanupGraph, as always).
   absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response) override;
   absl::Status CleanupGraph(const CleanupGraphRequest& request,
                             CleanupGraphResponse* response) override;
