@@ -41,11 +41,10 @@ absl::Status NoGraphError() {
 }  // namespace
 
 std::string NewRequestId() {
-  static absl::Mutex mu(absl::kConstInit);
-  static absl::BitGen* gen = new absl::BitGen();
-  absl::MutexLock lock(&mu);
-  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(*gen),
-                         absl::Uniform<uint64_t>(*gen));
+  // One generator per thread: no lock on every step of concurrent trainers.
+  thread_local absl::BitGen gen;
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen),
+                         absl::Uniform<uint64_t>(gen));
 }
 
 absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(
@@ -151,12 +150,13 @@ absl::Status GrpcSession::Run(const RunOptions& options,
                               const std::vector<std::string>& targets,
                               std::vector<Tensor>* outputs, RunMetadata* metadata) {
   ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
-  MessageBudget budget("the RunStep request (the step's feeds)", kFeedHint,
-                       grpc_options_.max_message_tensor_bytes);
-  for (const auto& [name, value] : feeds) {
-    budget.Add(absl::StrCat("feed '", name, "'"), EncodedTensorBytes(value));
+  MessageBudget budget(grpc_options_.max_message_tensor_bytes);
+  for (const auto& feed : feeds) budget.Add(EncodedTensorBytes(feed.second));
+  if (!budget.fits()) {
+    return budget.Error("the RunStep request (the step's feeds)", kFeedHint, [&](size_t i) {
+      return absl::StrCat("feed '", feeds[i].first, "'");
+    });
   }
-  RETURN_IF_ERROR(budget.Check());
   RunStepRequest request;
   request.set_session_handle(handle);
   for (const auto& [name, value] : feeds) {
@@ -215,13 +215,13 @@ absl::StatusOr<CallableHandle> GrpcSession::MakeCallable(const CallableOptions& 
 absl::Status GrpcSession::RunCallable(CallableHandle callable, const std::vector<Tensor>& feeds,
                                       std::vector<Tensor>* fetches, RunMetadata* metadata) {
   ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
-  MessageBudget budget(
-      absl::StrCat("the RunCallable request (the feeds of callable ", callable, ")"), kFeedHint,
-      grpc_options_.max_message_tensor_bytes);
-  for (size_t i = 0; i < feeds.size(); ++i) {
-    budget.Add(absl::StrCat("feed ", i), EncodedTensorBytes(feeds[i]));
+  MessageBudget budget(grpc_options_.max_message_tensor_bytes);
+  for (const Tensor& feed : feeds) budget.Add(EncodedTensorBytes(feed));
+  if (!budget.fits()) {
+    return budget.Error(
+        absl::StrCat("the RunCallable request (the feeds of callable ", callable, ")"),
+        kFeedHint, [](size_t i) { return absl::StrCat("feed ", i); });
   }
-  RETURN_IF_ERROR(budget.Check());
   RunCallableRequest request;
   request.set_session_handle(handle);
   request.set_handle(callable);

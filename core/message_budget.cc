@@ -1,6 +1,7 @@
 #include "core/message_budget.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,30 +30,23 @@ int64_t EncodedTensorBytes(const Tensor& t) {
 
 int64_t EncodedTensorBytes(const TensorProto& t) { return static_cast<int64_t>(t.ByteSizeLong()); }
 
-MessageBudget::MessageBudget(std::string message, std::string hint, int64_t limit)
-    : message_(std::move(message)), hint_(std::move(hint)), limit_(limit) {}
-
-void MessageBudget::Add(std::string name, int64_t bytes) {
-  total_ += bytes;
-  tensors_.emplace_back(bytes, std::move(name));
-}
-
-absl::Status MessageBudget::Check() const {
-  if (total_ <= limit_) return absl::OkStatus();
-  std::vector<std::pair<int64_t, std::string>> largest = tensors_;
-  std::stable_sort(largest.begin(), largest.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+absl::Status MessageBudget::Error(absl::string_view message, absl::string_view hint,
+                                  const std::function<std::string(size_t)>& name_of) const {
+  std::vector<size_t> order(sizes_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [this](size_t a, size_t b) { return sizes_[a] > sizes_[b]; });
   std::vector<std::string> named;
-  for (size_t i = 0; i < largest.size() && i < kNamedTensors; ++i) {
-    named.push_back(absl::StrCat(largest[i].second, " is ", Bytes(largest[i].first)));
+  for (size_t i = 0; i < order.size() && i < kNamedTensors; ++i) {
+    named.push_back(absl::StrCat(name_of(order[i]), " is ", Bytes(sizes_[order[i]])));
   }
-  if (largest.size() > kNamedTensors) {
-    named.push_back(absl::StrCat(largest.size() - kNamedTensors, " more"));
+  if (order.size() > kNamedTensors) {
+    named.push_back(absl::StrCat(order.size() - kNamedTensors, " more"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      message_, " would carry ", Bytes(total_), " of tensors (", absl::StrJoin(named, ", "),
+      message, " would carry ", Bytes(total_), " of tensors (", absl::StrJoin(named, ", "),
       "), over the limit of ", Bytes(limit_),
-      " per message (protobuf cannot encode a message of 2 GiB or more); ", hint_));
+      " per message (protobuf cannot encode a message of 2 GiB or more); ", hint));
 }
 
 }  // namespace overseer

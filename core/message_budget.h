@@ -10,12 +10,13 @@
 // have no such limit.
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
-#include <utility>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "core/tensor.h"
 #include "proto/tensor.pb.h"
 
@@ -35,28 +36,38 @@ int64_t EncodedTensorBytes(const Tensor& t);
 // The same for a TensorProto already built (its exact encoded size).
 int64_t EncodedTensorBytes(const TensorProto& t);
 
-// Not thread-safe.
+// Adds up the sizes of the tensors of one message; names them only for an error, so
+// that the check costs a few additions per step. Not thread-safe.
+//
+//   MessageBudget budget;
+//   for (...) budget.Add(EncodedTensorBytes(t));
+//   if (!budget.fits()) return budget.Error("the RunStep request", "feed less", name_of);
 class MessageBudget {
  public:
-  // `message` names the message in errors ("the RunStep request"); `hint` says what to
-  // do instead ("feed smaller tensors"). `limit` bounds the sum of the tensors' sizes.
-  MessageBudget(std::string message, std::string hint, int64_t limit = kMaxMessageTensorBytes);
+  // `limit` bounds the sum of the tensors' sizes.
+  explicit MessageBudget(int64_t limit = kMaxMessageTensorBytes) : limit_(limit) {}
 
-  // Counts a tensor of `bytes` (EncodedTensorBytes) named `name` ("feed 'x:0'").
-  void Add(std::string name, int64_t bytes);
+  // Counts tensor number `size()` (from 0, in the order added), of `bytes`.
+  void Add(int64_t bytes) {
+    total_ += bytes;
+    sizes_.push_back(bytes);
+  }
 
   int64_t total() const { return total_; }
+  int64_t limit() const { return limit_; }
+  size_t size() const { return sizes_.size(); }
+  bool fits() const { return total_ <= limit_; }
 
-  // OK while the tensors fit; otherwise INVALID_ARGUMENT naming the message, its size,
-  // the largest tensors with theirs, the limit and the hint.
-  absl::Status Check() const;
+  // INVALID_ARGUMENT naming `message` ("the RunStep request"), its size, the largest
+  // tensors with theirs (`name_of(i)` names tensor i, e.g. "feed 'x:0'"), the limit and
+  // `hint` (what to do instead). Precondition: !fits().
+  absl::Status Error(absl::string_view message, absl::string_view hint,
+                     const std::function<std::string(size_t)>& name_of) const;
 
  private:
-  const std::string message_;
-  const std::string hint_;
   const int64_t limit_;
   int64_t total_ = 0;
-  std::vector<std::pair<int64_t, std::string>> tensors_;
+  absl::InlinedVector<int64_t, 8> sizes_;
 };
 
 }  // namespace overseer

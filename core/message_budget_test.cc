@@ -1,6 +1,7 @@
 #include "core/message_budget.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -11,21 +12,23 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(MessageBudgetTest, FitsUpToTheLimit) {
-  MessageBudget budget("the RunStep request", "feed less", 100);
-  budget.Add("feed 'a:0'", 60);
-  budget.Add("feed 'b:0'", 40);
+  MessageBudget budget(100);
+  budget.Add(60);
+  budget.Add(40);
   EXPECT_EQ(budget.total(), 100);
-  EXPECT_TRUE(budget.Check().ok());
+  EXPECT_EQ(budget.size(), 2u);
+  EXPECT_TRUE(budget.fits());
+  budget.Add(1);
+  EXPECT_FALSE(budget.fits());
 }
 
-TEST(MessageBudgetTest, OverTheLimitNamesTheLargestTensorsAndTheLimit) {
-  MessageBudget budget("the RunStep reply", "fetch smaller tensors", 100);
-  budget.Add("fetch 'small:0'", 1);
-  budget.Add("fetch 'big:0'", 90);
-  budget.Add("fetch 'mid:0'", 20);
-  budget.Add("fetch 'tiny:0'", 0);
-  budget.Add("fetch 'other:0'", 5);
-  absl::Status s = budget.Check();
+TEST(MessageBudgetTest, ErrorNamesTheLargestTensorsAndTheLimit) {
+  MessageBudget budget(100);
+  const std::vector<std::string> names = {"small:0", "big:0", "mid:0", "tiny:0", "other:0"};
+  for (int64_t bytes : {1, 90, 20, 0, 5}) budget.Add(bytes);
+  ASSERT_FALSE(budget.fits());
+  absl::Status s = budget.Error("the RunStep reply", "fetch smaller tensors",
+                                [&](size_t i) { return "fetch '" + names[i] + "'"; });
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   const std::string m(s.message());
   EXPECT_THAT(m, HasSubstr("the RunStep reply would carry 116 bytes of tensors"));
@@ -37,12 +40,14 @@ TEST(MessageBudgetTest, OverTheLimitNamesTheLargestTensorsAndTheLimit) {
 }
 
 TEST(MessageBudgetTest, DefaultLimitIsProtobufsLessTheOverhead) {
-  MessageBudget budget("m", "h");
-  budget.Add("t", kMaxMessageTensorBytes);
-  EXPECT_TRUE(budget.Check().ok());
-  budget.Add("u", 1);
-  EXPECT_EQ(budget.Check().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(budget.Check().message()), HasSubstr("MiB"));
+  MessageBudget budget;
+  EXPECT_EQ(budget.limit(), kMaxProtoMessageBytes - kMessageOverheadBytes);
+  budget.Add(kMaxMessageTensorBytes);
+  EXPECT_TRUE(budget.fits());
+  budget.Add(1);
+  ASSERT_FALSE(budget.fits());
+  EXPECT_THAT(std::string(budget.Error("m", "h", [](size_t) { return "t"; }).message()),
+              HasSubstr("MiB"));
 }
 
 TEST(MessageBudgetTest, EncodedSizes) {

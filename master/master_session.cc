@@ -210,15 +210,16 @@ absl::Status MasterSession::RunSignature(const Signature& sig,
   absl::Status s = RunRegisteredStep(workers_, sig.step, args, fetches, stats, cleaner.get());
   if (!s.ok()) return CheckTasks(s);
   // Each task's fetches fit in its RunGraph reply; all of them must fit in this one.
-  MessageBudget budget("the step's reply (its fetches from every task)",
-                       "fetch smaller tensors: slice or reduce them in the graph, or fetch "
-                       "them in separate steps",
-                       max_message_tensor_bytes_);
-  for (size_t i = 0; i < fetches->size(); ++i) {
-    budget.Add(absl::StrCat("fetch '", i < fetch_names.size() ? fetch_names[i] : "?", "'"),
-               EncodedTensorBytes((*fetches)[i]));
-  }
-  return budget.Check();
+  MessageBudget budget(max_message_tensor_bytes_);
+  for (const TensorProto& t : *fetches) budget.Add(EncodedTensorBytes(t));
+  if (budget.fits()) return absl::OkStatus();
+  return budget.Error(
+      "the step's reply (its fetches from every task)",
+      "fetch smaller tensors: slice or reduce them in the graph, or fetch them in separate "
+      "steps",
+      [&](size_t i) {
+        return absl::StrCat("fetch '", i < fetch_names.size() ? fetch_names[i] : "?", "'");
+      });
 }
 
 absl::Status MasterSession::CheckTasks(const absl::Status& error) {

@@ -5,7 +5,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "core/executor/thread_pool.h"
 
 namespace overseer {
 
@@ -15,6 +17,13 @@ absl::Status TaskError(const std::string& task, const absl::Status& status) {
 }
 
 namespace {
+
+// Runs the RunGraph calls of a step's other tasks. Process-wide, like the threads of a
+// gRPC server.
+ThreadPool* StepThreads() {
+  static ThreadPool* pool = new ThreadPool(1);
+  return pool;
+}
 
 // Collects the first real error and cancels the step on every task once.
 class StepErrors {
@@ -149,13 +158,22 @@ absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const Regist
     }
     errors.Report(task, w->RunGraph(requests.at(task), &responses.at(task)));
   };
-  std::vector<std::thread> threads;
+  // The first task's RunGraph on this thread, the others' on pool threads (the pool
+  // grows rather than make one wait, so partitions waiting on each other never
+  // deadlock; no thread is created per step).
+  absl::BlockingCounter others(std::max<int>(0, static_cast<int>(requests.size()) - 1));
   auto it = requests.begin();
-  for (auto next = std::next(it); next != requests.end(); ++next) {
-    threads.emplace_back(run, next->first);
+  if (it != requests.end()) {
+    for (auto next = std::next(it); next != requests.end(); ++next) {
+      const std::string* task = &next->first;
+      StepThreads()->Schedule([&run, &others, task] {
+        run(*task);
+        others.DecrementCount();
+      });
+    }
+    run(it->first);
   }
-  if (it != requests.end()) run(it->first);
-  for (auto& t : threads) t.join();
+  others.Wait();
   absl::Status status = errors.first();
   if (!status.ok() || cleaner == nullptr) {
     errors.CleanupAll();
@@ -166,14 +184,23 @@ absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const Regist
   }
   if (!status.ok()) return status;
   fetches->clear();
+  fetches->reserve(step.fetches.size());
+  // Where each (task, slot) went in `fetches`: moved there the first time, copied from
+  // there for a key fetched twice.
+  std::map<std::pair<std::string, int>, size_t> placed;
   for (const PartitionEndpoint& f : step.fetches) {
-    const RunGraphResponse& resp = responses.at(f.task);
+    RunGraphResponse& resp = responses.at(f.task);
     const int slot = fetch_slot[f.task].at(f.key);
     if (slot >= resp.recv_size() || resp.recv(slot).name() != f.key) {
       return TaskError(f.task, absl::InternalError(absl::StrCat(
                                    "RunGraph did not return the fetched key ", f.key)));
     }
-    fetches->push_back(resp.recv(slot).tensor());
+    auto [where, first] = placed.emplace(std::make_pair(f.task, slot), fetches->size());
+    if (first) {
+      fetches->emplace_back().Swap(resp.mutable_recv(slot)->mutable_tensor());
+    } else {
+      fetches->push_back((*fetches)[where->second]);
+    }
   }
   if (stats != nullptr) {
     for (auto& [task, resp] : responses) {

@@ -194,10 +194,7 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
   now.deadline = absl::InfinitePast();
   std::vector<Tensor> values;
   values.reserve(recvs.size());
-  MessageBudget budget(
-      absl::StrCat("the reply to RunGraph (the fetches computed on task ", task_name_, ")"),
-      "fetch smaller tensors: slice or reduce them in the graph, or read them in parts",
-      options_.max_message_tensor_bytes);
+  MessageBudget budget(options_.max_message_tensor_bytes);
   for (const RendezvousKey& key : recvs) {
     absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, now);
     if (!value.ok()) {
@@ -205,11 +202,16 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
           "RunGraph recv_key '", key.full, "' was not sent by graph ", request.graph_handle(),
           " (", value.status().message(), ")"));
     }
-    budget.Add(absl::StrCat("fetch '", key.parsed.tensor_name, "'"), EncodedTensorBytes(*value));
+    budget.Add(EncodedTensorBytes(*value));
     values.push_back(*std::move(value));
   }
   // Checked before any proto is built: gRPC cannot send a reply of 2 GiB or more.
-  RETURN_IF_ERROR(budget.Check());
+  if (!budget.fits()) {
+    return budget.Error(
+        absl::StrCat("the reply to RunGraph (the fetches computed on task ", task_name_, ")"),
+        "fetch smaller tensors: slice or reduce them in the graph, or read them in parts",
+        [&](size_t i) { return absl::StrCat("fetch '", recvs[i].parsed.tensor_name, "'"); });
+  }
   for (size_t i = 0; i < recvs.size(); ++i) {
     NamedTensorProto* out = response->add_recv();
     out->set_name(recvs[i].full);
