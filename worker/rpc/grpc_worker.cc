@@ -1,5 +1,6 @@
 #include "worker/rpc/grpc_worker.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,8 +35,19 @@ absl::Duration GrpcWorker::StepTimeout(int64_t timeout_in_ms) const {
 
 absl::Status GrpcWorker::GetStatus(const GetStatusRequest& request,
                                    GetStatusResponse* response) {
-  auto context = NewClientContext(options_.rpc_timeout);
-  return FromGrpcStatus(stub_->GetStatus(context.get(), request, response));
+  // A task that was just restarted may still be refused by this channel for a moment
+  // (its reconnect backoff): wait for the channel, briefly, so that the task answers
+  // with its new incarnation instead of looking dead.
+  const absl::Duration wait = std::min(options_.rpc_timeout, kGetStatusWait);
+  auto context = NewClientContext(wait);
+  context->set_wait_for_ready(true);
+  absl::Status status = FromGrpcStatus(stub_->GetStatus(context.get(), request, response));
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::UnavailableError(absl::StrCat("the task did not answer GetStatus within ",
+                                               absl::FormatDuration(wait), ": ",
+                                               status.message()));
+  }
+  return status;
 }
 
 absl::Status GrpcWorker::CreateWorkerSession(const CreateWorkerSessionRequest& request,

@@ -38,6 +38,10 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address);
 // loopback, a fixed large one lets a tensor stream at memory speed.
 constexpr int kWorkerStreamWindowBytes = 64 << 20;
 
+// How long GetStatus waits for a task that cannot be reached (it may be restarting)
+// before it is UNAVAILABLE.
+constexpr absl::Duration kGetStatusWait = absl::Seconds(2);
+
 // Thread-safe. Every call carries a deadline; a dead or unreachable peer fails
 // UNAVAILABLE (gRPC fails fast when the connection cannot be made or breaks).
 class GrpcWorker : public WorkerInterface {
