@@ -1,5 +1,8 @@
 #include "core/rpc/server_runner.h"
 
+#include <cstdlib>
+#include <thread>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +13,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/security/server_credentials.h"
@@ -168,6 +172,17 @@ int ServerRunner::WaitForTermination() {
   SetServing(false);
   for (const auto& callback : termination_callbacks_) callback();
   health_.Shutdown();  // Ends health watches, which would hold the drain up.
+  // gRPC cancels the calls still running at the drain deadline, but waits for their
+  // handlers to return; a handler blocked where it does not see the cancellation (a
+  // RecvTensor waiting for a tensor of an abandoned step) would hold the process
+  // forever. The process is ending: past the deadline and a grace period, it exits.
+  const absl::Duration grace = options_.drain_timeout + absl::Seconds(5);
+  std::thread([grace, component = options_.component] {
+    absl::SleepFor(grace);
+    LOG(WARNING) << component << ": calls still running " << absl::FormatDuration(grace)
+                 << " after termination was requested; exiting without them";
+    std::_Exit(0);
+  }).detach();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.drain_timeout));
   server_->Wait();
   drained_ = true;
