@@ -4,17 +4,9 @@
 // sharded over both ps tasks and the global step is shared; both trainers reach the
 // local run's accuracy and the global step counts both trainers' steps.
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,65 +16,12 @@
 #include "examples/classifier.h"
 #include "gtest/gtest.h"
 #include "testing/local_cluster.h"
+#include "tests/trainer_process.h"
 
 namespace overseer {
 namespace {
 
 constexpr int kSteps = 300;
-
-// A trainer process; its stdout and stderr go to a file under TEST_TMPDIR.
-class Trainer {
- public:
-  Trainer(const std::string& name, std::vector<std::string> args) {
-    log_path_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name, ".log");
-    const std::string path =
-        absl::StrCat(std::getenv("TEST_SRCDIR"), "/overseer/tests/replicated_trainer");
-    args.insert(args.begin(), path);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execv(path.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
-  ~Trainer() {
-    if (pid_ > 0 && !waited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // Waits for the exit; the exit code, -1 if killed by a signal.
-  int Wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    waited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  std::string Log() const {
-    std::ifstream in(log_path_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  // The number after "<key>: " in the log, or -1.
-  double Value(const std::string& key) const {
-    std::smatch m;
-    const std::string log = Log();
-    if (!std::regex_search(log, m, std::regex(key + ": ([0-9.]+)"))) return -1;
-    return std::stod(m[1]);
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool waited_ = false;
-  std::string log_path_;
-};
 
 TEST(ReplicatedTrainingTest, ChiefAndNonChiefTrainTheShardedClassifier) {
   test::LocalClusterOptions options;
@@ -94,8 +33,8 @@ TEST(ReplicatedTrainingTest, ChiefAndNonChiefTrainTheShardedClassifier) {
   const std::string steps = absl::StrCat("--steps=", kSteps);
 
   // The non-chief starts first, so it must wait for the chief's initialisation.
-  Trainer non_chief("trainer_1", {master, "--task_index=1", steps});
-  Trainer chief("trainer_0", {master, "--task_index=0", "--is_chief", steps});
+  test::TrainerProcess non_chief("trainer_1", {master, "--task_index=1", steps});
+  test::TrainerProcess chief("trainer_0", {master, "--task_index=0", "--is_chief", steps});
   ASSERT_EQ(chief.Wait(), 0) << chief.Log();
   ASSERT_EQ(non_chief.Wait(), 0) << non_chief.Log();
 

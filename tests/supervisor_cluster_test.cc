@@ -7,17 +7,12 @@
 // variables are gone) and a restarted chief resumes from the latest checkpoint: same
 // global step, same accuracy, and its event file starts the session at that step.
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,70 +24,13 @@
 #include "summary_writer/file_system.h"
 #include "testing/local_cluster.h"
 #include "tests/server_process.h"
+#include "tests/trainer_process.h"
 
 namespace overseer {
 namespace {
 
 constexpr int kSteps = 300;
 constexpr int kResumeSteps = 50;
-
-// A replicated_trainer process; its stdout and stderr go to a file under TEST_TMPDIR.
-class Trainer {
- public:
-  Trainer(const std::string& name, std::vector<std::string> args) {
-    log_path_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name, ".log");
-    const std::string path =
-        absl::StrCat(std::getenv("TEST_SRCDIR"), "/overseer/tests/replicated_trainer");
-    args.insert(args.begin(), path);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execv(path.c_str(), argv.data());
-      ::_exit(127);
-    }
-  }
-  ~Trainer() {
-    if (pid_ > 0 && !waited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // Waits for the exit; the exit code, -1 if killed by a signal.
-  int Wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    waited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  std::string Log() const {
-    std::ifstream in(log_path_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  // What follows "<key>: " at the start of a line of the log, or "".
-  std::string Text(const std::string& key) const {
-    std::smatch m;
-    const std::string log = Log();
-    if (!std::regex_search(log, m, std::regex("(?:^|\\n)" + key + ": (\\S+)"))) return "";
-    return m[1];
-  }
-  double Value(const std::string& key) const {
-    const std::string text = Text(key);
-    return text.empty() ? -1 : std::stod(text);
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool waited_ = false;
-  std::string log_path_;
-};
 
 // The time of day in seconds of the first log line ("I1129 11:40:25.128491 file:line]
 // <message>") whose message starts with `message`, or -1.
@@ -131,9 +69,11 @@ TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
   };
 
   // The non-chief starts first: it must wait for the chief.
-  Trainer non_chief("trainer_1", args({"--task_index=1", absl::StrCat("--steps=", kSteps)}));
-  Trainer chief("trainer_0", args({"--task_index=0", "--is_chief", "--summary_dir=" + logs,
-                                   absl::StrCat("--steps=", kSteps)}));
+  test::TrainerProcess non_chief("trainer_1",
+                                 args({"--task_index=1", absl::StrCat("--steps=", kSteps)}));
+  test::TrainerProcess chief("trainer_0", args({"--task_index=0", "--is_chief",
+                                                "--summary_dir=" + logs,
+                                                absl::StrCat("--steps=", kSteps)}));
   ASSERT_EQ(chief.Wait(), 0) << chief.Log();
   ASSERT_EQ(non_chief.Wait(), 0) << non_chief.Log();
   std::printf("chief:\n%s\nnon-chief:\n%s\n", chief.Log().c_str(), non_chief.Log().c_str());
@@ -171,9 +111,9 @@ TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
     absl::Status restarted = (*cluster)->Restart("ps", k);
     ASSERT_TRUE(restarted.ok()) << restarted;
   }
-  Trainer resumed("trainer_0_restarted",
-                  args({"--task_index=0", "--is_chief", "--summary_dir=" + logs,
-                        absl::StrCat("--steps=", kResumeSteps)}));
+  test::TrainerProcess resumed("trainer_0_restarted",
+                               args({"--task_index=0", "--is_chief", "--summary_dir=" + logs,
+                                     absl::StrCat("--steps=", kResumeSteps)}));
   ASSERT_EQ(resumed.Wait(), 0) << resumed.Log();
   std::printf("restarted chief:\n%s\n", resumed.Log().c_str());
   EXPECT_NE(resumed.Log().find("Restored model from " + saved), std::string::npos) << resumed.Log();
