@@ -5,6 +5,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "core/cancellation.h"
+#include "core/rpc/call_watch.h"
 #include "core/rpc/grpc_status.h"
 #include "worker/rpc/tensor_chunks.h"
 
@@ -82,10 +84,23 @@ grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext*,
   return Done(worker_->DeregisterGraph(*request, response));
 }
 
-grpc::Status GrpcWorkerService::RunGraph(grpc::ServerContext*, const RunGraphRequest* request,
+grpc::Status GrpcWorkerService::RunGraph(grpc::ServerContext* context,
+                                         const RunGraphRequest* request,
                                          RunGraphResponse* response) {
   if (rungraph_ != nullptr) rungraph_->Increment();
-  const absl::Status status = worker_->RunGraph(*request, response);
+  absl::Status status;
+  {
+    // The master gave up on the call (it died, cancelled, or its deadline passed):
+    // the step ends here as CleanupGraph would end it, waking the executor and the
+    // peers' RecvTensor calls waiting on this task, since no CleanupGraph may come.
+    CallWatch watch(context, [this, step_id = request->step_id()] {
+      CleanupGraphRequest cleanup;
+      cleanup.set_step_id(step_id);
+      CleanupGraphResponse ignored;
+      worker_->CleanupGraph(cleanup, &ignored).IgnoreError();
+    });
+    status = worker_->RunGraph(*request, response);
+  }
   UpdateResourceBytes();
   return Done(status);
 }
@@ -122,7 +137,15 @@ grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* context,
     }
   }
   Tensor tensor;
-  absl::Status status = worker_->RecvTensor(bounded, nullptr, &tensor);
+  absl::Status status;
+  {
+    // The peer gave up (its step was cancelled, it died): stop waiting for the tensor.
+    CancellationManager cancellation;
+    CallWatch watch(context, [&cancellation] {
+      cancellation.StartCancel(absl::CancelledError("the RecvTensor call was cancelled"));
+    });
+    status = worker_->RecvTensor(bounded, &cancellation, &tensor);
+  }
   if (status.ok()) {
     int64_t bytes = 0;
     status = WriteTensorChunks(tensor, chunk_bytes_, [&](const RecvTensorResponse& chunk) {

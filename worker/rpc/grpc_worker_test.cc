@@ -1,6 +1,7 @@
 // Two workers served over gRPC in this process, driven through GrpcWorker clients as
 // the master would drive them.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -9,8 +10,10 @@
 #include "core/cluster/rendezvous_key.h"
 #include "core/kernels/testing/kernel_test_util.h"
 #include "core/node_def_util.h"
+#include "core/rpc/call_watch.h"
 #include "core/rpc/server_runner.h"
 #include "gtest/gtest.h"
+#include "proto/worker.grpc.pb.h"
 #include "worker/rpc/grpc_worker.h"
 #include "worker/rpc/grpc_worker_service.h"
 #include "worker/testing/test_graphs.h"
@@ -49,6 +52,17 @@ struct Task {
   std::unique_ptr<GrpcWorkerService> service;
   std::unique_ptr<GrpcWorker> client;
 };
+
+// Whether `condition` holds within 30 s (checked every 5 ms): for what another
+// process or thread does on its own time.
+bool Eventually(const std::function<bool()>& condition) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (!condition()) {
+    if (absl::Now() > give_up) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
 
 class GrpcWorkerTest : public ::testing::Test {
  protected:
@@ -183,8 +197,57 @@ TEST_F(GrpcWorkerTest, CancellingAWaitingRecvTensorEndsIt) {
   cm.StartCancel(absl::CancelledError("step cancelled"));
   receiver.join();
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  // The ps's handler stops waiting too: it no longer holds a server thread.
+  EXPECT_TRUE(Eventually([] { return CallWatch::NumWatched() == 0; }));
   CleanupGraphRequest cleanup;
   cleanup.set_step_id(5);
+  CleanupGraphResponse cleaned;
+  EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
+}
+
+TEST_F(GrpcWorkerTest, AMasterThatGivesUpOnRunGraphEndsTheStep) {
+  CreateSessions();
+  const uint64_t ps_incarnation = ps_.worker->incarnation();
+  const uint64_t worker_incarnation = worker_.worker->incarnation();
+  // The worker's partition waits for a tensor of the ps's partition, which never runs
+  // (as when the master dies between its RunGraph calls).
+  GraphDef worker_graph;
+  test::AddRecv(&worker_graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
+                kWorkerDevice);
+  NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice,
+                worker_incarnation, kWorkerDevice, true);
+  const std::string handle = Register(&worker_, worker_graph);
+
+  auto stub = WorkerService::NewStub(NewWorkerChannel(worker_.runner->address()));
+  grpc::ClientContext context;
+  grpc::Status status;
+  std::thread master([&] {
+    RunGraphRequest request;
+    request.set_session_handle("s");
+    request.set_graph_handle(handle);
+    request.set_step_id(7);
+    request.add_recv_key(
+        MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
+    RunGraphResponse response;
+    status = stub->RunGraph(&context, request, &response);
+  });
+  // The worker runs the step and asks the ps for the tensor.
+  ASSERT_TRUE(Eventually([&] {
+    return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1 &&
+           CallWatch::NumWatched() == 2;
+  }));
+  context.TryCancel();
+  master.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  // No CleanupGraph comes, yet the worker's step ends, and with it the worker's
+  // RecvTensor call, so the ps's handler stops waiting as well.
+  EXPECT_TRUE(Eventually([&] {
+    return worker_.worker->num_steps() == 0 && CallWatch::NumWatched() == 0;
+  }));
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(7);
   CleanupGraphResponse cleaned;
   EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
 }
