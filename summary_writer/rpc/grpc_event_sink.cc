@@ -118,25 +118,28 @@ absl::Status GrpcEventSink::WriteSummary(double wall_time, int64_t step,
   });
 }
 
-absl::Status GrpcEventSink::SendLocked(bool finish) {
+absl::Status GrpcEventSink::SendLocked(bool finish, bool flush) {
   if (lost_) RETURN_IF_ERROR(ReopenLocked());
-  const absl::Status sent = TrySendLocked(finish);
+  const absl::Status sent = TrySendLocked(finish, flush);
   if (!WriterLost(sent)) return sent;
   LOG(WARNING) << "summary writer " << writer_id_ << " (" << file_ << ") lost: " << sent
                << "; opening a new event file for run '" << run_ << "'";
   lost_ = true;
   RETURN_IF_ERROR(ReopenLocked());
-  return TrySendLocked(finish);
+  return TrySendLocked(finish, flush);
 }
 
-absl::Status GrpcEventSink::TrySendLocked(bool finish) {
-  if (batch_.events_size() > 0) {
+absl::Status GrpcEventSink::TrySendLocked(bool finish, bool flush) {
+  flush = flush && finish;
+  if (batch_.events_size() > 0 || (flush && stream_ != nullptr)) {
     if (stream_ == nullptr) {
       stream_context_ = NewClientContext(options_.stream_lifetime + options_.rpc_timeout);
       stream_response_.Clear();
       stream_ = stub_->WriteEvents(stream_context_.get(), &stream_response_);
     }
+    batch_.set_flush(flush);
     const bool written = stream_->Write(batch_);
+    batch_.set_flush(false);
     for (Event& event : *batch_.mutable_events()) *unacked_.add_events() = std::move(event);
     batch_.clear_events();
     if (!written) {  // The stream broke; its status says why.
@@ -200,6 +203,11 @@ absl::Status GrpcEventSink::CallWriterLocked(const CallFn& call, const char* wha
 absl::Status GrpcEventSink::Flush() {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError(absl::StrCat(file_, " is closed"));
+  if (lost_ || stream_ != nullptr || batch_.events_size() > 0) {
+    // The stream's last message carries the flush; a reopened writer gets every
+    // unacknowledged event again, flushed alike.
+    return SendLocked(/*finish=*/true, /*flush=*/true);
+  }
   return CallWriterLocked(
       [this](grpc::ClientContext* context, int64_t id) {
         FlushWriterRequest request;

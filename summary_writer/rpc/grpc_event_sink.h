@@ -34,8 +34,10 @@ struct GrpcEventSinkOptions {
 };
 
 // An EventSink writing to one writer of a summary_writer server. Events are batched
-// and sent on a WriteEvents stream that Flush and Close finish before calling
-// FlushWriter / CloseWriter, so those see every event sent before them.
+// and sent on a WriteEvents stream. Flush sends the last batch with the stream's
+// flush flag and ends the stream: one round trip, and every event is durable when the
+// server answers (FlushWriter only when nothing was sent since the last flush). Close
+// ends the stream before calling CloseWriter, so that it sees every event.
 //
 // The writer survives a restart of the server: when the server does not know the
 // writer any more (NOT_FOUND: it restarted) or cannot be reached (UNAVAILABLE), the
@@ -75,10 +77,10 @@ class GrpcEventSink : public EventSink {
   template <typename FillFn>
   absl::Status QueueLocked(const FillFn& fill) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends the batch and, with `finish`, ends the stream so that the server has taken
-  // every event sent; after a lost writer, reopens and sends the unacknowledged events
-  // again (once per call).
-  absl::Status SendLocked(bool finish) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status TrySendLocked(bool finish) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // every event sent (and, with `flush` too, made them durable); after a lost writer,
+  // reopens and sends the unacknowledged events again (once per call).
+  absl::Status SendLocked(bool finish, bool flush = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status TrySendLocked(bool finish, bool flush) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FinishStreamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Opens a new writer for the run and queues the unacknowledged events before the
   // batch. On failure the sink stays lost and keeps its events.

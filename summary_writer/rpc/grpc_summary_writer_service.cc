@@ -29,6 +29,13 @@ grpc::Status GrpcSummaryWriterService::WriteEvents(
     const absl::Status s = impl_->WriteEvents(request);
     if (!s.ok()) return ToGrpcStatus(s);
     response->set_events_written(response->events_written() + request.events_size());
+    if (request.flush()) {
+      FlushWriterRequest flush;
+      flush.set_writer_id(writer_id);
+      FlushWriterResponse flushed;
+      const absl::Status f = impl_->FlushWriter(flush, &flushed);
+      if (!f.ok()) return ToGrpcStatus(f);
+    }
   }
   return grpc::Status::OK;
 }

@@ -74,21 +74,27 @@ class GrpcSummaryWriterTest : public ::testing::Test {
 TEST_F(GrpcSummaryWriterTest, EventsArriveInOrderAndFlushMakesThemDurable) {
   GrpcEventSinkOptions options;
   options.batch_size = 7;
+  // Not a multiple of the server's queue: Flush must write out a partial queue.
+  constexpr int kEvents = 103;
   auto sink = GrpcEventSink::Open(channel_, "remote/run", options);
   ASSERT_TRUE(sink.ok()) << sink.status();
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
+  for (int i = 0; i < kEvents; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
   ASSERT_TRUE((*sink)->Flush().ok());
   const std::string path = logdir_ + "/" + (*sink)->file();
   auto events = ReadEventFile(FileSystem::Posix(), path);
   ASSERT_TRUE(events.ok()) << events.status();
-  ASSERT_EQ(events->size(), 101u);
-  for (int i = 0; i < 100; ++i) {
+  ASSERT_EQ(events->size(), kEvents + 1u);
+  for (int i = 0; i < kEvents; ++i) {
     EXPECT_EQ((*events)[i + 1].step(), i);
     EXPECT_GT((*events)[i + 1].wall_time(), 1.5e9);  // Stamped by the client.
   }
-  for (int i = 100; i < 103; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
+  // Nothing new: a flush of what the server holds.
+  ASSERT_TRUE((*sink)->Flush().ok());
+  for (int i = kEvents; i < kEvents + 3; ++i) {
+    ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
+  }
   ASSERT_TRUE((*sink)->Close().ok());
-  EXPECT_EQ(ReadEventFile(FileSystem::Posix(), path)->size(), 104u);
+  EXPECT_EQ(ReadEventFile(FileSystem::Posix(), path)->size(), kEvents + 4u);
   EXPECT_TRUE(absl::IsFailedPrecondition((*sink)->WriteEvent(Scalar(0))));
   EXPECT_EQ(impl_->open_writers(), 0);
 }
