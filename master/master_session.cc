@@ -1,7 +1,9 @@
 #include "master/master_session.h"
 
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -227,21 +229,27 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
       error.code() != absl::StatusCode::kUnavailable) {
     return error;
   }
+  // Every restarted task is named (one restarted earlier may not be the one that
+  // failed this step), with the step's own error, which names the task it came from.
+  std::vector<std::string> restarted;
   for (const SessionTask& t : tasks_) {
     WorkerInterface* w = workers_->GetWorker(t.name);
     GetStatusResponse resp;
     if (w == nullptr || !w->GetStatus(GetStatusRequest(), &resp).ok()) continue;
     if (resp.incarnation() != t.incarnation) {
-      absl::MutexLock lock(&mu_);
-      if (aborted_.ok()) {
-        aborted_ = absl::AbortedError(absl::StrCat(
-            "task ", t.name, " restarted (incarnation ", absl::Hex(t.incarnation), " -> ",
-            absl::Hex(resp.incarnation()), ") and lost its state; recreate the session"));
-      }
-      return aborted_;
+      restarted.push_back(absl::StrCat(t.name, " (incarnation ", absl::Hex(t.incarnation),
+                                       " -> ", absl::Hex(resp.incarnation()), ")"));
     }
   }
-  return error;
+  if (restarted.empty()) return error;
+  absl::MutexLock lock(&mu_);
+  if (aborted_.ok()) {
+    aborted_ = absl::AbortedError(absl::StrCat(
+        restarted.size() == 1 ? "task " : "tasks ", absl::StrJoin(restarted, ", "),
+        restarted.size() == 1 ? " restarted and lost its state" : " restarted and lost their state",
+        "; recreate the session (the step failed with: ", error.ToString(), ")"));
+  }
+  return aborted_;
 }
 
 absl::Status MasterSession::Run(const RunStepRequest& request, RunStepResponse* response) {

@@ -311,7 +311,10 @@ TEST_F(MasterWorkerTest, RestartedPsAbortsTheSessionNamingIt) {
   tasks_.Start(&tasks_.ps_proxy_, "ps");  // A new incarnation; state lost.
   absl::Status s = Step(h, {"y:0"}, {}, 1, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
-  EXPECT_TRUE(absl::StrContains(s.message(), kPs)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), absl::StrCat("task ", kPs))) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "restarted and lost its state")) << s;
+  // With the step's own error, which says which call failed.
+  EXPECT_TRUE(absl::StrContains(s.message(), "the step failed with: ")) << s;
 }
 
 TEST_F(MasterWorkerTest, WrongFeedDtypeIsInvalidArgumentAndTheSessionStillWorks) {
