@@ -19,7 +19,8 @@
 
 namespace overseer {
 
-// A channel to `address` ("host:port") with unlimited message sizes.
+// A channel to `address` ("host:port") with unlimited message sizes and gRPC's own
+// retries off (a call that fails is the caller's to retry).
 std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address);
 
 // How much longer than its timeout_ms a WaitForReady call may take before the client

@@ -30,7 +30,8 @@ struct GrpcWorkerOptions {
 };
 
 // A channel to a worker with no message size limits (RecvTensor streams in chunks; a
-// RunGraph with large feeds is bounded only by protobuf's 2 GB).
+// RunGraph with large feeds is bounded only by protobuf's 2 GB) and gRPC's own retries
+// off (a call that fails is the caller's to retry).
 std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address);
 
 // The HTTP/2 stream window of worker servers and of channels to them, with BDP probing
