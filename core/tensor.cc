@@ -158,6 +158,16 @@ TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements)
   }
 }
 
+TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements, Uninitialized)
+    : dtype_(dtype), num_elements_(num_elements) {
+  CHECK(dtype != DT_STRING) << "an uninitialised buffer of strings";
+  size_bytes_ = DataTypeSize(dtype) * static_cast<size_t>(num_elements);
+  const size_t alloc = AllocationSize(size_bytes_);
+  data_ = alloc >= kLargeBytes ? LargeBuffers::Get()->Allocate(alloc)
+                               : std::aligned_alloc(kAlignment, alloc);
+  CHECK(data_ != nullptr) << "out of memory allocating " << alloc << " bytes";
+}
+
 TensorBuffer::~TensorBuffer() {
   if (dtype_ == DT_STRING) {
     auto* s = static_cast<std::string*>(data_);
@@ -175,6 +185,16 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape)
     : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()) {
   CHECK(IsSupportedDataType(dtype)) << "unsupported dtype " << DataTypeString(dtype);
   buffer_ = std::make_shared<TensorBuffer>(dtype, num_elements_);
+}
+
+Tensor Tensor::Uninitialized(DataType dtype, const TensorShape& shape) {
+  CHECK(IsSupportedDataType(dtype)) << "unsupported dtype " << DataTypeString(dtype);
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.num_elements_ = shape.num_elements();
+  t.buffer_ = std::make_shared<TensorBuffer>(dtype, t.num_elements_, TensorBuffer::Uninitialized{});
+  return t;
 }
 
 size_t Tensor::TotalBytes() const {

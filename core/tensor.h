@@ -21,6 +21,9 @@ namespace overseer {
 class TensorBuffer {
  public:
   TensorBuffer(DataType dtype, int64_t num_elements);  // zero / empty-string filled
+  // Numeric and bool elements left unspecified (no write), for a writer of every byte.
+  struct Uninitialized {};
+  TensorBuffer(DataType dtype, int64_t num_elements, Uninitialized);
   ~TensorBuffer();
   TensorBuffer(const TensorBuffer&) = delete;
   TensorBuffer& operator=(const TensorBuffer&) = delete;
@@ -52,6 +55,12 @@ class Tensor {
   Tensor() = default;  // DT_INVALID, no buffer: !IsInitialized().
   // Allocates zero-filled (or empty strings). Precondition: IsSupportedDataType(dtype).
   Tensor(DataType dtype, const TensorShape& shape);
+
+  // Allocates without writing the elements, which are unspecified until the caller
+  // writes every one (e.g. a read from a file or socket straight into the tensor);
+  // saves zero-filling memory that is overwritten at once. Precondition:
+  // IsSupportedDataType(dtype) and dtype != DT_STRING.
+  static Tensor Uninitialized(DataType dtype, const TensorShape& shape);
 
   // A scalar of T.
   template <typename T>

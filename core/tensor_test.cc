@@ -148,5 +148,30 @@ TEST(TensorTest, LargeBuffersAreRecycledZeroFilled) {
   EXPECT_EQ(other.flat<float>()(0), 0.0f);
 }
 
+// An uninitialised tensor has its dtype and shape and usable memory from the same
+// cache (its contents are whatever the caller writes), small or large.
+TEST(TensorTest, UninitializedTensorsTakeCachedMemoryWithoutWriting) {
+  const TensorShape shape({(3 << 20) + 1});  // Over 12 MiB of int32.
+  const void* first = nullptr;
+  {
+    Tensor t(DT_INT32, shape);
+    first = t.data<int32_t>();
+  }
+  Tensor u = Tensor::Uninitialized(DT_INT32, shape);
+  EXPECT_EQ(u.dtype(), DT_INT32);
+  EXPECT_EQ(u.shape(), shape);
+  EXPECT_EQ(u.data<int32_t>(), first);
+  u.flat<int32_t>().setConstant(5);
+  EXPECT_EQ(u.flat<int32_t>()(shape.num_elements() - 1), 5);
+  EXPECT_EQ(u.TotalBytes(), static_cast<size_t>(shape.num_elements()) * 4);
+
+  Tensor small = Tensor::Uninitialized(DT_DOUBLE, TensorShape({2, 3}));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data<double>()) % 64, 0u);
+  small.flat<double>().setConstant(1.5);
+  EXPECT_TRUE(small.Equals(Tensor::FromVector<double>({1.5, 1.5, 1.5, 1.5, 1.5, 1.5},
+                                                      TensorShape({2, 3}))));
+  EXPECT_EQ(Tensor::Uninitialized(DT_BOOL, TensorShape({0})).NumElements(), 0);
+}
+
 }  // namespace
 }  // namespace overseer
