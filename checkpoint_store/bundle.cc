@@ -1,6 +1,7 @@
 #include "checkpoint_store/bundle.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -293,6 +294,14 @@ absl::StatusOr<std::string> BundleReader::ReadTensor(absl::string_view name) con
 }
 
 absl::Status BundleReader::ReadTensorInto(absl::string_view name, std::string* out) const {
+  ASSIGN_OR_RETURN(const BundleEntryProto* entry, CheckedEntry(name));
+  std::string& bytes = *out;
+  ReserveBuffer(&bytes, static_cast<size_t>(entry->size()));
+  bytes.resize(static_cast<size_t>(entry->size()));
+  return ReadTensorTo(name, bytes.data());
+}
+
+absl::StatusOr<const BundleEntryProto*> BundleReader::CheckedEntry(absl::string_view name) const {
   ASSIGN_OR_RETURN(const BundleEntryProto* entry, Lookup(name));
   if (entry->slices_size() > 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -305,33 +314,41 @@ absl::Status BundleReader::ReadTensorInto(absl::string_view name, std::string* o
                                             " names shard ", entry->shard_id(), " of ",
                                             num_shards));
   }
-  const std::string path = DataFilename(prefix_, entry->shard_id(), num_shards);
   auto elements = NumElements(entry->shape(), name);
   if (!elements.ok() || entry->offset() < 0 ||
       entry->size() != *elements * static_cast<int64_t>(DataTypeSize(entry->dtype()))) {
     return absl::DataLossError(absl::StrCat("invalid size in bundle entry of tensor ", name,
                                             " (", entry->size(), " bytes) in ", prefix_));
   }
+  return entry;
+}
+
+absl::Status BundleReader::ReadTensorTo(absl::string_view name, char* dst) const {
+  ASSIGN_OR_RETURN(const BundleEntryProto* entry, CheckedEntry(name));
+  const std::string path = DataFilename(prefix_, entry->shard_id(), header_.num_shards());
   auto file = fs_->NewRandomAccessFile(path);
   if (!file.ok()) {
     return absl::DataLossError(absl::StrCat("data file ", path, " of tensor ", name,
                                             " cannot be opened: ", file.status().message()));
   }
-  std::string& bytes = *out;
-  ReserveBuffer(&bytes, static_cast<size_t>(entry->size()));
-  bytes.resize(static_cast<size_t>(entry->size()));
-  ASSIGN_OR_RETURN(absl::string_view got,
-                   (*file)->Read(static_cast<uint64_t>(entry->offset()), bytes.size(),
-                                 bytes.data()));
-  if (got.size() != bytes.size()) {
-    return absl::DataLossError(absl::StrCat("data file ", path, " is truncated: tensor ", name,
-                                            " needs bytes [", entry->offset(), ", ",
-                                            entry->offset() + entry->size(), "), got ",
-                                            got.size()));
+  // Piece by piece, each CRC'd right after its read while it is still in the cache.
+  constexpr size_t kPieceBytes = 1 << 20;
+  const size_t size = static_cast<size_t>(entry->size());
+  uint32_t actual = 0;
+  for (size_t done = 0; done < size;) {
+    const size_t n = std::min(kPieceBytes, size - done);
+    ASSIGN_OR_RETURN(absl::string_view got,
+                     (*file)->Read(static_cast<uint64_t>(entry->offset()) + done, n, dst + done));
+    if (got.size() != n) {
+      return absl::DataLossError(absl::StrCat(
+          "data file ", path, " is truncated: tensor ", name, " needs bytes [",
+          entry->offset(), ", ", entry->offset() + entry->size(), "), got ", done + got.size()));
+    }
+    if (got.data() != dst + done) std::memcpy(dst + done, got.data(), n);
+    actual = crc32c::Extend(actual, absl::string_view(dst + done, n));
+    done += n;
   }
-  if (got.data() != bytes.data()) bytes.assign(got.data(), got.size());
   const uint32_t stored = crc32c::Unmask(entry->crc32c());
-  const uint32_t actual = crc32c::Value(bytes);
   if (stored != actual) {
     return absl::DataLossError(absl::StrFormat(
         "checksum of tensor %s does not match in %s: stored %08x vs. calculated %08x", name,

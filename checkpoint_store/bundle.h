@@ -97,6 +97,14 @@ class BundleReader {
   // Like ReadTensor, into `*bytes` (resized to the tensor's size; a buffer that is
   // already large enough gets no new memory). On error *bytes is unspecified.
   absl::Status ReadTensorInto(absl::string_view name, std::string* bytes) const;
+  // The entry of a tensor that can be read: the errors of ReadTensor that the index
+  // alone shows (unknown name, slices, DT_STRING, bad shard, size not matching dtype
+  // and shape). Its size() is what ReadTensorTo writes.
+  absl::StatusOr<const BundleEntryProto*> CheckedEntry(absl::string_view name) const;
+  // Like ReadTensor, into `dst`, which holds at least CheckedEntry(name)->size()
+  // bytes; the CRC32C is computed piece by piece as the bytes are read (no second
+  // pass). On error the contents of `dst` are unspecified.
+  absl::Status ReadTensorTo(absl::string_view name, char* dst) const;
 
  private:
   BundleReader(FileSystem* fs, std::string prefix) : fs_(fs), prefix_(std::move(prefix)) {}

@@ -522,9 +522,9 @@ absl::StatusOr<std::vector<TensorHeader>> CheckpointStore::ListTensors(const std
   return out;
 }
 
-absl::Status CheckpointStore::ReadTensors(const std::string& run, const std::string& name,
-                                          const std::vector<std::string>& tensor_names,
-                                          const TensorConsumer& consumer) {
+absl::Status CheckpointStore::ReadTensorsInto(const std::string& run, const std::string& name,
+                                              const std::vector<std::string>& tensor_names,
+                                              TensorReceiver* receiver) {
   RETURN_IF_ERROR(ValidateCheckpointRun(run));
   RETURN_IF_ERROR(ValidateCheckpointName(name));
   const absl::Time start = clock_->Now();
@@ -534,21 +534,15 @@ absl::Status CheckpointStore::ReadTensors(const std::string& run, const std::str
   if (names.empty()) {
     for (const auto& entry : reader->entries()) names.push_back(entry.first);
   }
-  std::string bytes = read_buffers_.Take();
-  const absl::Status read = ReadInto(*reader, names, consumer, &bytes);
-  read_buffers_.Give(std::move(bytes));
-  if (read.ok() && restore_seconds_ != nullptr) {
-    restore_seconds_->Observe(absl::ToDoubleSeconds(clock_->Now() - start));
-  }
-  return read;
-}
-
-absl::Status CheckpointStore::ReadInto(const BundleReader& reader,
-                                       const std::vector<std::string>& names,
-                                       const TensorConsumer& consumer, std::string* bytes) {
   for (const std::string& tensor : names) {
-    ASSIGN_OR_RETURN(const BundleEntryProto* entry, reader.Lookup(tensor));
-    const absl::Status read = reader.ReadTensorInto(tensor, bytes);
+    ASSIGN_OR_RETURN(const BundleEntryProto* entry, reader->CheckedEntry(tensor));
+    TensorHeader header;
+    header.set_name(tensor);
+    header.set_dtype(entry->dtype());
+    *header.mutable_shape() = entry->shape();
+    header.set_size(entry->size());
+    ASSIGN_OR_RETURN(char* dst, receiver->Allocate(header));
+    const absl::Status read = reader->ReadTensorTo(tensor, dst);
     if (!read.ok()) {
       if (crc_failures_ != nullptr && absl::IsDataLoss(read) &&
           absl::StrContains(read.message(), "checksum")) {
@@ -556,13 +550,11 @@ absl::Status CheckpointStore::ReadInto(const BundleReader& reader,
       }
       return read;
     }
-    if (bytes_read_ != nullptr) bytes_read_->Increment(static_cast<double>(bytes->size()));
-    TensorHeader header;
-    header.set_name(tensor);
-    header.set_dtype(entry->dtype());
-    *header.mutable_shape() = entry->shape();
-    header.set_size(entry->size());
-    RETURN_IF_ERROR(consumer(header, *bytes));
+    if (bytes_read_ != nullptr) bytes_read_->Increment(static_cast<double>(entry->size()));
+    RETURN_IF_ERROR(receiver->Received(header));
+  }
+  if (restore_seconds_ != nullptr) {
+    restore_seconds_->Observe(absl::ToDoubleSeconds(clock_->Now() - start));
   }
   return absl::OkStatus();
 }

@@ -13,7 +13,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "core/clock.h"
 #include "prometheus/counter.h"
@@ -54,9 +53,10 @@ class CheckpointStore : public CheckpointStoreInterface {
   absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& run) override;
   absl::StatusOr<std::vector<TensorHeader>> ListTensors(const std::string& run,
                                                         const std::string& name) override;
-  absl::Status ReadTensors(const std::string& run, const std::string& name,
-                           const std::vector<std::string>& tensor_names,
-                           const TensorConsumer& consumer) override;
+  // Reads each tensor from its data file straight into the receiver's memory.
+  absl::Status ReadTensorsInto(const std::string& run, const std::string& name,
+                               const std::vector<std::string>& tensor_names,
+                               TensorReceiver* receiver) override;
   absl::Status DeleteCheckpoint(const std::string& run, const std::string& name) override;
 
   // Aborts every pending checkpoint and makes later BeginCheckpoint calls fail
@@ -83,9 +83,6 @@ class CheckpointStore : public CheckpointStoreInterface {
   absl::StatusOr<std::vector<CheckpointInfo>> CompleteCheckpoints(const std::string& dir);
   absl::Status DeleteCheckpointFiles(const std::string& dir, const std::string& name);
   absl::Status RemoveLeftovers(const std::string& dir);
-  // Reads `names` of `reader` one by one into *bytes and hands each to `consumer`.
-  absl::Status ReadInto(const BundleReader& reader, const std::vector<std::string>& names,
-                        const TensorConsumer& consumer, std::string* bytes);
   void ShardClosed(const std::string& id, int shard_id, bool ok,
                    std::map<std::string, BundleEntryProto> entries, int64_t bytes);
 
@@ -97,8 +94,6 @@ class CheckpointStore : public CheckpointStoreInterface {
   std::map<std::string, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<absl::Mutex>> run_mutexes_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
-  // Buffers that ReadTensors reads tensors into, reused across tensors and calls.
-  BufferPool read_buffers_{size_t{512} << 20};
 
   // Metrics; null without a registry.
   prometheus::Counter* committed_ = nullptr;

@@ -43,6 +43,21 @@ class ShardWriter {
 // are valid only during the call (stores reuse their buffers for the next tensor).
 using TensorConsumer = std::function<absl::Status(const TensorHeader&, absl::string_view data)>;
 
+// Receives the tensors of a ReadTensorsInto call into memory it provides, so that a
+// store writes each byte once, where its reader wants it (a kernel's output tensor).
+// Calls come from the ReadTensorsInto caller's thread, one tensor at a time, in order.
+class TensorReceiver {
+ public:
+  virtual ~TensorReceiver() = default;
+  // Where the header.size bytes of the next tensor go: memory of at least that size
+  // that stays valid until Received for it returns or ReadTensorsInto returns. An
+  // error stops the read, and ReadTensorsInto returns it.
+  virtual absl::StatusOr<char*> Allocate(const TensorHeader& header) = 0;
+  // Every byte of the tensor is in place and its CRC32C verified. An error stops the
+  // read, and ReadTensorsInto returns it.
+  virtual absl::Status Received(const TensorHeader& header) = 0;
+};
+
 // Thread-safe.
 class CheckpointStoreInterface {
  public:
@@ -70,12 +85,18 @@ class CheckpointStoreInterface {
   // The tensors (headers) of checkpoint `name`. NOT_FOUND if it does not exist.
   virtual absl::StatusOr<std::vector<TensorHeader>> ListTensors(const std::string& run,
                                                                 const std::string& name) = 0;
-  // Reads `tensor_names` (every tensor if empty) of checkpoint `name`, calling
-  // `consumer` for each in order. NOT_FOUND naming a missing checkpoint or tensor;
-  // DATA_LOSS naming the tensor and file on a CRC mismatch or a damaged file.
-  virtual absl::Status ReadTensors(const std::string& run, const std::string& name,
-                                   const std::vector<std::string>& tensor_names,
-                                   const TensorConsumer& consumer) = 0;
+  // Reads `tensor_names` (every tensor if empty) of checkpoint `name` into the memory
+  // `receiver` provides, tensor by tensor in order. NOT_FOUND naming a missing
+  // checkpoint or tensor; DATA_LOSS naming the tensor and file on a CRC mismatch or a
+  // damaged file (the tensor is then never Received; bytes of it may have been
+  // written to its memory). On any error the caller must discard what it received.
+  virtual absl::Status ReadTensorsInto(const std::string& run, const std::string& name,
+                                       const std::vector<std::string>& tensor_names,
+                                       TensorReceiver* receiver) = 0;
+  // ReadTensorsInto through a reused buffer, calling `consumer` with each tensor.
+  absl::Status ReadTensors(const std::string& run, const std::string& name,
+                           const std::vector<std::string>& tensor_names,
+                           const TensorConsumer& consumer);
   // Deletes checkpoint `name` (its files and its state-file entry).
   virtual absl::Status DeleteCheckpoint(const std::string& run, const std::string& name) = 0;
 };

@@ -4,16 +4,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/location.h"
+#include "checkpoint_store/rpc/read_tensors_wire.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
+#include "core/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/sync_stream.h"
 
 namespace overseer {
 namespace {
 
 constexpr size_t kChunkBytes = 4 << 20;
-// ReadTensors messages carry a whole tensor of up to 64 MiB plus its header.
+// ReadTensors messages carry at most 64 MiB of tensor bytes plus a header (servers
+// before the raw encoding sent tensors up to 64 MiB whole).
 constexpr size_t kMaxMessageBytes = (64 << 20) + (1 << 20);
 // Streams of tensor bytes may run long; unary calls use the default deadline.
 constexpr absl::Duration kStreamTimeout = absl::Hours(1);
@@ -85,7 +90,12 @@ class GrpcShardWriter : public ShardWriter {
 }  // namespace
 
 GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel)
-    : stub_(CheckpointStoreService::NewStub(std::move(channel))) {}
+    : channel_(std::move(channel)),
+      stub_(CheckpointStoreService::NewStub(channel_)),
+      read_tensors_method_name_(
+          absl::StrCat("/", CheckpointStoreService::service_full_name(), "/ReadTensors")),
+      read_tensors_method_(read_tensors_method_name_.c_str(),
+                           grpc::internal::RpcMethod::SERVER_STREAMING, channel_) {}
 
 std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::string& address) {
   grpc::ChannelArguments args;
@@ -163,71 +173,34 @@ absl::StatusOr<std::vector<TensorHeader>> GrpcCheckpointStore::ListTensors(
   return std::vector<TensorHeader>(response.tensors().begin(), response.tensors().end());
 }
 
-absl::Status GrpcCheckpointStore::ReadTensors(const std::string& run, const std::string& name,
-                                              const std::vector<std::string>& tensor_names,
-                                              const TensorConsumer& consumer) {
+absl::Status GrpcCheckpointStore::ReadTensorsInto(const std::string& run,
+                                                  const std::string& name,
+                                                  const std::vector<std::string>& tensor_names,
+                                                  TensorReceiver* receiver) {
   ReadTensorsRequest request;
   request.set_run(run);
   request.set_name(name);
   for (const std::string& t : tensor_names) request.add_tensor_names(t);
   auto context = NewClientContext(kStreamTimeout);
-  auto reader = stub_->ReadTensors(context.get(), request);
-  // The received message and the tensor assembled from chunks live in pooled buffers
-  // (a reused message's bytes field keeps its capacity), so no tensor faults in fresh
-  // pages.
-  ReadTensorsResponse chunk;
-  // The message's first: it takes the largest buffer, as it holds whole tensors.
-  std::string message_buffer = buffers_.Take();
-  // Room for a whole-tensor message up front: protobuf would grow the field piecemeal.
-  ReserveBuffer(&message_buffer, kMaxMessageBytes);
-  chunk.mutable_data()->swap(message_buffer);
-  std::string data = buffers_.Take();
-  data.clear();
-  TensorHeader header;
-  bool have = false;
-  absl::Status consumed;
-  while (consumed.ok() && reader->Read(&chunk)) {
-    if (chunk.has_tensor() && have) {
-      consumed = absl::DataLossError(
-          absl::StrCat("tensor ", header.name(), " of ", name, " arrived incomplete"));
-      break;
-    }
-    if (chunk.has_tensor() && static_cast<int64_t>(chunk.data().size()) == chunk.tensor().size()) {
-      consumed = consumer(chunk.tensor(), chunk.data());  // A whole tensor in one message.
-      continue;
-    }
-    if (chunk.has_tensor()) {
-      header = chunk.tensor();
-      data.clear();
-      ReserveBuffer(&data, static_cast<size_t>(std::max<int64_t>(header.size(), 0)));
-      have = true;
-    }
-    if (!have || static_cast<int64_t>(data.size() + chunk.data().size()) > header.size()) {
-      consumed = absl::DataLossError(absl::StrCat(
-          "ReadTensors of ", name, " sent bytes beyond ",
-          have ? absl::StrCat("the size of tensor ", header.name()) : "any tensor"));
-      break;
-    }
-    data.append(chunk.data());
-    if (static_cast<int64_t>(data.size()) == header.size()) {
-      consumed = consumer(header, data);
-      have = false;
-    }
+  // Messages arrive as raw bytes (gRPC's receive slices, no protobuf parse); the
+  // decoder copies their tensor bytes straight into the receiver's memory.
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          channel_.get(), read_tensors_method_, context.get(), request));
+  ReadTensorsDecoder decoder(name, receiver);
+  grpc::ByteBuffer message;
+  absl::Status decoded;
+  while (reader->Read(&message)) {
+    decoded = decoder.Add(message);
+    if (!decoded.ok()) break;
   }
-  message_buffer.swap(*chunk.mutable_data());
-  buffers_.Give(std::move(message_buffer));
-  buffers_.Give(std::move(data));
-  if (!consumed.ok()) {
+  if (!decoded.ok()) {
     context->TryCancel();
     reader->Finish().ok();
-    return consumed;
+    return decoded;
   }
-  absl::Status s = FromGrpcStatus(reader->Finish());
-  if (s.ok() && have) {
-    return absl::DataLossError(
-        absl::StrCat("tensor ", header.name(), " of ", name, " arrived incomplete"));
-  }
-  return s;
+  RETURN_IF_ERROR(FromGrpcStatus(reader->Finish()));
+  return decoder.Finish();
 }
 
 absl::Status GrpcCheckpointStore::DeleteCheckpoint(const std::string& run,

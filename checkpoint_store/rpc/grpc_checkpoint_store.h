@@ -3,15 +3,14 @@
 
 // CheckpointStoreInterface over gRPC to a checkpoint_store_server. Linking this
 // library registers the "grpc" scheme of checkpoint locations (location.h):
-// "grpc://host:port/<run>". Thread-safe. Keeps up to 256 MiB of read buffers for reuse
-// by later ReadTensors calls.
+// "grpc://host:port/<run>". Thread-safe.
 
 #include <memory>
 #include <string>
 
-#include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "proto/checkpoint_store.grpc.pb.h"
 
 namespace overseer {
@@ -31,15 +30,19 @@ class GrpcCheckpointStore : public CheckpointStoreInterface {
   absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& run) override;
   absl::StatusOr<std::vector<TensorHeader>> ListTensors(const std::string& run,
                                                         const std::string& name) override;
-  absl::Status ReadTensors(const std::string& run, const std::string& name,
-                           const std::vector<std::string>& tensor_names,
-                           const TensorConsumer& consumer) override;
+  // Decodes the raw stream (read_tensors_wire.h): each tensor's bytes are copied once,
+  // from gRPC's receive buffers into the receiver's memory.
+  absl::Status ReadTensorsInto(const std::string& run, const std::string& name,
+                               const std::vector<std::string>& tensor_names,
+                               TensorReceiver* receiver) override;
   absl::Status DeleteCheckpoint(const std::string& run, const std::string& name) override;
 
  private:
+  const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<CheckpointStoreService::Stub> stub_;
-  // ReadTensors' message and assembly buffers, reused across calls.
-  BufferPool buffers_{size_t{256} << 20};
+  // ReadTensors called with raw messages (grpc::ByteBuffer) instead of the stub's.
+  const std::string read_tensors_method_name_;
+  const grpc::internal::RpcMethod read_tensors_method_;
 };
 
 }  // namespace overseer

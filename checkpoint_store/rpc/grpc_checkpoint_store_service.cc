@@ -3,21 +3,29 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "checkpoint_store/rpc/read_tensors_wire.h"
 #include "core/rpc/grpc_status.h"
+#include "grpcpp/support/method_handler.h"
 
 namespace overseer {
 namespace {
 
+// ReadTensors messages carry at most this many tensor bytes (clients accept up to
+// 64 MiB plus a header), so the client copies one message's bytes into place while
+// the next ones arrive.
 constexpr size_t kChunkBytes = 4 << 20;
-// ReadTensors sends a tensor up to this size in one message, which the client hands
-// over without assembling it, and larger ones in kChunkBytes chunks. Clients accept
-// messages of 64 MiB plus a header (GrpcCheckpointStore::Connect).
-constexpr size_t kWholeTensorBytes = 64 << 20;
+// ReadTensors' reader thread stays at most this far ahead of the sender.
+constexpr int64_t kMaxBytesInFlight = int64_t{128} << 20;
+// The index of ReadTensors among CheckpointStoreService's methods (their order in
+// proto/checkpoint_store.proto), whose handler the constructor replaces.
+constexpr int kReadTensorsMethodIndex = 7;
 // Received WriteShard messages waiting for the appender thread (4 MiB each).
 constexpr size_t kMaxQueued = 4;
 
@@ -111,7 +119,110 @@ class ShardAppender {
   std::thread thread_;  // Last: starts after the members it uses.
 };
 
+// Hands tensors read by the store (a TensorReceiver on the reader thread) to the
+// sending thread. Each tensor lives in a pooled buffer whose last reference (the
+// sender's or a slice's that gRPC still holds) gives it back to the pool. Allocate
+// waits while more than kMaxBytesInFlight are read and not yet sent (a larger tensor
+// waits until nothing is in flight). Thread-safe.
+class TensorPipe : public TensorReceiver {
+ public:
+  struct Tensor {
+    TensorHeader header;
+    std::shared_ptr<const std::string> buffer;
+  };
+
+  explicit TensorPipe(std::shared_ptr<BufferPool> pool) : pool_(std::move(pool)) {}
+
+  absl::StatusOr<char*> Allocate(const TensorHeader& header) override {
+    const int64_t size = header.size();
+    {
+      absl::MutexLock lock(&mu_);
+      wanted_ = size;
+      mu_.Await(absl::Condition(
+          +[](TensorPipe* p) {
+            return p->cancelled_ || p->in_flight_ == 0 ||
+                   p->in_flight_ + p->wanted_ <= kMaxBytesInFlight;
+          },
+          this));
+      if (cancelled_) return absl::CancelledError("ReadTensors reader went away");
+      in_flight_ += size;
+    }
+    std::string buffer = pool_->Take();
+    if (buffer.size() < static_cast<size_t>(size)) {
+      ReserveBuffer(&buffer, static_cast<size_t>(size));
+      buffer.resize(static_cast<size_t>(size));
+    }
+    std::shared_ptr<BufferPool> pool = pool_;
+    current_ = std::shared_ptr<std::string>(new std::string(std::move(buffer)),
+                                            [pool](std::string* b) {
+                                              pool->Give(std::move(*b));
+                                              delete b;
+                                            });
+    return current_->data();
+  }
+
+  absl::Status Received(const TensorHeader& header) override {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) return absl::CancelledError("ReadTensors reader went away");
+    ready_.push_back(Tensor{header, std::move(current_)});
+    return absl::OkStatus();
+  }
+
+  // The next tensor to send, or nullopt once the reader closed the pipe and every
+  // tensor was taken.
+  std::optional<Tensor> Next() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](TensorPipe* p) { return p->closed_ || !p->ready_.empty(); }, this));
+    if (ready_.empty()) return std::nullopt;
+    Tensor t = std::move(ready_.front());
+    ready_.pop_front();
+    return t;
+  }
+
+  // The sender is done with `tensor` (gRPC may still hold slices of it).
+  void Sent(const Tensor& tensor) {
+    absl::MutexLock lock(&mu_);
+    in_flight_ -= tensor.header.size();
+  }
+
+  // The reader is done (after an error too).
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    current_.reset();
+  }
+
+  // The sender gave up: Allocate and Received fail from now on.
+  void Cancel() {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    ready_.clear();
+  }
+
+ private:
+  const std::shared_ptr<BufferPool> pool_;
+  std::shared_ptr<std::string> current_;  // Used by the reader thread only.
+  absl::Mutex mu_;
+  std::deque<Tensor> ready_ ABSL_GUARDED_BY(mu_);
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t wanted_ ABSL_GUARDED_BY(mu_) = 0;  // The size Allocate waits to add.
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 }  // namespace
+
+GrpcCheckpointStoreService::GrpcCheckpointStoreService(CheckpointStoreInterface* store)
+    : store_(store) {
+  MarkMethodStreamed(
+      kReadTensorsMethodIndex,
+      new grpc::internal::SplitServerStreamingHandler<ReadTensorsRequest, grpc::ByteBuffer>(
+          [this](grpc::ServerContext* context,
+                 grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream) {
+            return StreamTensors(context, stream);
+          }));
+}
 
 grpc::Status GrpcCheckpointStoreService::BeginCheckpoint(grpc::ServerContext*,
                                                          const BeginCheckpointRequest* request,
@@ -197,36 +308,44 @@ grpc::Status GrpcCheckpointStoreService::ListTensors(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status GrpcCheckpointStoreService::ReadTensors(
-    grpc::ServerContext*, const ReadTensorsRequest* request,
-    grpc::ServerWriter<ReadTensorsResponse>* writer) {
-  std::vector<std::string> names(request->tensor_names().begin(), request->tensor_names().end());
-  // One message for every send: its bytes field is a pooled buffer that keeps its
-  // capacity, so no message faults in fresh pages.
-  ReadTensorsResponse message;
-  std::string buffer = message_buffers_.Take();
-  message.mutable_data()->swap(buffer);
-  auto send = [&](const TensorHeader* header, absl::string_view bytes) -> absl::Status {
-    message.clear_tensor();
-    if (header != nullptr) *message.mutable_tensor() = *header;
-    ReserveBuffer(message.mutable_data(), bytes.size());
-    message.mutable_data()->assign(bytes.data(), bytes.size());
-    if (!writer->Write(message)) return absl::CancelledError("ReadTensors reader went away");
-    return absl::OkStatus();
-  };
-  const absl::Status read = store_->ReadTensors(
-      request->run(), request->name(), names,
-      [&](const TensorHeader& header, absl::string_view data) -> absl::Status {
-        if (data.size() <= kWholeTensorBytes) return send(&header, data);
-        for (size_t pos = 0; pos < data.size(); pos += kChunkBytes) {
-          absl::Status sent = send(pos == 0 ? &header : nullptr, data.substr(pos, kChunkBytes));
-          if (!sent.ok()) return sent;
-        }
-        return absl::OkStatus();
-      });
-  buffer.swap(*message.mutable_data());
-  message_buffers_.Give(std::move(buffer));
-  return ToGrpcStatus(read);
+grpc::Status GrpcCheckpointStoreService::StreamTensors(
+    grpc::ServerContext* context,
+    grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream) {
+  ReadTensorsRequest request;
+  if (!stream->Read(&request)) {
+    return ToGrpcStatus(absl::InvalidArgumentError("ReadTensors carried no request"));
+  }
+  std::vector<std::string> names(request.tensor_names().begin(), request.tensor_names().end());
+  TensorPipe pipe(read_buffers_);
+  // The store reads (and verifies) the next tensors on this thread while the handler's
+  // thread sends the ones already read.
+  absl::Status read;
+  std::thread reader([&] {
+    read = store_->ReadTensorsInto(request.run(), request.name(), names, &pipe);
+    pipe.Close();
+  });
+  absl::Status sent;
+  while (std::optional<TensorPipe::Tensor> tensor = pipe.Next()) {
+    const absl::string_view bytes(tensor->buffer->data(), static_cast<size_t>(tensor->header.size()));
+    size_t pos = 0;
+    do {
+      const absl::string_view chunk = bytes.substr(pos, kChunkBytes);
+      if (context->IsCancelled() ||
+          !stream->Write(EncodeReadTensorsMessage(pos == 0 ? &tensor->header : nullptr, chunk,
+                                                  tensor->buffer))) {
+        sent = absl::CancelledError("ReadTensors reader went away");
+        break;
+      }
+      pos += chunk.size();
+    } while (pos < bytes.size());
+    pipe.Sent(*tensor);
+    if (!sent.ok()) {
+      pipe.Cancel();
+      break;
+    }
+  }
+  reader.join();
+  return ToGrpcStatus(sent.ok() ? read : sent);
 }
 
 grpc::Status GrpcCheckpointStoreService::DeleteCheckpoint(grpc::ServerContext*,

@@ -5,9 +5,11 @@
 // converts the status. Thread-safe (the store is).
 
 #include <cstddef>
+#include <memory>
 
 #include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "proto/checkpoint_store.grpc.pb.h"
 
 namespace overseer {
@@ -17,10 +19,13 @@ namespace overseer {
 // WriteShard stream crawls at tens of MB/s on loopback.
 constexpr int kCheckpointStoreStreamWindowBytes = 64 << 20;
 
+// ReadTensors is served by hand (read_tensors_wire.h): the service writes each
+// ReadTensorsResponse as raw bytes whose tensor data are slices of its read buffers,
+// and reads the next tensor from the store on another thread while it sends one.
 class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
  public:
   // `store` is borrowed and must outlive the service.
-  explicit GrpcCheckpointStoreService(CheckpointStoreInterface* store) : store_(store) {}
+  explicit GrpcCheckpointStoreService(CheckpointStoreInterface* store);
 
   grpc::Status BeginCheckpoint(grpc::ServerContext*, const BeginCheckpointRequest* request,
                                BeginCheckpointResponse* response) override;
@@ -36,15 +41,18 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
                                ListCheckpointsResponse* response) override;
   grpc::Status ListTensors(grpc::ServerContext*, const ListTensorsRequest* request,
                            ListTensorsResponse* response) override;
-  grpc::Status ReadTensors(grpc::ServerContext*, const ReadTensorsRequest* request,
-                           grpc::ServerWriter<ReadTensorsResponse>* writer) override;
   grpc::Status DeleteCheckpoint(grpc::ServerContext*, const DeleteCheckpointRequest* request,
                                 DeleteCheckpointResponse* response) override;
 
  private:
+  // ReadTensors: one request, then the stream of raw ReadTensorsResponse messages.
+  grpc::Status StreamTensors(grpc::ServerContext* context,
+                             grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream);
+
   CheckpointStoreInterface* const store_;
-  // The bytes fields of ReadTensors messages, reused across calls.
-  BufferPool message_buffers_{size_t{256} << 20};
+  // ReadTensors' read buffers, reused across tensors and calls; shared with the slices
+  // that reference them, which gRPC may release after a call ends.
+  const std::shared_ptr<BufferPool> read_buffers_ = std::make_shared<BufferPool>(size_t{256} << 20);
 };
 
 }  // namespace overseer

@@ -1,13 +1,18 @@
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
 
 #include <cstdlib>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "checkpoint_store/checkpoint_store.h"
 #include "checkpoint_store/location.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store_service.h"
+#include "core/logging.h"
 #include "core/rpc/server_runner.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 
 namespace overseer {
@@ -144,6 +149,163 @@ TEST(GrpcCheckpointStoreTest, ChunkedTensorsReadTwiceFromReusedBuffers) {
   }
   runner.RequestTermination();
   runner.WaitForTermination();
+}
+
+// A store served over loopback with checkpoint "model.ckpt-1" of run "r" holding
+// `floats[i]` floats in tensor "t<i>" (bytes from Pattern).
+class ServedCheckpoint {
+ public:
+  ServedCheckpoint(const std::string& dir, const std::vector<int64_t>& floats)
+      : root_(std::string(std::getenv("TEST_TMPDIR")) + "/" + dir),
+        store_(*CheckpointStore::Open(FileSystem::Posix(), root_)),
+        service_(store_.get()),
+        runner_(Options()) {
+    runner_.AddService(&service_);
+    CHECK(runner_.Start().ok());
+    remote_ = GrpcCheckpointStore::Connect(address());
+    BeginCheckpointRequest begin;
+    begin.set_run("r");
+    begin.set_name("model.ckpt-1");
+    begin.set_num_shards(1);
+    auto id = remote_->BeginCheckpoint(begin);
+    CHECK(id.ok()) << id.status();
+    auto writer = remote_->OpenShard(*id, 0);
+    CHECK(writer.ok());
+    for (size_t t = 0; t < floats.size(); ++t) {
+      TensorHeader header;
+      header.set_name("t" + std::to_string(t));
+      header.set_dtype(DT_FLOAT);
+      header.mutable_shape()->add_dim()->set_size(floats[t]);
+      header.set_size(floats[t] * 4);
+      contents_.push_back(Pattern(static_cast<size_t>(header.size()), static_cast<int>(t)));
+      CHECK((*writer)->AddTensor(header, contents_.back()).ok());
+    }
+    CHECK((*writer)->Close().ok());
+    CHECK(remote_->CommitCheckpoint(*id).ok());
+  }
+  ~ServedCheckpoint() {
+    runner_.RequestTermination();
+    runner_.WaitForTermination();
+  }
+
+  static std::string Pattern(size_t n, int seed) {
+    std::string s(n, '\0');
+    for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 13 + seed);
+    return s;
+  }
+  std::string address() const { return "localhost:" + std::to_string(runner_.port()); }
+  std::string data_file() const { return root_ + "/r/model.ckpt-1.data-00000-of-00001"; }
+  GrpcCheckpointStore* remote() { return remote_.get(); }
+  const std::vector<std::string>& contents() const { return contents_; }
+
+ private:
+  static ServerRunnerOptions Options() {
+    ServerRunnerOptions options;
+    options.component = "checkpoint_store";
+    options.metrics_port = -1;
+    options.handle_signals = false;
+    options.fixed_stream_window_bytes = kCheckpointStoreStreamWindowBytes;
+    return options;
+  }
+
+  const std::string root_;
+  std::unique_ptr<CheckpointStore> store_;
+  GrpcCheckpointStoreService service_;
+  ServerRunner runner_;
+  std::unique_ptr<GrpcCheckpointStore> remote_;
+  std::vector<std::string> contents_;
+};
+
+// The service writes raw bytes, but they are ReadTensorsResponse messages: the
+// protobuf stub (as any generated client, e.g. python3-grpcio's) reads them.
+TEST(GrpcCheckpointStoreTest, ProtobufStubReadsTheStream) {
+  ServedCheckpoint served("stub", {(2 << 20) + 3, 5, 0});  // 8 MiB + 12 bytes: 3 messages.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(65 << 20);
+  auto stub = CheckpointStoreService::NewStub(
+      grpc::CreateCustomChannel(served.address(), grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  ReadTensorsRequest request;
+  request.set_run("r");
+  request.set_name("model.ckpt-1");
+  auto reader = stub->ReadTensors(&context, request);
+  ReadTensorsResponse message;
+  std::vector<std::string> names;
+  std::vector<std::string> got;
+  int messages = 0;
+  while (reader->Read(&message)) {
+    ++messages;
+    if (message.has_tensor()) {
+      names.push_back(message.tensor().name());
+      got.emplace_back();
+    }
+    ASSERT_FALSE(got.empty());
+    got.back() += message.data();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(messages, 5);
+  EXPECT_EQ(names, (std::vector<std::string>{"t0", "t1", "t2"}));
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t t = 0; t < got.size(); ++t) EXPECT_TRUE(got[t] == served.contents()[t]) << t;
+}
+
+// A flipped byte in the data file: the tensors before it arrive, the damaged one never
+// does, and the read fails DATA_LOSS naming the tensor and the file.
+TEST(GrpcCheckpointStoreTest, CorruptedTensorIsDataLossOverTheWire) {
+  ServedCheckpoint served("corrupt", {1 << 20, 3 << 20, 7});
+  {
+    std::fstream f(served.data_file(), std::ios::in | std::ios::out | std::ios::binary);
+    const std::streamoff inside_t1 = (4 << 20) + (5 << 20);
+    f.seekg(inside_t1);
+    const char byte = static_cast<char>(f.get());
+    f.seekp(inside_t1);
+    f.put(static_cast<char>(byte ^ 0xff));
+  }
+  std::vector<std::string> names;
+  absl::Status read = served.remote()->ReadTensors(
+      "r", "model.ckpt-1", {}, [&](const TensorHeader& h, absl::string_view) {
+        names.push_back(h.name());
+        return absl::OkStatus();
+      });
+  EXPECT_EQ(read.code(), absl::StatusCode::kDataLoss) << read;
+  EXPECT_NE(read.message().find("tensor t1"), std::string::npos) << read;
+  EXPECT_NE(read.message().find(served.data_file()), std::string::npos) << read;
+  EXPECT_EQ(names, std::vector<std::string>{"t0"});
+  // A missing tensor is NOT_FOUND, and the next read on the same client works.
+  EXPECT_EQ(served.remote()->ReadTensors("r", "model.ckpt-1", {"t0", "nope"}, nullptr).code(),
+            absl::StatusCode::kNotFound);
+  std::string t2;
+  ASSERT_TRUE(served.remote()
+                  ->ReadTensors("r", "model.ckpt-1", {"t2"},
+                                [&](const TensorHeader&, absl::string_view data) {
+                                  t2 = std::string(data);
+                                  return absl::OkStatus();
+                                })
+                  .ok());
+  EXPECT_EQ(t2, served.contents()[2]);
+}
+
+// A consumer that fails stops the stream: the error comes back, the server is not left
+// sending, and the client reads again.
+TEST(GrpcCheckpointStoreTest, ConsumerErrorCancelsTheStream) {
+  ServedCheckpoint served("cancel", {4 << 20, 4 << 20, 4 << 20, 4 << 20});
+  int calls = 0;
+  absl::Status read = served.remote()->ReadTensors(
+      "r", "model.ckpt-1", {}, [&](const TensorHeader&, absl::string_view) {
+        ++calls;
+        return absl::AbortedError("enough");
+      });
+  EXPECT_EQ(read, absl::AbortedError("enough"));
+  EXPECT_EQ(calls, 1);
+  calls = 0;
+  ASSERT_TRUE(served.remote()
+                  ->ReadTensors("r", "model.ckpt-1", {},
+                                [&](const TensorHeader&, absl::string_view) {
+                                  ++calls;
+                                  return absl::OkStatus();
+                                })
+                  .ok());
+  EXPECT_EQ(calls, 4);
 }
 
 }  // namespace

@@ -90,6 +90,58 @@ class CheckpointSaveShardOp : public OpKernel {
 };
 REGISTER_KERNEL(CheckpointSaveShardOp, "CheckpointSaveShard");
 
+// Receives the tensors of a CheckpointRestore straight into its outputs: each output
+// is allocated uninitialised and the store (or its gRPC client) writes its bytes once.
+class OutputReceiver : public TensorReceiver {
+ public:
+  OutputReceiver(OpKernelContext* ctx, const std::vector<std::string>* names,
+                 const std::string* checkpoint)
+      : ctx_(ctx), names_(names), checkpoint_(checkpoint) {}
+
+  absl::StatusOr<char*> Allocate(const TensorHeader& header) override {
+    const int i = next_;
+    if (i >= static_cast<int>(names_->size()) || header.name() != (*names_)[i]) {
+      return absl::InternalError(
+          absl::StrCat("store returned tensor ", header.name(), " out of order"));
+    }
+    const DataType expected = ctx_->kernel().output_type(i);
+    if (header.dtype() != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor ", header.name(), " in checkpoint ", *checkpoint_, " is ",
+          DataTypeString(header.dtype()), " but ", ctx_->kernel().name(), " expects ",
+          DataTypeString(expected)));
+    }
+    ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(header.shape()));
+    if (!IsSupportedDataType(expected) || expected == DT_STRING ||
+        shape.num_elements() * static_cast<int64_t>(DataTypeSize(expected)) != header.size()) {
+      return absl::DataLossError(absl::StrCat("tensor ", header.name(), " of checkpoint ",
+                                              *checkpoint_, " has ", header.size(),
+                                              " bytes, not what its shape needs"));
+    }
+    Tensor out = Tensor::Uninitialized(expected, shape);
+    char* dst = static_cast<char*>(MutableRawBytes(&out));
+    if (dst == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot restore ", header.name(), " of dtype ",
+                                                     DataTypeString(expected)));
+    }
+    ctx_->set_output(i, std::move(out));
+    return dst;
+  }
+
+  absl::Status Received(const TensorHeader&) override {
+    ++next_;
+    return absl::OkStatus();
+  }
+
+  int received() const { return next_; }
+
+ private:
+  OpKernelContext* const ctx_;
+  const std::vector<std::string>* const names_;
+  const std::string* const checkpoint_;
+  int next_ = 0;
+};
+
 class CheckpointRestoreOp : public OpKernel {
  public:
   explicit CheckpointRestoreOp(OpKernelConstruction* c) : OpKernel(c) {}
@@ -99,35 +151,16 @@ class CheckpointRestoreOp : public OpKernel {
     ASSIGN_OR_RETURN(std::string checkpoint, ScalarString(ctx, 1, "checkpoint"));
     const int n = ctx->num_outputs();
     ASSIGN_OR_RETURN(std::vector<std::string> names, Names(ctx, 2, n));
+    if (n == 0) return absl::OkStatus();  // An empty list would read every tensor.
     ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
-    int next = 0;
-    return where.store->ReadTensors(
-        where.run, checkpoint, names,
-        [&](const TensorHeader& header, absl::string_view data) -> absl::Status {
-          const int i = next++;
-          if (i >= n || header.name() != names[i]) {
-            return absl::InternalError(absl::StrCat("store returned tensor ", header.name(),
-                                                    " out of order"));
-          }
-          if (header.dtype() != output_type(i)) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "tensor ", header.name(), " in checkpoint ", checkpoint, " is ",
-                DataTypeString(header.dtype()), " but ", name(), " expects ",
-                DataTypeString(output_type(i))));
-          }
-          ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(header.shape()));
-          Tensor* out = ctx->allocate_output(i, shape);
-          void* dst = MutableRawBytes(out);
-          if (dst == nullptr || out->NumElements() * static_cast<int64_t>(DataTypeSize(
-                                                        out->dtype())) !=
-                                    static_cast<int64_t>(data.size())) {
-            return absl::DataLossError(absl::StrCat("tensor ", header.name(), " of checkpoint ",
-                                                    checkpoint, " has ", data.size(),
-                                                    " bytes, not what its shape needs"));
-          }
-          if (!data.empty()) std::memcpy(dst, data.data(), data.size());
-          return absl::OkStatus();
-        });
+    OutputReceiver receiver(ctx, &names, &checkpoint);
+    RETURN_IF_ERROR(where.store->ReadTensorsInto(where.run, checkpoint, names, &receiver));
+    if (receiver.received() != n) {
+      return absl::DataLossError(absl::StrCat("the store returned ", receiver.received(), " of the ",
+                                              n, " tensors of checkpoint ", checkpoint,
+                                              " that ", name(), " reads"));
+    }
+    return absl::OkStatus();
   }
 };
 REGISTER_KERNEL(CheckpointRestoreOp, "CheckpointRestore");
