@@ -332,13 +332,24 @@ absl::Status BundleReader::ReadTensorTo(absl::string_view name, char* dst) const
                                             " cannot be opened: ", file.status().message()));
   }
   // Piece by piece, each CRC'd right after its read while it is still in the cache.
+  // The disk reads run up to kPrefetchBytes ahead: one small read at a time would
+  // leave a single request in flight (the device's readahead is 128 KiB here), at a
+  // fraction of the rate of the large reads a plain sequential reader makes.
   constexpr size_t kPieceBytes = 1 << 20;
+  constexpr size_t kPrefetchBytes = 32 << 20;
   const size_t size = static_cast<size_t>(entry->size());
+  const uint64_t offset = static_cast<uint64_t>(entry->offset());
   uint32_t actual = 0;
+  size_t prefetched = 0;
   for (size_t done = 0; done < size;) {
+    if (prefetched < size && prefetched < done + kPrefetchBytes / 2) {
+      const size_t ahead = std::min(kPrefetchBytes, size - prefetched);
+      (*file)->Prefetch(offset + prefetched, ahead);
+      prefetched += ahead;
+    }
     const size_t n = std::min(kPieceBytes, size - done);
     ASSIGN_OR_RETURN(absl::string_view got,
-                     (*file)->Read(static_cast<uint64_t>(entry->offset()) + done, n, dst + done));
+                     (*file)->Read(offset + done, n, dst + done));
     if (got.size() != n) {
       return absl::DataLossError(absl::StrCat(
           "data file ", path, " is truncated: tensor ", name, " needs bytes [",

@@ -36,6 +36,10 @@ class RandomAccessFile {
   // (fewer than `n` only at the end of the file). Errors name the file.
   virtual absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
                                                  char* scratch) const = 0;
+  // A hint that bytes [offset, offset + n) will be read soon: the file system may start
+  // reading them from the disk now (without waiting) so that a sequential reader of
+  // small pieces keeps many requests in flight. Never fails; the default does nothing.
+  virtual void Prefetch(uint64_t /*offset*/, size_t /*n*/) const {}
 };
 
 // Thread-safe.
