@@ -4,7 +4,7 @@
 // reaches --last_step. Run one chief (--is_chief) and any number of non-chiefs against
 // the same master; cluster_demo starts them for you.
 //
-//   cluster_trainer --master=grpc://127.0.0.1:2222 --is_chief --task_index=0 --num_ps=2 \
+//   cluster_trainer --master=grpc://127.0.0.1:2222 --is_chief --task_index=0 --num_ps=2
 //       --checkpoint_dir=grpc://127.0.0.1:2230/demo --summary_dir=grpc://127.0.0.1:2231/demo
 //
 // Under MonitoredTrainingSession: the chief initialises the model (or restores the

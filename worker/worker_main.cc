@@ -1,6 +1,6 @@
 // The worker server: one binary for ps and worker tasks.
 //
-//   worker_server --job_name=ps --task_index=0 \
+//   worker_server --job_name=ps --task_index=0
 //       --cluster_spec="ps=localhost:2222;worker=localhost:2223,localhost:2224"
 //
 // Without --cluster_spec the cluster (and, unless --job_name is given, the task) come

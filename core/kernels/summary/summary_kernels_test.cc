@@ -51,7 +51,9 @@ TEST(HistogramTest, EncodesCountsAndCollapsesEmptyRuns) {
   for (int i = 0; i < proto.bucket_size(); ++i) {
     total += proto.bucket(i);
     if (proto.bucket(i) > 0) ++non_empty;
-    if (i > 0) EXPECT_FALSE(proto.bucket(i) == 0 && proto.bucket(i - 1) == 0);
+    if (i > 0) {
+      EXPECT_FALSE(proto.bucket(i) == 0 && proto.bucket(i - 1) == 0);
+    }
   }
   EXPECT_EQ(total, 4.0);
   EXPECT_EQ(non_empty, 3);
