@@ -7,7 +7,9 @@
 //   Baseline of both: raw append + fsync of the same record bytes with the same write
 //     pattern (one write per max_queue = 10 records, one fdatasync per 1000 events), so
 //     the ratio is what framing, serialization and (for the service) gRPC cost.
-// The goals are embedded >= 0.8x raw and service >= 0.5x embedded.
+// The goals are embedded >= 0.8x raw and service >= 0.5x embedded; the third line,
+// summary.events_per_sec_service_vs_embedded, is the service figure with the embedded
+// one as its baseline.
 // fsync latency on a shared disk drifts by several times within a second, so the three
 // are measured call by call in interleaved rounds (one call of each per round, in a
 // rotating order) and each figure is the median over the rounds: all three see the
@@ -177,6 +179,8 @@ int Main() {
 
   bench::PrintFigure("summary.events_per_sec_embedded", local, "events/s", raw);
   bench::PrintFigure("summary.events_per_sec_service", served, "events/s", raw);
+  // The service's goal is against the embedded writer: the same figure, that baseline.
+  bench::PrintFigure("summary.events_per_sec_service_vs_embedded", served, "events/s", local);
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
   return 0;

@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
       GrpcEventSinkOptions sink_options;
       sink_options.flush_secs = options.flush_secs;
       sink_options.max_queue = options.max_queue;
-      sink_options.batch_size = std::max(options.max_queue, 64);
+      sink_options.batch_size = std::max(options.max_queue, 512);
       sink_options.filename_suffix = options.filename_suffix;
       sink_options.start_step = start_step;
       ASSIGN_OR_RETURN(auto sink, GrpcEventSink::Open(channel, run, sink_options, options.clock));

@@ -60,7 +60,14 @@ GrpcEventSink::GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, s
   absl::MutexLock lock(&mu_);
   writer_id_ = opened.writer_id();
   file_ = opened.file();
-  batch_.set_writer_id(writer_id_);
+  ResetArenaLocked();
+}
+
+void GrpcEventSink::ResetArenaLocked() {
+  arena_.Reset();
+  batch_ = google::protobuf::Arena::CreateMessage<WriteEventsRequest>(&arena_);
+  unacked_ = google::protobuf::Arena::CreateMessage<WriteEventsRequest>(&arena_);
+  batch_->set_writer_id(writer_id_);
 }
 
 GrpcEventSink::~GrpcEventSink() {
@@ -73,6 +80,11 @@ std::string GrpcEventSink::file() const {
   return file_;
 }
 
+int GrpcEventSink::pending_events() const {
+  absl::MutexLock lock(&mu_);
+  return batch_->events_size() + unacked_->events_size();
+}
+
 int GrpcEventSink::reopens() const {
   absl::MutexLock lock(&mu_);
   return reopens_;
@@ -81,22 +93,27 @@ int GrpcEventSink::reopens() const {
 template <typename FillFn>
 absl::Status GrpcEventSink::QueueLocked(const FillFn& fill) {
   if (closed_) return absl::FailedPreconditionError(absl::StrCat(file_, " is closed"));
-  Event* queued = batch_.add_events();
+  Event* queued = batch_->add_events();
   fill(queued);
   if (queued->wall_time() == 0) {
     queued->set_wall_time(absl::ToDoubleSeconds(clock_->Now() - absl::UnixEpoch()));
   }
-  if (batch_.events_size() < options_.batch_size) return absl::OkStatus();
-  const absl::Status sent = SendLocked(/*finish=*/false);
+  if (batch_->events_size() < options_.batch_size) return absl::OkStatus();
+  // A stream holds its events until it ends (to send them again if the writer is
+  // lost): end it once it holds max_pending_events, so memory stays bounded between
+  // flushes.
+  const bool finish = unacked_->events_size() + batch_->events_size() >=
+                      options_.max_pending_events;
+  const absl::Status sent = SendLocked(finish);
   if (!lost_) return sent;
   // The server is unreachable: keep the newest events for when it is back (the
   // unacknowledged ones are older than the batch).
   const int excess =
-      unacked_.events_size() + batch_.events_size() - options_.max_pending_events;
+      unacked_->events_size() + batch_->events_size() - options_.max_pending_events;
   if (excess > 0) {
-    const int from_unacked = std::min(excess, unacked_.events_size());
-    unacked_.mutable_events()->DeleteSubrange(0, from_unacked);
-    batch_.mutable_events()->DeleteSubrange(0, excess - from_unacked);
+    const int from_unacked = std::min(excess, unacked_->events_size());
+    unacked_->mutable_events()->DeleteSubrange(0, from_unacked);
+    batch_->mutable_events()->DeleteSubrange(0, excess - from_unacked);
     LOG(WARNING) << "summary writer for run '" << run_ << "' unreachable: dropped the " << excess
                  << " oldest pending events";
   }
@@ -131,23 +148,27 @@ absl::Status GrpcEventSink::SendLocked(bool finish, bool flush) {
 
 absl::Status GrpcEventSink::TrySendLocked(bool finish, bool flush) {
   flush = flush && finish;
-  if (batch_.events_size() > 0 || (flush && stream_ != nullptr)) {
+  if (batch_->events_size() > 0 || (flush && stream_ != nullptr)) {
     if (stream_ == nullptr) {
       stream_context_ = NewClientContext(options_.stream_lifetime + options_.rpc_timeout);
       stream_response_.Clear();
       stream_ = stub_->WriteEvents(stream_context_.get(), &stream_response_);
     }
-    batch_.set_flush(flush);
-    const bool written = stream_->Write(batch_);
-    batch_.set_flush(false);
-    for (Event& event : *batch_.mutable_events()) *unacked_.add_events() = std::move(event);
-    batch_.clear_events();
+    batch_->set_flush(flush);
+    const bool written = stream_->Write(*batch_);
+    batch_->set_flush(false);
+    for (Event& event : *batch_->mutable_events()) *unacked_->add_events() = std::move(event);
+    batch_->clear_events();
     if (!written) {  // The stream broke; its status says why.
       const absl::Status broken = FinishStreamLocked();
       return broken.ok() ? absl::UnavailableError("the WriteEvents stream broke") : broken;
     }
   }
-  return finish ? FinishStreamLocked() : absl::OkStatus();
+  if (!finish) return absl::OkStatus();
+  RETURN_IF_ERROR(FinishStreamLocked());
+  // Nothing is held any more: the arena's memory is reused from its start.
+  if (batch_->events_size() == 0 && unacked_->events_size() == 0) ResetArenaLocked();
+  return absl::OkStatus();
 }
 
 absl::Status GrpcEventSink::FinishStreamLocked() {
@@ -159,7 +180,7 @@ absl::Status GrpcEventSink::FinishStreamLocked() {
   const absl::Status finished = FromGrpcStatus(status);
   // Acknowledged: the server took every event of the stream. Otherwise they are kept
   // for a new writer if this one was lost, and dropped on any other error.
-  if (finished.ok() || !WriterLost(finished)) unacked_.clear_events();
+  if (finished.ok() || !WriterLost(finished)) unacked_->clear_events();
   return Annotate(finished, absl::StrCat("writing events to ", file_, ": "));
 }
 
@@ -178,10 +199,10 @@ absl::Status GrpcEventSink::ReopenLocked() {
   lost_ = false;
   ++reopens_;
   // The unacknowledged events go first, in their order.
-  for (Event& event : *batch_.mutable_events()) *unacked_.add_events() = std::move(event);
-  batch_.Swap(&unacked_);
-  unacked_.clear_events();
-  batch_.set_writer_id(writer_id_);
+  for (Event& event : *batch_->mutable_events()) *unacked_->add_events() = std::move(event);
+  batch_->Swap(unacked_);
+  unacked_->clear_events();
+  batch_->set_writer_id(writer_id_);
   return absl::OkStatus();
 }
 
@@ -203,7 +224,7 @@ absl::Status GrpcEventSink::CallWriterLocked(const CallFn& call, const char* wha
 absl::Status GrpcEventSink::Flush() {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError(absl::StrCat(file_, " is closed"));
-  if (lost_ || stream_ != nullptr || batch_.events_size() > 0) {
+  if (lost_ || stream_ != nullptr || batch_->events_size() > 0) {
     // The stream's last message carries the flush; a reopened writer gets every
     // unacknowledged event again, flushed alike.
     return SendLocked(/*finish=*/true, /*flush=*/true);

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
+#include "google/protobuf/arena.h"
 #include "grpcpp/channel.h"
 #include "proto/summary_writer_service.grpc.pb.h"
 #include "summary_writer/event_sink.h"
@@ -29,7 +30,8 @@ struct GrpcEventSinkOptions {
   // stream_lifetime (the owner flushes more often than that) plus this.
   absl::Duration rpc_timeout = absl::Seconds(30);
   absl::Duration stream_lifetime = absl::Minutes(10);
-  // Events kept while the server is unreachable.
+  // Events kept while the server is unreachable; also the most a stream carries
+  // before it is ended to have them acknowledged (and freed).
   int max_pending_events = 10000;
 };
 
@@ -68,6 +70,8 @@ class GrpcEventSink : public EventSink {
   std::string file() const;
   // How many times a new writer was opened because the old one was lost.
   int reopens() const;
+  // Events held: queued, or streamed and not acknowledged yet.
+  int pending_events() const;
 
  private:
   GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, std::string run,
@@ -85,6 +89,8 @@ class GrpcEventSink : public EventSink {
   // Opens a new writer for the run and queues the unacknowledged events before the
   // batch. On failure the sink stays lost and keeps its events.
   absl::Status ReopenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Frees everything on the arena and makes a new, empty batch and unacked list.
+  void ResetArenaLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A unary call on the current writer (FlushWriter, CloseWriter), reopening and
   // resending once when the writer was lost.
   template <typename CallFn>
@@ -99,9 +105,12 @@ class GrpcEventSink : public EventSink {
   mutable absl::Mutex mu_;
   int64_t writer_id_ ABSL_GUARDED_BY(mu_);
   std::string file_ ABSL_GUARDED_BY(mu_);
-  WriteEventsRequest batch_ ABSL_GUARDED_BY(mu_);
+  // The batch and the unacknowledged events live on arena_, which is reset whenever
+  // both are empty (after a stream ended), so queuing an event allocates nothing.
+  google::protobuf::Arena arena_ ABSL_GUARDED_BY(mu_);
+  WriteEventsRequest* batch_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Events sent on the current stream, not yet acknowledged by its end.
-  WriteEventsRequest unacked_ ABSL_GUARDED_BY(mu_);
+  WriteEventsRequest* unacked_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::unique_ptr<grpc::ClientContext> stream_context_ ABSL_GUARDED_BY(mu_);
   WriteEventsResponse stream_response_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::ClientWriter<WriteEventsRequest>> stream_ ABSL_GUARDED_BY(mu_);

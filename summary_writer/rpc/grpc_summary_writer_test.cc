@@ -186,6 +186,26 @@ TEST_F(GrpcSummaryWriterTest, PendingEventsAreBounded) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ((*events)[i + 1].step(), 7 + i);
 }
 
+TEST_F(GrpcSummaryWriterTest, AStreamIsEndedOnceItHoldsMaxPendingEvents) {
+  GrpcEventSinkOptions options;
+  options.batch_size = 4;
+  options.max_pending_events = 20;
+  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  ASSERT_TRUE(sink.ok());
+  // Without a flush the sink keeps what it streamed until the stream is acknowledged;
+  // it never holds much more than max_pending_events.
+  for (int i = 0; i < 500; ++i) {
+    ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
+    ASSERT_LE((*sink)->pending_events(), options.max_pending_events + options.batch_size);
+  }
+  ASSERT_TRUE((*sink)->Flush().ok());
+  EXPECT_EQ((*sink)->pending_events(), 0);
+  auto events = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + (*sink)->file());
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 501u);
+  for (int i = 0; i < 500; ++i) EXPECT_EQ((*events)[i + 1].step(), i);
+}
+
 TEST_F(GrpcSummaryWriterTest, WriterIdsOfAnotherIncarnationAreUnknown) {
   auto sink = GrpcEventSink::Open(channel_, "run", {});
   ASSERT_TRUE(sink.ok());
