@@ -140,7 +140,7 @@ absl::Status EventFileWriter::CheckOpenLocked() const {
 }
 
 template <typename AppendFn>
-absl::Status EventFileWriter::QueueLocked(const AppendFn& append) {
+absl::Status EventFileWriter::QueueLocked(const AppendFn& append, bool write_when_full) {
   RETURN_IF_ERROR(CheckOpenLocked());
   // Serialize straight into the queue, then frame the record around it.
   const size_t start = queue_.size();
@@ -150,7 +150,7 @@ absl::Status EventFileWriter::QueueLocked(const AppendFn& append) {
   bytes_ += static_cast<int64_t>(queue_.size() - start);
   ++queued_events_;
   if (clock_->Now() - last_flush_ >= options_.flush_interval) return FlushLocked();
-  if (queued_events_ >= options_.max_queue) return WriteQueueLocked();
+  if (write_when_full && queued_events_ >= options_.max_queue) return WriteQueueLocked();
   return absl::OkStatus();
 }
 
@@ -172,12 +172,48 @@ absl::Status EventFileWriter::WriteEvents(
     if (event.wall_time() == 0) {
       Event stamped = event;
       stamped.set_wall_time(WallTime(clock_));
-      RETURN_IF_ERROR(QueueLocked([&](std::string* out) { stamped.AppendToString(out); }));
+      RETURN_IF_ERROR(QueueLocked([&](std::string* out) { stamped.AppendToString(out); },
+                                  /*write_when_full=*/false));
     } else {
-      RETURN_IF_ERROR(QueueLocked([&](std::string* out) { event.AppendToString(out); }));
+      RETURN_IF_ERROR(QueueLocked([&](std::string* out) { event.AppendToString(out); },
+                                  /*write_when_full=*/false));
     }
   }
+  if (queued_events_ >= options_.max_queue) return WriteQueueLocked();
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> EventFileWriter::WriteRecords(absl::string_view records) {
+  // Checked before the lock: a bad message leaves the queue as it was.
+  thread_local std::string data;
+  thread_local Event scratch;
+  RecordReader reader(records);
+  int64_t n = 0;
+  for (;; ++n) {
+    const uint64_t offset = reader.offset();
+    const absl::Status read = reader.ReadRecord(&data);
+    if (absl::IsOutOfRange(read)) break;
+    if (!read.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("WriteEvents records: record ", n, ": ", read.message()));
+    }
+    if (!scratch.ParseFromString(data)) {
+      return absl::InvalidArgumentError(absl::StrCat("WriteEvents records: record ", n,
+                                                     " (at byte ", offset,
+                                                     ") is not a serialized Event"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckOpenLocked());
+  queue_.append(records.data(), records.size());
+  bytes_ += static_cast<int64_t>(records.size());
+  queued_events_ += static_cast<int>(n);
+  if (clock_->Now() - last_flush_ >= options_.flush_interval) {
+    RETURN_IF_ERROR(FlushLocked());
+  } else if (queued_events_ >= options_.max_queue) {
+    RETURN_IF_ERROR(WriteQueueLocked());
+  }
+  return n;
 }
 
 absl::Status EventFileWriter::WriteSummary(double wall_time, int64_t step,

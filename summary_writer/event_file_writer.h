@@ -81,8 +81,17 @@ class EventFileWriter : public EventSink {
   absl::Status Close() override;
 
   // WriteEvent of each of `events` in order, under one lock (the service's batches).
-  // Stops at the first error; the events before it stay queued.
+  // The batch is queued whole and written with one write when the queue holds
+  // max_queue events or more, instead of one write per max_queue events. Stops at the
+  // first error; the events before it stay queued.
   absl::Status WriteEvents(const google::protobuf::RepeatedPtrField<Event>& events);
+
+  // Queues `records`, TFRecord-framed serialized Events (WriteEventsRequest.records),
+  // as they are, with one write when the queue then holds max_queue events or more.
+  // Checks first that every record is whole, its CRCs match and its data parses as an
+  // Event: INVALID_ARGUMENT naming the first bad record, and nothing is queued. Returns
+  // the number of events queued.
+  absl::StatusOr<int64_t> WriteRecords(absl::string_view records);
 
   // Flushes if flush_interval has passed since the last flush and events are queued.
   absl::Status FlushIfDue();
@@ -97,9 +106,10 @@ class EventFileWriter : public EventSink {
                   const EventFileWriterOptions& options, Clock* clock);
 
   // Frames the record whose data `append` appends to queue_, then writes or flushes as
-  // the options say.
+  // the options say (with `write_when_full` false, only flushes when due).
   template <typename AppendFn>
-  absl::Status QueueLocked(const AppendFn& append) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status QueueLocked(const AppendFn& append, bool write_when_full = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "summary_writer/event_file_reader.h"
+#include "summary_writer/record.h"
 #include "summary_writer/testing/fault_injecting_file_system.h"
 #include "testing/manual_clock.h"
 
@@ -127,6 +128,54 @@ TEST_F(EventFileWriterTest, FullQueueIsWrittenButNotSynced) {
   EXPECT_EQ(fs_.syncs(), 2);
   ASSERT_TRUE(writer->Flush().ok());  // Nothing new: no sync.
   EXPECT_EQ(fs_.syncs(), 2);
+}
+
+TEST_F(EventFileWriterTest, ABatchIsWrittenWithOneAppend) {
+  EventFileWriterOptions options;
+  options.max_queue = 3;
+  auto writer = Create(options);
+  const int appends = fs_.appends();
+  google::protobuf::RepeatedPtrField<Event> small;
+  for (int i = 0; i < 2; ++i) *small.Add() = Scalar(i, 1);
+  ASSERT_TRUE(writer->WriteEvents(small).ok());
+  EXPECT_EQ(fs_.appends(), appends);  // Below max_queue: still queued.
+  google::protobuf::RepeatedPtrField<Event> batch;
+  for (int i = 2; i < 12; ++i) *batch.Add() = Scalar(i, 1);
+  ASSERT_TRUE(writer->WriteEvents(batch).ok());
+  // The 12 queued events go out in one write, not one per max_queue events.
+  EXPECT_EQ(fs_.appends(), appends + 1);
+  std::vector<Event> events = Read(writer->path());
+  ASSERT_EQ(events.size(), 13u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(events[i + 1].step(), i);
+}
+
+TEST_F(EventFileWriterTest, FramedRecordsAreCheckedThenAppendedAsTheyAre) {
+  EventFileWriterOptions options;
+  options.max_queue = 3;
+  auto writer = Create(options);
+  std::string records;
+  for (int i = 0; i < 4; ++i) AppendRecord(Scalar(i, 1).SerializeAsString(), &records);
+  const int appends = fs_.appends();
+  absl::StatusOr<int64_t> n = writer->WriteRecords(records);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 4);
+  EXPECT_EQ(fs_.appends(), appends + 1);  // 4 >= max_queue: one write.
+
+  // Bad messages are refused whole, naming the record; nothing of them is written.
+  std::string corrupted = records;
+  corrupted[corrupted.size() - 1] ^= 1;  // The last record's data CRC.
+  std::string truncated = records.substr(0, records.size() - 3);
+  std::string not_an_event;
+  AppendRecord("\xff\xff\xff", &not_an_event);
+  for (const std::string& bad : {corrupted, truncated, not_an_event}) {
+    absl::StatusOr<int64_t> refused = writer->WriteRecords(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+    EXPECT_TRUE(absl::StrContains(refused.status().message(), "record ")) << refused.status();
+  }
+  ASSERT_TRUE(writer->Flush().ok());
+  std::vector<Event> events = Read(writer->path());
+  ASSERT_EQ(events.size(), 5u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(events[i + 1].step(), i);
 }
 
 TEST_F(EventFileWriterTest, FlushesAfterFlushInterval) {

@@ -91,15 +91,20 @@ absl::Status SummaryWriterServiceImpl::OpenWriter(const OpenWriterRequest& reque
   return absl::OkStatus();
 }
 
-absl::Status SummaryWriterServiceImpl::WriteEvents(const WriteEventsRequest& request) {
+absl::StatusOr<int64_t> SummaryWriterServiceImpl::WriteEvents(const WriteEventsRequest& request) {
   ASSIGN_OR_RETURN(std::shared_ptr<EventFileWriter> writer, Find(request.writer_id()));
   const int64_t before = writer->bytes();
   RETURN_IF_ERROR(writer->WriteEvents(request.events()));
+  int64_t written = request.events_size();
+  if (!request.records().empty()) {
+    ASSIGN_OR_RETURN(const int64_t records, writer->WriteRecords(request.records()));
+    written += records;
+  }
   if (events_written_ != nullptr) {
-    events_written_->Increment(request.events_size());
+    events_written_->Increment(static_cast<double>(written));
     bytes_written_->Increment(static_cast<double>(writer->bytes() - before));
   }
-  return absl::OkStatus();
+  return written;
 }
 
 absl::Status SummaryWriterServiceImpl::FlushWriter(const FlushWriterRequest& request,

@@ -52,9 +52,10 @@ class SummaryWriterServiceImpl {
   // negative flush_secs / max_queue; the file system's error otherwise; UNAVAILABLE
   // after CloseAll.
   absl::Status OpenWriter(const OpenWriterRequest& request, OpenWriterResponse* response);
-  // Queues the events of one message of a WriteEvents stream. NOT_FOUND for an unknown
-  // (or closed) writer id; the writer's error otherwise.
-  absl::Status WriteEvents(const WriteEventsRequest& request);
+  // Queues the events of one message of a WriteEvents stream (`events`, then the
+  // framed `records`) and returns how many. NOT_FOUND for an unknown (or closed)
+  // writer id; INVALID_ARGUMENT for a bad record; the writer's error otherwise.
+  absl::StatusOr<int64_t> WriteEvents(const WriteEventsRequest& request);
   // Makes the writer's events durable. NOT_FOUND for an unknown writer id.
   absl::Status FlushWriter(const FlushWriterRequest& request, FlushWriterResponse* response);
   // Flushes and closes the writer and forgets its id. NOT_FOUND for an unknown id.

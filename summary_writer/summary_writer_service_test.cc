@@ -88,7 +88,7 @@ TEST_F(SummaryWriterServiceTest, WritesARunDirectory) {
   CloseWriterResponse closed;
   ASSERT_TRUE(service_->CloseWriter(close, &closed).ok());
   EXPECT_EQ(service_->open_writers(), 0);
-  EXPECT_TRUE(absl::IsNotFound(service_->WriteEvents(Events(id, 10, 1))));
+  EXPECT_TRUE(absl::IsNotFound(service_->WriteEvents(Events(id, 10, 1)).status()));
   EXPECT_TRUE(absl::IsNotFound(service_->CloseWriter(close, &closed)));
 }
 

@@ -7,6 +7,8 @@
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
 #include "core/status_macros.h"
+#include "summary_writer/event_encoding.h"
+#include "summary_writer/record.h"
 
 namespace overseer {
 
@@ -16,6 +18,19 @@ namespace {
 // not be reached (UNAVAILABLE): then a new writer is opened.
 bool WriterLost(const absl::Status& status) {
   return absl::IsNotFound(status) || absl::IsUnavailable(status);
+}
+
+// Removes the first `n` framed records of `records` (which holds at least n).
+void DropRecords(int n, std::string* records) {
+  size_t offset = 0;
+  for (int i = 0; i < n && offset + kRecordHeaderSize <= records->size(); ++i) {
+    uint64_t length = 0;
+    for (int b = 7; b >= 0; --b) {
+      length = (length << 8) | static_cast<unsigned char>((*records)[offset + b]);
+    }
+    offset += kRecordHeaderSize + length + kRecordFooterSize;
+  }
+  records->erase(0, std::min(offset, records->size()));
 }
 
 OpenWriterRequest OpenRequest(const std::string& run, const GrpcEventSinkOptions& options,
@@ -60,14 +75,6 @@ GrpcEventSink::GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, s
   absl::MutexLock lock(&mu_);
   writer_id_ = opened.writer_id();
   file_ = opened.file();
-  ResetArenaLocked();
-}
-
-void GrpcEventSink::ResetArenaLocked() {
-  arena_.Reset();
-  batch_ = google::protobuf::Arena::CreateMessage<WriteEventsRequest>(&arena_);
-  unacked_ = google::protobuf::Arena::CreateMessage<WriteEventsRequest>(&arena_);
-  batch_->set_writer_id(writer_id_);
 }
 
 GrpcEventSink::~GrpcEventSink() {
@@ -82,7 +89,7 @@ std::string GrpcEventSink::file() const {
 
 int GrpcEventSink::pending_events() const {
   absl::MutexLock lock(&mu_);
-  return batch_->events_size() + unacked_->events_size();
+  return batch_count_ + unacked_count_;
 }
 
 int GrpcEventSink::reopens() const {
@@ -90,49 +97,57 @@ int GrpcEventSink::reopens() const {
   return reopens_;
 }
 
-template <typename FillFn>
-absl::Status GrpcEventSink::QueueLocked(const FillFn& fill) {
+template <typename AppendFn>
+absl::Status GrpcEventSink::QueueLocked(const AppendFn& append) {
   if (closed_) return absl::FailedPreconditionError(absl::StrCat(file_, " is closed"));
-  Event* queued = batch_->add_events();
-  fill(queued);
-  if (queued->wall_time() == 0) {
-    queued->set_wall_time(absl::ToDoubleSeconds(clock_->Now() - absl::UnixEpoch()));
-  }
-  if (batch_->events_size() < options_.batch_size) return absl::OkStatus();
+  // Serialize straight into the batch, then frame the record around it.
+  const size_t start = batch_records_.size();
+  batch_records_.append(kRecordHeaderSize, '\0');
+  append(&batch_records_);
+  FrameRecordInPlace(start, &batch_records_);
+  ++batch_count_;
+  if (batch_count_ < options_.batch_size) return absl::OkStatus();
   // A stream holds its events until it ends (to send them again if the writer is
   // lost): end it once it holds max_pending_events, so memory stays bounded between
   // flushes.
-  const bool finish = unacked_->events_size() + batch_->events_size() >=
-                      options_.max_pending_events;
+  const bool finish = unacked_count_ + batch_count_ >= options_.max_pending_events;
   const absl::Status sent = SendLocked(finish);
   if (!lost_) return sent;
   // The server is unreachable: keep the newest events for when it is back (the
   // unacknowledged ones are older than the batch).
-  const int excess =
-      unacked_->events_size() + batch_->events_size() - options_.max_pending_events;
+  const int excess = unacked_count_ + batch_count_ - options_.max_pending_events;
   if (excess > 0) {
-    const int from_unacked = std::min(excess, unacked_->events_size());
-    unacked_->mutable_events()->DeleteSubrange(0, from_unacked);
-    batch_->mutable_events()->DeleteSubrange(0, excess - from_unacked);
+    const int from_unacked = std::min(excess, unacked_count_);
+    DropRecords(from_unacked, &unacked_records_);
+    unacked_count_ -= from_unacked;
+    DropRecords(excess - from_unacked, &batch_records_);
+    batch_count_ -= excess - from_unacked;
     LOG(WARNING) << "summary writer for run '" << run_ << "' unreachable: dropped the " << excess
                  << " oldest pending events";
   }
   return absl::OkStatus();
 }
 
+double GrpcEventSink::NowSeconds() const {
+  return absl::ToDoubleSeconds(clock_->Now() - absl::UnixEpoch());
+}
+
 absl::Status GrpcEventSink::WriteEvent(const Event& event) {
   absl::MutexLock lock(&mu_);
-  return QueueLocked([&](Event* queued) { *queued = event; });
+  if (event.wall_time() != 0) {
+    return QueueLocked([&](std::string* out) { event.AppendToString(out); });
+  }
+  Event stamped = event;
+  stamped.set_wall_time(NowSeconds());
+  return QueueLocked([&](std::string* out) { stamped.AppendToString(out); });
 }
 
 absl::Status GrpcEventSink::WriteSummary(double wall_time, int64_t step,
                                          const Summary& summary) {
   absl::MutexLock lock(&mu_);
-  return QueueLocked([&](Event* queued) {
-    queued->set_wall_time(wall_time);
-    queued->set_step(step);
-    *queued->mutable_summary() = summary;
-  });
+  if (wall_time == 0) wall_time = NowSeconds();
+  return QueueLocked(
+      [&](std::string* out) { AppendSummaryEvent(wall_time, step, summary, out); });
 }
 
 absl::Status GrpcEventSink::SendLocked(bool finish, bool flush) {
@@ -148,27 +163,28 @@ absl::Status GrpcEventSink::SendLocked(bool finish, bool flush) {
 
 absl::Status GrpcEventSink::TrySendLocked(bool finish, bool flush) {
   flush = flush && finish;
-  if (batch_->events_size() > 0 || (flush && stream_ != nullptr)) {
+  if (batch_count_ > 0 || (flush && stream_ != nullptr)) {
     if (stream_ == nullptr) {
       stream_context_ = NewClientContext(options_.stream_lifetime + options_.rpc_timeout);
       stream_response_.Clear();
       stream_ = stub_->WriteEvents(stream_context_.get(), &stream_response_);
     }
-    batch_->set_flush(flush);
-    const bool written = stream_->Write(*batch_);
-    batch_->set_flush(false);
-    for (Event& event : *batch_->mutable_events()) *unacked_->add_events() = std::move(event);
-    batch_->clear_events();
+    request_.set_writer_id(writer_id_);
+    request_.set_flush(flush);
+    request_.mutable_records()->swap(batch_records_);
+    const bool written = stream_->Write(request_);
+    unacked_records_.append(request_.records());
+    unacked_count_ += batch_count_;
+    request_.mutable_records()->clear();
+    batch_records_.swap(*request_.mutable_records());  // Keeps the capacity.
+    batch_records_.clear();
+    batch_count_ = 0;
     if (!written) {  // The stream broke; its status says why.
       const absl::Status broken = FinishStreamLocked();
       return broken.ok() ? absl::UnavailableError("the WriteEvents stream broke") : broken;
     }
   }
-  if (!finish) return absl::OkStatus();
-  RETURN_IF_ERROR(FinishStreamLocked());
-  // Nothing is held any more: the arena's memory is reused from its start.
-  if (batch_->events_size() == 0 && unacked_->events_size() == 0) ResetArenaLocked();
-  return absl::OkStatus();
+  return finish ? FinishStreamLocked() : absl::OkStatus();
 }
 
 absl::Status GrpcEventSink::FinishStreamLocked() {
@@ -180,7 +196,10 @@ absl::Status GrpcEventSink::FinishStreamLocked() {
   const absl::Status finished = FromGrpcStatus(status);
   // Acknowledged: the server took every event of the stream. Otherwise they are kept
   // for a new writer if this one was lost, and dropped on any other error.
-  if (finished.ok() || !WriterLost(finished)) unacked_->clear_events();
+  if (finished.ok() || !WriterLost(finished)) {
+    unacked_records_.clear();
+    unacked_count_ = 0;
+  }
   return Annotate(finished, absl::StrCat("writing events to ", file_, ": "));
 }
 
@@ -199,10 +218,11 @@ absl::Status GrpcEventSink::ReopenLocked() {
   lost_ = false;
   ++reopens_;
   // The unacknowledged events go first, in their order.
-  for (Event& event : *batch_->mutable_events()) *unacked_->add_events() = std::move(event);
-  batch_->Swap(unacked_);
-  unacked_->clear_events();
-  batch_->set_writer_id(writer_id_);
+  unacked_records_.append(batch_records_);
+  batch_records_.swap(unacked_records_);
+  batch_count_ += unacked_count_;
+  unacked_records_.clear();
+  unacked_count_ = 0;
   return absl::OkStatus();
 }
 
@@ -224,7 +244,7 @@ absl::Status GrpcEventSink::CallWriterLocked(const CallFn& call, const char* wha
 absl::Status GrpcEventSink::Flush() {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError(absl::StrCat(file_, " is closed"));
-  if (lost_ || stream_ != nullptr || batch_->events_size() > 0) {
+  if (lost_ || stream_ != nullptr || batch_count_ > 0) {
     // The stream's last message carries the flush; a reopened writer gets every
     // unacknowledged event again, flushed alike.
     return SendLocked(/*finish=*/true, /*flush=*/true);

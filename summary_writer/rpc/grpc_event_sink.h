@@ -11,7 +11,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
-#include "google/protobuf/arena.h"
 #include "grpcpp/channel.h"
 #include "proto/summary_writer_service.grpc.pb.h"
 #include "summary_writer/event_sink.h"
@@ -35,8 +34,9 @@ struct GrpcEventSinkOptions {
   int max_pending_events = 10000;
 };
 
-// An EventSink writing to one writer of a summary_writer server. Events are batched
-// and sent on a WriteEvents stream. Flush sends the last batch with the stream's
+// An EventSink writing to one writer of a summary_writer server. Events are framed
+// as TFRecords as they come (WriteEventsRequest.records), batched, and sent on a
+// WriteEvents stream. Flush sends the last batch with the stream's
 // flush flag and ends the stream: one round trip, and every event is durable when the
 // server answers (FlushWriter only when nothing was sent since the last flush). Close
 // ends the stream before calling CloseWriter, so that it sees every event.
@@ -77,9 +77,11 @@ class GrpcEventSink : public EventSink {
   GrpcEventSink(std::unique_ptr<SummaryWriterService::Stub> stub, std::string run,
                 OpenWriterResponse opened, const GrpcEventSinkOptions& options, Clock* clock);
 
-  // Adds an event to the batch (sending it when full) after `fill` set its fields.
-  template <typename FillFn>
-  absl::Status QueueLocked(const FillFn& fill) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds an event, serialized by `append`, to the batch as a framed record (sending
+  // the batch when full).
+  template <typename AppendFn>
+  absl::Status QueueLocked(const AppendFn& append) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  double NowSeconds() const;
   // Sends the batch and, with `finish`, ends the stream so that the server has taken
   // every event sent (and, with `flush` too, made them durable); after a lost writer,
   // reopens and sends the unacknowledged events again (once per call).
@@ -89,8 +91,6 @@ class GrpcEventSink : public EventSink {
   // Opens a new writer for the run and queues the unacknowledged events before the
   // batch. On failure the sink stays lost and keeps its events.
   absl::Status ReopenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Frees everything on the arena and makes a new, empty batch and unacked list.
-  void ResetArenaLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A unary call on the current writer (FlushWriter, CloseWriter), reopening and
   // resending once when the writer was lost.
   template <typename CallFn>
@@ -105,12 +105,15 @@ class GrpcEventSink : public EventSink {
   mutable absl::Mutex mu_;
   int64_t writer_id_ ABSL_GUARDED_BY(mu_);
   std::string file_ ABSL_GUARDED_BY(mu_);
-  // The batch and the unacknowledged events live on arena_, which is reset whenever
-  // both are empty (after a stream ended), so queuing an event allocates nothing.
-  google::protobuf::Arena arena_ ABSL_GUARDED_BY(mu_);
-  WriteEventsRequest* batch_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // Events are serialized and framed as they are queued (WriteEventsRequest.records),
+  // so the server appends them without parsing them into messages and serializing
+  // them again.
+  std::string batch_records_ ABSL_GUARDED_BY(mu_);
+  int batch_count_ ABSL_GUARDED_BY(mu_) = 0;
   // Events sent on the current stream, not yet acknowledged by its end.
-  WriteEventsRequest* unacked_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::string unacked_records_ ABSL_GUARDED_BY(mu_);
+  int unacked_count_ ABSL_GUARDED_BY(mu_) = 0;
+  WriteEventsRequest request_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::ClientContext> stream_context_ ABSL_GUARDED_BY(mu_);
   WriteEventsResponse stream_response_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::ClientWriter<WriteEventsRequest>> stream_ ABSL_GUARDED_BY(mu_);

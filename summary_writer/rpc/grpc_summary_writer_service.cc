@@ -46,9 +46,9 @@ grpc::Status GrpcSummaryWriterService::WriteEvents(
           absl::StrCat("a WriteEvents stream names writers ", writer_id, " and ",
                        request->writer_id(), "; use one stream per writer")));
     }
-    const absl::Status s = impl_->WriteEvents(*request);
-    if (!s.ok()) return ToGrpcStatus(s);
-    response->set_events_written(response->events_written() + request->events_size());
+    const absl::StatusOr<int64_t> written = impl_->WriteEvents(*request);
+    if (!written.ok()) return ToGrpcStatus(written.status());
+    response->set_events_written(response->events_written() + *written);
     if (request->flush()) {
       FlushWriterRequest flush;
       flush.set_writer_id(writer_id);
