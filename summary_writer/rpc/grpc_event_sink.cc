@@ -20,17 +20,13 @@ bool WriterLost(const absl::Status& status) {
   return absl::IsNotFound(status) || absl::IsUnavailable(status);
 }
 
-// Removes the first `n` framed records of `records` (which holds at least n).
+// Removes the first `n` framed records of `records` (all of them if it holds fewer).
 void DropRecords(int n, std::string* records) {
-  size_t offset = 0;
-  for (int i = 0; i < n && offset + kRecordHeaderSize <= records->size(); ++i) {
-    uint64_t length = 0;
-    for (int b = 7; b >= 0; --b) {
-      length = (length << 8) | static_cast<unsigned char>((*records)[offset + b]);
-    }
-    offset += kRecordHeaderSize + length + kRecordFooterSize;
-  }
-  records->erase(0, std::min(offset, records->size()));
+  RecordReader reader(*records);
+  std::string skipped;
+  int dropped = 0;
+  while (dropped < n && reader.ReadRecord(&skipped).ok()) ++dropped;
+  records->erase(0, reader.offset());
 }
 
 OpenWriterRequest OpenRequest(const std::string& run, const GrpcEventSinkOptions& options,
