@@ -125,18 +125,29 @@ __attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t init_crc,
 
 }  // namespace
 
-bool HasHardwareSupport() {
+namespace {
+
+// Read once at start-up instead of on every call (checksumming a summary's two short
+// fields made the check a visible share of each event). A CRC computed by another
+// static initialiser before this one runs uses the tables: the same value.
+bool DetectHardware() {
 #ifdef OVERSEER_CRC32C_X86
-  static const bool supported = __builtin_cpu_supports("sse4.2");
-  return supported;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.2");
 #else
   return false;
 #endif
 }
 
+const bool hardware = DetectHardware();
+
+}  // namespace
+
+bool HasHardwareSupport() { return hardware; }
+
 uint32_t Extend(uint32_t init_crc, absl::string_view data) {
 #ifdef OVERSEER_CRC32C_X86
-  if (HasHardwareSupport()) return ExtendSse42(init_crc, data);
+  if (hardware) return ExtendSse42(init_crc, data);
 #endif
   return ExtendPortable(init_crc, data);
 }

@@ -44,7 +44,7 @@ std::optional<int64_t> FileSeconds(absl::string_view name) {
   return secs;
 }
 
-double WallTime(Clock* clock) { return absl::ToDoubleSeconds(clock->Now() - absl::UnixEpoch()); }
+double WallTime(Clock* clock) { return EventWallTime(clock->Now()); }
 
 }  // namespace
 
@@ -149,9 +149,14 @@ absl::Status EventFileWriter::QueueLocked(const AppendFn& append, bool write_whe
   FrameRecordInPlace(start, &queue_);
   bytes_ += static_cast<int64_t>(queue_.size() - start);
   ++queued_events_;
-  if (clock_->Now() - last_flush_ >= options_.flush_interval) return FlushLocked();
-  if (write_when_full && queued_events_ >= options_.max_queue) return WriteQueueLocked();
+  if (write_when_full && queued_events_ >= options_.max_queue) return WriteOrFlushLocked();
   return absl::OkStatus();
+}
+
+absl::Status EventFileWriter::WriteOrFlushLocked() {
+  // The clock is read here, once per write, rather than for every event.
+  if (clock_->Now() - last_flush_ >= options_.flush_interval) return FlushLocked();
+  return WriteQueueLocked();
 }
 
 absl::Status EventFileWriter::WriteEvent(const Event& event) {
@@ -179,7 +184,7 @@ absl::Status EventFileWriter::WriteEvents(
                                   /*write_when_full=*/false));
     }
   }
-  if (queued_events_ >= options_.max_queue) return WriteQueueLocked();
+  if (queued_events_ >= options_.max_queue) return WriteOrFlushLocked();
   return absl::OkStatus();
 }
 
@@ -208,11 +213,7 @@ absl::StatusOr<int64_t> EventFileWriter::WriteRecords(absl::string_view records)
   queue_.append(records.data(), records.size());
   bytes_ += static_cast<int64_t>(records.size());
   queued_events_ += static_cast<int>(n);
-  if (clock_->Now() - last_flush_ >= options_.flush_interval) {
-    RETURN_IF_ERROR(FlushLocked());
-  } else if (queued_events_ >= options_.max_queue) {
-    RETURN_IF_ERROR(WriteQueueLocked());
-  }
+  if (queued_events_ >= options_.max_queue) RETURN_IF_ERROR(WriteOrFlushLocked());
   return n;
 }
 

@@ -6,8 +6,10 @@
 // starting with the record brain.Event:2. Events are framed as TFRecords and queued in
 // memory; the queue is written to the file (whole records only) when it holds
 // max_queue events, and written and fsynced by Flush, by Close, and when
-// flush_interval has passed since the last flush (checked on every write and by
-// FlushIfDue, which an owner calls periodically).
+// flush_interval has passed since the last flush: checked by FlushIfDue, which an
+// owner calls periodically (SummaryWriter's flusher, the service's), and whenever a
+// full queue is written, so that a writer whose owner never calls FlushIfDue still
+// flushes. (Not on every event: the clock read was a tenth of an event's cost.)
 
 #include <cstdint>
 #include <memory>
@@ -105,12 +107,14 @@ class EventFileWriter : public EventSink {
   EventFileWriter(std::string path, std::unique_ptr<WritableFile> file,
                   const EventFileWriterOptions& options, Clock* clock);
 
-  // Frames the record whose data `append` appends to queue_, then writes or flushes as
-  // the options say (with `write_when_full` false, only flushes when due).
+  // Frames the record whose data `append` appends to queue_, then writes it (or
+  // flushes, when due) if the queue is full and `write_when_full`.
   template <typename AppendFn>
   absl::Status QueueLocked(const AppendFn& append, bool write_when_full = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteQueueLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the queue, or flushes when flush_interval has passed.
+  absl::Status WriteOrFlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckOpenLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 

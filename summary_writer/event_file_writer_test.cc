@@ -192,10 +192,22 @@ TEST_F(EventFileWriterTest, FlushesAfterFlushInterval) {
   ASSERT_TRUE(writer->FlushIfDue().ok());
   EXPECT_EQ(Read(writer->path()).size(), 2u);
   EXPECT_EQ(fs_.syncs(), 2);
-  // A write after the interval flushes by itself.
+  // Without FlushIfDue, the write of a full queue after the interval flushes too;
+  // events are not checked one by one.
   clock_.Advance(absl::Seconds(120));
-  ASSERT_TRUE(writer->WriteEvent(Scalar(1, 1)).ok());
-  EXPECT_EQ(Read(writer->path()).size(), 3u);
+  for (int i = 1; i < options.max_queue; ++i) {
+    ASSERT_TRUE(writer->WriteEvent(Scalar(i, 1)).ok());
+  }
+  EXPECT_EQ(Read(writer->path()).size(), 2u);
+  EXPECT_EQ(fs_.syncs(), 2);
+  ASSERT_TRUE(writer->WriteEvent(Scalar(options.max_queue, 1)).ok());
+  EXPECT_EQ(Read(writer->path()).size(), 2u + options.max_queue);
+  EXPECT_EQ(fs_.syncs(), 3);
+  // Before the interval, a full queue is written but not synced.
+  for (int i = 0; i < options.max_queue; ++i) {
+    ASSERT_TRUE(writer->WriteEvent(Scalar(100 + i, 1)).ok());
+  }
+  EXPECT_EQ(Read(writer->path()).size(), 2u + 2 * options.max_queue);
   EXPECT_EQ(fs_.syncs(), 3);
 }
 

@@ -125,7 +125,7 @@ absl::Status GrpcEventSink::QueueLocked(const AppendFn& append) {
 }
 
 double GrpcEventSink::NowSeconds() const {
-  return absl::ToDoubleSeconds(clock_->Now() - absl::UnixEpoch());
+  return EventWallTime(clock_->Now());
 }
 
 absl::Status GrpcEventSink::WriteEvent(const Event& event) {
