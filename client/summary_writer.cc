@@ -9,6 +9,7 @@
 #include "core/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "summary_writer/event_encoding.h"
 #include "summary_writer/event_file_writer.h"
 #include "summary_writer/periodic_flusher.h"
 #include "summary_writer/rpc/grpc_event_sink.h"
@@ -75,7 +76,8 @@ SummaryWriter::SummaryWriter(SinkFactory factory, std::unique_ptr<EventSink> sin
     : factory_(std::move(factory)), options_(options) {
   {
     absl::MutexLock lock(&mu_);
-    sink_ = std::move(sink);
+    sink_.store(sink.get(), std::memory_order_release);
+    sinks_.push_back(std::move(sink));
     last_flush_ = options_.clock->Now();
   }
   if (options_.background_flush) {
@@ -91,31 +93,33 @@ SummaryWriter::~SummaryWriter() {
   if (!s.ok()) LOG(ERROR) << "closing summary writer: " << s.ToString();
 }
 
-double SummaryWriter::Now() const {
-  return absl::ToDoubleSeconds(options_.clock->Now() - absl::UnixEpoch());
-}
+double SummaryWriter::Now() const { return EventWallTime(options_.clock->Now()); }
 
-absl::Status SummaryWriter::WriteLocked(const Event& event) {
-  if (closed_) return absl::FailedPreconditionError("summary writer is closed");
-  RETURN_IF_ERROR(sink_->WriteEvent(event));
-  if (event.has_summary()) ++summaries_in_file_;
-  dirty_ = true;
-  return absl::OkStatus();
+template <typename WriteFn>
+absl::Status SummaryWriter::Write(const WriteFn& write, bool is_summary) {
+  EventSink* sink = sink_.load(std::memory_order_acquire);
+  absl::Status s = write(sink);
+  if (absl::IsFailedPrecondition(s)) {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::FailedPreconditionError("summary writer is closed");
+    EventSink* current = sink_.load(std::memory_order_relaxed);
+    if (current == sink) return s;
+    s = write(current);  // A restart replaced the sink meanwhile.
+  }
+  if (!s.ok()) return s;
+  if (is_summary) has_summaries_.store(true, std::memory_order_relaxed);
+  dirty_.store(true, std::memory_order_relaxed);
+  return s;
 }
 
 absl::Status SummaryWriter::AddEvent(const Event& event) {
-  absl::MutexLock lock(&mu_);
-  return WriteLocked(event);
+  return Write([&](EventSink* sink) { return sink->WriteEvent(event); }, event.has_summary());
 }
 
 absl::Status SummaryWriter::AddSummary(const Summary& summary, int64_t step) {
   const double wall_time = Now();
-  absl::MutexLock lock(&mu_);
-  if (closed_) return absl::FailedPreconditionError("summary writer is closed");
-  RETURN_IF_ERROR(sink_->WriteSummary(wall_time, step, summary));
-  ++summaries_in_file_;
-  dirty_ = true;
-  return absl::OkStatus();
+  return Write([&](EventSink* sink) { return sink->WriteSummary(wall_time, step, summary); },
+               /*is_summary=*/true);
 }
 
 absl::Status SummaryWriter::AddSummary(const std::string& serialized_summary, int64_t step) {
@@ -126,12 +130,11 @@ absl::Status SummaryWriter::AddSummary(const std::string& serialized_summary, in
     return absl::InvalidArgumentError("AddSummary: not a serialized Summary proto");
   }
   const double wall_time = Now();
-  absl::MutexLock lock(&mu_);
-  if (closed_) return absl::FailedPreconditionError("summary writer is closed");
-  RETURN_IF_ERROR(sink_->WriteSerializedSummary(wall_time, step, serialized_summary));
-  ++summaries_in_file_;
-  dirty_ = true;
-  return absl::OkStatus();
+  return Write(
+      [&](EventSink* sink) {
+        return sink->WriteSerializedSummary(wall_time, step, serialized_summary);
+      },
+      /*is_summary=*/true);
 }
 
 absl::Status SummaryWriter::AddGraph(const GraphDef& graph, int64_t step) {
@@ -144,40 +147,44 @@ absl::Status SummaryWriter::AddGraph(const GraphDef& graph, int64_t step) {
 
 absl::Status SummaryWriter::AddSessionLog(SessionLog::SessionStatus status, int64_t step,
                                           const std::string& checkpoint_path) {
-  absl::MutexLock lock(&mu_);
-  if (closed_) return absl::FailedPreconditionError("summary writer is closed");
-  if (status == SessionLog::START && summaries_in_file_ > 0) {
-    // A restart: values at steps >= `step` in the old file are orphaned. A new file
-    // (sorting after the old one) starts with START at `step`.
-    RETURN_IF_ERROR(sink_->Close());
-    ASSIGN_OR_RETURN(sink_, factory_(step));
-    summaries_in_file_ = 0;
-    dirty_ = false;
-    return absl::OkStatus();
+  if (status == SessionLog::START) {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::FailedPreconditionError("summary writer is closed");
+    if (has_summaries_.load(std::memory_order_relaxed)) {
+      // A restart: values at steps >= `step` in the old file are orphaned. A new file
+      // (sorting after the old one) starts with START at `step`.
+      RETURN_IF_ERROR(sinks_.back()->Close());
+      ASSIGN_OR_RETURN(std::unique_ptr<EventSink> next, factory_(step));
+      sink_.store(next.get(), std::memory_order_release);
+      sinks_.push_back(std::move(next));
+      has_summaries_.store(false, std::memory_order_relaxed);
+      dirty_.store(false, std::memory_order_relaxed);
+      return absl::OkStatus();
+    }
   }
   Event event;
   event.set_wall_time(Now());
   event.set_step(step);
   event.mutable_session_log()->set_status(status);
   event.mutable_session_log()->set_checkpoint_path(checkpoint_path);
-  return WriteLocked(event);
+  return AddEvent(event);
 }
 
 absl::Status SummaryWriter::Flush() {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::FailedPreconditionError("summary writer is closed");
   last_flush_ = options_.clock->Now();
-  dirty_ = false;
-  return sink_->Flush();
+  dirty_.store(false, std::memory_order_relaxed);
+  return sinks_.back()->Flush();
 }
 
 void SummaryWriter::FlushIfDue() {
   absl::MutexLock lock(&mu_);
-  if (closed_ || !dirty_) return;
+  if (closed_ || !dirty_.load(std::memory_order_relaxed)) return;
   if (options_.clock->Now() - last_flush_ < absl::Seconds(options_.flush_secs)) return;
   last_flush_ = options_.clock->Now();
-  dirty_ = false;
-  const absl::Status s = sink_->Flush();
+  dirty_.store(false, std::memory_order_relaxed);
+  const absl::Status s = sinks_.back()->Flush();
   if (!s.ok()) LOG(WARNING) << "periodic flush of summaries: " << s.ToString();
 }
 
@@ -185,7 +192,7 @@ absl::Status SummaryWriter::Close() {
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::OkStatus();
   closed_ = true;
-  return sink_->Close();
+  return sinks_.back()->Close();
 }
 
 }  // namespace overseer

@@ -15,11 +15,13 @@
 // (or call AddSessionLog(START, S)): a new file begins with SessionLog START at S, so
 // TensorBoard drops what the earlier run wrote at steps >= S (FORMATS.md 5.3).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -88,17 +90,28 @@ class SummaryWriter {
   SummaryWriter(SinkFactory factory, std::unique_ptr<EventSink> sink,
                 const SummaryWriterOptions& options);
 
-  absl::Status WriteLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls `write` on the current sink without taking mu_ (events cost a lock less;
+  // the sinks are thread-safe). A sink refuses with FAILED_PRECONDITION once closed:
+  // then, under mu_, the writer is closed too (FAILED_PRECONDITION) or a restart
+  // replaced the sink, and `write` goes to the new one.
+  template <typename WriteFn>
+  absl::Status Write(const WriteFn& write, bool is_summary);
   void FlushIfDue();
   double Now() const;
 
   const SinkFactory factory_;
   const SummaryWriterOptions options_;
+  // The sink events go to: sinks_.back(), replaced under mu_ by a restart. Sinks a
+  // restart closed stay in sinks_ (a closed sink holds little), so that a write that
+  // read the old pointer never finds it deleted.
+  std::atomic<EventSink*> sink_{nullptr};
+  // Whether the current file holds summaries (a START then begins a new file), and
+  // whether events were added since the last flush. Set without mu_ by writes.
+  std::atomic<bool> has_summaries_{false};
+  std::atomic<bool> dirty_{false};
   absl::Mutex mu_;
-  std::unique_ptr<EventSink> sink_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<EventSink>> sinks_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t summaries_in_file_ ABSL_GUARDED_BY(mu_) = 0;
-  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_flush_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<PeriodicFlusher> flusher_;
 };

@@ -1,7 +1,11 @@
 #include "client/summary_writer.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/rpc/server_runner.h"
@@ -125,6 +129,79 @@ TEST(SummaryWriterTest, StartStepOption) {
   ASSERT_EQ(files.size(), 1u);
   ASSERT_EQ(files[0].size(), 2u);
   EXPECT_EQ(files[0][1].step(), 300);
+}
+
+// Writers take no lock of the SummaryWriter's own: a restart (a START after
+// summaries) swapping the file under them, and Close, must still lose nothing and
+// refuse cleanly.
+TEST(SummaryWriterTest, ConcurrentWritesAcrossRestartsLoseNothing) {
+  const std::string dir = TempDir("concurrent");
+  SummaryWriterOptions options;
+  options.background_flush = false;
+  auto writer = SummaryWriter::Create(dir, options);
+  ASSERT_TRUE(writer.ok());
+  constexpr int kThreads = 4;
+  constexpr int kEvents = 2000;
+  constexpr int kRestarts = 20;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEvents; ++i) {
+        ASSERT_TRUE((*writer)->AddSummary(Scalar("t" + std::to_string(t), i), i).ok());
+      }
+    });
+  }
+  for (int r = 0; r < kRestarts; ++r) {
+    ASSERT_TRUE((*writer)->AddSessionLog(SessionLog::START, r).ok());
+  }
+  for (auto& thread : threads) thread.join();
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition((*writer)->AddSummary(Scalar("late", 1), 1)));
+  // Every event of every thread is in exactly one file, each thread's in order.
+  std::vector<int> next(kThreads, 0);
+  for (const std::vector<Event>& file : ReadRun(dir)) {
+    for (const Event& event : file) {
+      if (!event.has_summary()) continue;
+      const int t = event.summary().value(0).tag()[1] - '0';
+      ASSERT_GE(t, 0);
+      ASSERT_LT(t, kThreads);
+      EXPECT_EQ(event.step(), next[t]) << "thread " << t;
+      next[t] = static_cast<int>(event.step()) + 1;
+    }
+  }
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(next[t], kEvents) << "thread " << t;
+}
+
+TEST(SummaryWriterTest, CloseRacingWritesRefusesCleanly) {
+  const std::string dir = TempDir("closing");
+  SummaryWriterOptions options;
+  options.background_flush = false;
+  auto writer = SummaryWriter::Create(dir, options);
+  ASSERT_TRUE(writer.ok());
+  std::atomic<int> written{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0;; ++i) {
+        const absl::Status s = (*writer)->AddSummary(Scalar("x", i), i);
+        if (!s.ok()) {
+          EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+          EXPECT_EQ(s.message(), "summary writer is closed");
+          return;
+        }
+        ++written;
+      }
+    });
+  }
+  while (written.load() < 1000) std::this_thread::yield();
+  ASSERT_TRUE((*writer)->Close().ok());
+  for (auto& thread : threads) thread.join();
+  // Every write that returned OK is in the file.
+  int summaries = 0;
+  for (const std::vector<Event>& file : ReadRun(dir)) {
+    for (const Event& event : file) summaries += event.has_summary() ? 1 : 0;
+  }
+  EXPECT_EQ(summaries, written.load());
 }
 
 TEST(SummaryWriterTest, BadLogdirs) {
