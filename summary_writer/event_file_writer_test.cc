@@ -176,6 +176,21 @@ TEST_F(EventFileWriterTest, FramedRecordsAreCheckedThenAppendedAsTheyAre) {
   std::vector<Event> events = Read(writer->path());
   ASSERT_EQ(events.size(), 5u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(events[i + 1].step(), i);
+
+  // Records are parsed on an arena reset every 64: a long message, good throughout
+  // or bad near its end, is judged whole all the same.
+  std::string many;
+  for (int i = 0; i < 300; ++i) AppendRecord(Scalar(i, 2).SerializeAsString(), &many);
+  n = writer->WriteRecords(many);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 300);
+  std::string bad_tail = many;
+  AppendRecord("\x2a\x05", &bad_tail);  // Event.summary (field 5) cut short.
+  absl::StatusOr<int64_t> refused = writer->WriteRecords(bad_tail);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "record 300")) << refused.status();
+  ASSERT_TRUE(writer->Flush().ok());
+  EXPECT_EQ(Read(writer->path()).size(), 305u);
 }
 
 TEST_F(EventFileWriterTest, FlushesAfterFlushInterval) {

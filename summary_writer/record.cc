@@ -1,6 +1,7 @@
 #include "summary_writer/record.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "summary_writer/crc32c.h"
 
 namespace overseer {
@@ -52,6 +53,13 @@ void FrameRecordInPlace(size_t start, std::string* buf) {
 }
 
 absl::Status RecordReader::ReadRecord(std::string* record) {
+  absl::string_view data;
+  RETURN_IF_ERROR(ReadRecord(&data));
+  record->assign(data.data(), data.size());
+  return absl::OkStatus();
+}
+
+absl::Status RecordReader::ReadRecord(absl::string_view* record) {
   const uint64_t remaining = contents_.size() - offset_;
   if (remaining == 0) return absl::OutOfRangeError("end of records");
   const char* p = contents_.data() + offset_;
@@ -79,7 +87,7 @@ absl::Status RecordReader::ReadRecord(std::string* record) {
     return absl::DataLossError(
         absl::StrCat("corrupted record at ", offset_, ": data crc mismatch"));
   }
-  record->assign(data.data(), data.size());
+  *record = data;
   offset_ += kRecordHeaderSize + length + kRecordFooterSize;
   return absl::OkStatus();
 }

@@ -35,6 +35,8 @@ class RecordReader {
   // mismatch ("corrupted record") or a record cut short ("truncated record"). After
   // an error the reader stays at the bad record.
   absl::Status ReadRecord(std::string* record);
+  // The same, pointing `record` into the borrowed buffer instead of copying.
+  absl::Status ReadRecord(absl::string_view* record);
 
   // Offset of the next record.
   uint64_t offset() const { return offset_; }

@@ -44,6 +44,19 @@ TEST(RecordTest, RoundTripsSeveralRecords) {
   }
   EXPECT_TRUE(absl::IsOutOfRange(reader.ReadRecord(&record)));
   EXPECT_EQ(reader.offset(), file.size());
+
+  // The borrowing form points into the buffer.
+  RecordReader borrowing(file);
+  size_t offset = 0;
+  for (const auto& r : records) {
+    absl::string_view view;
+    ASSERT_TRUE(borrowing.ReadRecord(&view).ok());
+    EXPECT_EQ(view, r);
+    EXPECT_EQ(view.data(), file.data() + offset + kRecordHeaderSize);
+    offset += kRecordHeaderSize + r.size() + kRecordFooterSize;
+  }
+  absl::string_view view;
+  EXPECT_TRUE(absl::IsOutOfRange(borrowing.ReadRecord(&view)));
 }
 
 TEST(RecordTest, EveryTruncationIsDataLossAtTheTornRecord) {
