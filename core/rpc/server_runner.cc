@@ -57,6 +57,7 @@ ServerRunner::ServerRunner(ServerRunnerOptions options)
 ServerRunner::~ServerRunner() {
   health_.Shutdown();
   if (server_ != nullptr && !drained_) server_->Shutdown(std::chrono::system_clock::now());
+  for (auto& loop : loops_) loop->Shutdown();
   if (watcher_.joinable()) {
     const char byte = kWakeExit;
     (void)!::write(wake_pipe_[1], &byte, 1);
@@ -73,6 +74,11 @@ ServerRunner::~ServerRunner() {
 }
 
 void ServerRunner::AddService(grpc::Service* service) { services_.push_back(service); }
+
+CompletionQueueLoop* ServerRunner::AddCompletionQueueLoop() {
+  loops_.push_back(std::make_unique<CompletionQueueLoop>());
+  return loops_.back().get();
+}
 
 void ServerRunner::AddTerminationCallback(std::function<void()> callback) {
   termination_callbacks_.push_back(std::move(callback));
@@ -96,6 +102,7 @@ absl::Status ServerRunner::Start() {
   }
   builder.AddListeningPort(requested, grpc::InsecureServerCredentials(), &port_);
   for (grpc::Service* service : services_) builder.RegisterService(service);
+  for (auto& loop : loops_) loop->Attach(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ <= 0) {
     server_.reset();
@@ -103,6 +110,7 @@ absl::Status ServerRunner::Start() {
                                                requested, " (port in use or not allowed)"));
   }
   SetServing(false);
+  for (auto& loop : loops_) loop->Start();
 
   if (options_.metrics_port >= 0) {
     const std::string bind = absl::StrCat(options_.host, ":", options_.metrics_port);
@@ -185,6 +193,7 @@ int ServerRunner::WaitForTermination() {
   }).detach();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.drain_timeout));
   server_->Wait();
+  for (auto& loop : loops_) loop->Shutdown();
   drained_ = true;
   return signal_;
 }

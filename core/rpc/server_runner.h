@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "core/rpc/completion_queue_loop.h"
 #include "core/rpc/health_service.h"
 #include "grpcpp/server.h"
 #include "grpcpp/impl/codegen/service_type.h"
@@ -79,6 +80,12 @@ class ServerRunner {
   // Adds a service (not owned; must outlive the runner). Before Start only.
   void AddService(grpc::Service* service);
 
+  // A completion queue polled by one thread of its own (core/rpc/completion_queue_loop.h)
+  // for services with asynchronous methods and the client calls they make; owned by
+  // the runner: attached to the server and started by Start, shut down after the
+  // server (once the drain is over, or in the destructor). Before Start only.
+  CompletionQueueLoop* AddCompletionQueueLoop();
+
   // Adds a callback that WaitForTermination runs (on its thread, in the order added)
   // once termination is requested and before the drain starts, e.g. to answer long
   // polls so that they do not hold the drain up. Before Start only.
@@ -114,6 +121,7 @@ class ServerRunner {
   const ServerRunnerOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<grpc::Service*> services_;
+  std::vector<std::unique_ptr<CompletionQueueLoop>> loops_;
   std::vector<std::function<void()>> termination_callbacks_;
   HealthService health_;
   std::unique_ptr<grpc::Server> server_;

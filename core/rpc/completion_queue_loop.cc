@@ -1,0 +1,86 @@
+#include "core/rpc/completion_queue_loop.h"
+
+#include <utility>
+
+namespace overseer {
+namespace {
+
+class FunctionTag {
+ public:
+  explicit FunctionTag(std::function<void(bool)> done) : done_(std::move(done)) {}
+  void Run(bool ok) { done_(ok); }
+
+ private:
+  std::function<void(bool)> done_;
+};
+
+}  // namespace
+
+void* CompletionQueueLoop::NewTag(std::function<void(bool ok)> done) {
+  return new FunctionTag(std::move(done));
+}
+
+CompletionQueueLoop::~CompletionQueueLoop() { Shutdown(); }
+
+void CompletionQueueLoop::Attach(grpc::ServerBuilder* builder) {
+  cq_ = builder->AddCompletionQueue();
+}
+
+void CompletionQueueLoop::OnStart(std::function<void()> callback) {
+  on_start_.push_back(std::move(callback));
+}
+
+void CompletionQueueLoop::Start() {
+  {
+    absl::MutexLock lock(&mu_);
+    running_ = true;
+  }
+  for (const auto& callback : on_start_) callback();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+bool CompletionQueueLoop::running() const {
+  absl::MutexLock lock(&mu_);
+  return running_;
+}
+
+void CompletionQueueLoop::Hold() {
+  absl::MutexLock lock(&mu_);
+  ++held_;
+}
+
+void CompletionQueueLoop::Release() {
+  absl::MutexLock lock(&mu_);
+  --held_;
+}
+
+void CompletionQueueLoop::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_ || cq_ == nullptr) return;
+    shut_down_ = true;
+    // Held work finishes through operations that the loop's thread completes, so the
+    // thread keeps polling meanwhile.
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return held_ == 0; };
+    mu_.Await(absl::Condition(&idle));
+    running_ = false;
+  }
+  cq_->Shutdown();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    Loop();  // Never started: drain what was queued (nothing but requests).
+  }
+}
+
+void CompletionQueueLoop::Loop() {
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq_->Next(&tag, &ok)) {
+    auto* t = static_cast<FunctionTag*>(tag);
+    t->Run(ok);
+    delete t;
+  }
+}
+
+}  // namespace overseer
