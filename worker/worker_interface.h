@@ -13,6 +13,7 @@
 //   DEADLINE_EXCEEDED  the call's deadline passed.
 
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "core/cancellation.h"
@@ -62,6 +63,18 @@ class WorkerInterface {
   // restarted producer).
   virtual absl::Status RunGraph(const RunGraphRequest& request,
                                 RunGraphResponse* response) = 0;
+
+  // RunGraph without blocking the caller: `done` is called once, with what RunGraph
+  // would return, on another thread (or on this one if the call fails before it
+  // starts). `request` and `response` must live until then. `cancellation` (optional,
+  // not owned, must outlive the call) ends the call early with CANCELLED when it starts
+  // cancelling (over gRPC the worker then sees its caller give up and cancels the step).
+  // The default runs RunGraph on a process-wide thread pool that grows rather than make
+  // a call wait, so partitions of one step that wait on each other never deadlock;
+  // GrpcWorker overrides it with an asynchronous call.
+  virtual void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
+                             CancellationManager* cancellation,
+                             std::function<void(absl::Status)> done);
 
   // Ends a step on this worker: a RunGraph or RecvTensor of the step still waiting is
   // cancelled (CANCELLED) and the step's rendezvous is freed. Always OK (also for a

@@ -84,6 +84,47 @@ absl::Status GrpcWorker::RunGraph(const RunGraphRequest& request, RunGraphRespon
   return FromGrpcStatus(stub_->RunGraph(context.get(), request, response));
 }
 
+void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
+                               CancellationManager* cancellation,
+                               std::function<void(absl::Status)> done) {
+  struct Call {
+    // Shared with the cancellation callback, which may run while the call ends.
+    std::shared_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<RunGraphResponse>> reader;
+    grpc::Status status;
+    CancellationManager* cancellation = nullptr;
+    CancellationManager::Token token = CancellationManager::kInvalidToken;
+    std::function<void(absl::Status)> done;
+
+    void Finish(const grpc::Status& s) {
+      if (token != CancellationManager::kInvalidToken) cancellation->DeregisterCallback(token);
+      done(FromGrpcStatus(s));
+    }
+  };
+  auto call = std::make_shared<Call>();
+  call->context = NewClientContext(StepTimeout(request->timeout_in_ms()));
+  call->cancellation = cancellation;
+  call->done = std::move(done);
+  if (cancellation != nullptr) {
+    call->token = cancellation->RegisterCallback([context = call->context] {
+      context->TryCancel();
+    });
+    if (call->token == CancellationManager::kInvalidToken) {
+      call->done(absl::CancelledError("RunGraph cancelled before it started"));
+      return;
+    }
+  }
+  if (options_.loop != nullptr && options_.loop->running()) {
+    call->reader = stub_->PrepareAsyncRunGraph(call->context.get(), *request, options_.loop->cq());
+    call->reader->StartCall();
+    call->reader->Finish(response, &call->status,
+                         CompletionQueueLoop::NewTag([call](bool) { call->Finish(call->status); }));
+    return;
+  }
+  stub_->async()->RunGraph(call->context.get(), request, response,
+                           [call](grpc::Status s) { call->Finish(s); });
+}
+
 absl::Status GrpcWorker::CleanupGraph(const CleanupGraphRequest& request,
                                       CleanupGraphResponse* response) {
   auto context = NewClientContext(options_.rpc_timeout);

@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/rpc/completion_queue_loop.h"
 #include "grpcpp/channel.h"
 #include "proto/cluster.pb.h"
 #include "proto/worker.grpc.pb.h"
@@ -27,6 +28,11 @@ struct GrpcWorkerOptions {
   absl::Duration timeout_grace = absl::Seconds(10);
   // ...or, without one, this long.
   absl::Duration max_step_time = absl::Hours(24);
+  // Not owned. While it runs, RunGraphAsync calls start on its queue, so that the
+  // reply is read, and the caller's `done` run, by the loop's thread (the master's
+  // step loop: a step continues where its RunGraph replies arrive). Null, or not
+  // running: gRPC's callback API (its own threads run `done`).
+  CompletionQueueLoop* loop = nullptr;
 };
 
 // A channel to a worker with no message size limits (RecvTensor streams in chunks; a
@@ -59,6 +65,9 @@ class GrpcWorker : public WorkerInterface {
   absl::Status DeregisterGraph(const DeregisterGraphRequest& request,
                                DeregisterGraphResponse* response) override;
   absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response) override;
+  void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
+                     CancellationManager* cancellation,
+                     std::function<void(absl::Status)> done) override;
   absl::Status CleanupGraph(const CleanupGraphRequest& request,
                             CleanupGraphResponse* response) override;
   absl::Status CleanupAll(const CleanupAllRequest& request, CleanupAllResponse* response) override;

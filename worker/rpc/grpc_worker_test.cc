@@ -10,8 +10,11 @@
 #include "core/cluster/rendezvous_key.h"
 #include "core/kernels/testing/kernel_test_util.h"
 #include "core/node_def_util.h"
+#include "absl/synchronization/notification.h"
 #include "core/rpc/call_watch.h"
+#include "core/rpc/completion_queue_loop.h"
 #include "core/rpc/server_runner.h"
+#include "grpcpp/alarm.h"
 #include "gtest/gtest.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/rpc/grpc_worker.h"
@@ -252,6 +255,128 @@ TEST_F(GrpcWorkerTest, AMasterThatGivesUpOnRunGraphEndsTheStep) {
   EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
 }
 
+// A server with nothing but a completion queue loop, standing for the master's.
+struct LoopServer {
+  LoopServer() {
+    ServerRunnerOptions options;
+    options.component = "master";
+    options.host = "127.0.0.1";
+    options.metrics_port = -1;
+    options.handle_signals = false;
+    runner = std::make_unique<ServerRunner>(options);
+    loop = runner->AddCompletionQueueLoop();
+    EXPECT_TRUE(runner->Start().ok());
+  }
+  // The loop's thread, as seen by an operation completing on it.
+  std::thread::id LoopThread() {
+    std::thread::id id;
+    absl::Notification ran;
+    grpc::Alarm alarm;
+    alarm.Set(loop->cq(), absl::ToChronoTime(absl::Now()),
+              CompletionQueueLoop::NewTag([&](bool) {
+                id = std::this_thread::get_id();
+                ran.Notify();
+              }));
+    ran.WaitForNotification();
+    return id;
+  }
+  std::unique_ptr<ServerRunner> runner;
+  CompletionQueueLoop* loop = nullptr;
+};
+
+// Runs RunGraphAsync and waits for its `done`; `thread` gets the thread that ran it.
+absl::Status RunGraphAsyncAndWait(GrpcWorker* worker, const RunGraphRequest& request,
+                                  RunGraphResponse* response, CancellationManager* cm,
+                                  std::thread::id* thread,
+                                  const std::function<void()>& while_running = nullptr) {
+  absl::Notification finished;
+  absl::Status status;
+  worker->RunGraphAsync(&request, response, cm, [&](absl::Status s) {
+    status = std::move(s);
+    *thread = std::this_thread::get_id();
+    finished.Notify();
+  });
+  if (while_running) while_running();
+  finished.WaitForNotification();
+  return status;
+}
+
+TEST_F(GrpcWorkerTest, RunGraphAsyncOnALoopRepliesOnTheLoopThread) {
+  CreateSessions();
+  LoopServer master;
+  GrpcWorkerOptions options;
+  options.loop = master.loop;
+  GrpcWorker client(NewWorkerChannel(worker_.runner->address()), options);
+  const uint64_t incarnation = worker_.worker->incarnation();
+  GraphDef graph;
+  NodeDef* c = test::AddNode(&graph, "c", "Const", kWorkerDevice, {});
+  SetNodeAttr(c, "dtype", DT_FLOAT);
+  SetNodeAttr(c, "value", Tensor::Scalar<float>(3.0f));
+  test::AddSend(&graph, "c/_fetch", "c", DT_FLOAT, "c", kWorkerDevice, incarnation,
+                kWorkerDevice, true);
+  RunGraphRequest request;
+  request.set_session_handle("s");
+  request.set_graph_handle(Register(&worker_, graph));
+  request.set_step_id(11);
+  request.set_cleanup_on_return(true);
+  request.add_recv_key(MakeRendezvousKey(kWorkerDevice, incarnation, kWorkerDevice, "c"));
+  RunGraphResponse response;
+  std::thread::id thread;
+  absl::Status s = RunGraphAsyncAndWait(&client, request, &response, nullptr, &thread);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(response.recv_size(), 1);
+  EXPECT_EQ(Tensor::FromProto(response.recv(0).tensor())->scalar<float>(), 3.0f);
+  EXPECT_EQ(thread, master.LoopThread());
+  // An unknown session crosses the wire as on the synchronous call.
+  request.set_session_handle("never created");
+  EXPECT_EQ(RunGraphAsyncAndWait(&client, request, &response, nullptr, &thread).code(),
+            absl::StatusCode::kAborted);
+}
+
+TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
+  CreateSessions();
+  const uint64_t ps_incarnation = ps_.worker->incarnation();
+  const uint64_t worker_incarnation = worker_.worker->incarnation();
+  // The partition waits for a tensor of the ps that never comes.
+  GraphDef graph;
+  test::AddRecv(&graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation, kWorkerDevice);
+  NodeDef* neg = test::AddNode(&graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice, worker_incarnation,
+                kWorkerDevice, true);
+  RunGraphRequest request;
+  request.set_session_handle("s");
+  request.set_graph_handle(Register(&worker_, graph));
+  request.set_step_id(12);
+  request.add_recv_key(MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
+  LoopServer master;
+  for (CompletionQueueLoop* loop : {master.loop, static_cast<CompletionQueueLoop*>(nullptr)}) {
+    SCOPED_TRACE(loop != nullptr ? "on the loop" : "on gRPC's callback API");
+    GrpcWorkerOptions options;
+    options.loop = loop;
+    GrpcWorker client(NewWorkerChannel(worker_.runner->address()), options);
+    CancellationManager cm;
+    RunGraphResponse response;
+    std::thread::id thread;
+    absl::Status s = RunGraphAsyncAndWait(&client, request, &response, &cm, &thread, [&] {
+      ASSERT_TRUE(Eventually([&] { return worker_.worker->num_steps() == 1; }));
+      cm.StartCancel(absl::CancelledError("the client gave up"));
+    });
+    EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+    // The worker sees its caller give up and ends the step.
+    EXPECT_TRUE(Eventually([&] {
+      return worker_.worker->num_steps() == 0 && CallWatch::NumWatched() == 0;
+    }));
+    // Cancelled before it starts: done at once.
+    EXPECT_EQ(RunGraphAsyncAndWait(&client, request, &response, &cm, &thread).code(),
+              absl::StatusCode::kCancelled);
+  }
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(12);
+  CleanupGraphResponse cleaned;
+  EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
+}
+
 TEST(GrpcWorkerDeadPeerTest, AnUnreachableWorkerIsUnavailable) {
   // Bind a port, then close it: nothing listens there any more.
   int port;
@@ -274,6 +399,18 @@ TEST(GrpcWorkerDeadPeerTest, AnUnreachableWorkerIsUnavailable) {
   recv.set_timeout_in_ms(20000);
   Tensor t;
   EXPECT_EQ(dead.RecvTensor(recv, nullptr, &t).code(), absl::StatusCode::kUnavailable);
+  // RunGraphAsync, on a loop and on gRPC's callback API.
+  LoopServer master;
+  for (CompletionQueueLoop* loop : {master.loop, static_cast<CompletionQueueLoop*>(nullptr)}) {
+    options.loop = loop;
+    GrpcWorker dead_async(NewWorkerChannel(absl::StrCat("127.0.0.1:", port)), options);
+    RunGraphRequest run;
+    run.set_timeout_in_ms(20000);
+    RunGraphResponse response;
+    std::thread::id thread;
+    EXPECT_EQ(RunGraphAsyncAndWait(&dead_async, run, &response, nullptr, &thread).code(),
+              absl::StatusCode::kUnavailable);
+  }
 }
 
 }  // namespace
