@@ -6,6 +6,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "core/cluster/device_name.h"
 #include "core/graph/validate.h"
 #include "core/logging.h"
@@ -28,6 +29,18 @@ std::string DefaultClientTask(const std::vector<SessionTask>& tasks) {
     }
   }
   return tasks.front().name;
+}
+
+// Starts an asynchronous call with `start` and waits for its status.
+absl::Status AwaitDone(const std::function<void(std::function<void(absl::Status)>)>& start) {
+  absl::Notification finished;
+  absl::Status status;
+  start([&](absl::Status s) {
+    status = std::move(s);
+    finished.Notify();
+  });
+  finished.WaitForNotification();
+  return status;
 }
 
 }  // namespace
@@ -243,10 +256,31 @@ absl::Status Master::ExtendSession(const ExtendSessionRequest& request,
 }
 
 absl::Status Master::RunStep(const RunStepRequest& request, RunStepResponse* response) {
-  return dedup_.Run(request.request_id(), response, [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
-    return session->Run(request, response);
+  return AwaitDone([&](std::function<void(absl::Status)> done) {
+    RunStepAsync(&request, response, nullptr, std::move(done));
   });
+}
+
+void Master::RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
+                          CancellationManager* cancellation,
+                          std::function<void(absl::Status)> done) {
+  dedup_.RunAsync(
+      request->request_id(), response,
+      [this, request, response, cancellation](RequestDedup::Done ran) {
+        absl::StatusOr<std::shared_ptr<MasterSession>> session =
+            Find(request->session_handle());
+        if (!session.ok()) {
+          ran(session.status());
+          return;
+        }
+        MasterSession* s = session->get();
+        // The step holds the session until it is done (a Close meanwhile ends it).
+        s->RunAsync(request, response, cancellation,
+                    [session = *std::move(session), ran = std::move(ran)](absl::Status st) {
+                      ran(std::move(st));
+                    });
+      },
+      std::move(done));
 }
 
 absl::Status Master::CloseSession(const CloseSessionRequest& request,
@@ -310,10 +344,29 @@ absl::Status Master::MakeCallable(const MakeCallableRequest& request,
 
 absl::Status Master::RunCallable(const RunCallableRequest& request,
                                  RunCallableResponse* response) {
-  return dedup_.Run(request.request_id(), response, [&]() -> absl::Status {
-    ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
-    return session->RunCallable(request, response);
+  return AwaitDone([&](std::function<void(absl::Status)> done) {
+    RunCallableAsync(&request, response, nullptr, std::move(done));
   });
+}
+
+void Master::RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
+                              CancellationManager* cancellation,
+                              std::function<void(absl::Status)> done) {
+  dedup_.RunAsync(
+      request->request_id(), response,
+      [this, request, response, cancellation](RequestDedup::Done ran) {
+        absl::StatusOr<std::shared_ptr<MasterSession>> session =
+            Find(request->session_handle());
+        if (!session.ok()) {
+          ran(session.status());
+          return;
+        }
+        MasterSession* s = session->get();
+        s->RunCallableAsync(request, response, cancellation,
+                            [session = *std::move(session), ran = std::move(ran)](
+                                absl::Status st) { ran(std::move(st)); });
+      },
+      std::move(done));
 }
 
 absl::Status Master::ReleaseCallable(const ReleaseCallableRequest& request,

@@ -8,6 +8,7 @@
 // ReadinessTracker (master/readiness_tracker.h).
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -80,6 +81,18 @@ class Master : public MasterInterface, public MasterReadinessInterface {
                             MakeCallableResponse* response) override;
   absl::Status RunCallable(const RunCallableRequest& request,
                            RunCallableResponse* response) override;
+  // RunStep and RunCallable without blocking for long (RunStep and RunCallable wait for
+  // them): `done` is called once with the call's status, on the thread of the step's
+  // last RunGraph reply (or of a duplicate's first call, a StepBlockingThreads()
+  // thread, or this one for an early error). `request`, `response` and `cancellation`
+  // (optional: ends the step's calls with CANCELLED, e.g. when the client gave up)
+  // must live until `done`.
+  void RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
+                    CancellationManager* cancellation,
+                    std::function<void(absl::Status)> done) override;
+  void RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
+                        CancellationManager* cancellation,
+                        std::function<void(absl::Status)> done) override;
   absl::Status ReleaseCallable(const ReleaseCallableRequest& request,
                                ReleaseCallableResponse* response) override;
 

@@ -13,7 +13,10 @@
 // Mutating calls carry a request_id: a retry with the same id applies once and
 // returns the first call's result.
 
+#include <functional>
+
 #include "absl/status/status.h"
+#include "core/cancellation.h"
 #include "proto/master.pb.h"
 
 namespace overseer {
@@ -34,6 +37,13 @@ class MasterInterface {
   // Runs one step (see Session::Run). DEADLINE_EXCEEDED after options.timeout_in_ms
   // (else the session's operation_timeout_in_ms).
   virtual absl::Status RunStep(const RunStepRequest& request, RunStepResponse* response) = 0;
+  // RunStep without blocking the caller: `done` is called once with RunStep's status,
+  // on any thread. `request`, `response` and `cancellation` (optional: cancels the
+  // step, CANCELLED) must live until then. The default runs RunStep on a process-wide
+  // thread pool (and ignores `cancellation`).
+  virtual void RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
+                            CancellationManager* cancellation,
+                            std::function<void(absl::Status)> done);
   // Forgets the session and its worker sessions (variables stay). OK for an unknown
   // handle.
   virtual absl::Status CloseSession(const CloseSessionRequest& request,
@@ -50,6 +60,10 @@ class MasterInterface {
   // feeds.
   virtual absl::Status RunCallable(const RunCallableRequest& request,
                                    RunCallableResponse* response) = 0;
+  // RunCallable as RunStepAsync runs RunStep.
+  virtual void RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
+                                CancellationManager* cancellation,
+                                std::function<void(absl::Status)> done);
   // OK for a released handle (so a retry is harmless); INVALID_ARGUMENT for one the
   // session never made.
   virtual absl::Status ReleaseCallable(const ReleaseCallableRequest& request,

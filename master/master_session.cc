@@ -15,6 +15,22 @@
 #include "master/placer.h"
 
 namespace overseer {
+namespace {
+
+std::string SignatureKey(const std::vector<std::string>& feeds,
+                         const std::vector<std::string>& fetches,
+                         const std::vector<std::string>& targets) {
+  return absl::StrCat(absl::StrJoin(feeds, ","), ";", absl::StrJoin(fetches, ","), ";",
+                      absl::StrJoin(targets, ","));
+}
+
+// Errors after which CheckTasks asks the tasks whether one restarted.
+bool MayHaveRestarted(const absl::Status& error) {
+  return error.code() == absl::StatusCode::kAborted ||
+         error.code() == absl::StatusCode::kUnavailable;
+}
+
+}  // namespace
 
 MasterSession::MasterSession(std::string handle, ConfigProto config,
                              std::vector<SessionTask> tasks, std::string client_task,
@@ -145,8 +161,7 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
 absl::StatusOr<std::shared_ptr<const MasterSession::Signature>> MasterSession::GetSignature(
     const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
     const std::vector<std::string>& targets) {
-  const std::string key = absl::StrCat(absl::StrJoin(feeds, ","), ";", absl::StrJoin(fetches, ","),
-                                       ";", absl::StrJoin(targets, ","));
+  const std::string key = SignatureKey(feeds, fetches, targets);
   std::shared_ptr<const ValidatedGraph> graph;
   {
     absl::ReaderMutexLock lock(&mu_);
@@ -168,67 +183,109 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Signature>> MasterSession::G
   return std::shared_ptr<const Signature>(*sig);
 }
 
-absl::Status MasterSession::RunSignature(const Signature& sig,
-                                         const std::vector<const TensorProto*>& feeds,
-                                         const RunOptions& options,
-                                         const std::vector<std::string>& fetch_names,
-                                         std::vector<TensorProto>* fetches,
-                                         RunMetadata* metadata) {
-  for (size_t i = 0; i < feeds.size(); ++i) {
-    const FeedCheck& check = sig.feed_checks[i];
-    const TensorProto& value = *feeds[i];
+void MasterSession::WithSignature(std::vector<std::string> feeds,
+                                  std::vector<std::string> fetches,
+                                  std::vector<std::string> targets, SignatureCallback then) {
+  absl::Status usable;
+  std::shared_ptr<const Signature> cached;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    usable = Usable();
+    auto it = signatures_.find(SignatureKey(feeds, fetches, targets));
+    if (it != signatures_.end()) cached = it->second;
+  }
+  if (!usable.ok()) {
+    then(usable);
+    return;
+  }
+  if (cached != nullptr) {
+    then(std::move(cached));
+    return;
+  }
+  // Pruning, placing, partitioning and registering block: not on the caller's thread.
+  StepBlockingThreads()->Schedule([this, feeds = std::move(feeds), fetches = std::move(fetches),
+                                   targets = std::move(targets), then = std::move(then)] {
+    then(GetSignature(feeds, fetches, targets));
+  });
+}
+
+void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
+                                      std::shared_ptr<PendingStep> step,
+                                      const RunOptions& options, RunMetadata* metadata,
+                                      CancellationManager* cancellation,
+                                      std::function<void(absl::Status)> done) {
+  for (size_t i = 0; i < step->feeds.size(); ++i) {
+    const FeedCheck& check = sig->feed_checks[i];
+    const TensorProto& value = *step->feeds[i];
     if (value.dtype() != check.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      done(absl::InvalidArgumentError(absl::StrCat(
           "feed for '", check.name, "' has dtype ", DataTypeString(value.dtype()), " but ",
           check.placeholder ? "the placeholder wants " : "the tensor has dtype ",
-          DataTypeString(check.dtype)));
+          DataTypeString(check.dtype))));
+      return;
     }
     if (check.placeholder) {
       auto shape = TensorShape::FromProto(value.tensor_shape());
       if (!shape.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("feed for '", check.name, "': ", shape.status().message()));
+        done(absl::InvalidArgumentError(
+            absl::StrCat("feed for '", check.name, "': ", shape.status().message())));
+        return;
       }
       if (!check.shape.IsCompatibleWith(*shape)) {
-        return absl::InvalidArgumentError(absl::StrCat(
+        done(absl::InvalidArgumentError(absl::StrCat(
             "feed for '", check.name, "' has shape ", shape->DebugString(),
-            " but the placeholder wants ", check.shape.DebugString()));
+            " but the placeholder wants ", check.shape.DebugString())));
+        return;
       }
     }
   }
   StepArgs args;
   args.session_handle = handle_;
   args.step_id = next_step_id_->fetch_add(1);
-  args.feeds = feeds;
+  args.feeds = step->feeds;
   args.timeout_in_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
                                                    : config_.operation_timeout_in_ms();
   args.trace = options.trace_level() != RunOptions::NO_TRACE && metadata != nullptr;
   StepStats* stats = args.trace ? metadata->mutable_step_stats() : nullptr;
-  std::shared_ptr<StepCleaner> cleaner;
   {
     absl::ReaderMutexLock lock(&mu_);
-    cleaner = cleaner_;
+    step->cleaner = cleaner_;
   }
-  absl::Status s = RunRegisteredStep(workers_, sig.step, args, fetches, stats, cleaner.get());
-  if (!s.ok()) return CheckTasks(s);
-  // Each task's fetches fit in its RunGraph reply; all of them must fit in this one.
-  MessageBudget budget(max_message_tensor_bytes_);
-  for (const TensorProto& t : *fetches) budget.Add(EncodedTensorBytes(t));
-  if (budget.fits()) return absl::OkStatus();
-  return budget.Error(
-      "the step's reply (its fetches from every task)",
-      "fetch smaller tensors: slice or reduce them in the graph, or fetch them in separate "
-      "steps",
-      [&](size_t i) {
-        return absl::StrCat("fetch '", i < fetch_names.size() ? fetch_names[i] : "?", "'");
+  const RegisteredStep& registered = sig->step;
+  RunRegisteredStepAsync(
+      workers_, registered, args, &step->fetches, stats, step->cleaner.get(), cancellation,
+      [this, sig = std::move(sig), step, done = std::move(done)](absl::Status s) {
+        step->cleaner.reset();
+        if (!s.ok()) {
+          if (!MayHaveRestarted(s)) {
+            done(s);
+            return;
+          }
+          // Asking the tasks for their incarnations blocks.
+          StepBlockingThreads()->Schedule([this, s, done] { done(CheckTasks(s)); });
+          return;
+        }
+        // Each task's fetches fit in its RunGraph reply; all of them must fit in this one.
+        MessageBudget budget(max_message_tensor_bytes_);
+        for (const TensorProto& t : step->fetches) budget.Add(EncodedTensorBytes(t));
+        if (budget.fits()) {
+          done(absl::OkStatus());
+          return;
+        }
+        done(budget.Error(
+            "the step's reply (its fetches from every task)",
+            "fetch smaller tensors: slice or reduce them in the graph, or fetch them in "
+            "separate steps",
+            [&](size_t i) {
+              return absl::StrCat("fetch '",
+                                  i < step->fetch_names.size() ? step->fetch_names[i] : "?",
+                                  "'");
+            }));
       });
 }
 
 absl::Status MasterSession::CheckTasks(const absl::Status& error) {
-  if (error.code() != absl::StatusCode::kAborted &&
-      error.code() != absl::StatusCode::kUnavailable) {
-    return error;
-  }
+  if (!MayHaveRestarted(error)) return error;
   // Every restarted task is named (one restarted earlier may not be the one that
   // failed this step), with the step's own error, which names the task it came from.
   std::vector<std::string> restarted;
@@ -252,24 +309,37 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
   return aborted_;
 }
 
-absl::Status MasterSession::Run(const RunStepRequest& request, RunStepResponse* response) {
-  std::vector<std::string> feeds, fetches(request.fetch().begin(), request.fetch().end()),
-      targets(request.target().begin(), request.target().end());
-  std::vector<const TensorProto*> values;
-  for (const NamedTensorProto& f : request.feed()) {
+void MasterSession::RunAsync(const RunStepRequest* request, RunStepResponse* response,
+                             CancellationManager* cancellation,
+                             std::function<void(absl::Status)> done) {
+  auto step = std::make_shared<PendingStep>();
+  step->fetch_names.assign(request->fetch().begin(), request->fetch().end());
+  std::vector<std::string> feeds, targets(request->target().begin(), request->target().end());
+  for (const NamedTensorProto& f : request->feed()) {
     feeds.push_back(f.name());
-    values.push_back(&f.tensor());
+    step->feeds.push_back(&f.tensor());
   }
-  ASSIGN_OR_RETURN(auto sig, GetSignature(feeds, fetches, targets));
-  std::vector<TensorProto> out;
-  RETURN_IF_ERROR(RunSignature(*sig, values, request.options(), fetches, &out,
-                               response->mutable_metadata()));
-  for (size_t i = 0; i < out.size(); ++i) {
-    NamedTensorProto* t = response->add_tensor();
-    t->set_name(fetches[i]);
-    t->mutable_tensor()->Swap(&out[i]);
-  }
-  return absl::OkStatus();
+  std::vector<std::string> fetches = step->fetch_names;
+  WithSignature(
+      std::move(feeds), std::move(fetches), std::move(targets),
+      [this, request, response, cancellation, step,
+       done = std::move(done)](absl::StatusOr<std::shared_ptr<const Signature>> sig) {
+        if (!sig.ok()) {
+          done(sig.status());
+          return;
+        }
+        RunSignatureAsync(std::move(*sig), step, request->options(), response->mutable_metadata(),
+                          cancellation, [response, step, done](absl::Status s) {
+                            if (s.ok()) {
+                              for (size_t i = 0; i < step->fetches.size(); ++i) {
+                                NamedTensorProto* t = response->add_tensor();
+                                t->set_name(step->fetch_names[i]);
+                                t->mutable_tensor()->Swap(&step->fetches[i]);
+                              }
+                            }
+                            done(s);
+                          });
+      });
 }
 
 absl::StatusOr<int64_t> MasterSession::MakeCallable(const CallableOptions& options) {
@@ -284,34 +354,46 @@ absl::StatusOr<int64_t> MasterSession::MakeCallable(const CallableOptions& optio
   return handle;
 }
 
-absl::Status MasterSession::RunCallable(const RunCallableRequest& request,
-                                        RunCallableResponse* response) {
+void MasterSession::RunCallableAsync(const RunCallableRequest* request,
+                                     RunCallableResponse* response,
+                                     CancellationManager* cancellation,
+                                     std::function<void(absl::Status)> done) {
   Callable callable;
+  absl::Status usable;
   {
     absl::ReaderMutexLock lock(&mu_);
-    RETURN_IF_ERROR(Usable());
-    auto it = callables_.find(request.handle());
-    if (it == callables_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("no callable with handle ", request.handle(),
-                                                     " in session ", handle_,
-                                                     " (released or never made)"));
+    usable = Usable();
+    auto it = callables_.find(request->handle());
+    if (usable.ok() && it == callables_.end()) {
+      usable = absl::InvalidArgumentError(absl::StrCat("no callable with handle ",
+                                                       request->handle(), " in session ",
+                                                       handle_, " (released or never made)"));
     }
-    callable = it->second;
+    if (usable.ok()) callable = it->second;
+  }
+  if (!usable.ok()) {
+    done(usable);
+    return;
   }
   const size_t num_feeds = callable.signature->feed_checks.size();
-  if (static_cast<size_t>(request.feed_size()) != num_feeds) {
-    return absl::InvalidArgumentError(absl::StrCat("callable ", request.handle(), " takes ",
-                                                   num_feeds, " feeds, got ",
-                                                   request.feed_size()));
+  if (static_cast<size_t>(request->feed_size()) != num_feeds) {
+    done(absl::InvalidArgumentError(absl::StrCat("callable ", request->handle(), " takes ",
+                                                 num_feeds, " feeds, got ",
+                                                 request->feed_size())));
+    return;
   }
-  std::vector<const TensorProto*> values;
-  values.reserve(num_feeds);
-  for (const TensorProto& t : request.feed()) values.push_back(&t);
-  std::vector<TensorProto> out;
-  RETURN_IF_ERROR(RunSignature(*callable.signature, values, callable.run_options,
-                               callable.fetches, &out, response->mutable_metadata()));
-  for (TensorProto& t : out) response->add_fetch()->Swap(&t);
-  return absl::OkStatus();
+  auto step = std::make_shared<PendingStep>();
+  step->fetch_names = std::move(callable.fetches);
+  step->feeds.reserve(num_feeds);
+  for (const TensorProto& t : request->feed()) step->feeds.push_back(&t);
+  RunSignatureAsync(std::move(callable.signature), step, callable.run_options,
+                    response->mutable_metadata(), cancellation,
+                    [response, step, done = std::move(done)](absl::Status s) {
+                      if (s.ok()) {
+                        for (TensorProto& t : step->fetches) response->add_fetch()->Swap(&t);
+                      }
+                      done(s);
+                    });
 }
 
 absl::Status MasterSession::ReleaseCallable(int64_t handle) {

@@ -6,6 +6,7 @@
 // partitioned step registered on its tasks (cached until the session closes).
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/cancellation.h"
 #include "core/graph/validate.h"
 #include "core/message_budget.h"
 #include "master/step_runner.h"
@@ -48,12 +50,22 @@ class MasterSession {
   // new version. FAILED_PRECONDITION for a stale version, INVALID_ARGUMENT for a bad
   // or duplicate node (the graph is then unchanged).
   absl::StatusOr<int64_t> Extend(const GraphDef& graph, int64_t current_version);
-  absl::Status Run(const RunStepRequest& request, RunStepResponse* response);
+  // Runs a step without blocking for long: `done` is called once with the step's
+  // status (the fetches are in `response`), on the thread of its last RunGraph reply,
+  // on a StepBlockingThreads() thread (a signature built for the first time, a failed
+  // step), or on this thread for an error found before the step starts. `request`,
+  // `response` and `cancellation` (optional: cancels the step, CANCELLED) must live
+  // until `done`, and so must the session.
+  void RunAsync(const RunStepRequest* request, RunStepResponse* response,
+                CancellationManager* cancellation, std::function<void(absl::Status)> done);
   // Prepares (and registers on the tasks) the signature of `options`; returns the
   // callable's handle (1, 2, ... within the session).
   absl::StatusOr<int64_t> MakeCallable(const CallableOptions& options);
-  // INVALID_ARGUMENT for a released or never made handle or a wrong number of feeds.
-  absl::Status RunCallable(const RunCallableRequest& request, RunCallableResponse* response);
+  // RunAsync for a callable. INVALID_ARGUMENT for a released or never made handle or a
+  // wrong number of feeds.
+  void RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
+                        CancellationManager* cancellation,
+                        std::function<void(absl::Status)> done);
   // OK for a released handle; INVALID_ARGUMENT for one never made.
   absl::Status ReleaseCallable(int64_t handle);
   // Deregisters the graphs and deletes the worker sessions (errors ignored: a dead
@@ -80,17 +92,34 @@ class MasterSession {
     std::vector<std::string> fetches;
   };
 
+  // One step's own data, from its arrival to its reply.
+  struct PendingStep {
+    std::vector<std::string> fetch_names;
+    std::vector<const TensorProto*> feeds;
+    std::vector<TensorProto> fetches;
+    std::shared_ptr<StepCleaner> cleaner;
+  };
+  using SignatureCallback =
+      std::function<void(absl::StatusOr<std::shared_ptr<const Signature>>)>;
+
+  // The signature of (feeds, fetches, targets), built and registered on first use
+  // (blocking).
   absl::StatusOr<std::shared_ptr<const Signature>> GetSignature(
       const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
       const std::vector<std::string>& targets);
+  // Calls `then` with the signature: on this thread if it is cached (or the session
+  // is not usable), else on a StepBlockingThreads() thread once it is built.
+  void WithSignature(std::vector<std::string> feeds, std::vector<std::string> fetches,
+                     std::vector<std::string> targets, SignatureCallback then);
   absl::StatusOr<std::shared_ptr<Signature>> BuildSignature(
       const ValidatedGraph& graph, const std::vector<std::string>& feeds,
       const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
-  // Runs the step; `fetch_names` name the fetches in errors (the reply's size is
-  // checked).
-  absl::Status RunSignature(const Signature& sig, const std::vector<const TensorProto*>& feeds,
-                            const RunOptions& options, const std::vector<std::string>& fetch_names,
-                            std::vector<TensorProto>* fetches, RunMetadata* metadata);
+  // Runs the step of `step`'s feeds into its fetches and calls `done` (as RunAsync);
+  // its fetch_names name the fetches in errors (the reply's size is checked).
+  void RunSignatureAsync(std::shared_ptr<const Signature> sig, std::shared_ptr<PendingStep> step,
+                         const RunOptions& options, RunMetadata* metadata,
+                         CancellationManager* cancellation,
+                         std::function<void(absl::Status)> done);
   // After a step failed with `error`: if a task restarted, the session is aborted for
   // good and that is the error; otherwise `error`.
   absl::Status CheckTasks(const absl::Status& error);

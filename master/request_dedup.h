@@ -4,7 +4,7 @@
 // Makes a retried mutating call apply once: the result of a call with a non-empty
 // request id is remembered, and a later call with the same id gets that result without
 // running again; a duplicate that arrives while the first is still running waits for
-// it. Results are kept for the last `capacity` ids (and up to `max_bytes` of responses;
+// it (RunAsync: is answered when the first finishes). Results are kept for the last `capacity` ids (and up to `max_bytes` of responses;
 // larger responses are not remembered, so such a retry runs again).
 
 #include <deque>
@@ -12,10 +12,12 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "google/protobuf/message.h"
 
 namespace overseer {
@@ -26,13 +28,37 @@ class RequestDedup {
   explicit RequestDedup(size_t capacity = 4096, size_t max_bytes = 64 << 20)
       : capacity_(capacity), max_bytes_(max_bytes) {}
 
+  using Done = std::function<void(absl::Status)>;
+
   // Runs `fn` (which fills `response`) unless `request_id` ran before; then copies the
   // remembered response and returns the remembered status. An empty id always runs.
   absl::Status Run(const std::string& request_id, google::protobuf::Message* response,
                    const std::function<absl::Status()>& fn) {
-    if (request_id.empty()) return fn();
+    absl::Notification finished;
+    absl::Status status;
+    RunAsync(
+        request_id, response, [&fn](Done ran) { ran(fn()); },
+        [&](absl::Status s) {
+          status = std::move(s);
+          finished.Notify();
+        });
+    finished.WaitForNotification();
+    return status;
+  }
+
+  // Run without blocking: `fn` starts the call and calls its argument once with the
+  // call's status (after filling `response`); `done` is called once with the result.
+  // A duplicate of a call still running does not wait: its `done` is called (with the
+  // remembered response copied into its own `response`) on the thread that finishes
+  // the first. `fn`, `response` and what they refer to must live until `done`.
+  void RunAsync(const std::string& request_id, google::protobuf::Message* response,
+                std::function<void(Done)> fn, Done done) {
+    if (request_id.empty()) {
+      fn(std::move(done));
+      return;
+    }
     std::shared_ptr<Entry> entry;
-    bool owner = false;
+    std::shared_ptr<Entry> remembered;
     {
       absl::MutexLock lock(&mu_);
       auto it = entries_.find(request_id);
@@ -40,45 +66,66 @@ class RequestDedup {
         entry = std::make_shared<Entry>();
         entries_[request_id] = entry;
         order_.push_back(request_id);
-        owner = true;
+      } else if (!it->second->done) {
+        it->second->waiters.push_back(Waiter{response, std::move(fn), std::move(done)});
+        return;
       } else {
-        entry = it->second;
+        remembered = it->second;
       }
     }
-    if (!owner) {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(&entry->done));
-      if (entry->kept) {
-        response->ParseFromString(entry->response);
-        return entry->status;
+    if (remembered != nullptr) {
+      // A finished entry's fields are final: read without the lock.
+      if (!remembered->kept) {
+        fn(std::move(done));  // Not remembered (too large): run again.
+        return;
       }
-      // Not remembered (too large): run again.
+      response->ParseFromString(remembered->response);
+      done(remembered->status);
+      return;
     }
-    absl::Status status = fn();
-    std::string bytes;
-    const bool keep = response->ByteSizeLong() <= max_bytes_ / 8;
-    if (keep) response->SerializeToString(&bytes);
-    absl::MutexLock lock(&mu_);
-    if (owner) {
-      entry->status = status;
-      entry->kept = keep;
-      entry->response = std::move(bytes);
-      bytes_ += entry->response.size();
-      entry->done = true;
-      while (order_.size() > capacity_ || bytes_ > max_bytes_) {
-        auto old = entries_.find(order_.front());
-        if (old != entries_.end() && old->second->done) {
-          bytes_ -= old->second->response.size();
-          entries_.erase(old);
+    fn([this, entry, response, done = std::move(done)](absl::Status status) {
+      std::string bytes;
+      const bool keep = response->ByteSizeLong() <= max_bytes_ / 8;
+      if (keep) response->SerializeToString(&bytes);
+      std::vector<Waiter> waiters;
+      {
+        absl::MutexLock lock(&mu_);
+        entry->status = status;
+        entry->kept = keep;
+        entry->response = std::move(bytes);
+        bytes_ += entry->response.size();
+        entry->done = true;
+        waiters.swap(entry->waiters);
+        while (order_.size() > capacity_ || bytes_ > max_bytes_) {
+          auto old = entries_.find(order_.front());
+          if (old != entries_.end() && old->second->done) {
+            bytes_ -= old->second->response.size();
+            entries_.erase(old);
+          }
+          order_.pop_front();
         }
-        order_.pop_front();
       }
-    }
-    return status;
+      // Entry's fields are final once done: read without the lock.
+      for (Waiter& w : waiters) {
+        if (entry->kept) {
+          w.response->ParseFromString(entry->response);
+          w.done(entry->status);
+        } else {
+          w.fn(std::move(w.done));
+        }
+      }
+      done(status);
+    });
   }
 
  private:
+  struct Waiter {
+    google::protobuf::Message* response;
+    std::function<void(Done)> fn;
+    Done done;
+  };
   struct Entry {
+    std::vector<Waiter> waiters;
     bool done = false;
     bool kept = false;
     absl::Status status;

@@ -1,13 +1,13 @@
 #include "master/step_runner.h"
 
 #include <algorithm>
-#include <thread>
+#include <memory>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
-#include "core/executor/thread_pool.h"
+#include "absl/synchronization/notification.h"
 
 namespace overseer {
 
@@ -16,58 +16,212 @@ absl::Status TaskError(const std::string& task, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat("task ", task, ": ", status.message()));
 }
 
-namespace {
-
-// Runs the RunGraph calls of a step's other tasks. Process-wide, like the threads of a
-// gRPC server.
-ThreadPool* StepThreads() {
+ThreadPool* StepBlockingThreads() {
   static ThreadPool* pool = new ThreadPool(1);
   return pool;
 }
 
-// Collects the first real error and cancels the step on every task once.
-class StepErrors {
+namespace {
+
+// Sends CleanupGraph for `step_id` to every task of `step` (blocking).
+void CleanupAll(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
+                int64_t step_id) {
+  CleanupGraphRequest req;
+  req.set_step_id(step_id);
+  for (const auto& [task, handle] : step.graph_handles) {
+    WorkerInterface* w = workers->GetWorker(task);
+    CleanupGraphResponse resp;
+    if (w != nullptr) w->CleanupGraph(req, &resp).IgnoreError();
+  }
+}
+
+// One step in flight: its requests and replies, the first real error, and how many
+// RunGraph calls are still out. Shared by the calls' completions.
+class StepCall : public std::enable_shared_from_this<StepCall> {
  public:
-  StepErrors(MasterWorkerCacheInterface* workers, const RegisteredStep& step, int64_t step_id)
-      : workers_(workers), step_(step), step_id_(step_id) {}
+  StepCall(MasterWorkerCacheInterface* workers, const RegisteredStep& step, int64_t step_id,
+           std::vector<TensorProto>* fetches, StepStats* stats, StepCleaner* cleaner,
+           std::function<void(absl::Status)> done)
+      : workers_(workers),
+        step_(step),
+        step_id_(step_id),
+        fetches_(fetches),
+        stats_(stats),
+        cleaner_(cleaner),
+        done_(std::move(done)) {}
 
-  void Report(const std::string& task, const absl::Status& s) {
-    if (s.ok()) return;
-    bool cancel = false;
-    {
-      absl::MutexLock lock(&mu_);
-      // A CANCELLED status caused by our own cancellation is not the cause.
-      const bool better = first_.ok() || (first_.code() == absl::StatusCode::kCancelled &&
-                                          s.code() != absl::StatusCode::kCancelled);
-      if (better) first_ = TaskError(task, s);
-      cancel = !cancelled_;
-      cancelled_ = true;
+  // Builds each task's request; INVALID_ARGUMENT for a wrong number of feeds.
+  absl::Status Build(const StepArgs& args) {
+    if (args.feeds.size() != step_.feeds.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the step expects ", step_.feeds.size(),
+                                                     " feeds, got ", args.feeds.size()));
     }
-    if (cancel) CleanupAll();
-  }
-
-  void CleanupAll() {
-    CleanupGraphRequest req;
-    req.set_step_id(step_id_);
     for (const auto& [task, handle] : step_.graph_handles) {
-      WorkerInterface* w = workers_->GetWorker(task);
-      CleanupGraphResponse resp;
-      if (w != nullptr) w->CleanupGraph(req, &resp).IgnoreError();
+      RunGraphRequest& r = requests_[task];
+      r.set_graph_handle(handle);
+      r.set_session_handle(args.session_handle);
+      r.set_step_id(args.step_id);
+      r.set_timeout_in_ms(args.timeout_in_ms);
+      if (args.trace) r.mutable_exec_opts()->set_record_timeline(true);
+      if (step_.peer_senders.count(task) == 0) r.set_cleanup_on_return(true);
     }
+    for (size_t i = 0; i < step_.feeds.size(); ++i) {
+      NamedTensorProto* send = requests_[step_.feeds[i].task].add_send();
+      send->set_name(step_.feeds[i].key);
+      *send->mutable_tensor() = *args.feeds[i];
+    }
+    // Fetch keys per task (a key fetched twice is asked for once).
+    for (const PartitionEndpoint& f : step_.fetches) {
+      auto& slots = fetch_slot_[f.task];
+      if (slots.emplace(f.key, slots.size()).second) requests_[f.task].add_recv_key(f.key);
+    }
+    for (const auto& [task, r] : requests_) responses_[task];
+    pending_ = static_cast<int>(requests_.size());
+    return absl::OkStatus();
   }
 
-  absl::Status first() {
-    absl::MutexLock lock(&mu_);
-    return first_;
+  // Starts every task's RunGraph. Touches nothing of the caller's after the last one
+  // starts (its reply may finish the step at once).
+  void Start(CancellationManager* cancellation) {
+    if (requests_.empty()) {
+      Finish();
+      return;
+    }
+    std::shared_ptr<StepCall> self = shared_from_this();
+    if (cancellation != nullptr) {
+      // The caller gave up: the RunGraph calls end (CANCELLED), and the step ends on
+      // every task too (an in-process worker's RunGraph only sees CleanupGraph).
+      cancellation_ = cancellation;
+      token_ = cancellation->RegisterCallback([self] { self->Cancel(); });
+      if (token_ == CancellationManager::kInvalidToken) {
+        cancellation_ = nullptr;
+        absl::MutexLock lock(&mu_);
+        first_ = cancellation->status();
+        pending_ = 0;
+      }
+      if (cancellation_ == nullptr) {
+        Finish();
+        return;
+      }
+    }
+    for (auto& [task, request] : requests_) {
+      const std::string* name = &task;
+      WorkerInterface* w = workers_->GetWorker(task);
+      if (w == nullptr) {
+        OnReply(*name, absl::UnavailableError("task is not in the cluster"));
+        continue;
+      }
+      w->RunGraphAsync(&request, &responses_.at(task), cancellation,
+                       [self, name](absl::Status s) { self->OnReply(*name, s); });
+    }
   }
 
  private:
+  // Cancels the step on every task (once), on a StepBlockingThreads() thread.
+  void Cancel() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (cleaning_up_) return;
+      cleaning_up_ = true;
+    }
+    std::shared_ptr<StepCall> self = shared_from_this();
+    StepBlockingThreads()->Schedule([self] {
+      CleanupAll(self->workers_, self->step_, self->step_id_);
+    });
+  }
+
+  void OnReply(const std::string& task, const absl::Status& s) {
+    bool cancel = false;
+    bool last = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!s.ok()) {
+        // A CANCELLED status caused by our own cancellation is not the cause.
+        const bool better = first_.ok() || (first_.code() == absl::StatusCode::kCancelled &&
+                                            s.code() != absl::StatusCode::kCancelled);
+        if (better) first_ = TaskError(task, s);
+        cancel = true;
+      }
+      last = --pending_ == 0;
+    }
+    if (last) {
+      Finish();  // Cleans up every task anyway.
+    } else if (cancel) {
+      // Partitions waiting for the failed one return now.
+      Cancel();
+    }
+  }
+
+  // Every RunGraph returned.
+  void Finish() {
+    if (cancellation_ != nullptr) cancellation_->DeregisterCallback(token_);
+    absl::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      status = first_;
+    }
+    if (!status.ok() || cleaner_ == nullptr) {
+      std::shared_ptr<StepCall> self = shared_from_this();
+      StepBlockingThreads()->Schedule([self, status] {
+        CleanupAll(self->workers_, self->step_, self->step_id_);
+        self->done_(status.ok() ? self->Collect() : status);
+      });
+      return;
+    }
+    if (!step_.peer_senders.empty()) {
+      // The other tasks freed their state as RunGraph returned.
+      cleaner_->Enqueue(
+          std::vector<std::string>(step_.peer_senders.begin(), step_.peer_senders.end()),
+          step_id_);
+    }
+    done_(Collect());
+  }
+
+  // Moves the fetched tensors (and stats) out of the replies.
+  absl::Status Collect() {
+    fetches_->clear();
+    fetches_->reserve(step_.fetches.size());
+    // Where each (task, slot) went in `fetches`: moved there the first time, copied from
+    // there for a key fetched twice.
+    std::map<std::pair<std::string, int>, size_t> placed;
+    for (const PartitionEndpoint& f : step_.fetches) {
+      RunGraphResponse& resp = responses_.at(f.task);
+      const int slot = fetch_slot_[f.task].at(f.key);
+      if (slot >= resp.recv_size() || resp.recv(slot).name() != f.key) {
+        return TaskError(f.task, absl::InternalError(absl::StrCat(
+                                     "RunGraph did not return the fetched key ", f.key)));
+      }
+      auto [where, first] = placed.emplace(std::make_pair(f.task, slot), fetches_->size());
+      if (first) {
+        fetches_->emplace_back().Swap(resp.mutable_recv(slot)->mutable_tensor());
+      } else {
+        fetches_->push_back((*fetches_)[where->second]);
+      }
+    }
+    if (stats_ != nullptr) {
+      for (auto& [task, resp] : responses_) {
+        for (const auto& dev : resp.step_stats().dev_stats()) *stats_->add_dev_stats() = dev;
+      }
+    }
+    return absl::OkStatus();
+  }
+
   MasterWorkerCacheInterface* const workers_;
   const RegisteredStep& step_;
   const int64_t step_id_;
+  std::vector<TensorProto>* const fetches_;
+  StepStats* const stats_;
+  StepCleaner* const cleaner_;
+  const std::function<void(absl::Status)> done_;
+  std::map<std::string, RunGraphRequest> requests_;
+  std::map<std::string, RunGraphResponse> responses_;
+  std::map<std::string, absl::flat_hash_map<std::string, int>> fetch_slot_;
+  CancellationManager* cancellation_ = nullptr;
+  CancellationManager::Token token_ = CancellationManager::kInvalidToken;
   absl::Mutex mu_;
   absl::Status first_ ABSL_GUARDED_BY(mu_);
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool cleaning_up_ ABSL_GUARDED_BY(mu_) = false;  // Cancel has run.
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
@@ -117,97 +271,33 @@ void StepCleaner::Loop() {
   }
 }
 
+void RunRegisteredStepAsync(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
+                            const StepArgs& args, std::vector<TensorProto>* fetches,
+                            StepStats* stats, StepCleaner* cleaner,
+                            CancellationManager* cancellation,
+                            std::function<void(absl::Status)> done) {
+  auto call = std::make_shared<StepCall>(workers, step, args.step_id, fetches, stats, cleaner,
+                                         done);
+  absl::Status built = call->Build(args);
+  if (!built.ok()) {
+    done(built);
+    return;
+  }
+  call->Start(cancellation);
+}
+
 absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                                const StepArgs& args, std::vector<TensorProto>* fetches,
                                StepStats* stats, StepCleaner* cleaner) {
-  if (args.feeds.size() != step.feeds.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the step expects ", step.feeds.size(),
-                                                   " feeds, got ", args.feeds.size()));
-  }
-  // Build each task's request.
-  std::map<std::string, RunGraphRequest> requests;
-  for (const auto& [task, handle] : step.graph_handles) {
-    RunGraphRequest& r = requests[task];
-    r.set_graph_handle(handle);
-    r.set_session_handle(args.session_handle);
-    r.set_step_id(args.step_id);
-    r.set_timeout_in_ms(args.timeout_in_ms);
-    if (args.trace) r.mutable_exec_opts()->set_record_timeline(true);
-    if (step.peer_senders.count(task) == 0) r.set_cleanup_on_return(true);
-  }
-  for (size_t i = 0; i < step.feeds.size(); ++i) {
-    NamedTensorProto* send = requests[step.feeds[i].task].add_send();
-    send->set_name(step.feeds[i].key);
-    *send->mutable_tensor() = *args.feeds[i];
-  }
-  // Fetch keys per task (a key fetched twice is asked for once).
-  std::map<std::string, absl::flat_hash_map<std::string, int>> fetch_slot;
-  for (const PartitionEndpoint& f : step.fetches) {
-    auto& slots = fetch_slot[f.task];
-    if (slots.emplace(f.key, slots.size()).second) requests[f.task].add_recv_key(f.key);
-  }
-
-  StepErrors errors(workers, step, args.step_id);
-  std::map<std::string, RunGraphResponse> responses;
-  for (const auto& [task, r] : requests) responses[task];
-  auto run = [&](const std::string& task) {
-    WorkerInterface* w = workers->GetWorker(task);
-    if (w == nullptr) {
-      errors.Report(task, absl::UnavailableError("task is not in the cluster"));
-      return;
-    }
-    errors.Report(task, w->RunGraph(requests.at(task), &responses.at(task)));
-  };
-  // The first task's RunGraph on this thread, the others' on pool threads (the pool
-  // grows rather than make one wait, so partitions waiting on each other never
-  // deadlock; no thread is created per step).
-  absl::BlockingCounter others(std::max<int>(0, static_cast<int>(requests.size()) - 1));
-  auto it = requests.begin();
-  if (it != requests.end()) {
-    for (auto next = std::next(it); next != requests.end(); ++next) {
-      const std::string* task = &next->first;
-      StepThreads()->Schedule([&run, &others, task] {
-        run(*task);
-        others.DecrementCount();
-      });
-    }
-    run(it->first);
-  }
-  others.Wait();
-  absl::Status status = errors.first();
-  if (!status.ok() || cleaner == nullptr) {
-    errors.CleanupAll();
-  } else if (!step.peer_senders.empty()) {
-    // The other tasks freed their state as RunGraph returned.
-    cleaner->Enqueue(std::vector<std::string>(step.peer_senders.begin(), step.peer_senders.end()),
-                     args.step_id);
-  }
-  if (!status.ok()) return status;
-  fetches->clear();
-  fetches->reserve(step.fetches.size());
-  // Where each (task, slot) went in `fetches`: moved there the first time, copied from
-  // there for a key fetched twice.
-  std::map<std::pair<std::string, int>, size_t> placed;
-  for (const PartitionEndpoint& f : step.fetches) {
-    RunGraphResponse& resp = responses.at(f.task);
-    const int slot = fetch_slot[f.task].at(f.key);
-    if (slot >= resp.recv_size() || resp.recv(slot).name() != f.key) {
-      return TaskError(f.task, absl::InternalError(absl::StrCat(
-                                   "RunGraph did not return the fetched key ", f.key)));
-    }
-    auto [where, first] = placed.emplace(std::make_pair(f.task, slot), fetches->size());
-    if (first) {
-      fetches->emplace_back().Swap(resp.mutable_recv(slot)->mutable_tensor());
-    } else {
-      fetches->push_back((*fetches)[where->second]);
-    }
-  }
-  if (stats != nullptr) {
-    for (auto& [task, resp] : responses) {
-      for (const auto& dev : resp.step_stats().dev_stats()) *stats->add_dev_stats() = dev;
-    }
-  }
-  return absl::OkStatus();
+  absl::Notification finished;
+  absl::Status status;
+  RunRegisteredStepAsync(workers, step, args, fetches, stats, cleaner, nullptr,
+                         [&](absl::Status s) {
+                           status = std::move(s);
+                           finished.Notify();
+                         });
+  finished.WaitForNotification();
+  return status;
 }
 
 }  // namespace overseer

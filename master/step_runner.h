@@ -5,9 +5,13 @@
 // first failure cancels the step on every task (CleanupGraph), and every task's step
 // state is cleaned up afterwards: in the background after a successful step (as
 // TensorFlow's CleanupPartitionsAsync), so that the caller does not wait a round trip.
+// The step runs asynchronously (RunRegisteredStepAsync: the thread that receives the
+// last RunGraph reply finishes it, as TensorFlow's master does with RunGraphAsync);
+// RunRegisteredStep waits for it.
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -16,6 +20,8 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "core/cancellation.h"
+#include "core/executor/thread_pool.h"
 #include "master/partitioner.h"
 #include "master/worker_cache.h"
 #include "proto/config.pb.h"
@@ -72,7 +78,27 @@ class StepCleaner {
   std::thread thread_;
 };
 
-// Runs the step. On success `fetches` gets one tensor per RegisteredStep::fetches and
+// Where the master's step path does what blocks (cancelling and cleaning up a failed
+// step, asking its tasks whether they restarted, building and registering a
+// signature), so that a gRPC completion thread never waits. Process-wide; grows rather
+// than make a task wait.
+ThreadPool* StepBlockingThreads();
+
+// Runs the step without blocking: starts every task's RunGraphAsync on this thread
+// and calls `done` once, with what RunRegisteredStep returns. After a success, the
+// thread of the last RunGraph reply fills `fetches` (and `stats`) and calls `done`; a
+// failed step is cancelled and cleaned up on a StepBlockingThreads() thread, which
+// then calls `done`. `cancellation` (optional) ends the step's RunGraph calls with
+// CANCELLED when it starts cancelling (the caller gave up). `step`, `fetches`,
+// `stats`, `cleaner`, `cancellation` and the tensors of args.feeds must live until
+// `done` is called.
+void RunRegisteredStepAsync(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
+                            const StepArgs& args, std::vector<TensorProto>* fetches,
+                            StepStats* stats, StepCleaner* cleaner,
+                            CancellationManager* cancellation,
+                            std::function<void(absl::Status)> done);
+
+// Runs the step and waits for it. On success `fetches` gets one tensor per RegisteredStep::fetches and
 // `stats` (optional) the step stats every task returned (with args.trace, one
 // DeviceStepStats per task, naming its device). Errors are those of the first task
 // that failed (CANCELLED ones from the cancellation are ignored), prefixed with the

@@ -93,6 +93,17 @@ class FakeWorker : public WorkerInterface {
       return absl::AbortedError(absl::StrCat("session ", req.session_handle(), " not found"));
     }
     ++runs;
+    if (!run_error.ok()) return run_error;
+    if (run_waits_for_cleanup) {
+      ++waiting;
+      const int64_t step_id = req.step_id();
+      auto cleaned_up = [this, step_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+        return cleaned.count(step_id) > 0;
+      };
+      mu.Await(absl::Condition(&cleaned_up));
+      --waiting;
+      return absl::CancelledError("step cancelled by CleanupGraph");
+    }
     sends += req.send_size();
     for (const std::string& key : req.recv_key()) {
       NamedTensorProto* t = resp->add_recv();
@@ -101,9 +112,10 @@ class FakeWorker : public WorkerInterface {
     }
     return absl::OkStatus();
   }
-  absl::Status CleanupGraph(const CleanupGraphRequest&, CleanupGraphResponse*) override {
+  absl::Status CleanupGraph(const CleanupGraphRequest& req, CleanupGraphResponse*) override {
     absl::MutexLock l(&mu);
     ++cleanups;
+    cleaned.insert(req.step_id());
     return absl::OkStatus();
   }
   absl::Status CleanupAll(const CleanupAllRequest&, CleanupAllResponse*) override {
@@ -134,6 +146,13 @@ class FakeWorker : public WorkerInterface {
   std::set<std::string> sessions;
   std::vector<GraphDef> graphs;
   int runs = 0, sends = 0, cleanups = 0, cleanup_alls = 0, job_dones = 0;
+  // RunGraph fails with this when it is not OK...
+  absl::Status run_error;
+  // ...or, when set, waits until CleanupGraph ends its step (as a partition waiting for
+  // a tensor of a failed one does) and returns CANCELLED.
+  bool run_waits_for_cleanup = false;
+  int waiting = 0;                 // RunGraph calls waiting so.
+  std::set<int64_t> cleaned;       // Steps CleanupGraph ended.
 
  private:
   const std::string task_;

@@ -1,0 +1,31 @@
+#include "master/master_interface.h"
+
+#include <utility>
+
+#include "core/executor/thread_pool.h"
+
+namespace overseer {
+namespace {
+
+ThreadPool* SyncMasterThreads() {
+  static ThreadPool* pool = new ThreadPool(1);
+  return pool;
+}
+
+}  // namespace
+
+void MasterInterface::RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
+                                   CancellationManager*, std::function<void(absl::Status)> done) {
+  SyncMasterThreads()->Schedule(
+      [this, request, response, done = std::move(done)] { done(RunStep(*request, response)); });
+}
+
+void MasterInterface::RunCallableAsync(const RunCallableRequest* request,
+                                       RunCallableResponse* response, CancellationManager*,
+                                       std::function<void(absl::Status)> done) {
+  SyncMasterThreads()->Schedule([this, request, response, done = std::move(done)] {
+    done(RunCallable(*request, response));
+  });
+}
+
+}  // namespace overseer

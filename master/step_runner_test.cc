@@ -1,0 +1,145 @@
+#include "master/step_runner.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
+#include "core/tensor.h"
+#include "gtest/gtest.h"
+#include "master/testing/fake_workers.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kA[] = "/job:ps/replica:0/task:0";
+constexpr char kB[] = "/job:worker/replica:0/task:0";
+
+// The fake tasks, with the step's session.
+class TwoTasks : public test::FakeCache {
+ public:
+  TwoTasks() {
+    a()->sessions.insert("s");
+    b()->sessions.insert("s");
+  }
+  test::FakeWorker* a() { return ps(); }
+  test::FakeWorker* b() { return worker(); }
+};
+
+// A step with a partition on each task, fetching "ka" from a and "kb" from b.
+RegisteredStep TwoPartitionStep() {
+  RegisteredStep step;
+  step.graph_handles = {{kA, "ga"}, {kB, "gb"}};
+  step.fetches = {{kA, "ka"}, {kB, "kb"}};
+  return step;
+}
+
+StepArgs Args(int64_t step_id) {
+  StepArgs args;
+  args.session_handle = "s";
+  args.step_id = step_id;
+  return args;
+}
+
+TEST(StepRunnerTest, TheFirstFailureCancelsTheTasksThatWait) {
+  TwoTasks tasks;
+  tasks.a()->run_error = absl::InvalidArgumentError("bad feed");
+  tasks.b()->run_waits_for_cleanup = true;
+  const RegisteredStep step = TwoPartitionStep();
+  std::vector<TensorProto> fetches;
+  StepCleaner cleaner(&tasks);
+  absl::Notification finished;
+  absl::Status status;
+  RunRegisteredStepAsync(&tasks, step, Args(7), &fetches, nullptr, &cleaner, nullptr,
+                         [&](absl::Status s) {
+                           status = std::move(s);
+                           finished.Notify();
+                         });
+  finished.WaitForNotification();
+  // a's error, not b's CANCELLED that the cancellation caused.
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), std::string("task ") + kA)) << status;
+  absl::MutexLock l(&tasks.b()->mu);
+  EXPECT_EQ(tasks.b()->cleaned.count(7), 1u);
+}
+
+TEST(StepRunnerTest, ManyConcurrentStepsEachGetTheirFetches) {
+  TwoTasks tasks;
+  const RegisteredStep step = TwoPartitionStep();
+  StepCleaner cleaner(&tasks);
+  constexpr int kSteps = 64;
+  std::vector<std::vector<TensorProto>> fetches(kSteps);
+  std::vector<absl::Status> statuses(kSteps);
+  absl::BlockingCounter left(kSteps);
+  for (int i = 0; i < kSteps; ++i) {
+    RunRegisteredStepAsync(&tasks, step, Args(100 + i), &fetches[i], nullptr, &cleaner, nullptr,
+                           [&, i](absl::Status s) {
+                             statuses[i] = std::move(s);
+                             left.DecrementCount();
+                           });
+  }
+  left.Wait();
+  for (int i = 0; i < kSteps; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << i << ": " << statuses[i];
+    ASSERT_EQ(fetches[i].size(), 2u);
+    for (const TensorProto& t : fetches[i]) {
+      EXPECT_EQ(Tensor::FromProto(t)->scalar<float>(), 42.f);
+    }
+  }
+  absl::MutexLock l(&tasks.a()->mu);
+  EXPECT_EQ(tasks.a()->runs, kSteps);
+}
+
+TEST(StepRunnerTest, CancellingAStepEndsItOnEveryTask) {
+  TwoTasks tasks;
+  tasks.a()->run_waits_for_cleanup = true;
+  tasks.b()->run_waits_for_cleanup = true;
+  const RegisteredStep step = TwoPartitionStep();
+  std::vector<TensorProto> fetches;
+  StepCleaner cleaner(&tasks);
+  CancellationManager cancellation;
+  absl::Notification finished;
+  absl::Status status;
+  RunRegisteredStepAsync(&tasks, step, Args(9), &fetches, nullptr, &cleaner, &cancellation,
+                         [&](absl::Status s) {
+                           status = std::move(s);
+                           finished.Notify();
+                         });
+  for (test::FakeWorker* w : {tasks.a(), tasks.b()}) {
+    absl::MutexLock l(&w->mu);
+    auto running = [w]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu) { return w->waiting == 1; };
+    w->mu.Await(absl::Condition(&running));
+  }
+  EXPECT_FALSE(finished.HasBeenNotified());
+  cancellation.StartCancel(absl::CancelledError("the client gave up"));
+  finished.WaitForNotification();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  // Cancelled before it starts: no RunGraph at all.
+  absl::Notification again;
+  RunRegisteredStepAsync(&tasks, step, Args(10), &fetches, nullptr, &cleaner, &cancellation,
+                         [&](absl::Status s) {
+                           status = std::move(s);
+                           again.Notify();
+                         });
+  again.WaitForNotification();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  absl::MutexLock l(&tasks.a()->mu);
+  EXPECT_EQ(tasks.a()->waiting, 0);
+  EXPECT_EQ(tasks.a()->runs, 1);
+}
+
+TEST(StepRunnerTest, ATaskOutsideTheClusterIsUnavailable) {
+  TwoTasks tasks;
+  RegisteredStep step = TwoPartitionStep();
+  step.graph_handles["/job:gone/replica:0/task:0"] = "gg";
+  std::vector<TensorProto> fetches;
+  absl::Status s = RunRegisteredStep(&tasks, step, Args(11), &fetches, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "/job:gone")) << s;
+}
+
+}  // namespace
+}  // namespace overseer
