@@ -95,8 +95,14 @@ int Main() {
     return 2;
   }
 
-  ClusterWorkerCache workers(*cluster,
-                             std::make_unique<GrpcWorkerCache>(ToClusterDef(*cluster)));
+  ServerRunner runner(ServerRunnerOptionsFromFlags("master"));
+  // Steps arrive on this loop's thread, and their RunGraph calls go out and come back on
+  // it: a step continues on the thread that reads its last reply.
+  CompletionQueueLoop* step_loop = runner.AddCompletionQueueLoop();
+  GrpcWorkerOptions worker_options;
+  worker_options.loop = step_loop;
+  ClusterWorkerCache workers(
+      *cluster, std::make_unique<GrpcWorkerCache>(ToClusterDef(*cluster), worker_options));
   // Readiness checks and JobDone must not wait long for a task that does not answer.
   GrpcWorkerOptions probe_options;
   probe_options.rpc_timeout = absl::Seconds(2);
@@ -108,7 +114,6 @@ int Main() {
       absl::Seconds(absl::GetFlag(FLAGS_create_session_wait_seconds));
   options.readiness.check_period = absl::Milliseconds(absl::GetFlag(FLAGS_readiness_check_ms));
   options.readiness.max_wait = absl::Seconds(absl::GetFlag(FLAGS_max_ready_wait_seconds));
-  ServerRunner runner(ServerRunnerOptionsFromFlags("master"));
   ReadinessMetrics readiness_metrics(runner.metrics());
   MasterEnv env;
   env.workers = &workers;
@@ -118,7 +123,7 @@ int Main() {
   {
     Master master(env, options);
     GrpcMasterService service(&master, runner.metrics(),
-                              [&master] { return master.NumSessions(); });
+                              [&master] { return master.NumSessions(); }, step_loop);
     runner.AddService(&service);
     // Long polls answer at once (not ready) so that they do not hold the drain up.
     runner.AddTerminationCallback([&master] { master.StopReadinessWaits(); });

@@ -1,15 +1,50 @@
 #include "master/rpc/grpc_master_service.h"
 
+#include <atomic>
+#include <type_traits>
+
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "core/rpc/grpc_status.h"
 
 namespace overseer {
 
+// One RunStep or RunCallable call, from its arrival to its end. gRPC completes two
+// operations of an arrived call on the loop: the reply (Finish) and the call's end
+// (AsyncNotifyWhenDone, which also says whether it was cancelled); the last frees it.
+template <typename Request, typename Response>
+struct GrpcMasterService::StepCall {
+  grpc::ServerContext context;
+  Request request;
+  Response response;
+  grpc::ServerAsyncResponseWriter<Response> responder{&context};
+  CancellationManager cancellation;
+  absl::Time start;
+  std::atomic<int> pending{2};
+
+  // One of the two operations completed.
+  void Unref(CompletionQueueLoop* loop) {
+    if (pending.fetch_sub(1) == 1) {
+      delete this;
+      loop->Release();
+    }
+  }
+};
+
+namespace {
+
+// Requests the number of calls of each method that may wait on the loop's queue for
+// its thread: one more is requested as each arrives.
+constexpr int kRequestedCalls = 4;
+
+}  // namespace
+
 GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Registry* metrics,
                                      std::function<int()> open_sessions,
+                                     CompletionQueueLoop* loop,
                                      MasterReadinessInterface* readiness)
     : master_(master),
+      loop_(loop),
       readiness_(readiness != nullptr ? readiness
                                       : dynamic_cast<MasterReadinessInterface*>(master)),
       open_sessions_(std::move(open_sessions)) {
@@ -34,6 +69,79 @@ GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Regist
                         .Help("Sessions open on the master.")
                         .Register(*metrics)
                         .Add({});
+  loop_->OnStart([this] {
+    for (int i = 0; i < kRequestedCalls; ++i) {
+      AwaitRunStep();
+      AwaitRunCallable();
+    }
+  });
+}
+
+void GrpcMasterService::AwaitRunStep() {
+  using Call = StepCall<RunStepRequest, RunStepResponse>;
+  auto* call = new Call;
+  call->context.AsyncNotifyWhenDone(CompletionQueueLoop::NewTag([loop = loop_, call](bool) {
+    if (call->context.IsCancelled()) {
+      call->cancellation.StartCancel(absl::CancelledError(
+          "the RunStep call was cancelled (the client gave up or the master is stopping)"));
+    }
+    call->Unref(loop);
+  }));
+  // When the server shuts down, the request completes with !ok, perhaps after this
+  // service is gone: then only the call is freed.
+  RequestRunStep(&call->context, &call->request, &call->responder, loop_->cq(), loop_->cq(),
+                 CompletionQueueLoop::NewTag([this, call](bool ok) {
+                   if (!ok) {
+                     delete call;
+                     return;
+                   }
+                   AwaitRunStep();
+                   Serve(call);
+                 }));
+}
+
+void GrpcMasterService::AwaitRunCallable() {
+  using Call = StepCall<RunCallableRequest, RunCallableResponse>;
+  auto* call = new Call;
+  call->context.AsyncNotifyWhenDone(CompletionQueueLoop::NewTag([loop = loop_, call](bool) {
+    if (call->context.IsCancelled()) {
+      call->cancellation.StartCancel(absl::CancelledError(
+          "the RunCallable call was cancelled (the client gave up or the master is stopping)"));
+    }
+    call->Unref(loop);
+  }));
+  RequestRunCallable(
+      &call->context, &call->request, &call->responder, loop_->cq(), loop_->cq(),
+      CompletionQueueLoop::NewTag([this, call](bool ok) {
+        if (!ok) {
+          delete call;
+          return;
+        }
+        AwaitRunCallable();
+        Serve(call);
+      }));
+}
+
+template <typename Request, typename Response>
+void GrpcMasterService::Serve(StepCall<Request, Response>* call) {
+  loop_->Hold();
+  call->start = absl::Now();
+  auto done = [this, call](absl::Status s) {
+    StepDone(call->start, s);
+    if (s.ok()) {
+      call->responder.Finish(call->response, grpc::Status::OK,
+                             CompletionQueueLoop::NewTag([loop = loop_, call](bool) { call->Unref(loop); }));
+    } else {
+      call->responder.FinishWithError(
+          ToGrpcStatus(s),
+          CompletionQueueLoop::NewTag([loop = loop_, call](bool) { call->Unref(loop); }));
+    }
+  };
+  if constexpr (std::is_same_v<Request, RunStepRequest>) {
+    master_->RunStepAsync(&call->request, &call->response, &call->cancellation, done);
+  } else {
+    master_->RunCallableAsync(&call->request, &call->response, &call->cancellation, done);
+  }
 }
 
 grpc::Status GrpcMasterService::Finish(const absl::Status& status) {
@@ -44,12 +152,10 @@ grpc::Status GrpcMasterService::Finish(const absl::Status& status) {
   return ToGrpcStatus(status);
 }
 
-grpc::Status GrpcMasterService::Step(const std::function<absl::Status()>& run) {
-  const absl::Time start = absl::Now();
-  absl::Status s = run();
+void GrpcMasterService::StepDone(absl::Time start, const absl::Status& status) {
   steps_->Increment();
   step_latency_->Observe(absl::ToDoubleSeconds(absl::Now() - start));
-  return Finish(s);
+  Finish(status);
 }
 
 grpc::Status GrpcMasterService::CreateSession(grpc::ServerContext*,
@@ -61,10 +167,6 @@ grpc::Status GrpcMasterService::ExtendSession(grpc::ServerContext*,
                                               const ExtendSessionRequest* request,
                                               ExtendSessionResponse* response) {
   return Finish(master_->ExtendSession(*request, response));
-}
-grpc::Status GrpcMasterService::RunStep(grpc::ServerContext*, const RunStepRequest* request,
-                                        RunStepResponse* response) {
-  return Step([&] { return master_->RunStep(*request, response); });
 }
 grpc::Status GrpcMasterService::CloseSession(grpc::ServerContext*,
                                              const CloseSessionRequest* request,
@@ -84,11 +186,6 @@ grpc::Status GrpcMasterService::MakeCallable(grpc::ServerContext*,
                                              const MakeCallableRequest* request,
                                              MakeCallableResponse* response) {
   return Finish(master_->MakeCallable(*request, response));
-}
-grpc::Status GrpcMasterService::RunCallable(grpc::ServerContext*,
-                                            const RunCallableRequest* request,
-                                            RunCallableResponse* response) {
-  return Step([&] { return master_->RunCallable(*request, response); });
 }
 grpc::Status GrpcMasterService::ReleaseCallable(grpc::ServerContext*,
                                                 const ReleaseCallableRequest* request,

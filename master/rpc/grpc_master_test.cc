@@ -1,4 +1,8 @@
+#include <thread>
+#include <vector>
+
 #include "absl/strings/match.h"
+#include "core/tensor.h"
 #include "core/rpc/server_runner.h"
 #include "gtest/gtest.h"
 #include "master/master.h"
@@ -24,7 +28,8 @@ class GrpcMasterTest : public ::testing::Test {
     ro.handle_signals = false;
     runner_ = std::make_unique<ServerRunner>(ro);
     service_ = std::make_unique<GrpcMasterService>(master_.get(), runner_->metrics(),
-                                                   [this] { return master_->NumSessions(); });
+                                                   [this] { return master_->NumSessions(); },
+                                                   runner_->AddCompletionQueueLoop());
     runner_->AddService(service_.get());
     ASSERT_TRUE(runner_->Start().ok());
     client_ = std::make_unique<GrpcMaster>(NewMasterChannel(runner_->address()),
@@ -65,6 +70,110 @@ TEST_F(GrpcMasterTest, SessionRoundTripAndErrorCodesCrossTheWire) {
   }();
   EXPECT_TRUE(absl::StrContains(text, "overseer_master_steps_total")) << text;
   EXPECT_TRUE(absl::StrContains(text, "overseer_master_rpc_errors_total")) << text;
+}
+
+TEST_F(GrpcMasterTest, ConcurrentStepsAndRetriedStepsOverTheWire) {
+  CreateSessionRequest create;
+  test::AddConst(create.mutable_graph_def(), "w", 2, "/job:ps");
+  CreateSessionResponse created;
+  ASSERT_TRUE(client_->CreateSession(create, &created).ok());
+  constexpr int kThreads = 8;
+  constexpr int kSteps = 25;
+  std::vector<int> ok(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      for (int j = 0; j < kSteps; ++j) {
+        RunStepRequest run;
+        run.set_session_handle(created.session_handle());
+        run.add_fetch("w:0");
+        RunStepResponse out;
+        if (client_->RunStep(run, &out).ok() && out.tensor_size() == 1 &&
+            Tensor::FromProto(out.tensor(0).tensor())->scalar<float>() == 42.f) {
+          ++ok[i];
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) EXPECT_EQ(ok[i], kSteps) << "thread " << i;
+  int runs_before;
+  {
+    absl::MutexLock l(&cache_.ps()->mu);
+    EXPECT_EQ(cache_.ps()->runs, kThreads * kSteps);
+    runs_before = cache_.ps()->runs;
+  }
+  // A retried step (same request id) runs once and gets the first reply.
+  RunStepRequest run;
+  run.set_session_handle(created.session_handle());
+  run.add_fetch("w:0");
+  run.set_request_id("retried-step");
+  RunStepResponse first, second;
+  ASSERT_TRUE(client_->RunStep(run, &first).ok());
+  ASSERT_TRUE(client_->RunStep(run, &second).ok());
+  EXPECT_EQ(second.tensor_size(), 1);
+  absl::MutexLock l(&cache_.ps()->mu);
+  EXPECT_EQ(cache_.ps()->runs, runs_before + 1);
+}
+
+TEST_F(GrpcMasterTest, AClientThatGivesUpCancelsItsStepOnTheTasks) {
+  CreateSessionRequest create;
+  test::AddConst(create.mutable_graph_def(), "w", 2, "/job:ps");
+  CreateSessionResponse created;
+  ASSERT_TRUE(client_->CreateSession(create, &created).ok());
+  test::FakeWorker* ps = cache_.ps();
+  {
+    absl::MutexLock l(&ps->mu);
+    ps->run_waits_for_cleanup = true;
+  }
+  GrpcMaster impatient(NewMasterChannel(runner_->address()), absl::Milliseconds(300));
+  RunStepRequest run;
+  run.set_session_handle(created.session_handle());
+  run.add_fetch("w:0");
+  RunStepResponse out;
+  EXPECT_EQ(impatient.RunStep(run, &out).code(), absl::StatusCode::kDeadlineExceeded);
+  // The master sees the call end and cancels the step: the ps's RunGraph returns.
+  absl::MutexLock l(&ps->mu);
+  auto ended = [ps]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ps->mu) {
+    return ps->runs == 1 && ps->waiting == 0 && ps->cleaned.size() == 1;
+  };
+  EXPECT_TRUE(ps->mu.AwaitWithTimeout(absl::Condition(&ended), absl::Seconds(30)));
+  ps->run_waits_for_cleanup = false;
+}
+
+TEST_F(GrpcMasterTest, AFailedRunGraphFailsTheStepOverTheWire) {
+  CreateSessionRequest create;
+  test::AddConst(create.mutable_graph_def(), "w", 2, "/job:ps");
+  CreateSessionResponse created;
+  ASSERT_TRUE(client_->CreateSession(create, &created).ok());
+  {
+    absl::MutexLock l(&cache_.ps()->mu);
+    cache_.ps()->run_error = absl::InvalidArgumentError("kernel failed");
+  }
+  RunStepRequest run;
+  run.set_session_handle(created.session_handle());
+  run.add_fetch("w:0");
+  RunStepResponse out;
+  absl::Status s = client_->RunStep(run, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "task /job:ps/replica:0/task:0: kernel failed")) << s;
+  // RunCallable takes the same path.
+  MakeCallableRequest make;
+  make.set_session_handle(created.session_handle());
+  make.mutable_options()->add_fetch("w:0");
+  MakeCallableResponse made;
+  ASSERT_TRUE(client_->MakeCallable(make, &made).ok());
+  RunCallableRequest call;
+  call.set_session_handle(created.session_handle());
+  call.set_handle(made.handle());
+  RunCallableResponse called;
+  EXPECT_EQ(client_->RunCallable(call, &called).code(), absl::StatusCode::kInvalidArgument);
+  {
+    absl::MutexLock l(&cache_.ps()->mu);
+    cache_.ps()->run_error = absl::OkStatus();
+  }
+  ASSERT_TRUE(client_->RunCallable(call, &called).ok());
+  EXPECT_EQ(called.fetch_size(), 1);
 }
 
 TEST_F(GrpcMasterTest, ReadinessAndJobDoneCrossTheWire) {
