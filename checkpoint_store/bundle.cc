@@ -323,43 +323,51 @@ absl::StatusOr<const BundleEntryProto*> BundleReader::CheckedEntry(absl::string_
   return entry;
 }
 
+std::string BundleReader::DataFile(int shard_id) const {
+  return DataFilename(prefix_, shard_id, header_.num_shards());
+}
+
 absl::Status BundleReader::ReadTensorTo(absl::string_view name, char* dst) const {
   ASSIGN_OR_RETURN(const BundleEntryProto* entry, CheckedEntry(name));
-  const std::string path = DataFilename(prefix_, entry->shard_id(), header_.num_shards());
+  const std::string path = DataFile(entry->shard_id());
   auto file = fs_->NewRandomAccessFile(path);
   if (!file.ok()) {
     return absl::DataLossError(absl::StrCat("data file ", path, " of tensor ", name,
                                             " cannot be opened: ", file.status().message()));
   }
+  return ReadVerifiedTensor(**file, path, name, static_cast<uint64_t>(entry->offset()),
+                            static_cast<uint64_t>(entry->size()), entry->crc32c(), dst);
+}
+
+absl::Status ReadVerifiedTensor(const RandomAccessFile& file, const std::string& path,
+                                absl::string_view name, uint64_t offset, uint64_t size,
+                                uint32_t masked_crc32c, char* dst) {
   // Piece by piece, each CRC'd right after its read while it is still in the cache.
   // The disk reads run up to kPrefetchBytes ahead: one small read at a time would
   // leave a single request in flight (the device's readahead is 128 KiB here), at a
   // fraction of the rate of the large reads a plain sequential reader makes.
-  constexpr size_t kPieceBytes = 1 << 20;
-  constexpr size_t kPrefetchBytes = 32 << 20;
-  const size_t size = static_cast<size_t>(entry->size());
-  const uint64_t offset = static_cast<uint64_t>(entry->offset());
+  constexpr uint64_t kPieceBytes = 1 << 20;
+  constexpr uint64_t kPrefetchBytes = 32 << 20;
   uint32_t actual = 0;
-  size_t prefetched = 0;
-  for (size_t done = 0; done < size;) {
+  uint64_t prefetched = 0;
+  for (uint64_t done = 0; done < size;) {
     if (prefetched < size && prefetched < done + kPrefetchBytes / 2) {
-      const size_t ahead = std::min(kPrefetchBytes, size - prefetched);
-      (*file)->Prefetch(offset + prefetched, ahead);
+      const uint64_t ahead = std::min(kPrefetchBytes, size - prefetched);
+      file.Prefetch(offset + prefetched, static_cast<size_t>(ahead));
       prefetched += ahead;
     }
-    const size_t n = std::min(kPieceBytes, size - done);
-    ASSIGN_OR_RETURN(absl::string_view got,
-                     (*file)->Read(offset + done, n, dst + done));
+    const size_t n = static_cast<size_t>(std::min(kPieceBytes, size - done));
+    ASSIGN_OR_RETURN(absl::string_view got, file.Read(offset + done, n, dst + done));
     if (got.size() != n) {
-      return absl::DataLossError(absl::StrCat(
-          "data file ", path, " is truncated: tensor ", name, " needs bytes [",
-          entry->offset(), ", ", entry->offset() + entry->size(), "), got ", done + got.size()));
+      return absl::DataLossError(absl::StrCat("data file ", path, " is truncated: tensor ", name,
+                                              " needs bytes [", offset, ", ", offset + size,
+                                              "), got ", done + got.size()));
     }
     if (got.data() != dst + done) std::memcpy(dst + done, got.data(), n);
     actual = crc32c::Extend(actual, absl::string_view(dst + done, n));
     done += n;
   }
-  const uint32_t stored = crc32c::Unmask(entry->crc32c());
+  const uint32_t stored = crc32c::Unmask(masked_crc32c);
   if (stored != actual) {
     return absl::DataLossError(absl::StrFormat(
         "checksum of tensor %s does not match in %s: stored %08x vs. calculated %08x", name,

@@ -77,6 +77,16 @@ class DataFileWriter {
 absl::Status WriteIndexFile(FileSystem* fs, const std::string& path, int num_shards,
                             const std::map<std::string, BundleEntryProto>& entries);
 
+// Reads the `size` bytes of tensor `name` at `offset` of data file `file` (called
+// `path` in errors) into `dst` in 1 MiB pieces, the CRC32C of each piece computed
+// right after its read, with the disk reads prefetched up to 32 MiB ahead, and checks
+// the CRC32C against `masked_crc32c` (BundleEntryProto.crc32c). DATA_LOSS naming the
+// tensor and `path` for a file that ends before the tensor or a mismatch; errors of
+// `file` as they are. On error the contents of `dst` are unspecified.
+absl::Status ReadVerifiedTensor(const RandomAccessFile& file, const std::string& path,
+                                absl::string_view name, uint64_t offset, uint64_t size,
+                                uint32_t masked_crc32c, char* dst);
+
 // Reads a bundle given its prefix. Every tensor read is CRC32C-verified. Thread-safe.
 class BundleReader {
  public:
@@ -105,6 +115,8 @@ class BundleReader {
   // bytes; the CRC32C is computed piece by piece as the bytes are read (no second
   // pass). On error the contents of `dst` are unspecified.
   absl::Status ReadTensorTo(absl::string_view name, char* dst) const;
+  // The data file of shard `shard_id` ("<prefix>.data-...").
+  std::string DataFile(int shard_id) const;
 
  private:
   BundleReader(FileSystem* fs, std::string prefix) : fs_(fs), prefix_(std::move(prefix)) {}

@@ -522,14 +522,18 @@ absl::StatusOr<std::vector<TensorHeader>> CheckpointStore::ListTensors(const std
   return out;
 }
 
+absl::StatusOr<std::unique_ptr<BundleReader>> CheckpointStore::OpenBundle(
+    const std::string& run, const std::string& name) {
+  RETURN_IF_ERROR(ValidateCheckpointRun(run));
+  RETURN_IF_ERROR(ValidateCheckpointName(name));
+  return BundleReader::Open(fs_, absl::StrCat(RunDir(run), "/", name));
+}
+
 absl::Status CheckpointStore::ReadTensorsInto(const std::string& run, const std::string& name,
                                               const std::vector<std::string>& tensor_names,
                                               TensorReceiver* receiver) {
-  RETURN_IF_ERROR(ValidateCheckpointRun(run));
-  RETURN_IF_ERROR(ValidateCheckpointName(name));
   const absl::Time start = clock_->Now();
-  ASSIGN_OR_RETURN(std::unique_ptr<BundleReader> reader,
-                   BundleReader::Open(fs_, absl::StrCat(RunDir(run), "/", name)));
+  ASSIGN_OR_RETURN(std::unique_ptr<BundleReader> reader, OpenBundle(run, name));
   std::vector<std::string> names = tensor_names;
   if (names.empty()) {
     for (const auto& entry : reader->entries()) names.push_back(entry.first);

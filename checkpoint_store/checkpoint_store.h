@@ -59,6 +59,12 @@ class CheckpointStore : public CheckpointStoreInterface {
                                TensorReceiver* receiver) override;
   absl::Status DeleteCheckpoint(const std::string& run, const std::string& name) override;
 
+  // The bundle of checkpoint `name` of `run`, found as every read finds it (for local
+  // reads, local_read_server.h). INVALID_ARGUMENT for a bad run or name; the errors of
+  // BundleReader::Open (NOT_FOUND if the checkpoint does not exist).
+  absl::StatusOr<std::unique_ptr<BundleReader>> OpenBundle(const std::string& run,
+                                                           const std::string& name);
+
   // Aborts every pending checkpoint and makes later BeginCheckpoint calls fail
   // UNAVAILABLE. Commits already running finish. For SIGTERM.
   void Shutdown();

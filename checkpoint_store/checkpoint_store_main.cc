@@ -3,20 +3,37 @@
 //
 //   checkpoint_store_server --root=/tmp/ckpt --port=0 --metrics_port=0
 //
+// Readers on the same host read checkpoints without streaming them (short-circuit local
+// reads, docs/checkpoint_format.md): they collect read-only descriptors of the data
+// files at --local_read_socket, by default a Unix socket in the abstract namespace with
+// a name chosen at start; --local_read_socket= turns that off.
+//
 // At start, leftovers of a crash (temp files, data files without an index) are removed.
 // SIGTERM or SIGINT drains in-flight calls (commits running finish), then aborts every
 // checkpoint still pending (its temp files are deleted) and exits 0.
+
+#include <unistd.h>
 
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_format.h"
 #include "checkpoint_store/checkpoint_store.h"
+#include "checkpoint_store/local_read_server.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store_service.h"
 #include "core/logging.h"
 #include "core/rpc/server_runner.h"
 
 ABSL_FLAG(std::string, root, "", "Directory under which run directories hold checkpoints");
+ABSL_FLAG(std::string, local_read_socket, "@",
+          "Unix socket at which readers on this host collect read-only descriptors of a "
+          "checkpoint's data files, so that restores read the files directly instead of "
+          "streaming them over gRPC: a file path (at most 107 bytes), \"@NAME\" for NAME in "
+          "Linux's abstract namespace (reachable from this host's network namespace "
+          "only), \"@\" for an abstract name chosen at start; empty: no local reads "
+          "(every read streams)");
 
 namespace overseer {
 namespace {
@@ -35,7 +52,26 @@ int Main() {
     LOG(ERROR) << "cannot open --root: " << store.status().ToString();
     return 1;
   }
-  GrpcCheckpointStoreService service(store->get());
+  std::string socket = absl::GetFlag(FLAGS_local_read_socket);
+  if (socket == "@") {
+    absl::BitGen gen;
+    socket = absl::StrFormat("@overseer-checkpoint-store-%d-%016x", ::getpid(),
+                             absl::Uniform<uint64_t>(gen));
+  }
+  std::unique_ptr<LocalReadServer> local_reads;
+  if (!socket.empty()) {
+    LocalReadServerOptions local_options;
+    local_options.socket = socket;
+    local_options.metrics = runner.metrics();
+    auto started = LocalReadServer::Start(store->get(), local_options);
+    if (!started.ok()) {
+      LOG(ERROR) << "cannot serve local reads (--local_read_socket): " << started.status();
+      return 1;
+    }
+    local_reads = *std::move(started);
+    LOG(INFO) << "local reads at " << socket;
+  }
+  GrpcCheckpointStoreService service(store->get(), local_reads.get());
   runner.AddService(&service);
   const absl::Status started = runner.Start();
   if (!started.ok()) {

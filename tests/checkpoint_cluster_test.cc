@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/location.h"
 #include "client/ops_array.h"
@@ -23,6 +24,7 @@
 #include "client/scope.h"
 #include "client/session.h"
 #include "client/variables.h"
+#include "core/rpc/testing/http_get.h"
 #include "gtest/gtest.h"
 #include "testing/local_cluster.h"
 #include "tests/server_process.h"
@@ -184,6 +186,13 @@ TEST_F(CheckpointClusterTest, PsShardsSurviveKillNineOfBothPs) {
   for (size_t i = 0; i < saved.size(); ++i) {
     EXPECT_TRUE(BitIdentical(saved[i], back[i])) << "variable " << i << " differs after restore";
   }
+  // Each ps read its variables straight from the store's data files (same host): the
+  // store handed out descriptors once per ps.
+  auto metrics = test::HttpGet(store_->metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE(absl::StrContains(
+      *metrics, absl::StrCat("overseer_checkpoint_store_local_reads_total ", kPsTasks)))
+      << *metrics;
   // Training resumes from the restored values.
   ASSERT_TRUE(fresh->Run({}, {}, {model.train.name()}, nullptr).ok());
   EXPECT_EQ(model.Values(fresh.get())[2].scalar<int64_t>(), 6);

@@ -3,6 +3,8 @@
 // names, stopped with SIGTERM (exit 0, pending saves aborted, no temp files), and
 // killed with SIGKILL in the middle of a 256 MiB save: after a restart on the same
 // --root the previous checkpoint is still latest and intact, and saving works again.
+// Reads from this host take the local path (descriptors over a Unix socket), unless the
+// server is started with --local_read_socket=.
 
 #include <filesystem>
 #include <map>
@@ -12,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/bundle.h"
+#include "checkpoint_store/local_read.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/testing/health.grpc.pb.h"
@@ -287,6 +290,90 @@ TEST(CheckpointStoreServerTest, KillDashNineDuringALargeSaveKeepsThePreviousChec
   EXPECT_EQ(*read, next);
   EXPECT_EQ(restarted.Terminate(), 0) << restarted.log();
   EXPECT_TRUE(TempLeftovers(root).empty());
+}
+
+// The client on the store's host reads locally: the store's metrics count the read and
+// its bytes, and the values are bit-identical to a stream from a store that serves no
+// local reads (--local_read_socket=) over the same root. Tokens taken with the raw
+// stub are single-use, a bogus one is refused and the server goes on serving; a
+// checkpoint deleted after OpenLocalRead is still read through the descriptors.
+TEST(CheckpointStoreServerTest, LocalReadsOnTheSameHost) {
+  const std::string root = TmpDir("store_local");
+  test::ServerProcess server(kServer, {"--root=" + root});
+  ASSERT_GT(server.port(), 0) << server.log();
+  auto store = GrpcCheckpointStore::Connect(server.target());
+  const Tensors tensors = {{"a", FloatBytes(1, 700000)}, {"b", FloatBytes(2, 3)},
+                           {"c", FloatBytes(3, 250000)}};
+  ASSERT_TRUE(Save(store.get(), "exp", "model.ckpt-1", tensors, 2).ok());
+  auto read = ReadAll(store.get(), "exp", "model.ckpt-1");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, tensors);
+  EXPECT_EQ(store->local_reads(), 1);
+  EXPECT_EQ(store->streamed_reads(), 0);
+  int64_t bytes = 0;
+  for (const auto& [name, t] : tensors) bytes += static_cast<int64_t>(t.size());
+  auto metrics = test::HttpGet(server.metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE(absl::StrContains(*metrics, "overseer_checkpoint_store_local_reads_total 1"))
+      << *metrics;
+  EXPECT_TRUE(absl::StrContains(
+      *metrics, absl::StrCat("overseer_checkpoint_store_local_read_bytes_total ", bytes)))
+      << *metrics;
+
+  test::ServerProcess streaming(kServer, {"--root=" + root, "--local_read_socket="});
+  ASSERT_GT(streaming.port(), 0) << streaming.log();
+  auto streamed_store = GrpcCheckpointStore::Connect(streaming.target());
+  auto streamed = ReadAll(streamed_store.get(), "exp", "model.ckpt-1");
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(*streamed, *read);
+  EXPECT_EQ(streamed_store->streamed_reads(), 1);
+  EXPECT_EQ(streamed_store->local_reads(), 0);
+
+  auto stub = CheckpointStoreService::NewStub(
+      grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()));
+  OpenLocalReadRequest request;
+  request.set_run("exp");
+  request.set_name("model.ckpt-1");
+  OpenLocalReadResponse grant;
+  ASSERT_TRUE(stub->OpenLocalRead(NewClientContext().get(), request, &grant).ok());
+  ASSERT_EQ(grant.files_size(), 2);
+  ASSERT_TRUE(store->DeleteCheckpoint("exp", "model.ckpt-1").ok());
+  EXPECT_FALSE(std::filesystem::exists(grant.files(0)));
+  auto files = RedeemLocalReadToken(grant.socket(), grant.token(), absl::Seconds(10));
+  ASSERT_TRUE(files.ok()) << files.status();
+  class Collect : public TensorReceiver {
+   public:
+    absl::StatusOr<char*> Allocate(const TensorHeader& header) override {
+      std::string& t = got[header.name()];
+      t.resize(static_cast<size_t>(header.size()));
+      return t.data();
+    }
+    absl::Status Received(const TensorHeader&) override { return absl::OkStatus(); }
+    Tensors got;
+  } deleted;
+  bool allocated;
+  ASSERT_TRUE(ReadTensorsLocally("model.ckpt-1", grant, *files, &deleted, &allocated).ok());
+  EXPECT_EQ(deleted.got, tensors);
+  EXPECT_EQ(RedeemLocalReadToken(grant.socket(), grant.token(), absl::Seconds(10)).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(RedeemLocalReadToken(grant.socket(), "0123456789abcdef0123456789abcdef",
+                                 absl::Seconds(10)).status().code(),
+            absl::StatusCode::kPermissionDenied);
+
+  ASSERT_TRUE(Save(store.get(), "exp", "model.ckpt-2", tensors, 1).ok());
+  read = ReadAll(store.get(), "exp", "model.ckpt-2");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, tensors);
+  EXPECT_EQ(store->local_reads(), 2);
+  metrics = test::HttpGet(server.metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE(absl::StrContains(*metrics, "overseer_checkpoint_store_local_reads_total 3"))
+      << *metrics;
+  EXPECT_TRUE(
+      absl::StrContains(*metrics, "overseer_checkpoint_store_local_read_tokens_refused_total 2"))
+      << *metrics;
+  EXPECT_EQ(server.Terminate(), 0) << server.log();
+  EXPECT_EQ(streaming.Terminate(), 0) << streaming.log();
 }
 
 }  // namespace

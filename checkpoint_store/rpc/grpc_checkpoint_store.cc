@@ -1,10 +1,15 @@
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "checkpoint_store/local_read.h"
 #include "checkpoint_store/location.h"
 #include "checkpoint_store/rpc/read_tensors_wire.h"
+#include "core/clock.h"
+#include "core/logging.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
 #include "core/status_macros.h"
@@ -22,6 +27,16 @@ constexpr size_t kChunkBytes = 4 << 20;
 constexpr size_t kMaxMessageBytes = (64 << 20) + (1 << 20);
 // Streams of tensor bytes may run long; unary calls use the default deadline.
 constexpr absl::Duration kStreamTimeout = absl::Hours(1);
+
+// How long the client waits for the store's local read socket to answer.
+constexpr absl::Duration kRedeemTimeout = absl::Seconds(10);
+// How long reads stream without trying the local path after the store's socket could
+// not be connected (the store is on another host or in another container).
+constexpr absl::Duration kUnreachableBackoff = absl::Minutes(5);
+
+// Logged once per process each: the first read served locally, the first fallback.
+std::atomic<bool> logged_local{false};
+std::atomic<bool> logged_fallback{false};
 
 class GrpcShardWriter : public ShardWriter {
  public:
@@ -89,15 +104,25 @@ class GrpcShardWriter : public ShardWriter {
 
 }  // namespace
 
-GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel)
-    : channel_(std::move(channel)),
+GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel,
+                                         bool local_reads)
+    : local_reads_enabled_(local_reads),
+      channel_(std::move(channel)),
       stub_(CheckpointStoreService::NewStub(channel_)),
       read_tensors_method_name_(
           absl::StrCat("/", CheckpointStoreService::service_full_name(), "/ReadTensors")),
       read_tensors_method_(read_tensors_method_name_.c_str(),
                            grpc::internal::RpcMethod::SERVER_STREAMING, channel_) {}
 
-std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::string& address) {
+bool GrpcCheckpointStore::LocalReadsFromEnvironment() {
+  const char* value = std::getenv("OVERSEER_CHECKPOINT_LOCAL_READS");
+  if (value == nullptr) return true;
+  const std::string v = absl::AsciiStrToLower(value);
+  return !(v == "0" || v == "false" || v == "no" || v == "off");
+}
+
+std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::string& address,
+                                                                  bool local_reads) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   // A fixed 64 MiB stream window for ReadTensors (gRPC's BDP probing keeps it small,
@@ -105,7 +130,7 @@ std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::str
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20);
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   return std::make_unique<GrpcCheckpointStore>(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args), local_reads);
 }
 
 absl::StatusOr<std::string> GrpcCheckpointStore::BeginCheckpoint(
@@ -177,6 +202,72 @@ absl::Status GrpcCheckpointStore::ReadTensorsInto(const std::string& run,
                                                   const std::string& name,
                                                   const std::vector<std::string>& tensor_names,
                                                   TensorReceiver* receiver) {
+  if (local_reads_enabled_) {
+    bool fall_back = false;
+    const absl::Status local = ReadLocally(run, name, tensor_names, receiver, &fall_back);
+    if (local.ok()) {
+      ++local_reads_;
+      return local;
+    }
+    if (!fall_back) return local;
+    if (!logged_fallback.exchange(true)) {
+      LOG(INFO) << "checkpoint " << name << " streams from the store instead of being read "
+                << "from its files locally (later fallbacks are not logged): " << local;
+    }
+  }
+  ++streamed_reads_;
+  return ReadStreamed(run, name, tensor_names, receiver);
+}
+
+absl::Status GrpcCheckpointStore::ReadLocally(const std::string& run, const std::string& name,
+                                              const std::vector<std::string>& tensor_names,
+                                              TensorReceiver* receiver, bool* fall_back) {
+  *fall_back = true;
+  {
+    absl::MutexLock lock(&mu_);
+    if (Clock::Real()->Now() < socket_unreachable_until_) {
+      return absl::UnavailableError(
+          "the store's local read socket was out of reach a moment ago (another host?)");
+    }
+  }
+  OpenLocalReadRequest request;
+  request.set_run(run);
+  request.set_name(name);
+  for (const std::string& t : tensor_names) request.add_tensor_names(t);
+  OpenLocalReadResponse grant;
+  const absl::Status opened =
+      FromGrpcStatus(stub_->OpenLocalRead(NewClientContext().get(), request, &grant));
+  if (!opened.ok()) {
+    // What a stream would report too (bad names, a missing or damaged checkpoint).
+    if (absl::IsNotFound(opened) || absl::IsInvalidArgument(opened) ||
+        absl::IsDataLoss(opened) || absl::IsFailedPrecondition(opened)) {
+      *fall_back = false;
+    }
+    return opened;
+  }
+  absl::StatusOr<std::vector<UniqueFd>> files =
+      RedeemLocalReadToken(grant.socket(), grant.token(), kRedeemTimeout);
+  if (!files.ok()) {
+    if (absl::IsUnavailable(files.status())) {
+      absl::MutexLock lock(&mu_);
+      socket_unreachable_until_ = Clock::Real()->Now() + kUnreachableBackoff;
+    }
+    return files.status();
+  }
+  if (!logged_local.exchange(true)) {
+    LOG(INFO) << "checkpoint " << name << " is read from its data files directly: the store "
+              << "is on this host and handed them over at " << grant.socket()
+              << " (local reads; later ones are not logged)";
+  }
+  bool allocated = false;
+  const absl::Status read = ReadTensorsLocally(name, grant, *files, receiver, &allocated);
+  if (allocated) *fall_back = false;
+  return read;
+}
+
+absl::Status GrpcCheckpointStore::ReadStreamed(const std::string& run, const std::string& name,
+                                               const std::vector<std::string>& tensor_names,
+                                               TensorReceiver* receiver) {
   ReadTensorsRequest request;
   request.set_run(run);
   request.set_name(name);

@@ -213,8 +213,9 @@ class TensorPipe : public TensorReceiver {
 
 }  // namespace
 
-GrpcCheckpointStoreService::GrpcCheckpointStoreService(CheckpointStoreInterface* store)
-    : store_(store) {
+GrpcCheckpointStoreService::GrpcCheckpointStoreService(CheckpointStoreInterface* store,
+                                                       LocalReadServer* local_reads)
+    : store_(store), local_reads_(local_reads) {
   MarkMethodStreamed(
       kReadTensorsMethodIndex,
       new grpc::internal::SplitServerStreamingHandler<ReadTensorsRequest, grpc::ByteBuffer>(
@@ -352,6 +353,18 @@ grpc::Status GrpcCheckpointStoreService::DeleteCheckpoint(grpc::ServerContext*,
                                                           const DeleteCheckpointRequest* request,
                                                           DeleteCheckpointResponse*) {
   return ToGrpcStatus(store_->DeleteCheckpoint(request->run(), request->name()));
+}
+
+grpc::Status GrpcCheckpointStoreService::OpenLocalRead(grpc::ServerContext*,
+                                                       const OpenLocalReadRequest* request,
+                                                       OpenLocalReadResponse* response) {
+  if (local_reads_ == nullptr) {
+    return ToGrpcStatus(absl::UnimplementedError("this checkpoint store serves no local reads"));
+  }
+  absl::StatusOr<OpenLocalReadResponse> granted = local_reads_->Open(*request);
+  if (!granted.ok()) return ToGrpcStatus(granted.status());
+  *response = *std::move(granted);
+  return grpc::Status::OK;
 }
 
 }  // namespace overseer

@@ -9,6 +9,7 @@
 
 #include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
+#include "checkpoint_store/local_read_server.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/checkpoint_store.grpc.pb.h"
 
@@ -24,8 +25,10 @@ constexpr int kCheckpointStoreStreamWindowBytes = 64 << 20;
 // and reads the next tensor from the store on another thread while it sends one.
 class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
  public:
-  // `store` is borrowed and must outlive the service.
-  explicit GrpcCheckpointStoreService(CheckpointStoreInterface* store);
+  // `store` is borrowed and must outlive the service. OpenLocalRead is served by
+  // `local_reads` (borrowed, must outlive the service), or is UNIMPLEMENTED if it is null.
+  explicit GrpcCheckpointStoreService(CheckpointStoreInterface* store,
+                                      LocalReadServer* local_reads = nullptr);
 
   grpc::Status BeginCheckpoint(grpc::ServerContext*, const BeginCheckpointRequest* request,
                                BeginCheckpointResponse* response) override;
@@ -43,6 +46,8 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
                            ListTensorsResponse* response) override;
   grpc::Status DeleteCheckpoint(grpc::ServerContext*, const DeleteCheckpointRequest* request,
                                 DeleteCheckpointResponse* response) override;
+  grpc::Status OpenLocalRead(grpc::ServerContext*, const OpenLocalReadRequest* request,
+                             OpenLocalReadResponse* response) override;
 
  private:
   // ReadTensors: one request, then the stream of raw ReadTensorsResponse messages.
@@ -50,6 +55,7 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
                              grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream);
 
   CheckpointStoreInterface* const store_;
+  LocalReadServer* const local_reads_;
   // ReadTensors' read buffers, reused across tensors and calls; shared with the slices
   // that reference them, which gRPC may release after a call ends.
   const std::shared_ptr<BufferPool> read_buffers_ = std::make_shared<BufferPool>(size_t{256} << 20);

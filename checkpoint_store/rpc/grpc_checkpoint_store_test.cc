@@ -1,12 +1,16 @@
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "checkpoint_store/checkpoint_store.h"
+#include "checkpoint_store/local_read_server.h"
 #include "checkpoint_store/location.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store_service.h"
 #include "core/logging.h"
@@ -155,10 +159,13 @@ TEST(GrpcCheckpointStoreTest, ChunkedTensorsReadTwiceFromReusedBuffers) {
 // `floats[i]` floats in tensor "t<i>" (bytes from Pattern).
 class ServedCheckpoint {
  public:
-  ServedCheckpoint(const std::string& dir, const std::vector<int64_t>& floats)
+  // With `local_read_socket`, the store also serves local reads there.
+  ServedCheckpoint(const std::string& dir, const std::vector<int64_t>& floats,
+                   const std::string& local_read_socket = "")
       : root_(std::string(std::getenv("TEST_TMPDIR")) + "/" + dir),
         store_(*CheckpointStore::Open(FileSystem::Posix(), root_)),
-        service_(store_.get()),
+        local_reads_(StartLocalReads(store_.get(), local_read_socket)),
+        service_(store_.get(), local_reads_.get()),
         runner_(Options()) {
     runner_.AddService(&service_);
     CHECK(runner_.Start().ok());
@@ -196,9 +203,19 @@ class ServedCheckpoint {
   std::string address() const { return "localhost:" + std::to_string(runner_.port()); }
   std::string data_file() const { return root_ + "/r/model.ckpt-1.data-00000-of-00001"; }
   GrpcCheckpointStore* remote() { return remote_.get(); }
+  LocalReadServer* local_reads() { return local_reads_.get(); }
   const std::vector<std::string>& contents() const { return contents_; }
 
  private:
+  static std::unique_ptr<LocalReadServer> StartLocalReads(CheckpointStore* store,
+                                                          const std::string& socket) {
+    if (socket.empty()) return nullptr;
+    LocalReadServerOptions options;
+    options.socket = socket;
+    auto server = LocalReadServer::Start(store, options);
+    CHECK(server.ok()) << server.status();
+    return *std::move(server);
+  }
   static ServerRunnerOptions Options() {
     ServerRunnerOptions options;
     options.component = "checkpoint_store";
@@ -210,6 +227,7 @@ class ServedCheckpoint {
 
   const std::string root_;
   std::unique_ptr<CheckpointStore> store_;
+  std::unique_ptr<LocalReadServer> local_reads_;
   GrpcCheckpointStoreService service_;
   ServerRunner runner_;
   std::unique_ptr<GrpcCheckpointStore> remote_;
@@ -306,6 +324,110 @@ TEST(GrpcCheckpointStoreTest, ConsumerErrorCancelsTheStream) {
                                 })
                   .ok());
   EXPECT_EQ(calls, 4);
+}
+
+// Reads all of `name` of run "r" through `store`: the tensors by name, in order.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadAll(
+    CheckpointStoreInterface* store, const std::vector<std::string>& names = {}) {
+  std::vector<std::pair<std::string, std::string>> got;
+  absl::Status read = store->ReadTensors("r", "model.ckpt-1", names,
+                                         [&](const TensorHeader& h, absl::string_view data) {
+                                           got.emplace_back(h.name(), std::string(data));
+                                           return absl::OkStatus();
+                                         });
+  if (!read.ok()) return read;
+  return got;
+}
+
+std::string AbstractSocket(const std::string& name) {
+  return "@overseer-grpc-checkpoint-store-test-" + std::to_string(::getpid()) + "-" + name;
+}
+
+// On the store's host the client reads the files itself: the store hands out one
+// token's descriptors, bytes never stream, and the values are bit-identical to the
+// stream's (a client with local reads off).
+TEST(GrpcCheckpointStoreTest, LocalReadsOnTheSameHostMatchTheStream) {
+  ServedCheckpoint served("local", {(5 << 18) + 3, 11, 0, 1 << 20}, AbstractSocket("local"));
+  auto local = ReadAll(served.remote());
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(served.remote()->local_reads(), 1);
+  EXPECT_EQ(served.remote()->streamed_reads(), 0);
+  EXPECT_EQ(served.local_reads()->reads_served(), 1);
+  auto streaming = GrpcCheckpointStore::Connect(served.address(), /*local_reads=*/false);
+  auto streamed = ReadAll(streaming.get());
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(streaming->streamed_reads(), 1);
+  EXPECT_EQ(served.local_reads()->reads_served(), 1);
+  ASSERT_EQ(local->size(), 4u);
+  EXPECT_TRUE(*local == *streamed);
+  for (size_t t = 0; t < local->size(); ++t) {
+    EXPECT_EQ((*local)[t].first, "t" + std::to_string(t));
+    EXPECT_TRUE((*local)[t].second == served.contents()[t]) << t;
+  }
+  // Errors of the checkpoint itself come back as the stream reports them.
+  EXPECT_EQ(ReadAll(served.remote(), {"t0", "nope"}).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(served.remote()->streamed_reads(), 0);
+}
+
+// A store that serves no local reads (as one from before them) answers UNIMPLEMENTED,
+// and one whose socket cannot be connected (here: its file is gone, as for a client
+// on another host or in another container) gives a token nobody can redeem: either
+// way the client streams instead.
+TEST(GrpcCheckpointStoreTest, FallsBackToTheStream) {
+  ServedCheckpoint plain("plain", {1 << 18, 5});
+  auto got = ReadAll(plain.remote());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(plain.remote()->streamed_reads(), 1);
+  EXPECT_EQ(plain.remote()->local_reads(), 0);
+  EXPECT_TRUE((*got)[0].second == plain.contents()[0]);
+
+  const std::string socket = std::string(std::getenv("TEST_TMPDIR")) + "/gone.sock";
+  ASSERT_LT(socket.size(), 108u);
+  ServedCheckpoint served("gone", {1 << 18, 5}, socket);
+  ASSERT_EQ(::unlink(socket.c_str()), 0);
+  got = ReadAll(served.remote());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(served.remote()->streamed_reads(), 1);
+  EXPECT_EQ(served.remote()->local_reads(), 0);
+  EXPECT_EQ(served.local_reads()->reads_served(), 0);
+  EXPECT_TRUE((*got)[1].second == served.contents()[1]);
+  // The unreachable socket is remembered: the next read streams without asking.
+  ASSERT_TRUE(ReadAll(served.remote()).ok());
+  EXPECT_EQ(served.remote()->streamed_reads(), 2);
+  EXPECT_EQ(served.local_reads()->tokens_held(), 1);  // Only the first read's.
+}
+
+// A flipped byte read through the local path: DATA_LOSS naming the tensor and the
+// file, the tensors before it received, and no fallback to the stream.
+TEST(GrpcCheckpointStoreTest, CorruptedTensorIsDataLossThroughTheLocalPath) {
+  ServedCheckpoint served("local_corrupt", {1 << 20, 3 << 20, 7}, AbstractSocket("corrupt"));
+  {
+    std::fstream f(served.data_file(), std::ios::in | std::ios::out | std::ios::binary);
+    const std::streamoff inside_t1 = (4 << 20) + (5 << 20);
+    f.seekg(inside_t1);
+    const char byte = static_cast<char>(f.get());
+    f.seekp(inside_t1);
+    f.put(static_cast<char>(byte ^ 0xff));
+  }
+  std::vector<std::string> names;
+  absl::Status read = served.remote()->ReadTensors(
+      "r", "model.ckpt-1", {}, [&](const TensorHeader& h, absl::string_view) {
+        names.push_back(h.name());
+        return absl::OkStatus();
+      });
+  EXPECT_EQ(read.code(), absl::StatusCode::kDataLoss) << read;
+  EXPECT_NE(read.message().find("checksum of tensor t1"), std::string::npos) << read;
+  EXPECT_NE(read.message().find(served.data_file()), std::string::npos) << read;
+  EXPECT_EQ(names, std::vector<std::string>{"t0"});
+  EXPECT_EQ(served.local_reads()->reads_served(), 1);
+  EXPECT_EQ(served.remote()->streamed_reads(), 0);
+  // The stream words it the same way.
+  auto streaming = GrpcCheckpointStore::Connect(served.address(), /*local_reads=*/false);
+  const absl::Status streamed = streaming->ReadTensors(
+      "r", "model.ckpt-1", {},
+      [](const TensorHeader&, absl::string_view) { return absl::OkStatus(); });
+  EXPECT_EQ(streamed, read);
 }
 
 }  // namespace

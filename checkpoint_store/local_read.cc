@@ -1,0 +1,267 @@
+#include "checkpoint_store/local_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "checkpoint_store/bundle.h"
+#include "core/status_macros.h"
+#include "summary_writer/file_system.h"
+
+namespace overseer {
+namespace {
+
+absl::Status ErrnoStatus(int error, absl::string_view what) {
+  return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(error)));
+}
+
+// The sockaddr of `address` and its length.
+absl::Status SocketAddress(const std::string& address, sockaddr_un* addr, socklen_t* len) {
+  std::memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  if (address.empty() || address == "@") {
+    return absl::InvalidArgumentError("empty local read socket address");
+  }
+  if (address.size() >= sizeof(addr->sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local read socket address ", address, " is longer than ",
+                     sizeof(addr->sun_path) - 1, " bytes"));
+  }
+  std::memcpy(addr->sun_path, address.data(), address.size());
+  if (address[0] == '@') addr->sun_path[0] = '\0';  // The abstract namespace.
+  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address.size() +
+                                (address[0] == '@' ? 0 : 1));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<UniqueFd> NewSocket() {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoStatus(errno, "cannot create a Unix socket");
+  return fd;
+}
+
+void SetTimeout(int fd, absl::Duration timeout) {
+  const timeval tv = absl::ToTimeval(timeout);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+// A redeemed descriptor as a RandomAccessFile (for ReadVerifiedTensor); not owning.
+class DescriptorFile : public RandomAccessFile {
+ public:
+  DescriptorFile(int fd, const std::string* path) : fd_(fd), path_(path) {}
+  absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
+                                         char* scratch) const override {
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t r = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return absl::DataLossError(
+            absl::StrCat("cannot read data file ", *path_, ": ", std::strerror(errno)));
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    return absl::string_view(scratch, done);
+  }
+  void Prefetch(uint64_t offset, size_t n) const override {
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+  }
+
+ private:
+  const int fd_;
+  const std::string* const path_;
+};
+
+}  // namespace
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    reset();
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+void UniqueFd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+absl::StatusOr<UniqueFd> ListenLocalReadSocket(const std::string& address) {
+  sockaddr_un addr;
+  socklen_t len;
+  RETURN_IF_ERROR(SocketAddress(address, &addr, &len));
+  if (address[0] != '@') {
+    struct stat st;
+    if (::lstat(address.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("local read socket path ", address, " exists and is not a socket"));
+      }
+      if (ConnectLocalReadSocket(address).ok()) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("another process serves local reads at ", address));
+      }
+      ::unlink(address.c_str());  // Left by a server that was killed.
+    }
+  }
+  ASSIGN_OR_RETURN(UniqueFd fd, NewSocket());
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    const int error = errno;
+    if (error == EADDRINUSE) {
+      return absl::AlreadyExistsError(absl::StrCat("local read socket ", address, " is in use"));
+    }
+    return ErrnoStatus(error, absl::StrCat("cannot bind local read socket ", address));
+  }
+  if (::listen(fd.get(), 64) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("cannot listen on local read socket ", address));
+  }
+  return fd;
+}
+
+absl::StatusOr<UniqueFd> ConnectLocalReadSocket(const std::string& address) {
+  sockaddr_un addr;
+  socklen_t len;
+  RETURN_IF_ERROR(SocketAddress(address, &addr, &len));
+  ASSIGN_OR_RETURN(UniqueFd fd, NewSocket());
+  int r;
+  do {
+    r = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    return ErrnoStatus(errno, absl::StrCat("cannot connect to local read socket ", address));
+  }
+  return fd;
+}
+
+absl::Status SendLocalReadPacket(int socket, absl::string_view text, absl::Span<const int> fds) {
+  if (fds.size() > static_cast<size_t>(kMaxFdsPerPacket)) {
+    return absl::InvalidArgumentError("too many descriptors for one packet");
+  }
+  iovec iov{const_cast<char*>(text.data()), text.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerPacket)];
+  if (!fds.empty()) {
+    const size_t bytes = sizeof(int) * fds.size();
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(bytes);
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(bytes);
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), bytes);
+  }
+  ssize_t r;
+  do {
+    r = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return ErrnoStatus(errno, "cannot send on the local read socket");
+  return absl::OkStatus();
+}
+
+absl::Status ReceiveLocalReadPacket(int socket, std::string* text, std::vector<UniqueFd>* fds) {
+  char buffer[4096];
+  iovec iov{buffer, sizeof(buffer)};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerPacket)];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t r;
+  do {
+    r = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return ErrnoStatus(errno, "cannot receive on the local read socket");
+  // Descriptors that arrived are owned (and closed on error) before anything is checked.
+  for (cmsghdr* cmsg = CMSG_FIRSTHDR(&msg); cmsg != nullptr; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+    if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
+    const size_t n = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+      fds->emplace_back(fd);
+    }
+  }
+  if (r == 0) return absl::UnavailableError("the local read socket was closed");
+  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
+    return absl::DataLossError("a local read packet or its descriptors were truncated");
+  }
+  text->assign(buffer, static_cast<size_t>(r));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<UniqueFd>> RedeemLocalReadToken(const std::string& address,
+                                                           const std::string& token,
+                                                           absl::Duration timeout) {
+  ASSIGN_OR_RETURN(UniqueFd socket, ConnectLocalReadSocket(address));
+  SetTimeout(socket.get(), timeout);
+  RETURN_IF_ERROR(SendLocalReadPacket(socket.get(), token, {}));
+  std::vector<UniqueFd> fds;
+  std::string text;
+  RETURN_IF_ERROR(ReceiveLocalReadPacket(socket.get(), &text, &fds));
+  if (absl::StartsWith(text, "ERR ")) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("local read socket ", address, " refused the token: ", text.substr(4)));
+  }
+  int total;
+  if (!absl::StartsWith(text, "OK ") || !absl::SimpleAtoi(text.substr(3), &total) || total < 0) {
+    return absl::DataLossError(absl::StrCat("malformed answer from local read socket ", address));
+  }
+  while (static_cast<int>(fds.size()) < total) {
+    const size_t before = fds.size();
+    RETURN_IF_ERROR(ReceiveLocalReadPacket(socket.get(), &text, &fds));
+    if (text != "+" || fds.size() == before) {
+      return absl::DataLossError(
+          absl::StrCat("malformed answer from local read socket ", address));
+    }
+  }
+  if (static_cast<int>(fds.size()) != total) {
+    return absl::DataLossError(absl::StrCat("local read socket ", address, " sent ", fds.size(),
+                                            " descriptors instead of ", total));
+  }
+  return fds;
+}
+
+absl::Status ReadTensorsLocally(const std::string& checkpoint, const OpenLocalReadResponse& grant,
+                                const std::vector<UniqueFd>& files, TensorReceiver* receiver,
+                                bool* allocated) {
+  *allocated = false;
+  if (static_cast<size_t>(grant.files_size()) != files.size()) {
+    return absl::DataLossError(absl::StrCat("local read of checkpoint ", checkpoint, " got ",
+                                            files.size(), " descriptors for ",
+                                            grant.files_size(), " files"));
+  }
+  for (const LocalReadTensor& t : grant.tensors()) {
+    const absl::Status header = ValidateTensorHeader(t.tensor());
+    if (!header.ok() || t.file() < 0 || t.file() >= grant.files_size() || t.offset() < 0) {
+      return absl::DataLossError(absl::StrCat("local read of checkpoint ", checkpoint,
+                                              " has a bad entry for tensor ", t.tensor().name()));
+    }
+  }
+  for (const LocalReadTensor& t : grant.tensors()) {
+    *allocated = true;
+    ASSIGN_OR_RETURN(char* dst, receiver->Allocate(t.tensor()));
+    const std::string& path = grant.files(t.file());
+    const DescriptorFile file(files[static_cast<size_t>(t.file())].get(), &path);
+    RETURN_IF_ERROR(ReadVerifiedTensor(file, path, t.tensor().name(),
+                                       static_cast<uint64_t>(t.offset()),
+                                       static_cast<uint64_t>(t.tensor().size()), t.crc32c(), dst));
+    RETURN_IF_ERROR(receiver->Received(t.tensor()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace overseer
