@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/executor/thread_pool.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
 #include "grpcpp/create_channel.h"
@@ -12,6 +13,16 @@
 #include "worker/rpc/tensor_chunks.h"
 
 namespace overseer {
+namespace {
+
+// Runs the blocking RunGraph calls of GrpcWorkers without a running loop; grows rather
+// than make a call wait (partitions of a step may wait on each other).
+ThreadPool* RunGraphThreads() {
+  static ThreadPool* pool = new ThreadPool(1);
+  return pool;
+}
+
+}  // namespace
 
 std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address) {
   grpc::ChannelArguments args;
@@ -121,8 +132,12 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
                          CompletionQueueLoop::NewTag([call](bool) { call->Finish(call->status); }));
     return;
   }
-  stub_->async()->RunGraph(call->context.get(), request, response,
-                           [call](grpc::Status s) { call->Finish(s); });
+  // No loop: a blocking call on a pool thread. (gRPC 1.51's callback API is not used:
+  // its calls to a dead peer sometimes tripped a reference-count assertion in gRPC
+  // once a later channel reused the peer's subchannel.)
+  RunGraphThreads()->Schedule([this, call, request, response] {
+    call->Finish(stub_->RunGraph(call->context.get(), *request, response));
+  });
 }
 
 absl::Status GrpcWorker::CleanupGraph(const CleanupGraphRequest& request,

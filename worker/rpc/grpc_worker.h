@@ -31,7 +31,7 @@ struct GrpcWorkerOptions {
   // Not owned. While it runs, RunGraphAsync calls start on its queue, so that the
   // reply is read, and the caller's `done` run, by the loop's thread (the master's
   // step loop: a step continues where its RunGraph replies arrive). Null, or not
-  // running: gRPC's callback API (its own threads run `done`).
+  // running: a blocking call on a process-wide pool thread, which runs `done`.
   CompletionQueueLoop* loop = nullptr;
 };
 

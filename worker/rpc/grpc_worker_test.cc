@@ -351,7 +351,7 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
   request.add_recv_key(MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
   LoopServer master;
   for (CompletionQueueLoop* loop : {master.loop, static_cast<CompletionQueueLoop*>(nullptr)}) {
-    SCOPED_TRACE(loop != nullptr ? "on the loop" : "on gRPC's callback API");
+    SCOPED_TRACE(loop != nullptr ? "on the loop" : "without a loop");
     GrpcWorkerOptions options;
     options.loop = loop;
     GrpcWorker client(NewWorkerChannel(worker_.runner->address()), options);
@@ -399,7 +399,7 @@ TEST(GrpcWorkerDeadPeerTest, AnUnreachableWorkerIsUnavailable) {
   recv.set_timeout_in_ms(20000);
   Tensor t;
   EXPECT_EQ(dead.RecvTensor(recv, nullptr, &t).code(), absl::StatusCode::kUnavailable);
-  // RunGraphAsync, on a loop and on gRPC's callback API.
+  // RunGraphAsync, on a loop and without one.
   LoopServer master;
   for (CompletionQueueLoop* loop : {master.loop, static_cast<CompletionQueueLoop*>(nullptr)}) {
     options.loop = loop;
