@@ -255,6 +255,11 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
   RunRegisteredStepAsync(
       workers_, registered, args, &step->fetches, stats, step->cleaner.get(), cancellation,
       [this, sig = std::move(sig), step, done = std::move(done)](absl::Status s) {
+        // The last holder of a closed session's cleaner sends what it queued as it goes
+        // (blocking): not on this thread.
+        if (step->cleaner.use_count() == 1) {
+          StepBlockingThreads()->Schedule([cleaner = std::move(step->cleaner)] {});
+        }
         step->cleaner.reset();
         if (!s.ok()) {
           if (!MayHaveRestarted(s)) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -117,17 +118,36 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   }
 
  private:
-  // Cancels the step on every task (once), on a StepBlockingThreads() thread.
+  // Cancels the step on every task (once), on a StepBlockingThreads() thread. `done`
+  // waits for it (the caller's step must outlive it).
   void Cancel() {
     {
       absl::MutexLock lock(&mu_);
-      if (cleaning_up_) return;
-      cleaning_up_ = true;
+      if (cancelling_ != kNotCancelled) return;
+      cancelling_ = kCancelling;
     }
     std::shared_ptr<StepCall> self = shared_from_this();
     StepBlockingThreads()->Schedule([self] {
       CleanupAll(self->workers_, self->step_, self->step_id_);
+      bool deliver = false;
+      {
+        absl::MutexLock lock(&self->mu_);
+        self->cancelling_ = kCancelled;
+        deliver = self->result_.has_value();
+      }
+      if (deliver) self->done_(*self->result_);
     });
+  }
+
+  // Calls `done` with the step's result, or leaves that to a cancellation still
+  // cleaning up.
+  void Deliver(absl::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      result_ = std::move(status);
+      if (cancelling_ == kCancelling) return;
+    }
+    done_(*result_);
   }
 
   void OnReply(const std::string& task, const absl::Status& s) {
@@ -164,7 +184,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       std::shared_ptr<StepCall> self = shared_from_this();
       StepBlockingThreads()->Schedule([self, status] {
         CleanupAll(self->workers_, self->step_, self->step_id_);
-        self->done_(status.ok() ? self->Collect() : status);
+        self->Deliver(status.ok() ? self->Collect() : status);
       });
       return;
     }
@@ -174,7 +194,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
           std::vector<std::string>(step_.peer_senders.begin(), step_.peer_senders.end()),
           step_id_);
     }
-    done_(Collect());
+    Deliver(Collect());
   }
 
   // Moves the fetched tensors (and stats) out of the replies.
@@ -220,7 +240,10 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   CancellationManager::Token token_ = CancellationManager::kInvalidToken;
   absl::Mutex mu_;
   absl::Status first_ ABSL_GUARDED_BY(mu_);
-  bool cleaning_up_ ABSL_GUARDED_BY(mu_) = false;  // Cancel has run.
+  enum { kNotCancelled, kCancelling, kCancelled } cancelling_ ABSL_GUARDED_BY(mu_) =
+      kNotCancelled;
+  // Set once, by Deliver; read after that without the lock.
+  std::optional<absl::Status> result_;
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
