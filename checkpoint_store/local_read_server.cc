@@ -196,6 +196,13 @@ void LocalReadServer::Redeem(int connection) {
         .IgnoreError();
     return;
   }
+  // Counted before the descriptors go, so that a reader that has them sees the count.
+  ++reads_served_;
+  bytes_served_ += grant.bytes;
+  if (reads_counter_ != nullptr) {
+    reads_counter_->Increment();
+    bytes_counter_->Increment(static_cast<double>(grant.bytes));
+  }
   std::vector<int> fds;
   for (const UniqueFd& fd : grant.fds) fds.push_back(fd.get());
   absl::Status sent = SendLocalReadPacket(
@@ -205,16 +212,7 @@ void LocalReadServer::Redeem(int connection) {
     sent = SendLocalReadPacket(connection, "+",
                                absl::MakeConstSpan(fds).subspan(i, kMaxFdsPerPacket));
   }
-  if (!sent.ok()) {
-    LOG(WARNING) << "cannot hand out local read descriptors: " << sent;
-    return;
-  }
-  ++reads_served_;
-  bytes_served_ += grant.bytes;
-  if (reads_counter_ != nullptr) {
-    reads_counter_->Increment();
-    bytes_counter_->Increment(static_cast<double>(grant.bytes));
-  }
+  if (!sent.ok()) LOG(WARNING) << "cannot hand out local read descriptors: " << sent;
 }
 
 }  // namespace overseer

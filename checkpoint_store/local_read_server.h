@@ -65,8 +65,9 @@ class LocalReadServer {
   absl::StatusOr<OpenLocalReadResponse> Open(const OpenLocalReadRequest& request);
 
   const std::string& socket() const { return options_.socket; }
-  // Tokens redeemed (descriptors handed out), tensor bytes they covered, and tokens
-  // refused (unknown, expired or reused).
+  // Tokens redeemed (counted as their descriptors are sent, so a reader holding them
+  // sees the count), the tensor bytes they covered, and tokens refused (unknown,
+  // expired or reused).
   int64_t reads_served() const { return reads_served_.load(); }
   int64_t bytes_served() const { return bytes_served_.load(); }
   int64_t tokens_refused() const { return tokens_refused_.load(); }
