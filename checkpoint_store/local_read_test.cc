@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -109,7 +110,7 @@ class LocalReadTest : public ::testing::Test {
   }
 
   // Open, redeem and read into `collector`.
-  absl::Status ReadLocally(const OpenLocalReadRequest& request, Collector* collector) {
+  absl::Status ReadLocally(const OpenLocalReadRequest& request, TensorReceiver* collector) {
     auto grant = server_->Open(request);
     if (!grant.ok()) return grant.status();
     auto files = RedeemLocalReadToken(grant->socket(), grant->token(), kTimeout);
@@ -296,6 +297,59 @@ TEST_F(LocalReadTest, ManyShardsAndOffsetsBeyondFourGiB) {
   const absl::Status read = ReadLocally(Request("model.ckpt-2"), &far);
   ASSERT_TRUE(read.ok()) << read;
   EXPECT_TRUE(far.tensors["far"] == bytes);
+}
+
+// A tensor of more than 2 GiB (2 GiB + 3 MiB, mostly a hole of a sparse file, with
+// patterns at both ends) is read whole and its CRC32C checked: no 32-bit sizes.
+TEST_F(LocalReadTest, TensorOfMoreThanTwoGiB) {
+  const uint64_t size = (uint64_t{2} << 30) + (3 << 20);
+  const std::string head = Pattern(1 << 20, 1);
+  const std::string tail = Pattern(1 << 20, 2);
+  const std::string prefix = root_ + "/r/model.ckpt-3";
+  ASSERT_TRUE(FileSystem::Posix()->CreateDirs(root_ + "/r").ok());
+  {
+    const int fd = ::open(DataFilename(prefix, 0, 1).c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+    ASSERT_EQ(::pwrite(fd, tail.data(), tail.size(), static_cast<off_t>(size - tail.size())),
+              static_cast<ssize_t>(tail.size()));
+    ::close(fd);
+  }
+  uint32_t crc = crc32c::Extend(0, head);
+  const std::string zeros(1 << 20, '\0');
+  for (uint64_t done = head.size(); done < size - tail.size(); done += zeros.size()) {
+    crc = crc32c::Extend(crc, zeros);
+  }
+  crc = crc32c::Extend(crc, tail);
+  BundleEntryProto entry;
+  entry.set_dtype(DT_FLOAT);
+  entry.mutable_shape()->add_dim()->set_size(static_cast<int64_t>(size / 4));
+  entry.set_size(static_cast<int64_t>(size));
+  entry.set_crc32c(crc32c::Mask(crc));
+  ASSERT_TRUE(WriteIndexFile(FileSystem::Posix(), IndexFilename(prefix), 1, {{"big", entry}}).ok());
+
+  class Big : public TensorReceiver {
+   public:
+    absl::StatusOr<char*> Allocate(const TensorHeader& header) override {
+      size = static_cast<uint64_t>(header.size());
+      data.reset(new char[size]);
+      return data.get();
+    }
+    absl::Status Received(const TensorHeader&) override {
+      received = true;
+      return absl::OkStatus();
+    }
+    std::unique_ptr<char[]> data;
+    uint64_t size = 0;
+    bool received = false;
+  } big;
+  const absl::Status read = ReadLocally(Request("model.ckpt-3"), &big);
+  ASSERT_TRUE(read.ok()) << read;
+  ASSERT_TRUE(big.received);
+  ASSERT_EQ(big.size, size);
+  EXPECT_EQ(std::memcmp(big.data.get(), head.data(), head.size()), 0);
+  EXPECT_EQ(std::memcmp(big.data.get() + size - tail.size(), tail.data(), tail.size()), 0);
+  EXPECT_EQ(big.data[size / 2], '\0');
 }
 
 // Socket files: a stale one (its server killed) is replaced, a live one is not taken
