@@ -7,11 +7,11 @@
 //     each kept), so that both see the same load on a shared host. A step is at least
 //     two round trips (client->master RunStep, master->worker RunGraph); the goal is a
 //     ratio <= 3. With the master's RunStep on a completion queue loop (its step
-//     continues on the thread that reads the RunGraph reply) the ratio was 2.5-5.0,
-//     median 3.2, over 14 runs at load 2-13 on the 2-core shared host (2.9-3.0 at load
-//     2), against 3.3-8.3, median 5.2, for the synchronous master in the same window:
-//     met only when the host is quiet. docs/design.md section 2 says where a step's
-//     time goes.
+//     continues on the thread that reads the RunGraph reply) the ratio was 2.4-5.0,
+//     median 3.1, over 18 runs at load 2-13 on the 2-core shared host (2.4-4.0, five of
+//     seven at or below 3.0, at load 2-4), against 3.3-8.3, median 4.4, for the
+//     synchronous master interleaved with it: met when the host is quiet.
+//     docs/design.md section 2 says where a step's time goes.
 
 #include <algorithm>
 #include <memory>
