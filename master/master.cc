@@ -261,24 +261,34 @@ absl::Status Master::RunStep(const RunStepRequest& request, RunStepResponse* res
   });
 }
 
-void Master::RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
-                          CancellationManager* cancellation,
-                          std::function<void(absl::Status)> done) {
+void Master::RunInSessionAsync(const std::string& request_id, const std::string& session_handle,
+                               google::protobuf::Message* response, SessionRun run,
+                               std::function<void(absl::Status)> done) {
   dedup_.RunAsync(
-      request->request_id(), response,
-      [this, request, response, cancellation](RequestDedup::Done ran) {
-        absl::StatusOr<std::shared_ptr<MasterSession>> session =
-            Find(request->session_handle());
+      request_id, response,
+      [this, &session_handle, run = std::move(run)](RequestDedup::Done ran) {
+        absl::StatusOr<std::shared_ptr<MasterSession>> session = Find(session_handle);
         if (!session.ok()) {
           ran(session.status());
           return;
         }
         MasterSession* s = session->get();
         // The step holds the session until it is done (a Close meanwhile ends it).
-        s->RunAsync(request, response, cancellation,
-                    [session = *std::move(session), ran = std::move(ran)](absl::Status st) {
-                      ran(std::move(st));
-                    });
+        run(s, [session = *std::move(session), ran = std::move(ran)](absl::Status st) {
+          ran(std::move(st));
+        });
+      },
+      std::move(done));
+}
+
+void Master::RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
+                          CancellationManager* cancellation,
+                          std::function<void(absl::Status)> done) {
+  RunInSessionAsync(
+      request->request_id(), request->session_handle(), response,
+      [request, response, cancellation](MasterSession* s,
+                                        std::function<void(absl::Status)> ran) {
+        s->RunAsync(request, response, cancellation, std::move(ran));
       },
       std::move(done));
 }
@@ -352,19 +362,11 @@ absl::Status Master::RunCallable(const RunCallableRequest& request,
 void Master::RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
                               CancellationManager* cancellation,
                               std::function<void(absl::Status)> done) {
-  dedup_.RunAsync(
-      request->request_id(), response,
-      [this, request, response, cancellation](RequestDedup::Done ran) {
-        absl::StatusOr<std::shared_ptr<MasterSession>> session =
-            Find(request->session_handle());
-        if (!session.ok()) {
-          ran(session.status());
-          return;
-        }
-        MasterSession* s = session->get();
-        s->RunCallableAsync(request, response, cancellation,
-                            [session = *std::move(session), ran = std::move(ran)](
-                                absl::Status st) { ran(std::move(st)); });
+  RunInSessionAsync(
+      request->request_id(), request->session_handle(), response,
+      [request, response, cancellation](MasterSession* s,
+                                        std::function<void(absl::Status)> ran) {
+        s->RunCallableAsync(request, response, cancellation, std::move(ran));
       },
       std::move(done));
 }

@@ -129,6 +129,13 @@ class Master : public MasterInterface, public MasterReadinessInterface {
       const google::protobuf::RepeatedPtrField<std::string>& filters) const;
   absl::Status DoCreateSession(const CreateSessionRequest& request,
                                CreateSessionResponse* response);
+  // RunStepAsync and RunCallableAsync: through the request-id dedup, finds the
+  // request's session and calls run(session, ran), holding the session until `ran`.
+  using SessionRun =
+      std::function<void(MasterSession*, std::function<void(absl::Status)> ran)>;
+  void RunInSessionAsync(const std::string& request_id, const std::string& session_handle,
+                         google::protobuf::Message* response, SessionRun run,
+                         std::function<void(absl::Status)> done);
   void GcLoop();
 
   const MasterEnv env_;
