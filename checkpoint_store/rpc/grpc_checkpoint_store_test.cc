@@ -157,6 +157,16 @@ TEST(GrpcCheckpointStoreTest, ChunkedTensorsReadTwiceFromReusedBuffers) {
 
 // A store served over loopback with checkpoint "model.ckpt-1" of run "r" holding
 // `floats[i]` floats in tensor "t<i>" (bytes from Pattern).
+// Inverts the byte at `offset` of the file at `path`.
+void FlipByte(const std::string& path, std::streamoff offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(offset);
+  const char byte = static_cast<char>(f.get());
+  f.seekp(offset);
+  f.put(static_cast<char>(byte ^ 0xff));
+  ASSERT_TRUE(f.good()) << path;
+}
+
 class ServedCheckpoint {
  public:
   // With `local_read_socket`, the store also serves local reads there.
@@ -271,14 +281,7 @@ TEST(GrpcCheckpointStoreTest, ProtobufStubReadsTheStream) {
 // does, and the read fails DATA_LOSS naming the tensor and the file.
 TEST(GrpcCheckpointStoreTest, CorruptedTensorIsDataLossOverTheWire) {
   ServedCheckpoint served("corrupt", {1 << 20, 3 << 20, 7});
-  {
-    std::fstream f(served.data_file(), std::ios::in | std::ios::out | std::ios::binary);
-    const std::streamoff inside_t1 = (4 << 20) + (5 << 20);
-    f.seekg(inside_t1);
-    const char byte = static_cast<char>(f.get());
-    f.seekp(inside_t1);
-    f.put(static_cast<char>(byte ^ 0xff));
-  }
+  FlipByte(served.data_file(), (4 << 20) + (5 << 20));  // Inside t1.
   std::vector<std::string> names;
   absl::Status read = served.remote()->ReadTensors(
       "r", "model.ckpt-1", {}, [&](const TensorHeader& h, absl::string_view) {
@@ -406,14 +409,7 @@ TEST(GrpcCheckpointStoreTest, FallsBackToTheStream) {
 // file, the tensors before it received, and no fallback to the stream.
 TEST(GrpcCheckpointStoreTest, CorruptedTensorIsDataLossThroughTheLocalPath) {
   ServedCheckpoint served("local_corrupt", {1 << 20, 3 << 20, 7}, AbstractSocket("corrupt"));
-  {
-    std::fstream f(served.data_file(), std::ios::in | std::ios::out | std::ios::binary);
-    const std::streamoff inside_t1 = (4 << 20) + (5 << 20);
-    f.seekg(inside_t1);
-    const char byte = static_cast<char>(f.get());
-    f.seekp(inside_t1);
-    f.put(static_cast<char>(byte ^ 0xff));
-  }
+  FlipByte(served.data_file(), (4 << 20) + (5 << 20));  // Inside t1.
   std::vector<std::string> names;
   absl::Status read = served.remote()->ReadTensors(
       "r", "model.ckpt-1", {}, [&](const TensorHeader& h, absl::string_view) {
