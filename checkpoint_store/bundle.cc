@@ -137,6 +137,14 @@ absl::Status DataFileWriter::BeginTensor(const TensorHeader& header) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor ", header.name(), " is written twice to ", path_));
   }
+  if (header.size() >= kAlignedTensorBytes && offset_ % kTensorAlignment != 0) {
+    // Zeros up to the boundary, as TensorFlow's BundleWriter pads for data_alignment;
+    // readers go by the entries' offsets.
+    static const std::string* const kZeros = new std::string(kTensorAlignment, '\0');
+    const int64_t pad = kTensorAlignment - offset_ % kTensorAlignment;
+    RETURN_IF_ERROR(file_->Append(absl::string_view(*kZeros).substr(0, pad)));
+    offset_ += pad;
+  }
   BundleEntryProto& entry = it->second;
   entry.set_dtype(header.dtype());
   *entry.mutable_shape() = header.shape();
@@ -359,21 +367,29 @@ absl::Status ReadVerifiedTensor(const RandomAccessFile& file, const std::string&
     const size_t n = static_cast<size_t>(std::min(kPieceBytes, size - done));
     ASSIGN_OR_RETURN(absl::string_view got, file.Read(offset + done, n, dst + done));
     if (got.size() != n) {
-      return absl::DataLossError(absl::StrCat("data file ", path, " is truncated: tensor ", name,
-                                              " needs bytes [", offset, ", ", offset + size,
-                                              "), got ", done + got.size()));
+      return TruncatedTensorError(path, name, offset, size, done + got.size());
     }
     if (got.data() != dst + done) std::memcpy(dst + done, got.data(), n);
     actual = crc32c::Extend(actual, absl::string_view(dst + done, n));
     done += n;
   }
+  return CheckTensorCrc(path, name, masked_crc32c, actual);
+}
+
+absl::Status TruncatedTensorError(const std::string& path, absl::string_view name,
+                                  uint64_t offset, uint64_t size, uint64_t got) {
+  return absl::DataLossError(absl::StrCat("data file ", path, " is truncated: tensor ", name,
+                                          " needs bytes [", offset, ", ", offset + size,
+                                          "), got ", got));
+}
+
+absl::Status CheckTensorCrc(const std::string& path, absl::string_view name,
+                            uint32_t masked_crc32c, uint32_t actual) {
   const uint32_t stored = crc32c::Unmask(masked_crc32c);
-  if (stored != actual) {
-    return absl::DataLossError(absl::StrFormat(
-        "checksum of tensor %s does not match in %s: stored %08x vs. calculated %08x", name,
-        path, stored, actual));
-  }
-  return absl::OkStatus();
+  if (stored == actual) return absl::OkStatus();
+  return absl::DataLossError(absl::StrFormat(
+      "checksum of tensor %s does not match in %s: stored %08x vs. calculated %08x", name, path,
+      stored, actual));
 }
 
 }  // namespace overseer

@@ -31,7 +31,14 @@ std::string DataFilename(absl::string_view prefix, int shard_id, int num_shards)
 // INVALID_ARGUMENT naming the tensor otherwise.
 absl::Status ValidateTensorHeader(const TensorHeader& header);
 
+// Tensors of kAlignedTensorBytes or more start at a multiple of kTensorAlignment in
+// their data file (zeros fill the gap), so that a restore can read them with O_DIRECT
+// (direct_read.h) straight into memory.
+constexpr int64_t kAlignedTensorBytes = int64_t{1} << 20;
+constexpr int64_t kTensorAlignment = 4096;
+
 // Appends tensors to one data file and remembers their entries (offset, size, CRC).
+// Tensors of kAlignedTensorBytes or more are aligned to kTensorAlignment.
 // Not thread-safe.
 class DataFileWriter {
  public:
@@ -86,6 +93,14 @@ absl::Status WriteIndexFile(FileSystem* fs, const std::string& path, int num_sha
 absl::Status ReadVerifiedTensor(const RandomAccessFile& file, const std::string& path,
                                 absl::string_view name, uint64_t offset, uint64_t size,
                                 uint32_t masked_crc32c, char* dst);
+
+// The errors every reader of a tensor's bytes gives, so that all read paths word them
+// alike: DATA_LOSS for data file `path` ending after `got` of the tensor's `size` bytes
+// at `offset`, and for a CRC32C `actual` that differs from `masked_crc32c`.
+absl::Status TruncatedTensorError(const std::string& path, absl::string_view name,
+                                  uint64_t offset, uint64_t size, uint64_t got);
+absl::Status CheckTensorCrc(const std::string& path, absl::string_view name,
+                            uint32_t masked_crc32c, uint32_t actual);
 
 // Reads a bundle given its prefix. Every tensor read is CRC32C-verified. Thread-safe.
 class BundleReader {

@@ -88,6 +88,37 @@ TEST_F(BundleTest, RoundTrip) {
   EXPECT_EQ((*reader)->ReadTensor("nope").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(BundleTest, LargeTensorsStartOnABlockBoundary) {
+  // A 1 MiB tensor after an 8-byte one starts at 4096 (zeros between them); a small
+  // tensor after it follows straight on; the next large one is aligned again.
+  const std::string large(size_t{1} << 20, '\x5a');
+  const std::string large2(size_t{1} << 20, '\x3c');
+  auto w = DataFileWriter::Create(fs_, DataFilename(prefix_, 0, 1), 0);
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE((*w)->AddTensor(Header("a", {2}), Floats({1, 2})).ok());
+  ASSERT_TRUE((*w)->AddTensor(Header("b", {1 << 18}), large).ok());
+  ASSERT_TRUE((*w)->AddTensor(Header("c", {1}), Floats({3})).ok());
+  ASSERT_TRUE((*w)->AddTensor(Header("d", {1 << 18}), large2).ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  const auto& entries = (*w)->entries();
+  EXPECT_EQ(entries.at("a").offset(), 0);
+  EXPECT_EQ(entries.at("b").offset(), kTensorAlignment);
+  EXPECT_EQ(entries.at("c").offset(), kTensorAlignment + (1 << 20));
+  EXPECT_EQ(entries.at("d").offset(), 2 * kTensorAlignment + (1 << 20));
+  EXPECT_EQ((*w)->bytes_written(), 2 * kTensorAlignment + (2 << 20));
+  ASSERT_TRUE(WriteIndexFile(fs_, IndexFilename(prefix_), 1, entries).ok());
+
+  const std::string data = *fs_->ReadFile(DataFilename(prefix_, 0, 1));
+  ASSERT_EQ(static_cast<int64_t>(data.size()), (*w)->bytes_written());
+  EXPECT_EQ(data.substr(8, kTensorAlignment - 8), std::string(kTensorAlignment - 8, '\0'));
+  auto reader = BundleReader::Open(fs_, prefix_);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ(*(*reader)->ReadTensor("a"), Floats({1, 2}));
+  EXPECT_EQ(*(*reader)->ReadTensor("b"), large);
+  EXPECT_EQ(*(*reader)->ReadTensor("c"), Floats({3}));
+  EXPECT_EQ(*(*reader)->ReadTensor("d"), large2);
+}
+
 TEST_F(BundleTest, IndexBytesLookLikeTensorFlows) {
   WriteBundle();
   std::string index = *fs_->ReadFile(IndexFilename(prefix_));

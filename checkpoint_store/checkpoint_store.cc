@@ -146,7 +146,7 @@ CheckpointStore::CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
   committed_ = counter("overseer_checkpoint_store_checkpoints_committed_total",
                        "Checkpoints published by a commit.");
   bytes_written_ = counter("overseer_checkpoint_store_bytes_written_total",
-                           "Tensor bytes written to data files.");
+                           "Bytes written to data files (tensors and the zeros that align large ones).");
   bytes_read_ = counter("overseer_checkpoint_store_bytes_read_total",
                         "Tensor bytes read and verified.");
   crc_failures_ = counter("overseer_checkpoint_store_crc_failures_total",

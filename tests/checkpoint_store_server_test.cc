@@ -161,9 +161,12 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   EXPECT_TRUE(absl::StrContains(*metrics, "overseer_checkpoint_store_checkpoints_committed_total 1"))
       << *metrics;
+  // The data file's bytes: the tensors, and zeros that align "weights" (1.2 MB) to 4 KiB.
+  const auto data_bytes =
+      std::filesystem::file_size(root + "/exp/train/model.ckpt-5.data-00000-of-00001");
+  EXPECT_EQ(data_bytes, 4096 + tensors.at("weights").size());
   EXPECT_TRUE(absl::StrContains(
-      *metrics, absl::StrCat("overseer_checkpoint_store_bytes_written_total ",
-                             tensors.at("bias").size() + tensors.at("weights").size())))
+      *metrics, absl::StrCat("overseer_checkpoint_store_bytes_written_total ", data_bytes)))
       << *metrics;
   EXPECT_TRUE(absl::StrContains(*metrics, "overseer_checkpoint_store_save_duration_seconds_count 1"))
       << *metrics;
