@@ -10,8 +10,9 @@
 //     directory (same file system), measured in the same run.
 //   checkpoint.restore_gbps: Saver::Restore of that checkpoint into the ps variables.
 //     The ps run on the store's host, so they read the data files themselves through
-//     descriptors the store hands out (local reads, docs/checkpoint_format.md): one
-//     copy per byte, from the page cache into the variable.
+//     descriptors the store hands out (local reads, docs/checkpoint_format.md): the
+//     64 MiB tensors with O_DIRECT straight into the variables, four 8 MiB reads in
+//     flight per ps.
 //     Baseline: a raw sequential read of the baseline file. Both start cold alike: the
 //     baseline file and every checkpoint file (.data-*, .index) are fsynced and
 //     dropped from the page cache (posix_fadvise POSIX_FADV_DONTNEED) before reading.

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/bundle.h"
+#include "checkpoint_store/direct_read.h"
 #include "core/status_macros.h"
 #include "summary_writer/file_system.h"
 
@@ -255,26 +256,40 @@ absl::Status ReadTensorsLocally(const std::string& checkpoint, const OpenLocalRe
                                               " has a bad entry for tensor ", t.tensor().name()));
     }
   }
-  // The first kUpfrontPrefetchBytes are asked for from the disk up front, so the
-  // kernel reads them in the background while the first tensors are copied and
+  // Large tensors not in the page cache are read with O_DIRECT (direct_read.h). The
+  // first kUpfrontPrefetchBytes of the others are asked for from the disk up front, so
+  // the kernel reads them in the background while the first tensors are copied and
   // checked (ReadVerifiedTensor then keeps 32 MiB ahead within each tensor).
+  std::vector<bool> direct;
+  direct.reserve(static_cast<size_t>(grant.tensors_size()));
   uint64_t asked = 0;
   for (const LocalReadTensor& t : grant.tensors()) {
-    if (asked >= kUpfrontPrefetchBytes) break;
-    const uint64_t n = std::min(static_cast<uint64_t>(t.tensor().size()),
-                                kUpfrontPrefetchBytes - asked);
-    ::posix_fadvise(files[static_cast<size_t>(t.file())].get(), static_cast<off_t>(t.offset()),
-                    static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+    const int fd = files[static_cast<size_t>(t.file())].get();
+    const auto offset = static_cast<uint64_t>(t.offset());
+    const auto size = static_cast<uint64_t>(t.tensor().size());
+    direct.push_back(ShouldReadDirect(fd, offset, size));
+    if (direct.back() || asked >= kUpfrontPrefetchBytes) continue;
+    const uint64_t n = std::min(size, kUpfrontPrefetchBytes - asked);
+    ::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
     asked += n;
   }
-  for (const LocalReadTensor& t : grant.tensors()) {
+  for (int i = 0; i < grant.tensors_size(); ++i) {
+    const LocalReadTensor& t = grant.tensors(i);
     *allocated = true;
     ASSIGN_OR_RETURN(char* dst, receiver->Allocate(t.tensor()));
     const std::string& path = grant.files(t.file());
-    const DescriptorFile file(files[static_cast<size_t>(t.file())].get(), &path);
-    RETURN_IF_ERROR(ReadVerifiedTensor(file, path, t.tensor().name(),
-                                       static_cast<uint64_t>(t.offset()),
-                                       static_cast<uint64_t>(t.tensor().size()), t.crc32c(), dst));
+    const int fd = files[static_cast<size_t>(t.file())].get();
+    const auto offset = static_cast<uint64_t>(t.offset());
+    const auto size = static_cast<uint64_t>(t.tensor().size());
+    absl::Status read = absl::FailedPreconditionError("not read directly");
+    if (direct[static_cast<size_t>(i)]) {
+      read = ReadVerifiedTensorDirect(fd, path, t.tensor().name(), offset, size, t.crc32c(), dst);
+    }
+    if (absl::IsFailedPrecondition(read)) {
+      read = ReadVerifiedTensor(DescriptorFile(fd, &path), path, t.tensor().name(), offset, size,
+                                t.crc32c(), dst);
+    }
+    RETURN_IF_ERROR(read);
     RETURN_IF_ERROR(receiver->Received(t.tensor()));
   }
   return absl::OkStatus();
