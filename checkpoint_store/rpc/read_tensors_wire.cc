@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/bundle.h"
+#include "core/rpc/raw_message.h"
 #include "core/status_macros.h"
 
 namespace overseer {
@@ -19,18 +20,6 @@ constexpr int kLengthDelimited = 2;
 constexpr int kFixed32 = 5;
 constexpr uint32_t kTensorField = 1;
 constexpr uint32_t kDataField = 2;
-
-void AppendVarint(uint64_t value, std::string* out) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
-
-void AppendKey(uint32_t field, int wire_type, std::string* out) {
-  AppendVarint((uint64_t{field} << 3) | static_cast<uint64_t>(wire_type), out);
-}
 
 // Reads through the slices of one message as one sequence of bytes.
 class SliceCursor {
@@ -91,31 +80,14 @@ class SliceCursor {
   size_t remaining_ = 0;
 };
 
-void ReleaseKeepAlive(void* user_data) {
-  delete static_cast<std::shared_ptr<const void>*>(user_data);
-}
-
 }  // namespace
 
 grpc::ByteBuffer EncodeReadTensorsMessage(const TensorHeader* header, absl::string_view data,
                                           std::shared_ptr<const void> keep_alive) {
-  std::string prefix;
-  if (header != nullptr) {
-    const std::string bytes = header->SerializeAsString();
-    AppendKey(kTensorField, kLengthDelimited, &prefix);
-    AppendVarint(bytes.size(), &prefix);
-    prefix += bytes;
-  }
-  if (!data.empty()) {
-    AppendKey(kDataField, kLengthDelimited, &prefix);
-    AppendVarint(data.size(), &prefix);
-  }
-  grpc::Slice slices[2] = {grpc::Slice(prefix), grpc::Slice()};
-  if (data.empty()) return grpc::ByteBuffer(slices, 1);
-  // The slice holds its own reference to `keep_alive`, dropped when gRPC frees it.
-  slices[1] = grpc::Slice(const_cast<char*>(data.data()), data.size(), &ReleaseKeepAlive,
-                          new std::shared_ptr<const void>(std::move(keep_alive)));
-  return grpc::ByteBuffer(slices, 2);
+  ReadTensorsResponse fields;  // Field 1 `tensor`; field 2 `data` is added by reference.
+  if (header != nullptr) *fields.mutable_tensor() = *header;
+  return MessageWithReferencedBytes(fields.SerializeAsString(), kDataField, data,
+                                    std::move(keep_alive));
 }
 
 absl::Status ReadTensorsDecoder::Add(const grpc::ByteBuffer& message) {

@@ -8,13 +8,28 @@
 #include "core/cancellation.h"
 #include "core/rpc/call_watch.h"
 #include "core/rpc/grpc_status.h"
+#include "grpcpp/support/method_handler.h"
 #include "worker/rpc/tensor_chunks.h"
 
 namespace overseer {
+namespace {
+
+// The index of RecvTensor among WorkerService's methods (their order in
+// proto/worker.proto), which is served by hand (tensor_chunks.h).
+constexpr int kRecvTensorMethodIndex = 8;
+
+}  // namespace
 
 GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metrics,
                                      int64_t chunk_bytes)
     : worker_(worker), chunk_bytes_(chunk_bytes) {
+  MarkMethodStreamed(
+      kRecvTensorMethodIndex,
+      new grpc::internal::SplitServerStreamingHandler<RecvTensorRequest, grpc::ByteBuffer>(
+          [this](grpc::ServerContext* context,
+                 grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream) {
+            return StreamTensor(context, stream);
+          }));
   if (metrics == nullptr) return;
   rungraph_ = &prometheus::BuildCounter()
                    .Name("overseer_worker_rungraph_total")
@@ -123,12 +138,15 @@ grpc::Status GrpcWorkerService::JobDone(grpc::ServerContext*, const JobDoneReque
   return Done(worker_->JobDone(*request, response));
 }
 
-grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* context,
-                                           const RecvTensorRequest* request,
-                                           grpc::ServerWriter<RecvTensorResponse>* writer) {
+grpc::Status GrpcWorkerService::StreamTensor(
+    grpc::ServerContext* context,
+    grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream) {
   if (recv_tensor_ != nullptr) recv_tensor_->Increment();
+  RecvTensorRequest bounded;
+  if (!stream->Read(&bounded)) {
+    return Done(absl::InvalidArgumentError("RecvTensor carried no request"));
+  }
   // Wait no longer than the caller does.
-  RecvTensorRequest bounded = *request;
   const absl::Time deadline = absl::FromChrono(context->deadline());
   if (deadline < absl::Now() + absl::Hours(24 * 365)) {  // Else: no deadline.
     const int64_t left_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
@@ -148,10 +166,11 @@ grpc::Status GrpcWorkerService::RecvTensor(grpc::ServerContext* context,
   }
   if (status.ok()) {
     int64_t bytes = 0;
-    status = WriteTensorChunks(tensor, chunk_bytes_, [&](const RecvTensorResponse& chunk) {
-      bytes += static_cast<int64_t>(chunk.content().size());
-      return writer->Write(chunk);
-    });
+    status = WriteTensorChunks(tensor, chunk_bytes_,
+                               [&](grpc::ByteBuffer chunk, int64_t content_bytes) {
+                                 bytes += content_bytes;
+                                 return stream->Write(chunk);
+                               });
     if (recv_tensor_bytes_ != nullptr) recv_tensor_bytes_->Increment(static_cast<double>(bytes));
   }
   return Done(status);

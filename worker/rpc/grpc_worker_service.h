@@ -46,8 +46,9 @@ class GrpcWorkerService final : public WorkerService::Service {
                             CleanupGraphResponse* response) override;
   grpc::Status CleanupAll(grpc::ServerContext* context, const CleanupAllRequest* request,
                           CleanupAllResponse* response) override;
-  grpc::Status RecvTensor(grpc::ServerContext* context, const RecvTensorRequest* request,
-                          grpc::ServerWriter<RecvTensorResponse>* writer) override;
+  // RecvTensor: one request, then the tensor's raw RecvTensorResponse messages.
+  grpc::Status StreamTensor(grpc::ServerContext* context,
+                            grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream);
   grpc::Status JobDone(grpc::ServerContext* context, const JobDoneRequest* request,
                        JobDoneResponse* response) override;
 

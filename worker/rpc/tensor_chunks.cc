@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/rpc/raw_message.h"
 #include "core/status_macros.h"
 
 namespace overseer {
@@ -26,10 +28,12 @@ char* RawData(const Tensor& t) {
 
 }  // namespace
 
-absl::Status WriteTensorChunks(const Tensor& tensor, int64_t chunk_bytes,
-                               const std::function<bool(const RecvTensorResponse&)>& write) {
+absl::Status WriteTensorChunks(
+    const Tensor& tensor, int64_t chunk_bytes,
+    const std::function<bool(grpc::ByteBuffer message, int64_t content_bytes)>& write) {
+  constexpr uint32_t kContentField = 3;  // RecvTensorResponse.content
   chunk_bytes = std::max<int64_t>(1, chunk_bytes);
-  RecvTensorResponse first;
+  RecvTensorResponse first;  // Fields 1 and 2; the content follows by reference.
   TensorProto* meta = first.mutable_tensor();
   const char* data = RawData(tensor);
   int64_t total = 0;
@@ -41,14 +45,21 @@ absl::Status WriteTensorChunks(const Tensor& tensor, int64_t chunk_bytes,
     total = static_cast<int64_t>(tensor.NumElements() * DataTypeSize(tensor.dtype()));
   }
   first.set_total_bytes(total);
+  // Shares the tensor's buffer with the messages in flight.
+  auto keep_alive = std::make_shared<const Tensor>(tensor);
   int64_t offset = std::min(total, chunk_bytes);
-  first.set_content(data, offset);
-  if (!write(first)) return absl::UnavailableError("the receiver closed the RecvTensor stream");
-  RecvTensorResponse next;
+  if (!write(MessageWithReferencedBytes(first.SerializeAsString(), kContentField,
+                                        absl::string_view(data, offset), keep_alive),
+             offset)) {
+    return absl::UnavailableError("the receiver closed the RecvTensor stream");
+  }
   while (offset < total) {
     const int64_t n = std::min(total - offset, chunk_bytes);
-    next.set_content(data + offset, n);
-    if (!write(next)) return absl::UnavailableError("the receiver closed the RecvTensor stream");
+    if (!write(MessageWithReferencedBytes(std::string(), kContentField,
+                                          absl::string_view(data + offset, n), keep_alive),
+               n)) {
+      return absl::UnavailableError("the receiver closed the RecvTensor stream");
+    }
     offset += n;
   }
   return absl::OkStatus();
@@ -66,7 +77,9 @@ absl::Status TensorChunkReader::Add(const RecvTensorResponse& chunk) {
             absl::StrCat("RecvTensor sent unsupported dtype ", DataTypeString(dtype)));
       }
       ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(chunk.tensor().tensor_shape()));
-      tensor_ = Tensor(dtype, shape);
+      // Every byte is written by the chunks (Finish checks they all came), so the
+      // buffer is not zero-filled first: that pass costs as much as the copy.
+      tensor_ = Tensor::Uninitialized(dtype, shape);
       data_ = RawData(tensor_);
       total_ = static_cast<int64_t>(tensor_.NumElements() * DataTypeSize(dtype));
     }

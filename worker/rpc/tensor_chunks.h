@@ -12,16 +12,22 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "proto/worker.pb.h"
 
 namespace overseer {
 
 inline constexpr int64_t kRecvTensorChunkBytes = 4 << 20;
 
-// Calls `write` with each message of `tensor`'s stream, in order. Stops and returns
-// UNAVAILABLE when `write` returns false (the peer went away).
-absl::Status WriteTensorChunks(const Tensor& tensor, int64_t chunk_bytes,
-                               const std::function<bool(const RecvTensorResponse&)>& write);
+// Calls `write` with each message of `tensor`'s stream, in order, as the raw bytes of
+// a RecvTensorResponse (core/rpc/raw_message.h): `content` references the tensor's
+// buffer, which the messages keep alive until gRPC has sent them, so element bytes are
+// never copied into a protobuf field nor serialised; `content_bytes` is the size of the
+// message's content. Stops and returns UNAVAILABLE when `write` returns false (the
+// peer went away).
+absl::Status WriteTensorChunks(
+    const Tensor& tensor, int64_t chunk_bytes,
+    const std::function<bool(grpc::ByteBuffer message, int64_t content_bytes)>& write);
 
 // Rebuilds a tensor from its stream. Not thread-safe.
 class TensorChunkReader {

@@ -1,8 +1,10 @@
 #include "worker/rpc/tensor_chunks.h"
 
+#include <string>
 #include <vector>
 
 #include "core/kernels/testing/kernel_test_util.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
 
 namespace overseer {
@@ -12,12 +14,23 @@ absl::StatusOr<Tensor> RoundTrip(const Tensor& t, int64_t chunk_bytes, int* mess
   TensorChunkReader reader;
   absl::Status status;
   *messages = 0;
-  absl::Status written = WriteTensorChunks(t, chunk_bytes, [&](const RecvTensorResponse& m) {
-    ++*messages;
-    EXPECT_LE(static_cast<int64_t>(m.content().size()), chunk_bytes);
-    if (status.ok()) status = reader.Add(m);
-    return true;
-  });
+  absl::Status written =
+      WriteTensorChunks(t, chunk_bytes, [&](grpc::ByteBuffer raw, int64_t content_bytes) {
+        ++*messages;
+        // The raw bytes are a RecvTensorResponse, as a protobuf client parses it.
+        std::vector<grpc::Slice> slices;
+        EXPECT_TRUE(raw.Dump(&slices).ok());
+        std::string bytes;
+        for (const grpc::Slice& slice : slices) {
+          bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+        }
+        RecvTensorResponse m;
+        EXPECT_TRUE(m.ParseFromString(bytes));
+        EXPECT_EQ(static_cast<int64_t>(m.content().size()), content_bytes);
+        EXPECT_LE(static_cast<int64_t>(m.content().size()), chunk_bytes);
+        if (status.ok()) status = reader.Add(m);
+        return true;
+      });
   if (!written.ok()) return written;
   if (!status.ok()) return status;
   return reader.Finish();
@@ -73,7 +86,7 @@ TEST(TensorChunksTest, RejectsInconsistentStreams) {
 
 TEST(TensorChunksTest, AClosedReceiverIsUnavailable) {
   Tensor t = test::AsTensor<float>({1, 2, 3, 4});
-  absl::Status s = WriteTensorChunks(t, 4, [](const RecvTensorResponse&) { return false; });
+  absl::Status s = WriteTensorChunks(t, 4, [](grpc::ByteBuffer, int64_t) { return false; });
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
 }
 
