@@ -176,7 +176,7 @@ int Main() {
   runner_options.host = "127.0.0.1";
   runner_options.metrics_port = -1;
   runner_options.handle_signals = false;
-  runner_options.fixed_stream_window_bytes = kCheckpointStoreStreamWindowBytes;
+  runner_options.stream_window_bytes = kCheckpointStoreStreamWindowBytes;
   ServerRunner runner(runner_options);
   runner.AddService(&service);
   CHECK(runner.Start().ok());

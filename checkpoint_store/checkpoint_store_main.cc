@@ -45,7 +45,7 @@ int Main() {
     return 2;
   }
   ServerRunnerOptions options = ServerRunnerOptionsFromFlags("checkpoint_store");
-  options.fixed_stream_window_bytes = kCheckpointStoreStreamWindowBytes;
+  options.stream_window_bytes = kCheckpointStoreStreamWindowBytes;
   ServerRunner runner(options);
   auto store = CheckpointStore::Open(FileSystem::Posix(), root, Clock::Real(), runner.metrics());
   if (!store.ok()) {

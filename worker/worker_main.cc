@@ -99,7 +99,8 @@ int Main() {
     return 2;
   }
   ServerRunnerOptions runner_options = ServerRunnerOptionsFromFlags("worker");
-  runner_options.fixed_stream_window_bytes = kWorkerStreamWindowBytes;
+  runner_options.stream_window_bytes = kWorkerStreamWindowBytes;
+  runner_options.bdp_probe = true;
   if (runner_options.port == 0) {
     const std::string address = *task->cluster.TaskAddress(task->job, task->index);
     const std::string port = address.substr(address.rfind(':') + 1);

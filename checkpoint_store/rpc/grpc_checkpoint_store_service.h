@@ -16,8 +16,8 @@
 namespace overseer {
 
 // The fixed HTTP/2 stream window a checkpoint_store server should use
-// (ServerRunnerOptions::fixed_stream_window_bytes): with gRPC's BDP-probed window one
-// WriteShard stream crawls at tens of MB/s on loopback.
+// (ServerRunnerOptions::stream_window_bytes, with bdp_probe off): with gRPC's
+// BDP-probed window one WriteShard stream crawls at tens of MB/s on loopback.
 constexpr int kCheckpointStoreStreamWindowBytes = 64 << 20;
 
 // ReadTensors is served by hand (read_tensors_wire.h): the service writes each

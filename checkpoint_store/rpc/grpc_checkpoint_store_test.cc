@@ -98,7 +98,7 @@ TEST(GrpcCheckpointStoreTest, ChunkedTensorsReadTwiceFromReusedBuffers) {
   options.component = "checkpoint_store";
   options.metrics_port = -1;
   options.handle_signals = false;
-  options.fixed_stream_window_bytes = kCheckpointStoreStreamWindowBytes;
+  options.stream_window_bytes = kCheckpointStoreStreamWindowBytes;
   ServerRunner runner(options);
   runner.AddService(&service);
   ASSERT_TRUE(runner.Start().ok());
@@ -231,7 +231,7 @@ class ServedCheckpoint {
     options.component = "checkpoint_store";
     options.metrics_port = -1;
     options.handle_signals = false;
-    options.fixed_stream_window_bytes = kCheckpointStoreStreamWindowBytes;
+    options.stream_window_bytes = kCheckpointStoreStreamWindowBytes;
     return options;
   }
 

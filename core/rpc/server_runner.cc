@@ -95,10 +95,10 @@ absl::Status ServerRunner::Start() {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const std::string requested = absl::StrCat(options_.host, ":", options_.port);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
-  if (options_.fixed_stream_window_bytes > 0) {
+  if (options_.stream_window_bytes > 0) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
-                               options_.fixed_stream_window_bytes);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+                               options_.stream_window_bytes);
+    if (!options_.bdp_probe) builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   }
   builder.AddListeningPort(requested, grpc::InsecureServerCredentials(), &port_);
   for (grpc::Service* service : services_) builder.RegisterService(service);

@@ -29,7 +29,6 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address) {
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kWorkerStreamWindowBytes);
-  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   // A restarted task is reachable again quickly.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
