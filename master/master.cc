@@ -388,7 +388,14 @@ absl::Status Master::WithdrawReady(const WithdrawReadyRequest& request, Withdraw
 
 absl::Status Master::WaitForReady(const WaitForReadyRequest& request,
                                   WaitForReadyResponse* response) {
-  return readiness_.WaitForReady(request.key(), absl::Milliseconds(request.timeout_ms()), response);
+  return WaitForReadyCancellable(request, response, nullptr);
+}
+
+absl::Status Master::WaitForReadyCancellable(const WaitForReadyRequest& request,
+                                             WaitForReadyResponse* response,
+                                             CancellationManager* cancellation) {
+  return readiness_.WaitForReady(request.key(), absl::Milliseconds(request.timeout_ms()), response,
+                                 cancellation);
 }
 
 absl::Status Master::JobDone(const JobDoneRequest& request, JobDoneResponse*) {

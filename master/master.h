@@ -101,6 +101,9 @@ class Master : public MasterInterface, public MasterReadinessInterface {
                              WithdrawReadyResponse* response) override;
   absl::Status WaitForReady(const WaitForReadyRequest& request,
                             WaitForReadyResponse* response) override;
+  absl::Status WaitForReadyCancellable(const WaitForReadyRequest& request,
+                                       WaitForReadyResponse* response,
+                                       CancellationManager* cancellation) override;
   absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
 
   // Answers every blocked WaitForReady (not ready: the master is shutting down) and

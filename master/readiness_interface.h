@@ -16,6 +16,7 @@
 // reached.
 
 #include "absl/status/status.h"
+#include "core/cancellation.h"
 #include "proto/master.pb.h"
 
 namespace overseer {
@@ -42,6 +43,15 @@ class MasterReadinessInterface {
   // RESOURCE_EXHAUSTED when too many calls are already waiting.
   virtual absl::Status WaitForReady(const WaitForReadyRequest& request,
                                     WaitForReadyResponse* response) = 0;
+  // WaitForReady that also ends when `cancellation` (not owned; may be null) is
+  // cancelled: CANCELLED, so that a wait whose caller gave up (its call cancelled, past
+  // its deadline, its process gone) stops holding a server thread and a waiter slot.
+  // The default waits as WaitForReady does, whatever `cancellation` says.
+  virtual absl::Status WaitForReadyCancellable(const WaitForReadyRequest& request,
+                                               WaitForReadyResponse* response,
+                                               CancellationManager* cancellation) {
+    return WaitForReady(request, response);
+  }
 
   // The chief ended training cleanly: forwards JobDone to every task of the cluster
   // (in parallel, each with a deadline). UNAVAILABLE naming the tasks that could not

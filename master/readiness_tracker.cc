@@ -1,6 +1,7 @@
 #include "master/readiness_tracker.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -150,7 +151,26 @@ void ReadinessTracker::WithdrawReady(const std::string& key) {
 }
 
 absl::Status ReadinessTracker::WaitForReady(const std::string& key, absl::Duration timeout,
-                                            WaitForReadyResponse* response) {
+                                            WaitForReadyResponse* response,
+                                            CancellationManager* cancellation) {
+  // Set under mu_ by the cancellation callback, which may run after this call returned
+  // (DeregisterCallback does not wait for a running one): hence shared.
+  auto cancelled = std::make_shared<bool>(false);
+  CancellationManager::Token token = CancellationManager::kInvalidToken;
+  if (cancellation != nullptr) {
+    token = cancellation->RegisterCallback([this, cancelled] {
+      absl::MutexLock lock(&mu_);
+      *cancelled = true;
+    });
+    if (token == CancellationManager::kInvalidToken) *cancelled = true;  // Already.
+  }
+  absl::Status status = Wait(key, timeout, *cancelled, response);
+  if (token != CancellationManager::kInvalidToken) cancellation->DeregisterCallback(token);
+  return status;
+}
+
+absl::Status ReadinessTracker::Wait(const std::string& key, absl::Duration timeout,
+                                    const bool& cancelled, WaitForReadyResponse* response) {
   const absl::Duration wait = std::min(std::max(timeout, absl::ZeroDuration()), options_.max_wait);
   absl::MutexLock lock(&mu_);
   const absl::Time deadline = clock_->Now() + wait;
@@ -160,12 +180,18 @@ absl::Status ReadinessTracker::WaitForReady(const std::string& key, absl::Durati
                      " calls are waiting already (the limit); retry later"));
   }
   SetWaitersLocked(+1);
-  auto marked_or_stopping = [this, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || records_.count(key) > 0;
+  auto marked_stopping_or_cancelled = [this, &key, &cancelled]()
+                                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || cancelled || records_.count(key) > 0;
   };
   bool ready = false;
   while (!stopping_) {
-    clock_->AwaitWithDeadline(&mu_, absl::Condition(&marked_or_stopping), deadline);
+    clock_->AwaitWithDeadline(&mu_, absl::Condition(&marked_stopping_or_cancelled), deadline);
+    if (cancelled) {
+      SetWaitersLocked(-1);
+      return absl::CancelledError(
+          absl::StrCat("WaitForReady(", Quoted(key), ") was cancelled: the caller gave up"));
+    }
     auto it = records_.find(key);
     if (stopping_ || it == records_.end()) break;  // Deadline passed, or shutting down.
     if (clock_->Now() - it->second.checked_at <= options_.fresh_for) {

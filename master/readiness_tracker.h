@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/cancellation.h"
 #include "core/clock.h"
 #include "master/worker_cache.h"
 #include "proto/master.pb.h"
@@ -73,9 +74,11 @@ class ReadinessTracker {
   void WithdrawReady(const std::string& key);
   // Blocks until `key` is ready (and checked) or min(timeout, max_wait) passes on the
   // clock; fills response.ready and, when false, response.reason. RESOURCE_EXHAUSTED
-  // with max_waiters calls already blocked.
+  // with max_waiters calls already blocked. CANCELLED (response untouched) as soon as
+  // `cancellation` (not owned; may be null) is cancelled: the caller gave up.
   absl::Status WaitForReady(const std::string& key, absl::Duration timeout,
-                            WaitForReadyResponse* response);
+                            WaitForReadyResponse* response,
+                            CancellationManager* cancellation = nullptr);
 
   // Checks every record once (one GetStatus per task) and withdraws those with a
   // restarted or dead task; returns how many were withdrawn.
@@ -89,6 +92,10 @@ class ReadinessTracker {
   int num_waiters() const;
 
  private:
+  // WaitForReady's wait, which also ends when `cancelled` (read under mu_) is true.
+  absl::Status Wait(const std::string& key, absl::Duration timeout, const bool& cancelled,
+                    WaitForReadyResponse* response);
+
   struct Record {
     std::map<std::string, uint64_t> incarnations;  // By task name.
     absl::Time checked_at;

@@ -234,6 +234,32 @@ TEST_F(ReadinessTrackerTest, ShutdownAnswersBlockedAndLaterWaits) {
   EXPECT_FALSE(Wait(&tracker, "model", absl::Seconds(60)).ready());
 }
 
+TEST_F(ReadinessTrackerTest, ACancelledWaitEndsAndFreesItsSlot) {
+  // The clock never moves: only the cancellation can end the wait.
+  ReadinessOptions options = NoThread();
+  options.max_waiters = 1;
+  ReadinessTracker tracker(&cache_, &clock_, &listener_, options);
+  CancellationManager cancellation;
+  absl::Status ended;
+  std::thread waiter([&] {
+    WaitForReadyResponse r;
+    ended = tracker.WaitForReady("model", absl::Seconds(60), &r, &cancellation);
+  });
+  listener_.AwaitWaiters(1);
+  cancellation.StartCancel(absl::CancelledError("the client gave up"));
+  waiter.join();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kCancelled) << ended;
+  EXPECT_EQ(tracker.num_waiters(), 0);
+  // The slot is free again, and an already cancelled wait ends at once.
+  WaitForReadyResponse r;
+  EXPECT_EQ(tracker.WaitForReady("model", absl::Seconds(60), &r, &cancellation).code(),
+            absl::StatusCode::kCancelled);
+  ASSERT_TRUE(tracker.MarkReady("model").ok());
+  CancellationManager fresh;
+  ASSERT_TRUE(tracker.WaitForReady("model", absl::Seconds(60), &r, &fresh).ok());
+  EXPECT_TRUE(r.ready());
+}
+
 TEST_F(ReadinessTrackerTest, TooManyWaitersIsResourceExhausted) {
   ReadinessOptions options = NoThread();
   options.max_waiters = 1;

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
+#include "core/rpc/call_watch.h"
 #include "core/rpc/grpc_status.h"
 
 namespace overseer {
@@ -213,11 +214,17 @@ grpc::Status GrpcMasterService::WithdrawReady(grpc::ServerContext*,
   return Readiness(
       [&](MasterReadinessInterface* r) { return r->WithdrawReady(*request, response); });
 }
-grpc::Status GrpcMasterService::WaitForReady(grpc::ServerContext*,
+grpc::Status GrpcMasterService::WaitForReady(grpc::ServerContext* context,
                                              const WaitForReadyRequest* request,
                                              WaitForReadyResponse* response) {
-  return Readiness(
-      [&](MasterReadinessInterface* r) { return r->WaitForReady(*request, response); });
+  // A client that gives up (cancels, passes its deadline, dies) ends the wait.
+  CancellationManager cancellation;
+  CallWatch watch(context, [&cancellation] {
+    cancellation.StartCancel(absl::CancelledError("the WaitForReady call was cancelled"));
+  });
+  return Readiness([&](MasterReadinessInterface* r) {
+    return r->WaitForReadyCancellable(*request, response, &cancellation);
+  });
 }
 grpc::Status GrpcMasterService::JobDone(grpc::ServerContext*, const JobDoneRequest* request,
                                         JobDoneResponse* response) {

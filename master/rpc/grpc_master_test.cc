@@ -1,7 +1,9 @@
+#include <functional>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "core/tensor.h"
 #include "core/rpc/server_runner.h"
 #include "gtest/gtest.h"
@@ -10,6 +12,7 @@
 #include "master/rpc/grpc_master.h"
 #include "master/rpc/grpc_master_service.h"
 #include "master/testing/fake_workers.h"
+#include "testing/manual_clock.h"
 
 namespace overseer {
 namespace {
@@ -20,7 +23,7 @@ class GrpcMasterTest : public ::testing::Test {
     MasterOptions options;
     options.gc_thread = false;
     options.readiness.check_thread = false;
-    master_ = std::make_unique<Master>(MasterEnv{&cache_, &clock_}, options);
+    master_ = std::make_unique<Master>(MasterEnv{&cache_, MasterClock()}, options);
     ServerRunnerOptions ro;
     ro.component = "master";
     ro.host = "127.0.0.1";
@@ -35,6 +38,9 @@ class GrpcMasterTest : public ::testing::Test {
     client_ = std::make_unique<GrpcMaster>(NewMasterChannel(runner_->address()),
                                            absl::Seconds(30));
   }
+
+  // The master's clock: the fake one, which jumps to a wait's deadline at once.
+  virtual Clock* MasterClock() { return &clock_; }
 
   test::FakeClock clock_;
   test::FakeCache cache_;
@@ -174,6 +180,40 @@ TEST_F(GrpcMasterTest, AFailedRunGraphFailsTheStepOverTheWire) {
   }
   ASSERT_TRUE(client_->RunCallable(call, &called).ok());
   EXPECT_EQ(called.fetch_size(), 1);
+}
+
+// Waits (at most 30 s) until `done` holds; false if it never does.
+bool Eventually(const std::function<bool()>& done) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (!done()) {
+    if (absl::Now() > give_up) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+// A master whose clock never moves: its waits end only by a mark or a cancellation.
+class GrpcMasterStillClockTest : public GrpcMasterTest {
+ protected:
+  Clock* MasterClock() override { return &still_clock_; }
+  test::ManualClock still_clock_;
+};
+
+TEST_F(GrpcMasterStillClockTest, AWaitForReadyWhoseClientGivesUpEndsOnTheServer) {
+  auto stub = MasterService::NewStub(NewMasterChannel(runner_->address()));
+  WaitForReadyRequest wait;
+  wait.set_key("model");
+  wait.set_timeout_ms(60000);
+  grpc::ClientContext context;
+  WaitForReadyResponse answer;
+  grpc::Status called;
+  std::thread caller([&] { called = stub->WaitForReady(&context, wait, &answer); });
+  ASSERT_TRUE(Eventually([&] { return master_->readiness()->num_waiters() == 1; }));
+  context.TryCancel();
+  caller.join();
+  EXPECT_EQ(called.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(Eventually([&] { return master_->readiness()->num_waiters() == 0; }))
+      << "the server still waits for a client that gave up";
 }
 
 TEST_F(GrpcMasterTest, ReadinessAndJobDoneCrossTheWire) {
