@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "checkpoint_store/bundle.h"
+#include "core/env.h"
 #include "summary_writer/crc32c.h"
 
 namespace overseer {
@@ -26,10 +27,7 @@ constexpr uint64_t kPieceBytes = uint64_t{8} << 20;
 constexpr int kReaders = 4;
 
 bool DirectReadsEnabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("OVERSEER_CHECKPOINT_DIRECT_READS");
-    return env == nullptr || std::strcmp(env, "0") != 0;
-  }();
+  static const bool enabled = !EnvSwitchedOff("OVERSEER_CHECKPOINT_DIRECT_READS");
   return enabled;
 }
 

@@ -26,10 +26,10 @@ constexpr uint64_t kDirectReadMinBytes = uint64_t{8} << 20;
 
 // Whether the `size` bytes at `offset` of open file `fd` should be read with
 // ReadVerifiedTensorDirect: direct reads are enabled (the environment variable
-// OVERSEER_CHECKPOINT_DIRECT_READS is not "0"), the tensor is at least
-// kDirectReadMinBytes, `offset` is aligned to kDirectReadAlignment, and less than half
-// of the range is in the page cache (a cached range is copied faster than a disk
-// reads it).
+// OVERSEER_CHECKPOINT_DIRECT_READS is not "0", "false", "no" or "off"), the tensor is
+// at least kDirectReadMinBytes, `offset` is aligned to kDirectReadAlignment, and less
+// than half of the range is in the page cache (a cached range is copied faster than a
+// disk reads it).
 bool ShouldReadDirect(int fd, uint64_t offset, uint64_t size);
 
 // Reads the `size` bytes of tensor `name` at `offset` of `fd` (data file `path` in

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/local_read.h"
 #include "checkpoint_store/location.h"
 #include "checkpoint_store/rpc/read_tensors_wire.h"
 #include "core/clock.h"
+#include "core/env.h"
 #include "core/logging.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
@@ -115,10 +115,7 @@ GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel,
                            grpc::internal::RpcMethod::SERVER_STREAMING, channel_) {}
 
 bool GrpcCheckpointStore::LocalReadsFromEnvironment() {
-  const char* value = std::getenv("OVERSEER_CHECKPOINT_LOCAL_READS");
-  if (value == nullptr) return true;
-  const std::string v = absl::AsciiStrToLower(value);
-  return !(v == "0" || v == "false" || v == "no" || v == "off");
+  return !EnvSwitchedOff("OVERSEER_CHECKPOINT_LOCAL_READS");
 }
 
 std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::string& address,
