@@ -6,20 +6,14 @@
 #include "checkpoint_store/bundle.h"
 #include "checkpoint_store/state_file.h"
 #include "checkpoint_store/testing/crashing_file_system.h"
+#include "checkpoint_store/testing/tensor_headers.h"
 #include "gtest/gtest.h"
 #include "testing/manual_clock.h"
 
 namespace overseer {
 namespace {
 
-TensorHeader FloatHeader(const std::string& name, int64_t n) {
-  TensorHeader h;
-  h.set_name(name);
-  h.set_dtype(DT_FLOAT);
-  h.mutable_shape()->add_dim()->set_size(n);
-  h.set_size(n * 4);
-  return h;
-}
+using test::FloatHeader;
 
 std::string Bytes(int64_t n, char seed) {
   std::string s(static_cast<size_t>(n * 4), '\0');

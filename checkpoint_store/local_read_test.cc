@@ -19,6 +19,7 @@
 #include "checkpoint_store/bundle.h"
 #include "checkpoint_store/checkpoint_store.h"
 #include "checkpoint_store/local_read_server.h"
+#include "checkpoint_store/testing/tensor_headers.h"
 #include "gtest/gtest.h"
 #include "summary_writer/crc32c.h"
 #include "testing/manual_clock.h"
@@ -34,14 +35,7 @@ std::string Pattern(size_t n, int seed) {
   return s;
 }
 
-TensorHeader FloatHeader(const std::string& name, int64_t floats) {
-  TensorHeader header;
-  header.set_name(name);
-  header.set_dtype(DT_FLOAT);
-  header.mutable_shape()->add_dim()->set_size(floats);
-  header.set_size(floats * 4);
-  return header;
-}
+using test::FloatHeader;
 
 // Keeps every tensor it receives, by name, in order.
 class Collector : public TensorReceiver {

@@ -16,6 +16,7 @@
 #include "checkpoint_store/bundle.h"
 #include "checkpoint_store/local_read.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
+#include "checkpoint_store/testing/tensor_headers.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/testing/health.grpc.pb.h"
 #include "core/rpc/testing/http_get.h"
@@ -58,14 +59,7 @@ std::string FloatBytes(int seed, int64_t floats) {
   return bytes;
 }
 
-TensorHeader FloatHeader(const std::string& name, int64_t floats) {
-  TensorHeader header;
-  header.set_name(name);
-  header.set_dtype(DT_FLOAT);
-  header.mutable_shape()->add_dim()->set_size(floats);
-  header.set_size(floats * 4);
-  return header;
-}
+using test::FloatHeader;
 
 using Tensors = std::map<std::string, std::string>;
 

@@ -277,17 +277,22 @@ TEST(GrpcCheckpointStoreTest, ProtobufStubReadsTheStream) {
   for (size_t t = 0; t < got.size(); ++t) EXPECT_TRUE(got[t] == served.contents()[t]) << t;
 }
 
+// Reads every tensor of run "r"'s model.ckpt-1, appending the names received to *names.
+absl::Status ReadAllNames(GrpcCheckpointStore* store, std::vector<std::string>* names) {
+  return store->ReadTensors("r", "model.ckpt-1", {},
+                            [names](const TensorHeader& h, absl::string_view) {
+                              names->push_back(h.name());
+                              return absl::OkStatus();
+                            });
+}
+
 // A flipped byte in the data file: the tensors before it arrive, the damaged one never
 // does, and the read fails DATA_LOSS naming the tensor and the file.
 TEST(GrpcCheckpointStoreTest, CorruptedTensorIsDataLossOverTheWire) {
   ServedCheckpoint served("corrupt", {1 << 20, 3 << 20, 7});
   FlipByte(served.data_file(), (4 << 20) + (5 << 20));  // Inside t1.
   std::vector<std::string> names;
-  absl::Status read = served.remote()->ReadTensors(
-      "r", "model.ckpt-1", {}, [&](const TensorHeader& h, absl::string_view) {
-        names.push_back(h.name());
-        return absl::OkStatus();
-      });
+  absl::Status read = ReadAllNames(served.remote(), &names);
   EXPECT_EQ(read.code(), absl::StatusCode::kDataLoss) << read;
   EXPECT_NE(read.message().find("tensor t1"), std::string::npos) << read;
   EXPECT_NE(read.message().find(served.data_file()), std::string::npos) << read;
@@ -411,11 +416,7 @@ TEST(GrpcCheckpointStoreTest, CorruptedTensorIsDataLossThroughTheLocalPath) {
   ServedCheckpoint served("local_corrupt", {1 << 20, 3 << 20, 7}, AbstractSocket("corrupt"));
   FlipByte(served.data_file(), (4 << 20) + (5 << 20));  // Inside t1.
   std::vector<std::string> names;
-  absl::Status read = served.remote()->ReadTensors(
-      "r", "model.ckpt-1", {}, [&](const TensorHeader& h, absl::string_view) {
-        names.push_back(h.name());
-        return absl::OkStatus();
-      });
+  absl::Status read = ReadAllNames(served.remote(), &names);
   EXPECT_EQ(read.code(), absl::StatusCode::kDataLoss) << read;
   EXPECT_NE(read.message().find("checksum of tensor t1"), std::string::npos) << read;
   EXPECT_NE(read.message().find(served.data_file()), std::string::npos) << read;

@@ -4,20 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_store/testing/tensor_headers.h"
 #include "gtest/gtest.h"
 #include "proto/checkpoint_store.pb.h"
 
 namespace overseer {
 namespace {
 
-TensorHeader FloatHeader(const std::string& name, int64_t floats) {
-  TensorHeader h;
-  h.set_name(name);
-  h.set_dtype(DT_FLOAT);
-  h.mutable_shape()->add_dim()->set_size(floats);
-  h.set_size(floats * 4);
-  return h;
-}
+using test::FloatHeader;
 
 std::string Pattern(size_t n, int seed) {
   std::string s(n, '\0');
