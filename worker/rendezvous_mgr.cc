@@ -21,19 +21,21 @@ absl::StatusOr<std::string> TaskOfDevice(absl::string_view device) {
 RendezvousMgr::RendezvousMgr(int max_cleaned_steps)
     : max_cleaned_steps_(std::max(0, max_cleaned_steps)) {}
 
-StepState RendezvousMgr::CreateLocked(int64_t step_id) {
-  StepState& state = steps_[step_id];
-  if (state.rendezvous == nullptr) {
-    state.rendezvous = LocalRendezvous::Create();
-    state.cancellation = std::make_shared<CancellationManager>();
+RendezvousMgr::Entry& RendezvousMgr::CreateLocked(int64_t step_id) {
+  Entry& entry = steps_[step_id];
+  if (entry.state.rendezvous == nullptr) {
+    entry.state.rendezvous = LocalRendezvous::Create();
+    entry.state.cancellation = std::make_shared<CancellationManager>();
   }
-  return state;
+  return entry;
 }
 
 StepState RendezvousMgr::FindOrCreate(int64_t step_id) {
   absl::MutexLock lock(&mu_);
   cleaned_.erase(step_id);
-  return CreateLocked(step_id);
+  Entry& entry = CreateLocked(step_id);
+  entry.ran = true;
+  return entry.state;
 }
 
 absl::StatusOr<StepState> RendezvousMgr::FindForRecv(int64_t step_id) {
@@ -41,7 +43,21 @@ absl::StatusOr<StepState> RendezvousMgr::FindForRecv(int64_t step_id) {
   if (cleaned_.contains(step_id)) {
     return absl::CancelledError(absl::StrCat("step ", step_id, " was already cleaned up"));
   }
-  return CreateLocked(step_id);
+  Entry& entry = CreateLocked(step_id);
+  ++entry.receivers;
+  return entry.state;
+}
+
+void RendezvousMgr::EndRecv(int64_t step_id, const StepState& state) {
+  Entry gone;  // Destroyed outside the lock.
+  absl::MutexLock lock(&mu_);
+  auto it = steps_.find(step_id);
+  // The step may have been cleaned up, or cleaned up and created again, meanwhile.
+  if (it == steps_.end() || it->second.state.rendezvous != state.rendezvous) return;
+  Entry& entry = it->second;
+  if (--entry.receivers > 0 || entry.ran) return;
+  gone = std::move(entry);
+  steps_.erase(it);
 }
 
 void RendezvousMgr::Cleanup(int64_t step_id) {
@@ -50,7 +66,7 @@ void RendezvousMgr::Cleanup(int64_t step_id) {
     absl::MutexLock lock(&mu_);
     auto it = steps_.find(step_id);
     if (it != steps_.end()) {
-      state = std::move(it->second);
+      state = std::move(it->second.state);
       steps_.erase(it);
     }
     if (max_cleaned_steps_ > 0 && cleaned_.insert(step_id).second) {
@@ -70,11 +86,11 @@ void RendezvousMgr::Cleanup(int64_t step_id) {
 }
 
 void RendezvousMgr::Release(int64_t step_id) {
-  StepState state;  // Destroyed outside the lock.
+  Entry gone;  // Destroyed outside the lock.
   absl::MutexLock lock(&mu_);
   auto it = steps_.find(step_id);
   if (it == steps_.end()) return;
-  state = std::move(it->second);
+  gone = std::move(it->second);
   steps_.erase(it);
 }
 

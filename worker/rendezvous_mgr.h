@@ -3,7 +3,9 @@
 
 // The rendezvous of each step on a worker. A step's state is created by whichever
 // comes first, its RunGraph or a peer's RecvTensor, and freed by CleanupGraph, which
-// also cancels everything of the step still waiting. StepRendezvous is what the
+// also cancels everything of the step still waiting. State that only RecvTensor calls
+// created (the step never ran here: its master died or gave up before the RunGraph
+// came) is freed when the last of those calls ends. StepRendezvous is what the
 // kernels of one RunGraph see: keys produced on this task stay local, keys produced by
 // another task are pulled from that task with RecvTensor.
 
@@ -43,8 +45,12 @@ class RendezvousMgr {
   // was cleaned up before: the master may reuse ids after it restarts).
   StepState FindOrCreate(int64_t step_id);
   // The state of `step_id` for a RecvTensor, created if absent; CANCELLED naming the
-  // step if it was already cleaned up.
+  // step if it was already cleaned up. Every state returned is handed back to EndRecv
+  // when the RecvTensor ends, however it ends.
   absl::StatusOr<StepState> FindForRecv(int64_t step_id);
+  // A RecvTensor of `step_id` that FindForRecv gave `state` ended. The step is
+  // forgotten if no RunGraph has used it and no other RecvTensor waits on it.
+  void EndRecv(int64_t step_id, const StepState& state);
   // Aborts the step's rendezvous and cancels it with CANCELLED, then forgets it.
   void Cleanup(int64_t step_id);
   // Forgets a finished step that nobody will ask for a tensor of (no abort, no
@@ -54,11 +60,19 @@ class RendezvousMgr {
   int num_steps() const;
 
  private:
-  StepState CreateLocked(int64_t step_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Entry {
+    StepState state;
+    // A RunGraph used the step: it stays until CleanupGraph or Release.
+    bool ran = false;
+    // RecvTensor calls between FindForRecv and EndRecv.
+    int receivers = 0;
+  };
+
+  Entry& CreateLocked(int64_t step_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int max_cleaned_steps_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<int64_t, StepState> steps_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, Entry> steps_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int64_t> cleaned_ ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> cleaned_order_ ABSL_GUARDED_BY(mu_);
 };

@@ -263,7 +263,10 @@ absl::Status Worker::RecvTensor(const RecvTensorRequest& request,
     Clock* clock = env_.clock != nullptr ? env_.clock : Clock::Real();
     wait.deadline = clock->Now() + absl::Milliseconds(request.timeout_in_ms());
   }
-  ASSIGN_OR_RETURN(*tensor, state.rendezvous->Recv(key, wait));
+  absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, wait);
+  rendezvous_.EndRecv(request.step_id(), state);
+  if (!value.ok()) return value.status();
+  *tensor = *std::move(value);
   return absl::OkStatus();
 }
 

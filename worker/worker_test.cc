@@ -463,5 +463,68 @@ TEST_F(CrossTaskTest, RecvTensorChecksTheKey) {
   EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+// The master died or gave up before the ps's RunGraph came: the consumers' RecvTensor
+// calls end at their deadline or when cancelled, and nothing of the step stays.
+TEST_F(CrossTaskTest, ARecvTensorForAStepThatNeverRunsLeavesNothingBehind) {
+  Build(kPsIncarnation);
+  RecvTensorRequest request;
+  request.set_step_id(21);
+  request.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "edge_0_c"));
+  request.set_timeout_in_ms(1);
+  Tensor t;
+  EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(ps_->num_steps(), 0);
+
+  // A consumer that gives up (its step was cancelled) ends the wait the same way.
+  CancellationManager gives_up;
+  request.set_timeout_in_ms(0);
+  absl::Status waited;
+  std::thread consumer([&] {
+    Tensor value;
+    waited = ps_->RecvTensor(request, &gives_up, &value);
+  });
+  while (ps_->num_steps() == 0) std::this_thread::yield();
+  gives_up.StartCancel(absl::CancelledError("the consumer gave up"));
+  consumer.join();
+  EXPECT_EQ(waited.code(), absl::StatusCode::kCancelled) << waited;
+  EXPECT_EQ(ps_->num_steps(), 0);
+
+  // The step still runs normally afterwards.
+  RunGraphResponse response;
+  absl::Status ps_status;
+  ASSERT_TRUE(RunStep(21, &response, &ps_status).ok());
+  EXPECT_TRUE(ps_status.ok()) << ps_status;
+  test::ExpectTensorEqual(Recv(response, 0), test::AsTensor<float>({-1, -2, -3}));
+}
+
+// A step that ran here keeps its tensors for the peers that have yet to ask, even when
+// another RecvTensor of the step gives up.
+TEST_F(CrossTaskTest, AStepThatRanKeepsItsTensorsWhenARecvTensorGivesUp) {
+  Build(kPsIncarnation);
+  RunGraphResponse ignored;
+  ASSERT_TRUE(ps_->RunGraph(RunRequest("s", ps_handle_, 22), &ignored).ok());
+  ASSERT_EQ(ps_->num_steps(), 1);
+  RecvTensorRequest request;
+  request.set_step_id(22);
+  request.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "not_sent"));
+  request.set_timeout_in_ms(1);
+  Tensor t;
+  EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(ps_->num_steps(), 1);
+  request.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "edge_0_c"));
+  request.set_timeout_in_ms(0);
+  ASSERT_TRUE(ps_->RecvTensor(request, nullptr, &t).ok());
+  test::ExpectTensorEqual(t, test::AsTensor<float>({1, 2, 3}));
+  EXPECT_EQ(ps_->num_steps(), 1);  // Until CleanupGraph.
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(22);
+  CleanupGraphResponse cleaned;
+  ASSERT_TRUE(ps_->CleanupGraph(cleanup, &cleaned).ok());
+  EXPECT_EQ(ps_->num_steps(), 0);
+}
+
 }  // namespace
 }  // namespace overseer
