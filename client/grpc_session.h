@@ -29,15 +29,24 @@
 #include "core/message_budget.h"
 #include "core/rpc/retry.h"
 #include "master/master_interface.h"
+#include "master/rpc/grpc_master.h"
 
 namespace overseer {
 
 struct GrpcSessionOptions {
-  // The deadline of each call to the master. A step with RunOptions.timeout_in_ms (or
-  // the session's config.operation_timeout_in_ms) gets that timeout plus a margin
-  // instead when it is longer. Must exceed how long CreateSession may wait for the
-  // cluster's tasks (the master's --create_session_wait_seconds).
+  // The deadline of each call to the master but a step's, and how long UNAVAILABLE is
+  // retried. Must exceed how long CreateSession may wait for the cluster's tasks (the
+  // master's --create_session_wait_seconds).
   absl::Duration rpc_timeout = absl::Minutes(5);
+  // A step with RunOptions.timeout_in_ms (or the session's
+  // config.operation_timeout_in_ms) waits for the master up to that timeout plus a
+  // margin; without one (a blocking dequeue of a QueueRunner, a long computation), or
+  // for a callable's run, up to this long.
+  absl::Duration max_step_time = kDefaultMaxStepTime;
+  // While a call is open the channel pings the master after this long without hearing
+  // from it; an unanswered ping fails the call UNAVAILABLE (a master whose host died or
+  // froze is found in about twice this, however long the step's deadline).
+  absl::Duration keepalive = kDefaultKeepalive;
   RetryOptions retry;
   // A step's feeds (and a graph) travel whole in one message: when their encoded sizes
   // add up to more than this, the call fails INVALID_ARGUMENT before anything is sent
@@ -72,7 +81,7 @@ class GrpcSession : public Session {
   // See Session; over the master's MakeCallable / RunCallable / ReleaseCallable, each
   // retried on UNAVAILABLE (MakeCallable and RunCallable carry request ids, so a retry
   // applies once; ReleaseCallable is idempotent). A callable's run waits at most
-  // GrpcSessionOptions::rpc_timeout for the master.
+  // GrpcSessionOptions::max_step_time for the master.
   absl::StatusOr<CallableHandle> MakeCallable(const CallableOptions& options) override;
   absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
                            std::vector<Tensor>* fetches, RunMetadata* metadata) override;

@@ -100,11 +100,13 @@ int Main() {
   // it: a step continues on the thread that reads its last reply.
   CompletionQueueLoop* step_loop = runner.AddCompletionQueueLoop();
   GrpcWorkerOptions worker_options;
+  worker_options.keepalive = KeepaliveFromFlags();
   worker_options.loop = step_loop;
   ClusterWorkerCache workers(
       *cluster, std::make_unique<GrpcWorkerCache>(ToClusterDef(*cluster), worker_options));
   // Readiness checks and JobDone must not wait long for a task that does not answer.
   GrpcWorkerOptions probe_options;
+  probe_options.keepalive = worker_options.keepalive;
   probe_options.rpc_timeout = absl::Seconds(2);
   ClusterWorkerCache probe_workers(
       *cluster, std::make_unique<GrpcWorkerCache>(ToClusterDef(*cluster), probe_options));

@@ -67,6 +67,9 @@ class LocalCluster {
 
   // Whether task job:index is running (started and not exited).
   bool IsRunning(const std::string& job, int index);
+  // Its process id while it runs, else -1 (to send it a signal without waiting, e.g.
+  // SIGSTOP to freeze it).
+  pid_t pid(const std::string& job, int index) const { return launcher_->pid(job, index); }
 
   // The port of the master's /metrics on 127.0.0.1; -1 without master_metrics.
   int master_metrics_port() const { return launcher_->master_metrics_port(); }

@@ -1,7 +1,8 @@
 // Faults across real processes (LocalCluster: a master, a ps and a worker): a worker
 // killed (kill -9) while a step is blocked on it, the same worker restarted (a new
-// incarnation), an unknown session handle, and bad graphs and feeds, which are refused
-// while the servers keep serving.
+// incarnation), a worker that stops answering (SIGSTOP) under a step without timeout,
+// an unknown session handle, and bad graphs and feeds, which are refused while the
+// servers keep serving; and a step that runs longer than the client's rpc_timeout.
 
 #include <signal.h>
 
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "client/ops.h"
 #include "client/scope.h"
+#include "client/grpc_session.h"
 #include "client/session.h"
 #include "gtest/gtest.h"
 #include "master/rpc/grpc_master.h"
@@ -26,7 +29,8 @@ constexpr char kWorker[] = "/job:worker/replica:0/task:0";
 // "wait" enqueues to the shared queue "started" and then blocks dequeuing the shared
 // queue "gate", which nothing fills; its value crosses to the ps ("y"). Another session
 // dequeuing "started" ("probe") returns once such a step is running on the worker.
-// "x" (float [2] placeholder) feeds "x_plus_1" on the ps; "c" is a constant on the worker.
+// "x" (float [2] placeholder) feeds "x_plus_1" on the ps; "c" is a constant on the worker;
+// "open" enqueues to "gate", which lets one blocked "wait" through.
 GraphDef FaultsGraph() {
   Scope root = Scope::NewRootScope();
   Scope worker = root.WithDevice("/job:worker/task:0");
@@ -42,6 +46,7 @@ GraphDef FaultsGraph() {
       worker.WithOpName("wait").WithControlDependencies({signal}), gate, {DT_FLOAT});
   ops::Add(ps.WithOpName("y"), wait[0], 1.0f);
   ops::QueueDequeue(worker.WithOpName("probe"), started, {DT_FLOAT});
+  ops::QueueEnqueue(worker.WithOpName("open"), gate, {2.0f});
   ops::Const(worker.WithOpName("c"), 3.0f);
   Output x = ops::Placeholder(worker.WithOpName("x"), DT_FLOAT, PartialShape({2}));
   ops::Add(ps.WithOpName("x_plus_1"), x, 1.0f);
@@ -52,23 +57,27 @@ GraphDef FaultsGraph() {
 
 class ClusterFaultsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto cluster = test::LocalCluster::Start(test::LocalClusterOptions());
+  void SetUp() override { StartCluster(test::LocalClusterOptions()); }
+
+  void StartCluster(test::LocalClusterOptions options) {
+    auto cluster = test::LocalCluster::Start(std::move(options));
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = *std::move(cluster);
   }
 
-  // A session with FaultsGraph (or `graph`) created; null on failure.
-  std::unique_ptr<Session> NewSessionWith(int64_t timeout_ms = 30000) {
+  // A session with FaultsGraph created; null on failure. `timeout_ms` 0: steps have no
+  // timeout.
+  std::unique_ptr<Session> NewSessionWith(int64_t timeout_ms = 30000,
+                                          GrpcSessionOptions grpc_options = {}) {
     SessionOptions options;
     options.target = cluster_->master_target();
     options.config.set_operation_timeout_in_ms(timeout_ms);
-    auto session = NewSession(options);
+    auto session = GrpcSession::Connect(options, grpc_options);
     EXPECT_TRUE(session.ok()) << session.status();
     if (!session.ok()) return nullptr;
     absl::Status created = (*session)->Create(FaultsGraph());
     EXPECT_TRUE(created.ok()) << created;
-    return created.ok() ? *std::move(session) : nullptr;
+    return created.ok() ? std::unique_ptr<Session>(*std::move(session)) : nullptr;
   }
 
   // Runs the good step (fetch "c"); OK when the cluster serves.
@@ -114,6 +123,58 @@ TEST_F(ClusterFaultsTest, WorkerKilledMidStepThenRestartedAbortsTheSession) {
   ASSERT_TRUE(fresh);
   absl::Status fresh_step = GoodStep(fresh.get());
   EXPECT_TRUE(fresh_step.ok()) << fresh_step;
+}
+
+// A step without a timeout may run longer than the client's rpc_timeout (a QueueRunner's
+// enqueue waiting for room, a long computation): only the step's own timeout, or a
+// peer that stops answering, ends it.
+TEST_F(ClusterFaultsTest, AStepWithoutTimeoutOutlivesTheClientsRpcTimeout) {
+  GrpcSessionOptions impatient;
+  impatient.rpc_timeout = absl::Seconds(2);
+  auto session = NewSessionWith(/*timeout_ms=*/0, impatient);
+  auto other = NewSessionWith();
+  ASSERT_TRUE(session && other);
+  absl::Status blocked;
+  std::vector<Tensor> waited;
+  std::thread step([&] { blocked = session->Run({}, {"y:0"}, {}, &waited); });
+  std::vector<Tensor> out;
+  ASSERT_TRUE(other->Run({}, {"probe:0"}, {}, &out).ok());
+  // Twice the rpc_timeout: before, the step failed DEADLINE_EXCEEDED after 2 s.
+  absl::SleepFor(absl::Seconds(4));
+  ASSERT_TRUE(other->Run({}, {}, {"open"}, nullptr).ok());
+  step.join();
+  ASSERT_TRUE(blocked.ok()) << blocked;
+  EXPECT_EQ(waited[0].scalar<float>(), 3.0f);  // 2 from "open", plus 1 on the ps.
+}
+
+// A worker that stops answering without closing its connections (its host froze or
+// died; here SIGSTOP) under a step without timeout, whose deadlines are a day away:
+// keepalive pings find it, and the step fails naming the task instead of hanging.
+TEST_F(ClusterFaultsTest, AWorkerThatStopsAnsweringMidStepFailsTheStepNamingIt) {
+  test::LocalClusterOptions options;
+  options.master_flags = {"--keepalive_seconds=1"};
+  options.worker_flags = {"--keepalive_seconds=1"};
+  StartCluster(std::move(options));
+  auto session = NewSessionWith(/*timeout_ms=*/0);
+  auto probe = NewSessionWith();
+  ASSERT_TRUE(session && probe);
+  absl::Status blocked;
+  std::thread step([&] {
+    std::vector<Tensor> out;
+    blocked = session->Run({}, {"y:0"}, {}, &out);
+  });
+  std::vector<Tensor> out;
+  absl::Status probed = probe->Run({}, {"probe:0"}, {}, &out);
+  ASSERT_TRUE(probed.ok()) << probed;
+  const pid_t worker = cluster_->pid("worker", 0);
+  ASSERT_GT(worker, 0);
+  ASSERT_EQ(::kill(worker, SIGSTOP), 0);
+  step.join();
+  ::kill(worker, SIGCONT);
+  EXPECT_TRUE(blocked.code() == absl::StatusCode::kUnavailable ||
+              blocked.code() == absl::StatusCode::kAborted)
+      << blocked;
+  EXPECT_TRUE(absl::StrContains(blocked.message(), kWorker)) << blocked;
 }
 
 TEST_F(ClusterFaultsTest, UnknownSessionHandleIsAborted) {

@@ -127,9 +127,11 @@ int Main() {
     exiting_for_job_done = true;
     runner.RequestTermination();
   };
-  env.worker_cache_factory = [](const ClusterDef& cluster)
+  GrpcWorkerOptions peer_options;
+  peer_options.keepalive = KeepaliveFromFlags();
+  env.worker_cache_factory = [peer_options](const ClusterDef& cluster)
       -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
-    return std::make_unique<GrpcWorkerCache>(cluster);
+    return std::make_unique<GrpcWorkerCache>(cluster, peer_options);
   };
   Worker worker(options, env);
   GrpcWorkerService service(&worker, runner.metrics());

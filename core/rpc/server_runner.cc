@@ -1,5 +1,6 @@
 #include "core/rpc/server_runner.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/logging.h"
+#include "core/rpc/keepalive.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -22,6 +24,10 @@
 ABSL_FLAG(int, port, 0, "gRPC port to listen on; 0 picks a free port (printed at start-up)");
 ABSL_FLAG(int, metrics_port, 0,
           "Prometheus metrics port (/metrics); 0 picks a free port, -1 disables");
+ABSL_FLAG(int, keepalive_seconds, 10,
+          "while a call is open, ping its peer after this many seconds of silence and "
+          "fail the call UNAVAILABLE if the ping is not answered within as many again "
+          "(finds a peer whose host died or froze; values below 1 count as 1)");
 
 namespace overseer {
 namespace {
@@ -43,11 +49,16 @@ constexpr char kWakeExit = static_cast<char>(0xff);
 
 }  // namespace
 
+absl::Duration KeepaliveFromFlags() {
+  return absl::Seconds(std::max(1, absl::GetFlag(FLAGS_keepalive_seconds)));
+}
+
 ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component) {
   ServerRunnerOptions options;
   options.component = std::move(component);
   options.port = absl::GetFlag(FLAGS_port);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  options.keepalive = KeepaliveFromFlags();
   return options;
 }
 
@@ -100,6 +111,7 @@ absl::Status ServerRunner::Start() {
                                options_.stream_window_bytes);
     if (!options_.bdp_probe) builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   }
+  SetServerKeepalive(&builder, options_.keepalive);
   builder.AddListeningPort(requested, grpc::InsecureServerCredentials(), &port_);
   for (grpc::Service* service : services_) builder.RegisterService(service);
   for (auto& loop : loops_) loop->Attach(&builder);

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "core/rpc/health_service.h"
+#include "core/rpc/keepalive.h"
 #include "grpcpp/server.h"
 #include "grpcpp/impl/codegen/service_type.h"
 #include "prometheus/exposer.h"
@@ -33,6 +34,7 @@
 
 ABSL_DECLARE_FLAG(int, port);
 ABSL_DECLARE_FLAG(int, metrics_port);
+ABSL_DECLARE_FLAG(int, keepalive_seconds);
 
 namespace overseer {
 
@@ -64,10 +66,18 @@ struct ServerRunnerOptions {
   // the probed window. On, worker-to-worker RecvTensor streams ran at 0.86-1.35 of a
   // raw gRPC stream on the quiet 2-core host against 0.57-0.74 with the window fixed.
   bool bdp_probe = false;
+  // The server pings a client whose call is open after this long without hearing from
+  // it, and cancels its calls when the ping goes unanswered as long again; it accepts
+  // clients' keepalive pings (core/rpc/keepalive.h). Zero: gRPC's default (2 hours).
+  absl::Duration keepalive = kDefaultKeepalive;
 };
 
-// Options with port and metrics_port from the --port and --metrics_port flags.
+// Options with port, metrics_port and keepalive from the --port, --metrics_port and
+// --keepalive_seconds flags.
 ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component);
+
+// --keepalive_seconds, for the channels a server opens to its peers.
+absl::Duration KeepaliveFromFlags();
 
 // Thread-safe after Start, except that at most one thread calls WaitForTermination.
 class ServerRunner {

@@ -10,8 +10,10 @@
 
 namespace overseer {
 
-std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address,
+                                                absl::Duration keepalive) {
   grpc::ChannelArguments args;
+  SetKeepalive(&args, keepalive);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   // A restarted master is reachable again quickly.
@@ -25,11 +27,14 @@ std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address) {
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
-GrpcMaster::GrpcMaster(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout)
-    : stub_(MasterService::NewStub(std::move(channel))), timeout_(timeout) {}
+GrpcMaster::GrpcMaster(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout,
+                       absl::Duration max_step_time)
+    : stub_(MasterService::NewStub(std::move(channel))),
+      timeout_(timeout),
+      max_step_time_(max_step_time) {}
 
 absl::Duration GrpcMaster::StepTimeout(int64_t timeout_in_ms) const {
-  if (timeout_in_ms <= 0) return timeout_;
+  if (timeout_in_ms <= 0) return max_step_time_;
   return std::max(timeout_, absl::Milliseconds(timeout_in_ms) + absl::Seconds(5));
 }
 
@@ -47,7 +52,7 @@ OVERSEER_MASTER_CALL(CloseSession, timeout_)
 OVERSEER_MASTER_CALL(ListDevices, timeout_)
 OVERSEER_MASTER_CALL(Reset, timeout_)
 OVERSEER_MASTER_CALL(MakeCallable, timeout_)
-OVERSEER_MASTER_CALL(RunCallable, timeout_)
+OVERSEER_MASTER_CALL(RunCallable, max_step_time_)
 OVERSEER_MASTER_CALL(ReleaseCallable, timeout_)
 OVERSEER_MASTER_CALL(MarkReady, timeout_)
 OVERSEER_MASTER_CALL(WithdrawReady, timeout_)

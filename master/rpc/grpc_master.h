@@ -2,9 +2,9 @@
 #define OVERSEER_MASTER_RPC_GRPC_MASTER_H_
 
 // GrpcMaster: MasterInterface and MasterReadinessInterface over a gRPC channel. Every
-// call carries a deadline (`timeout`, or for RunStep/RunCallable the step's
-// timeout_in_ms plus a margin when that is longer, and for WaitForReady its
-// timeout_ms plus kWaitForReadyMargin). Messages of any size up to 2 GiB are accepted
+// call carries a deadline (`timeout`; for RunStep the step's timeout_in_ms plus a
+// margin when that is longer, or `max_step_time` without one, as for RunCallable; for
+// WaitForReady its timeout_ms plus kWaitForReadyMargin). Messages of any size up to 2 GiB are accepted
 // (gRPC's 4 MiB default receive limit is lifted on the channel GrpcMaster makes). No
 // retries here: the caller (GrpcSession) retries UNAVAILABLE for idempotent calls.
 
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "core/rpc/keepalive.h"
 #include "grpcpp/channel.h"
 #include "master/master_interface.h"
 #include "master/readiness_interface.h"
@@ -20,8 +21,14 @@
 namespace overseer {
 
 // A channel to `address` ("host:port") with unlimited message sizes and gRPC's own
-// retries off (a call that fails is the caller's to retry).
-std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address);
+// retries off (a call that fails is the caller's to retry), pinging the master while
+// calls are open (core/rpc/keepalive.h).
+std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address,
+                                                absl::Duration keepalive = kDefaultKeepalive);
+
+// How long a step without a timeout (RunOptions.timeout_in_ms) may run: a peer that
+// stops answering is found by keepalive, not by this deadline.
+inline constexpr absl::Duration kDefaultMaxStepTime = absl::Hours(24);
 
 // How much longer than its timeout_ms a WaitForReady call may take before the client
 // gives up on the master.
@@ -30,7 +37,10 @@ inline constexpr absl::Duration kWaitForReadyMargin = absl::Seconds(2);
 // Thread-safe.
 class GrpcMaster : public MasterInterface, public MasterReadinessInterface {
  public:
-  GrpcMaster(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout);
+  // `timeout`: the deadline of every call but a step's; RunStep and RunCallable without
+  // a timeout of their own get `max_step_time`.
+  GrpcMaster(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout,
+             absl::Duration max_step_time = kDefaultMaxStepTime);
 
   absl::Status CreateSession(const CreateSessionRequest& request,
                              CreateSessionResponse* response) override;
@@ -60,6 +70,7 @@ class GrpcMaster : public MasterInterface, public MasterReadinessInterface {
 
   std::unique_ptr<MasterService::Stub> stub_;
   const absl::Duration timeout_;
+  const absl::Duration max_step_time_;
 };
 
 }  // namespace overseer

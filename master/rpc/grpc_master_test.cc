@@ -132,7 +132,9 @@ TEST_F(GrpcMasterTest, AClientThatGivesUpCancelsItsStepOnTheTasks) {
     absl::MutexLock l(&ps->mu);
     ps->run_waits_for_cleanup = true;
   }
-  GrpcMaster impatient(NewMasterChannel(runner_->address()), absl::Milliseconds(300));
+  // A step without a timeout of its own waits up to max_step_time.
+  GrpcMaster impatient(NewMasterChannel(runner_->address()), absl::Seconds(30),
+                       /*max_step_time=*/absl::Milliseconds(300));
   RunStepRequest run;
   run.set_session_handle(created.session_handle());
   run.add_fetch("w:0");

@@ -24,8 +24,10 @@ ThreadPool* RunGraphThreads() {
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address,
+                                                absl::Duration keepalive) {
   grpc::ChannelArguments args;
+  SetKeepalive(&args, keepalive);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kWorkerStreamWindowBytes);
@@ -206,7 +208,7 @@ absl::StatusOr<std::shared_ptr<WorkerInterface>> GrpcWorkerCache::GetWorker(
   absl::MutexLock lock(&mu_);
   std::shared_ptr<WorkerInterface>& worker = workers_[task];
   if (worker == nullptr) {
-    worker = std::make_shared<GrpcWorker>(NewWorkerChannel(address->second), options_);
+    worker = std::make_shared<GrpcWorker>(NewWorkerChannel(address->second, options_.keepalive), options_);
   }
   return worker;
 }

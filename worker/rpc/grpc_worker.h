@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "grpcpp/channel.h"
+#include "core/rpc/keepalive.h"
 #include "proto/cluster.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/worker_cache.h"
@@ -33,12 +34,17 @@ struct GrpcWorkerOptions {
   // step loop: a step continues where its RunGraph replies arrive). Null, or not
   // running: a blocking call on a process-wide pool thread, which runs `done`.
   CompletionQueueLoop* loop = nullptr;
+  // Keepalive of the channels GrpcWorkerCache opens (core/rpc/keepalive.h): a task
+  // that stops answering fails the calls open to it UNAVAILABLE after about twice this.
+  absl::Duration keepalive = kDefaultKeepalive;
 };
 
 // A channel to a worker with no message size limits (RecvTensor streams in chunks; a
 // RunGraph with large feeds is bounded only by protobuf's 2 GB) and gRPC's own retries
-// off (a call that fails is the caller's to retry).
-std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address);
+// off (a call that fails is the caller's to retry), pinging the task while calls are
+// open (core/rpc/keepalive.h).
+std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address,
+                                                absl::Duration keepalive = kDefaultKeepalive);
 
 // The starting HTTP/2 stream window of worker servers and of channels to them (gRPC's
 // is 64 KiB), so that a RecvTensor stream runs at memory speed from its first byte.
