@@ -80,6 +80,18 @@ class ClusterFaultsTest : public ::testing::Test {
     return created.ok() ? std::unique_ptr<Session>(*std::move(session)) : nullptr;
   }
 
+  // Starts the step that fetches "y" on a thread (its status lands in *status, its
+  // value in *out) and returns once the step is blocked on "gate" (`probe` dequeued
+  // what it enqueued to "started").
+  static std::thread StartBlockedStep(Session* session, Session* probe, absl::Status* status,
+                                      std::vector<Tensor>* out) {
+    std::thread step([=] { *status = session->Run({}, {"y:0"}, {}, out); });
+    std::vector<Tensor> signalled;
+    absl::Status probed = probe->Run({}, {"probe:0"}, {}, &signalled);
+    EXPECT_TRUE(probed.ok()) << probed;
+    return step;
+  }
+
   // Runs the good step (fetch "c"); OK when the cluster serves.
   static absl::Status GoodStep(Session* session) {
     std::vector<Tensor> out;
@@ -98,14 +110,8 @@ TEST_F(ClusterFaultsTest, WorkerKilledMidStepThenRestartedAbortsTheSession) {
   ASSERT_TRUE(GoodStep(session.get()).ok());
 
   absl::Status blocked;
-  std::thread step([&] {
-    std::vector<Tensor> out;
-    blocked = session->Run({}, {"y:0"}, {}, &out);
-  });
-  // Returns once the step has enqueued to "started", i.e. it is blocked on "gate".
   std::vector<Tensor> out;
-  absl::Status probed = probe->Run({}, {"probe:0"}, {}, &out);
-  ASSERT_TRUE(probed.ok()) << probed;
+  std::thread step = StartBlockedStep(session.get(), probe.get(), &blocked, &out);
   ASSERT_TRUE(cluster_->Stop("worker", 0, SIGKILL).ok());
   step.join();
   EXPECT_TRUE(blocked.code() == absl::StatusCode::kUnavailable ||
@@ -136,14 +142,13 @@ TEST_F(ClusterFaultsTest, AStepWithoutTimeoutOutlivesTheClientsRpcTimeout) {
   ASSERT_TRUE(session && other);
   absl::Status blocked;
   std::vector<Tensor> waited;
-  std::thread step([&] { blocked = session->Run({}, {"y:0"}, {}, &waited); });
-  std::vector<Tensor> out;
-  ASSERT_TRUE(other->Run({}, {"probe:0"}, {}, &out).ok());
+  std::thread step = StartBlockedStep(session.get(), other.get(), &blocked, &waited);
   // Twice the rpc_timeout: before, the step failed DEADLINE_EXCEEDED after 2 s.
   absl::SleepFor(absl::Seconds(4));
   ASSERT_TRUE(other->Run({}, {}, {"open"}, nullptr).ok());
   step.join();
   ASSERT_TRUE(blocked.ok()) << blocked;
+  ASSERT_EQ(waited.size(), 1u);
   EXPECT_EQ(waited[0].scalar<float>(), 3.0f);  // 2 from "open", plus 1 on the ps.
 }
 
@@ -159,13 +164,8 @@ TEST_F(ClusterFaultsTest, AWorkerThatStopsAnsweringMidStepFailsTheStepNamingIt) 
   auto probe = NewSessionWith();
   ASSERT_TRUE(session && probe);
   absl::Status blocked;
-  std::thread step([&] {
-    std::vector<Tensor> out;
-    blocked = session->Run({}, {"y:0"}, {}, &out);
-  });
   std::vector<Tensor> out;
-  absl::Status probed = probe->Run({}, {"probe:0"}, {}, &out);
-  ASSERT_TRUE(probed.ok()) << probed;
+  std::thread step = StartBlockedStep(session.get(), probe.get(), &blocked, &out);
   const pid_t worker = cluster_->pid("worker", 0);
   ASSERT_GT(worker, 0);
   ASSERT_EQ(::kill(worker, SIGSTOP), 0);

@@ -394,6 +394,16 @@ class CrossTaskTest : public WorkerTest {
     return status;
   }
 
+  // A RecvTensor for the worker of tensor `edge` produced on the ps in step `step`.
+  static RecvTensorRequest PsRecv(int64_t step, const std::string& edge,
+                                  int64_t timeout_ms = 0) {
+    RecvTensorRequest request;
+    request.set_step_id(step);
+    request.set_rendezvous_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, edge));
+    request.set_timeout_in_ms(timeout_ms);
+    return request;
+  }
+
   std::string ps_handle_;
   std::string worker_handle_;
 };
@@ -439,12 +449,9 @@ TEST_F(CrossTaskTest, CleanupGraphCancelsAWaitingStep) {
   worker_thread.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
   // A late RecvTensor for the cleaned step fails at once.
-  RecvTensorRequest late;
-  late.set_step_id(9);
-  late.set_rendezvous_key(
-      MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "edge_0_c"));
   Tensor t;
-  EXPECT_EQ(ps_->RecvTensor(late, nullptr, &t).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(ps_->RecvTensor(PsRecv(9, "edge_0_c"), nullptr, &t).code(),
+            absl::StatusCode::kCancelled);
 }
 
 TEST_F(CrossTaskTest, RecvTensorChecksTheKey) {
@@ -467,22 +474,17 @@ TEST_F(CrossTaskTest, RecvTensorChecksTheKey) {
 // calls end at their deadline or when cancelled, and nothing of the step stays.
 TEST_F(CrossTaskTest, ARecvTensorForAStepThatNeverRunsLeavesNothingBehind) {
   Build(kPsIncarnation);
-  RecvTensorRequest request;
-  request.set_step_id(21);
-  request.set_rendezvous_key(
-      MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "edge_0_c"));
-  request.set_timeout_in_ms(1);
   Tensor t;
-  EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(ps_->RecvTensor(PsRecv(21, "edge_0_c", /*timeout_ms=*/1), nullptr, &t).code(),
+            absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(ps_->num_steps(), 0);
 
   // A consumer that gives up (its step was cancelled) ends the wait the same way.
   CancellationManager gives_up;
-  request.set_timeout_in_ms(0);
   absl::Status waited;
   std::thread consumer([&] {
     Tensor value;
-    waited = ps_->RecvTensor(request, &gives_up, &value);
+    waited = ps_->RecvTensor(PsRecv(21, "edge_0_c"), &gives_up, &value);
   });
   while (ps_->num_steps() == 0) std::this_thread::yield();
   gives_up.StartCancel(absl::CancelledError("the consumer gave up"));
@@ -505,18 +507,11 @@ TEST_F(CrossTaskTest, AStepThatRanKeepsItsTensorsWhenARecvTensorGivesUp) {
   RunGraphResponse ignored;
   ASSERT_TRUE(ps_->RunGraph(RunRequest("s", ps_handle_, 22), &ignored).ok());
   ASSERT_EQ(ps_->num_steps(), 1);
-  RecvTensorRequest request;
-  request.set_step_id(22);
-  request.set_rendezvous_key(
-      MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "not_sent"));
-  request.set_timeout_in_ms(1);
   Tensor t;
-  EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(ps_->RecvTensor(PsRecv(22, "not_sent", /*timeout_ms=*/1), nullptr, &t).code(),
+            absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(ps_->num_steps(), 1);
-  request.set_rendezvous_key(
-      MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "edge_0_c"));
-  request.set_timeout_in_ms(0);
-  ASSERT_TRUE(ps_->RecvTensor(request, nullptr, &t).ok());
+  ASSERT_TRUE(ps_->RecvTensor(PsRecv(22, "edge_0_c"), nullptr, &t).ok());
   test::ExpectTensorEqual(t, test::AsTensor<float>({1, 2, 3}));
   EXPECT_EQ(ps_->num_steps(), 1);  // Until CleanupGraph.
   CleanupGraphRequest cleanup;
