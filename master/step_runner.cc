@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 
@@ -24,16 +25,32 @@ ThreadPool* StepBlockingThreads() {
 
 namespace {
 
-// Sends CleanupGraph for `step_id` to every task of `step` (blocking).
+// Sends CleanupGraph for `step_id` to every task of `step` at once and waits for all of
+// them (blocking): a task that does not answer (frozen, cut off) holds the step's end up
+// for its own call's deadline once, not once more for every such task.
 void CleanupAll(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                 int64_t step_id) {
   CleanupGraphRequest req;
   req.set_step_id(step_id);
+  std::vector<WorkerInterface*> tasks;
   for (const auto& [task, handle] : step.graph_handles) {
-    WorkerInterface* w = workers->GetWorker(task);
-    CleanupGraphResponse resp;
-    if (w != nullptr) w->CleanupGraph(req, &resp).IgnoreError();
+    if (WorkerInterface* w = workers->GetWorker(task)) tasks.push_back(w);
   }
+  if (tasks.empty()) return;
+  auto cleanup = [&req](WorkerInterface* w) {
+    CleanupGraphResponse resp;
+    w->CleanupGraph(req, &resp).IgnoreError();
+  };
+  absl::BlockingCounter others(static_cast<int>(tasks.size()) - 1);
+  for (size_t i = 1; i < tasks.size(); ++i) {
+    // The pool grows: this never waits for a thread.
+    StepBlockingThreads()->Schedule([&cleanup, &others, w = tasks[i]] {
+      cleanup(w);
+      others.DecrementCount();
+    });
+  }
+  cleanup(tasks[0]);
+  others.Wait();
 }
 
 // One step in flight: its requests and replies, the first real error, and how many

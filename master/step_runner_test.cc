@@ -66,6 +66,35 @@ TEST(StepRunnerTest, TheFirstFailureCancelsTheTasksThatWait) {
   EXPECT_EQ(tasks.b()->cleaned.count(7), 1u);
 }
 
+// A failed step is cleaned up on every task at once: a task that does not answer (here
+// a's CleanupGraph, which waits for b's) holds the others' cleanup up no longer than its
+// own call. One after another, a's call would wait out its 10 s first.
+TEST(StepRunnerTest, AFailedStepIsCleanedUpOnEveryTaskAtOnce) {
+  TwoTasks tasks;
+  tasks.a()->run_error = absl::InvalidArgumentError("bad feed");
+  tasks.b()->run_waits_for_cleanup = true;
+  absl::Notification b_cleaned;
+  tasks.a()->cleanup_waits_for = &b_cleaned;
+  tasks.b()->on_cleanup = &b_cleaned;
+  const RegisteredStep step = TwoPartitionStep();
+  std::vector<TensorProto> fetches;
+  StepCleaner cleaner(&tasks);
+  absl::Notification finished;
+  absl::Status status;
+  RunRegisteredStepAsync(&tasks, step, Args(8), &fetches, nullptr, &cleaner, nullptr,
+                         [&](absl::Status s) {
+                           status = std::move(s);
+                           finished.Notify();
+                         });
+  finished.WaitForNotification();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  for (test::FakeWorker* w : {tasks.a(), tasks.b()}) {
+    absl::MutexLock l(&w->mu);
+    EXPECT_EQ(w->cleaned.count(8), 1u);
+    EXPECT_FALSE(w->cleanup_gave_up);
+  }
+}
+
 TEST(StepRunnerTest, ManyConcurrentStepsEachGetTheirFetches) {
   TwoTasks tasks;
   const RegisteredStep step = TwoPartitionStep();

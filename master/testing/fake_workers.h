@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "core/clock.h"
 #include "core/tensor.h"
 #include "master/worker_cache.h"
@@ -113,9 +115,15 @@ class FakeWorker : public WorkerInterface {
     return absl::OkStatus();
   }
   absl::Status CleanupGraph(const CleanupGraphRequest& req, CleanupGraphResponse*) override {
+    if (cleanup_waits_for != nullptr &&
+        !cleanup_waits_for->WaitForNotificationWithTimeout(absl::Seconds(10))) {
+      absl::MutexLock l(&mu);
+      cleanup_gave_up = true;
+    }
     absl::MutexLock l(&mu);
     ++cleanups;
     cleaned.insert(req.step_id());
+    if (on_cleanup != nullptr && !on_cleanup->HasBeenNotified()) on_cleanup->Notify();
     return absl::OkStatus();
   }
   absl::Status CleanupAll(const CleanupAllRequest&, CleanupAllResponse*) override {
@@ -153,6 +161,12 @@ class FakeWorker : public WorkerInterface {
   bool run_waits_for_cleanup = false;
   int waiting = 0;                 // RunGraph calls waiting so.
   std::set<int64_t> cleaned;       // Steps CleanupGraph ended.
+  // When set, CleanupGraph first waits (up to 10 s, then sets cleanup_gave_up) for this
+  // to be notified, as a task that does not answer holds its caller...
+  absl::Notification* cleanup_waits_for = nullptr;
+  bool cleanup_gave_up = false;
+  // ...and notifies this (once) when it ends a step.
+  absl::Notification* on_cleanup = nullptr;
 
  private:
   const std::string task_;
