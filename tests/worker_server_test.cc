@@ -2,6 +2,7 @@
 // a 64 MiB tensor crosses from one to the other with RecvTensor, kill -9 of the ps
 // makes pulls from it fail UNAVAILABLE within the deadline, SIGTERM exits 0.
 
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,6 +118,17 @@ class WorkerProcess {
 
   const std::string& address() const { return address_; }
   int metrics_port() const { return metrics_port_; }
+  // The ids of the process's threads now.
+  std::set<int> Threads() const {
+    std::set<int> ids;
+    DIR* dir = ::opendir(absl::StrCat("/proc/", pid_, "/task").c_str());
+    if (dir == nullptr) return ids;
+    while (const dirent* entry = ::readdir(dir)) {
+      if (entry->d_name[0] != '.') ids.insert(std::atoi(entry->d_name));
+    }
+    ::closedir(dir);
+    return ids;
+  }
   const std::string& log() const { return log_; }
 
  private:
@@ -258,6 +271,42 @@ TEST_F(WorkerServerTest, LargeTensorCrossesTasksThenKillAndTerm) {
       << *worker_metrics;
 
   EXPECT_EQ(worker_->SignalAndWait(SIGTERM), 0) << worker_->log();
+}
+
+// A burst of RecvTensor calls that wait for their producer holds a server thread each.
+// The server keeps those threads waiting for the next burst, instead of ending all but
+// two of them and starting new ones for every burst (gRPC's default).
+TEST_F(WorkerServerTest, BurstsOfWaitingRecvTensorsReuseTheServersThreads) {
+  ASSERT_TRUE(ps_->WaitServing(absl::Seconds(30))) << ps_->log();
+  const uint64_t ps_incarnation = Incarnation(ps_client_.get());
+  constexpr int kCalls = 8;
+  // The ps's threads while a burst of calls waits.
+  auto burst = [&](int64_t step) {
+    std::vector<std::thread> calls;
+    for (int i = 0; i < kCalls; ++i) {
+      calls.emplace_back([&, i] {
+        RecvTensorRequest request;
+        request.set_step_id(step);
+        request.set_rendezvous_key(MakeRendezvousKey(kPsDevice, ps_incarnation, kWorkerDevice,
+                                                     absl::StrCat("never_sent_", i)));
+        request.set_timeout_in_ms(1000);
+        Tensor t;
+        absl::Status s = ps_client_->RecvTensor(request, nullptr, &t);
+        EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+      });
+    }
+    absl::SleepFor(absl::Milliseconds(400));  // The calls reach the ps and wait.
+    std::set<int> threads = ps_->Threads();
+    for (std::thread& call : calls) call.join();
+    return threads;
+  };
+  const std::set<int> first = burst(1);
+  absl::SleepFor(absl::Milliseconds(300));  // The burst's threads finish their calls.
+  int started = 0;
+  for (int id : burst(2)) started += first.count(id) == 0 ? 1 : 0;
+  // gRPC starts a thread when the last waiting one takes a call; with its default of two
+  // kept, the second burst ran on about six new ones.
+  EXPECT_LE(started, 2);
 }
 
 TEST(WorkerServerFlagsTest, ATaskOutsideTheClusterExits2) {

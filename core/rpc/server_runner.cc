@@ -112,6 +112,10 @@ absl::Status ServerRunner::Start() {
     if (!options_.bdp_probe) builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   }
   SetServerKeepalive(&builder, options_.keepalive);
+  if (options_.max_pollers > 0) {
+    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                                options_.max_pollers);
+  }
   builder.AddListeningPort(requested, grpc::InsecureServerCredentials(), &port_);
   for (grpc::Service* service : services_) builder.RegisterService(service);
   for (auto& loop : loops_) loop->Attach(&builder);

@@ -70,6 +70,11 @@ struct ServerRunnerOptions {
   // it, and cancels its calls when the ping goes unanswered as long again; it accepts
   // clients' keepalive pings (core/rpc/keepalive.h). Zero: gRPC's default (2 hours).
   absl::Duration keepalive = kDefaultKeepalive;
+  // > 0: how many threads of the synchronous server may wait for calls. After a burst of
+  // calls that block (RecvTensor waiting for its producer), gRPC keeps 2 of the burst's
+  // threads (its default) and ends the others, then starts new threads for the next
+  // burst: a thread started and ended per blocking call.
+  int max_pollers = 0;
 };
 
 // Options with port, metrics_port and keepalive from the --port, --metrics_port and

@@ -54,6 +54,10 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address,
 // 0.67-0.92.
 constexpr int kWorkerStreamWindowBytes = 64 << 20;
 
+// How many threads of a worker server may wait for calls between bursts of blocking
+// calls (ServerRunnerOptions::max_pollers; worker_main.cc says why).
+constexpr int kWorkerServerMaxPollers = 16;
+
 // How long GetStatus waits for a task that cannot be reached (it may be restarting)
 // before it is UNAVAILABLE.
 constexpr absl::Duration kGetStatusWait = absl::Seconds(2);
