@@ -44,21 +44,28 @@ StepArgs Args(int64_t step_id) {
   return args;
 }
 
-TEST(StepRunnerTest, TheFirstFailureCancelsTheTasksThatWait) {
-  TwoTasks tasks;
-  tasks.a()->run_error = absl::InvalidArgumentError("bad feed");
-  tasks.b()->run_waits_for_cleanup = true;
+// Runs TwoPartitionStep as step `step_id` on `tasks` (with a StepCleaner, no
+// cancellation) and returns its status once it is done.
+absl::Status RunAndWait(TwoTasks* tasks, int64_t step_id) {
   const RegisteredStep step = TwoPartitionStep();
   std::vector<TensorProto> fetches;
-  StepCleaner cleaner(&tasks);
+  StepCleaner cleaner(tasks);
   absl::Notification finished;
   absl::Status status;
-  RunRegisteredStepAsync(&tasks, step, Args(7), &fetches, nullptr, &cleaner, nullptr,
+  RunRegisteredStepAsync(tasks, step, Args(step_id), &fetches, nullptr, &cleaner, nullptr,
                          [&](absl::Status s) {
                            status = std::move(s);
                            finished.Notify();
                          });
   finished.WaitForNotification();
+  return status;
+}
+
+TEST(StepRunnerTest, TheFirstFailureCancelsTheTasksThatWait) {
+  TwoTasks tasks;
+  tasks.a()->run_error = absl::InvalidArgumentError("bad feed");
+  tasks.b()->run_waits_for_cleanup = true;
+  const absl::Status status = RunAndWait(&tasks, 7);
   // a's error, not b's CANCELLED that the cancellation caused.
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_TRUE(absl::StrContains(status.message(), std::string("task ") + kA)) << status;
@@ -76,17 +83,7 @@ TEST(StepRunnerTest, AFailedStepIsCleanedUpOnEveryTaskAtOnce) {
   absl::Notification b_cleaned;
   tasks.a()->cleanup_waits_for = &b_cleaned;
   tasks.b()->on_cleanup = &b_cleaned;
-  const RegisteredStep step = TwoPartitionStep();
-  std::vector<TensorProto> fetches;
-  StepCleaner cleaner(&tasks);
-  absl::Notification finished;
-  absl::Status status;
-  RunRegisteredStepAsync(&tasks, step, Args(8), &fetches, nullptr, &cleaner, nullptr,
-                         [&](absl::Status s) {
-                           status = std::move(s);
-                           finished.Notify();
-                         });
-  finished.WaitForNotification();
+  const absl::Status status = RunAndWait(&tasks, 8);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   for (test::FakeWorker* w : {tasks.a(), tasks.b()}) {
     absl::MutexLock l(&w->mu);
