@@ -52,10 +52,17 @@ class Watcher {
 
   void Loop() {
     mu_.Lock();
+    int64_t ids_seen = next_id_;
     for (;;) {
-      // Sleep while nothing is watched; otherwise poll every interval.
-      auto watching = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !calls_.empty(); };
-      mu_.Await(absl::Condition(&watching));
+      // Idle only while nothing is watched and nothing was during the last interval;
+      // otherwise poll every interval. Calls that come and go faster than that (every
+      // step's RunGraph) must not wake this thread each time: waiting on "something is
+      // watched" cost a futex wake and a context switch per call.
+      if (calls_.empty() && next_id_ == ids_seen) {
+        auto watching = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !calls_.empty(); };
+        mu_.Await(absl::Condition(&watching));
+      }
+      ids_seen = next_id_;
       mu_.Unlock();
       absl::SleepFor(CallWatch::kPollInterval);
       mu_.Lock();
