@@ -6,12 +6,12 @@
 //     in the same run, in windows that alternate with the steps' (the fastest window of
 //     each kept), so that both see the same load on a shared host. A step is at least
 //     two round trips (client->master RunStep, master->worker RunGraph); the goal is a
-//     ratio <= 3. With the master's RunStep on a completion queue loop (its step
-//     continues on the thread that reads the RunGraph reply) the ratio was 2.4-5.0,
-//     median 3.1, over 18 runs at load 2-13 on the 2-core shared host (2.4-4.0, five of
-//     seven at or below 3.0, at load 2-4), against 3.3-8.3, median 4.4, for the
-//     synchronous master interleaved with it: met when the host is quiet.
-//     docs/design.md section 2 says where a step's time goes.
+//     ratio <= 3. The master's RunStep runs on a completion queue loop (its step
+//     continues on the thread that reads the RunGraph reply), and so does the worker's
+//     RunGraph of this quick graph: the ratio was 2.50-2.75 (median 2.56) in six runs at
+//     load 2.6-4.8 on the 2-core shared host, against 2.95-3.26 (median 3.17) with the
+//     worker's synchronous RunGraph interleaved with it. docs/design.md section 2 says
+//     where a step's time goes.
 
 #include <algorithm>
 #include <memory>

@@ -89,6 +89,12 @@ class OpKernel {
   DataType input_type(int i) const { return input_types_[i]; }
   DataType output_type(int i) const { return output_types_[i]; }
   bool IsStateful() const { return is_stateful_; }
+  // True if Compute may wait for something that other work provides: a tensor from
+  // another task, room or elements in a queue, a file or a remote call. A worker runs a
+  // partition with no such kernel on the thread that read its RunGraph call (when the
+  // partition is also quick), so a kernel that waits must say so here, or it could
+  // stall every RunGraph of its worker (worker/rpc/grpc_worker_service.h).
+  virtual bool MayWait() const { return false; }
 
  private:
   const NodeDef def_;

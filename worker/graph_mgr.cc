@@ -53,6 +53,13 @@ absl::Status GraphMgr::CheckPlacement(const GraphDef& def) const {
   return absl::OkStatus();
 }
 
+void RegisteredGraph::RecordRun(absl::Duration took) {
+  const int64_t us = absl::ToInt64Microseconds(took);
+  const int64_t before = recent_run_us.load(std::memory_order_relaxed);
+  // Concurrent runs may lose an update; the average stays a fair estimate.
+  recent_run_us.store(before < 0 ? us : before + (us - before) / 8, std::memory_order_relaxed);
+}
+
 absl::StatusOr<std::string> GraphMgr::Register(GraphDef def) {
   RETURN_IF_ERROR(CheckPlacement(def));
   std::vector<std::string> targets;

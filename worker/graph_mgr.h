@@ -4,6 +4,7 @@
 // The graphs registered in one worker session: each partition is validated once and
 // gets its own executor (and kernel cache), reused by every RunGraph of the handle.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/executor/executor.h"
 #include "core/executor/kernel_cache.h"
 #include "proto/graph.pb.h"
@@ -22,6 +24,10 @@ namespace overseer {
 struct RegisteredGraph {
   KernelCache kernels;
   std::unique_ptr<Executor> executor;
+  // How long its runs take: an exponential average of the executor's recent run times,
+  // in microseconds; -1 before the first run.
+  std::atomic<int64_t> recent_run_us{-1};
+  void RecordRun(absl::Duration took);
 };
 
 // Thread-safe.

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/cluster/device_name.h"
@@ -136,7 +137,22 @@ absl::Status Worker::DeregisterGraph(const DeregisterGraphRequest& request,
   return session->graphs.Deregister(request.graph_handle());
 }
 
+bool Worker::RunGraphIsQuick(const RunGraphRequest& request) const {
+  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request.session_handle());
+  if (!session.ok()) return false;
+  absl::StatusOr<std::shared_ptr<RegisteredGraph>> graph =
+      (*session)->graphs.Lookup(request.graph_handle());
+  if (!graph.ok() || (*graph)->executor->may_wait()) return false;
+  const int64_t recent_us = (*graph)->recent_run_us.load(std::memory_order_relaxed);
+  return recent_us >= 0 && recent_us <= absl::ToInt64Microseconds(kQuickRunGraph);
+}
+
 absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* response) {
+  return RunGraph(request, response, nullptr);
+}
+
+absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* response,
+                              CancellationManager* call_cancellation) {
   ASSIGN_OR_RETURN(std::shared_ptr<Session> session, FindSession(request.session_handle()));
   ASSIGN_OR_RETURN(std::shared_ptr<RegisteredGraph> graph,
                    session->graphs.Lookup(request.graph_handle()));
@@ -162,6 +178,20 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
   }
 
   StepState state = rendezvous_.FindOrCreate(request.step_id());
+  CancellationManager::Token given_up = CancellationManager::kInvalidToken;
+  if (call_cancellation != nullptr) {
+    given_up = call_cancellation->RegisterCallback(
+        [this, step_id = request.step_id()] { rendezvous_.Cleanup(step_id); });
+    if (given_up == CancellationManager::kInvalidToken) {
+      rendezvous_.Cleanup(request.step_id());
+      return call_cancellation->status();
+    }
+  }
+  absl::Cleanup deregister = [&] {
+    if (given_up != CancellationManager::kInvalidToken) {
+      call_cancellation->DeregisterCallback(given_up);
+    }
+  };
   StepRendezvous rendezvous(request.step_id(), task_name_, state, session->peers.get());
   absl::Status status;
   for (const auto& [key, value] : sends) {
@@ -179,7 +209,9 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
         request.exec_opts().record_timeline() || request.exec_opts().record_costs();
     const int recorded = response->step_stats().dev_stats_size();
     if (trace) args.stats = response->mutable_step_stats();
+    const absl::Time start = absl::Now();
     status = graph->executor->Run(args, nullptr);
+    graph->RecordRun(absl::Now() - start);
     // The executor records under a generic device; these nodes ran on this task's.
     for (int i = recorded; i < response->step_stats().dev_stats_size(); ++i) {
       response->mutable_step_stats()->mutable_dev_stats(i)->set_device(device_name_);

@@ -14,6 +14,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/cancellation.h"
 #include "core/clock.h"
 #include "core/message_budget.h"
 #include "core/resource_mgr.h"
@@ -80,6 +82,17 @@ class Worker : public WorkerInterface {
   // See WorkerInterface. With request.cleanup_on_return, a successful step's state is
   // freed before returning (a failed one waits for CleanupGraph, as always).
   absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response) override;
+  // RunGraph for a call that may be given up: when `call_cancellation` (may be null) is
+  // cancelled, the step ends here as CleanupGraph would end it, also if that happened
+  // before the step started (it then fails CANCELLED without running).
+  absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response,
+                        CancellationManager* call_cancellation);
+  // Whether RunGraph(request) is quick and never waits for other work, so that the
+  // thread that read the call may run it: its graph has no kernel that may wait
+  // (OpKernel::MayWait) and its recent runs took kQuickRunGraph or less on average.
+  // False for a graph that has not run yet, and for an unknown session or graph.
+  bool RunGraphIsQuick(const RunGraphRequest& request) const;
+  static constexpr absl::Duration kQuickRunGraph = absl::Microseconds(500);
   absl::Status CleanupGraph(const CleanupGraphRequest& request,
                             CleanupGraphResponse* response) override;
   absl::Status CleanupAll(const CleanupAllRequest& request, CleanupAllResponse* response) override;

@@ -139,7 +139,8 @@ int Main() {
     return std::make_unique<GrpcWorkerCache>(cluster, peer_options);
   };
   Worker worker(options, env);
-  GrpcWorkerService service(&worker, runner.metrics());
+  // RunGraph calls arrive on this loop's thread, which runs the quick ones itself.
+  GrpcWorkerService service(&worker, runner.metrics(), runner.AddCompletionQueueLoop());
   runner.AddService(&service);
   const absl::Status started = runner.Start();
   if (!started.ok()) {

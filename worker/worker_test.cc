@@ -202,6 +202,100 @@ TEST_F(WorkerTest, RegisterRunAndCleanupWithFeedsAndFetches) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(WorkerTest, AGraphIsQuickOnceAQuickRunShowedItNeverWaits) {
+  CreateSession(ps_.get(), "s");
+  GraphDef g;  // A fed value, negated and fetched: nothing to wait for.
+  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
+  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
+                kPsDevice, true);
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  RunGraphRequest request = RunRequest("s", *handle, 1);
+  AddSend(&request, LocalKey(kPsDevice, kPsIncarnation, "x:0"), test::AsTensor<float>({1}));
+  request.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "neg:0"));
+  request.set_cleanup_on_return(true);
+  // How long it takes is unknown before it has run.
+  EXPECT_FALSE(ps_->RunGraphIsQuick(request));
+  RunGraphResponse response;
+  ASSERT_TRUE(ps_->RunGraph(request, &response).ok());
+  EXPECT_TRUE(ps_->RunGraphIsQuick(request));
+  // Unknown sessions and graphs are not (RunGraph reports them).
+  EXPECT_FALSE(ps_->RunGraphIsQuick(RunRequest("nope", *handle, 2)));
+  EXPECT_FALSE(ps_->RunGraphIsQuick(RunRequest("s", "graph_404", 2)));
+}
+
+TEST_F(WorkerTest, AGraphThatMayWaitIsNeverQuick) {
+  CreateSession(ps_.get(), "s");
+  CreateSession(worker_.get(), "s");
+  // Each pair: a graph that provides what the second one waits for, run first, so that
+  // the second one runs quickly and yet may wait another time.
+  GraphDef sends_to_ps;
+  test::AddConst(&sends_to_ps, "c", test::AsTensor<float>({1}), kWorkerDevice);
+  test::AddSend(&sends_to_ps, "c/_send", "c", DT_FLOAT, "edge_c", kWorkerDevice,
+                kWorkerIncarnation, kPsDevice);
+  GraphDef receives_from_worker;
+  test::AddRecv(&receives_from_worker, "c/_recv", DT_FLOAT, "edge_c", kWorkerDevice,
+                kWorkerIncarnation, kPsDevice);
+  auto queue = [](GraphDef* g) {
+    NodeDef* q = test::AddNode(g, "q", "FIFOQueue", kPsDevice, {});
+    SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
+    SetNodeAttr(q, "shared_name", std::string("q"));
+  };
+  GraphDef enqueues;
+  queue(&enqueues);
+  test::AddConst(&enqueues, "v", test::AsTensor<float>({2}), kPsDevice);
+  NodeDef* enqueue = test::AddNode(&enqueues, "enqueue", "QueueEnqueue", kPsDevice, {"q", "v"});
+  SetNodeAttr(enqueue, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  GraphDef dequeues;
+  queue(&dequeues);
+  NodeDef* dequeue = test::AddNode(&dequeues, "dequeue", "QueueDequeue", kPsDevice, {"q"});
+  SetNodeAttr(dequeue, "component_types", std::vector<DataType>{DT_FLOAT});
+
+  struct Pair {
+    Worker* provider;
+    const GraphDef* provides;
+    const GraphDef* waits;
+  };
+  int64_t step = 0;
+  for (const Pair& pair : {Pair{worker_.get(), &sends_to_ps, &receives_from_worker},
+                           Pair{ps_.get(), &enqueues, &dequeues}}) {
+    ++step;
+    absl::StatusOr<std::string> provider = Register(pair.provider, "s", *pair.provides);
+    ASSERT_TRUE(provider.ok()) << provider.status();
+    absl::StatusOr<std::string> waiter = Register(ps_.get(), "s", *pair.waits);
+    ASSERT_TRUE(waiter.ok()) << waiter.status();
+    RunGraphResponse response;
+    ASSERT_TRUE(pair.provider->RunGraph(RunRequest("s", *provider, step), &response).ok());
+    const RunGraphRequest request = RunRequest("s", *waiter, step);
+    const absl::Time start = absl::Now();
+    ASSERT_TRUE(ps_->RunGraph(request, &response).ok());
+    const absl::Duration took = absl::Now() - start;
+    if (took > Worker::kQuickRunGraph) continue;  // Slow for another reason: no proof.
+    EXPECT_FALSE(ps_->RunGraphIsQuick(request)) << pair.waits->DebugString();
+  }
+}
+
+TEST_F(WorkerTest, ARunGraphGivenUpBeforeItStartsNeverRuns) {
+  CreateSession(ps_.get(), "s");
+  GraphDef g;
+  test::AddConst(&g, "c", test::AsTensor<float>({1}), kPsDevice);
+  test::AddSend(&g, "c/_fetch", "c", DT_FLOAT, "c:0", kPsDevice, kPsIncarnation, kPsDevice,
+                true);
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  RunGraphRequest request = RunRequest("s", *handle, 1);
+  request.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "c:0"));
+  CancellationManager given_up;
+  given_up.StartCancel(absl::CancelledError("the master gave up"));
+  RunGraphResponse response;
+  const absl::Status s = ps_->RunGraph(request, &response, &given_up);
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_EQ(response.recv_size(), 0);
+  EXPECT_EQ(ps_->num_steps(), 0);
+}
+
 TEST_F(WorkerTest, RecordsStepStatsUnderItsDeviceWhenAsked) {
   CreateSession(ps_.get(), "s");
   GraphDef g;

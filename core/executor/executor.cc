@@ -93,6 +93,7 @@ absl::Status Executor::Init(KernelCache* kernels) {
     }
     ASSIGN_OR_RETURN(std::shared_ptr<OpKernel> kernel, kernels->GetOrCreate(*g.node(id).def));
     items_[id].kernel = kernel.get();
+    may_wait_ = may_wait_ || kernel->MayWait();
     kernels_.push_back(std::move(kernel));
   }
   for (size_t k = 0; k < graph_.fetches.size(); ++k) {

@@ -69,6 +69,8 @@ class Executor {
   absl::Status Run(const ExecutorRunArgs& args, std::vector<Tensor>* fetches);
 
   const Graph& graph() const { return *graph_.graph; }
+  // True if a kernel of the graph may wait for other work (OpKernel::MayWait).
+  bool may_wait() const { return may_wait_; }
 
  private:
   struct NodeItem;
@@ -95,6 +97,7 @@ class Executor {
   std::vector<NodeItem> items_;
   std::vector<int> roots_;
   std::vector<std::shared_ptr<OpKernel>> kernels_;  // Keeps the shared kernels alive.
+  bool may_wait_ = false;
 
   absl::Mutex free_mu_;
   std::vector<std::unique_ptr<Step>> free_steps_ ABSL_GUARDED_BY(free_mu_);

@@ -87,6 +87,7 @@ REGISTER_KERNEL(FailOp, "TestFail");
 class BlockUntilCancelledOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool MayWait() const override { return true; }
   absl::Status Compute(OpKernelContext* ctx) override {
     auto cancelled = std::make_shared<absl::Notification>();
     auto token = ctx->cancellation()->RegisterCallback([cancelled] { cancelled->Notify(); });
@@ -100,6 +101,7 @@ REGISTER_KERNEL(BlockUntilCancelledOp, "TestBlockUntilCancelled");
 class RendezvousOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool MayWait() const override { return true; }
   absl::Status Compute(OpKernelContext* ctx) override {
     std::string key, peer;
     if (auto s = GetNodeAttr(def(), "key", &key); !s.ok()) return s;

@@ -1,5 +1,6 @@
 #include "worker/rpc/grpc_worker_service.h"
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -17,12 +18,39 @@ namespace {
 // The index of RecvTensor among WorkerService's methods (their order in
 // proto/worker.proto), which is served by hand (tensor_chunks.h).
 constexpr int kRecvTensorMethodIndex = 8;
+// RunGraph calls that may wait on the loop's queue for its thread: one more is
+// requested as each arrives.
+constexpr int kRequestedRunGraphs = 4;
 
 }  // namespace
 
+// One RunGraph call, from its arrival to its end. gRPC completes two operations of an
+// arrived call on the loop: the reply (Finish) and the call's end (AsyncNotifyWhenDone,
+// which also says whether it was cancelled); the last frees it.
+struct GrpcWorkerService::RunGraphCall {
+  grpc::ServerContext context;
+  RunGraphRequest request;
+  RunGraphResponse response;
+  grpc::ServerAsyncResponseWriter<RunGraphResponse> responder{&context};
+  // Cancelled when the master gives up on the call.
+  CancellationManager cancellation;
+  std::atomic<int> pending{2};
+
+  // One of the two operations completed.
+  void Unref(CompletionQueueLoop* loop) {
+    if (pending.fetch_sub(1) == 1) {
+      delete this;
+      loop->Release();
+    }
+  }
+};
+
 GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metrics,
-                                     int64_t chunk_bytes)
-    : worker_(worker), chunk_bytes_(chunk_bytes) {
+                                     CompletionQueueLoop* loop, int64_t chunk_bytes)
+    : worker_(worker), loop_(loop), chunk_bytes_(chunk_bytes), run_graph_threads_(1) {
+  loop_->OnStart([this] {
+    for (int i = 0; i < kRequestedRunGraphs; ++i) AwaitRunGraph();
+  });
   MarkMethodStreamed(
       kRecvTensorMethodIndex,
       new grpc::internal::SplitServerStreamingHandler<RecvTensorRequest, grpc::ByteBuffer>(
@@ -31,11 +59,14 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
             return StreamTensor(context, stream);
           }));
   if (metrics == nullptr) return;
-  rungraph_ = &prometheus::BuildCounter()
-                   .Name("overseer_worker_rungraph_total")
-                   .Help("RunGraph calls")
-                   .Register(*metrics)
-                   .Add({});
+  auto& rungraph = prometheus::BuildCounter()
+                      .Name("overseer_worker_rungraph_total")
+                      .Help("RunGraph calls, by where they ran: thread=\"loop\" on the thread "
+                            "that reads the calls (quick graphs that never wait), "
+                            "thread=\"pool\" on a thread of their own")
+                      .Register(*metrics);
+  rungraph_on_loop_ = &rungraph.Add({{"thread", "loop"}});
+  rungraph_on_pool_ = &rungraph.Add({{"thread", "pool"}});
   recv_tensor_ = &prometheus::BuildCounter()
                       .Name("overseer_worker_recv_tensor_total")
                       .Help("RecvTensor calls served")
@@ -99,25 +130,50 @@ grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext*,
   return Done(worker_->DeregisterGraph(*request, response));
 }
 
-grpc::Status GrpcWorkerService::RunGraph(grpc::ServerContext* context,
-                                         const RunGraphRequest* request,
-                                         RunGraphResponse* response) {
-  if (rungraph_ != nullptr) rungraph_->Increment();
-  absl::Status status;
-  {
-    // The master gave up on the call (it died, cancelled, or its deadline passed):
-    // the step ends here as CleanupGraph would end it, waking the executor and the
-    // peers' RecvTensor calls waiting on this task, since no CleanupGraph may come.
-    CallWatch watch(context, [this, step_id = request->step_id()] {
-      CleanupGraphRequest cleanup;
-      cleanup.set_step_id(step_id);
-      CleanupGraphResponse ignored;
-      worker_->CleanupGraph(cleanup, &ignored).IgnoreError();
-    });
-    status = worker_->RunGraph(*request, response);
+void GrpcWorkerService::AwaitRunGraph() {
+  auto* call = new RunGraphCall;
+  call->context.AsyncNotifyWhenDone(CompletionQueueLoop::NewTag([loop = loop_, call](bool) {
+    // The master gave up on the call (it died, cancelled, or its deadline passed): the
+    // step ends here as CleanupGraph would end it, waking the executor and the peers'
+    // RecvTensor calls waiting on this task, since no CleanupGraph may come.
+    if (call->context.IsCancelled()) {
+      call->cancellation.StartCancel(absl::CancelledError(
+          "the RunGraph call was cancelled (the master gave up or the worker is stopping)"));
+    }
+    call->Unref(loop);
+  }));
+  // When the server shuts down, the request completes with !ok, perhaps after this
+  // service is gone: then only the call is freed.
+  RequestRunGraph(&call->context, &call->request, &call->responder, loop_->cq(), loop_->cq(),
+                  CompletionQueueLoop::NewTag([this, call](bool ok) {
+                    if (!ok) {
+                      delete call;
+                      return;
+                    }
+                    AwaitRunGraph();
+                    Serve(call);
+                  }));
+}
+
+void GrpcWorkerService::Serve(RunGraphCall* call) {
+  loop_->Hold();
+  if (worker_->RunGraphIsQuick(call->request)) {
+    // Nothing to wait for and done in a moment: on the loop's thread, no other thread
+    // woken (the call cannot be given up meanwhile: its end is read by this thread).
+    if (rungraph_on_loop_ != nullptr) rungraph_on_loop_->Increment();
+    RunGraphAndReply(call, nullptr);
+  } else {
+    if (rungraph_on_pool_ != nullptr) rungraph_on_pool_->Increment();
+    run_graph_threads_.Schedule([this, call] { RunGraphAndReply(call, &call->cancellation); });
   }
+}
+
+void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call, CancellationManager* cancellation) {
+  const absl::Status status = worker_->RunGraph(call->request, &call->response, cancellation);
   UpdateResourceBytes();
-  return Done(status);
+  call->responder.Finish(
+      call->response, Done(status),
+      CompletionQueueLoop::NewTag([loop = loop_, call](bool) { call->Unref(loop); }));
 }
 
 grpc::Status GrpcWorkerService::CleanupGraph(grpc::ServerContext*,

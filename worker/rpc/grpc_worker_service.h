@@ -3,6 +3,9 @@
 
 #include <cstdint>
 
+#include "core/cancellation.h"
+#include "core/executor/thread_pool.h"
+#include "core/rpc/completion_queue_loop.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -15,16 +18,29 @@ namespace overseer {
 
 // Puts a Worker on gRPC: unpacks each call, runs the logic, converts the status
 // (core/rpc/grpc_status.h), and counts calls in the metrics registry:
-//   overseer_worker_rungraph_total, overseer_worker_recv_tensor_total,
+//   overseer_worker_rungraph_total{thread}, overseer_worker_recv_tensor_total,
 //   overseer_worker_recv_tensor_bytes_total (element bytes streamed),
 //   overseer_worker_rpc_errors_total{code}, overseer_worker_resource_bytes.
+//
+// RunGraph is an asynchronous method served on a CompletionQueueLoop
+// (core/rpc/completion_queue_loop.h). A quick graph that never waits for other work
+// (Worker::RunGraphIsQuick: one step's fetch, a variable read) runs on the loop's
+// thread, which read the call and sends the reply: no other thread is woken, where
+// gRPC's synchronous server hands every call from the thread that read it to another
+// (thread="loop" in the metric). Any other graph (one that receives from another task,
+// waits on a queue, or took longer than Worker::kQuickRunGraph) runs on a thread of
+// its own, from a pool that grows rather than make a graph wait (thread="pool"). A call
+// the master gives up on ends its step as CleanupGraph would.
+//
 // RecvTensor streams the tensor in chunks (worker/rpc/tensor_chunks.h) and waits no
 // longer than the caller's deadline. Thread-safe.
-class GrpcWorkerService final : public WorkerService::Service {
+class GrpcWorkerService final
+    : public WorkerService::WithAsyncMethod_RunGraph<WorkerService::Service> {
  public:
-  // `worker` and `metrics` (may be null: no metrics) are not owned and must outlive
-  // this object.
-  GrpcWorkerService(Worker* worker, prometheus::Registry* metrics,
+  // `worker`, `metrics` (may be null: no metrics) and `loop` are not owned and must
+  // outlive this object. `loop` serves RunGraph: add it to the same server
+  // (ServerRunner::AddCompletionQueueLoop) before it starts.
+  GrpcWorkerService(Worker* worker, prometheus::Registry* metrics, CompletionQueueLoop* loop,
                     int64_t chunk_bytes = 4 << 20);
 
   grpc::Status GetStatus(grpc::ServerContext* context, const GetStatusRequest* request,
@@ -40,8 +56,6 @@ class GrpcWorkerService final : public WorkerService::Service {
   grpc::Status DeregisterGraph(grpc::ServerContext* context,
                                const DeregisterGraphRequest* request,
                                DeregisterGraphResponse* response) override;
-  grpc::Status RunGraph(grpc::ServerContext* context, const RunGraphRequest* request,
-                        RunGraphResponse* response) override;
   grpc::Status CleanupGraph(grpc::ServerContext* context, const CleanupGraphRequest* request,
                             CleanupGraphResponse* response) override;
   grpc::Status CleanupAll(grpc::ServerContext* context, const CleanupAllRequest* request,
@@ -53,17 +67,28 @@ class GrpcWorkerService final : public WorkerService::Service {
                        JobDoneResponse* response) override;
 
  private:
+  struct RunGraphCall;
+  // Asks the loop's queue for the next RunGraph call.
+  void AwaitRunGraph();
+  // Runs an arrived call's graph (on the loop's thread if it is quick, else on
+  // run_graph_threads_) and replies.
+  void Serve(RunGraphCall* call);
+  void RunGraphAndReply(RunGraphCall* call, CancellationManager* cancellation);
   // Converts `status`, counting it if it is an error.
   grpc::Status Done(const absl::Status& status);
   void UpdateResourceBytes();
 
   Worker* const worker_;
+  CompletionQueueLoop* const loop_;
   const int64_t chunk_bytes_;
-  prometheus::Counter* rungraph_ = nullptr;
+  prometheus::Counter* rungraph_on_loop_ = nullptr;
+  prometheus::Counter* rungraph_on_pool_ = nullptr;
   prometheus::Counter* recv_tensor_ = nullptr;
   prometheus::Counter* recv_tensor_bytes_ = nullptr;
   prometheus::Family<prometheus::Counter>* errors_ = nullptr;
   prometheus::Gauge* resource_bytes_ = nullptr;
+  // Last: its tasks use the members above, and it runs them before it is destroyed.
+  ThreadPool run_graph_threads_;
 };
 
 }  // namespace overseer

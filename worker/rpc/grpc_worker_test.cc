@@ -15,6 +15,7 @@
 #include "core/rpc/completion_queue_loop.h"
 #include "core/rpc/server_runner.h"
 #include "grpcpp/alarm.h"
+#include "prometheus/metric_family.h"
 #include "gtest/gtest.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/rpc/grpc_worker.h"
@@ -45,7 +46,8 @@ struct Task {
     runner_options.metrics_port = -1;
     runner_options.handle_signals = false;
     runner = std::make_unique<ServerRunner>(runner_options);
-    service = std::make_unique<GrpcWorkerService>(worker.get(), runner->metrics(), 1 << 20);
+    service = std::make_unique<GrpcWorkerService>(worker.get(), runner->metrics(),
+                                                  runner->AddCompletionQueueLoop(), 1 << 20);
     runner->AddService(service.get());
     EXPECT_TRUE(runner->Start().ok());
     client = std::make_unique<GrpcWorker>(NewWorkerChannel(runner->address()));
@@ -236,10 +238,11 @@ TEST_F(GrpcWorkerTest, AMasterThatGivesUpOnRunGraphEndsTheStep) {
     RunGraphResponse response;
     status = stub->RunGraph(&context, request, &response);
   });
-  // The worker runs the step and asks the ps for the tensor.
+  // The worker runs the step and asks the ps for the tensor (the ps's RecvTensor
+  // handler waits, watched).
   ASSERT_TRUE(Eventually([&] {
     return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1 &&
-           CallWatch::NumWatched() == 2;
+           CallWatch::NumWatched() == 1;
   }));
   context.TryCancel();
   master.join();
@@ -253,6 +256,109 @@ TEST_F(GrpcWorkerTest, AMasterThatGivesUpOnRunGraphEndsTheStep) {
   cleanup.set_step_id(7);
   CleanupGraphResponse cleaned;
   EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
+}
+
+// The value of counter `name`{thread=`thread`} in `task`'s registry; -1 if absent.
+double RunGraphsOn(Task* task, const std::string& thread) {
+  for (const prometheus::MetricFamily& family : task->runner->metrics()->Collect()) {
+    if (family.name != "overseer_worker_rungraph_total") continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      for (const prometheus::ClientMetric::Label& label : metric.label) {
+        if (label.name == "thread" && label.value == thread) return metric.counter.value;
+      }
+    }
+  }
+  return -1;
+}
+
+TEST_F(GrpcWorkerTest, AQuickGraphRunsOnTheThreadThatReadsTheCallsAfterItsFirstRun) {
+  CreateSessions();
+  GraphDef g;
+  test::AddConst(&g, "c", test::AsTensor<float>({4}), kPsDevice);
+  test::AddSend(&g, "c/_fetch", "c", DT_FLOAT, "c:0", kPsDevice, ps_.worker->incarnation(),
+                kPsDevice, true);
+  const std::string handle = Register(&ps_, g);
+  for (int64_t step = 1; step <= 5; ++step) {
+    RunGraphRequest request;
+    request.set_session_handle("s");
+    request.set_graph_handle(handle);
+    request.set_step_id(step);
+    request.set_cleanup_on_return(true);
+    request.add_recv_key(
+        MakeRendezvousKey(kPsDevice, ps_.worker->incarnation(), kPsDevice, "c:0"));
+    RunGraphResponse response;
+    ASSERT_TRUE(ps_.client->RunGraph(request, &response).ok());
+    ASSERT_EQ(response.recv_size(), 1);
+  }
+  // The first run, of unknown length, on a pool thread; the others where they were read
+  // (unless one was slow on a loaded host: the count moves to the pool then).
+  EXPECT_EQ(RunGraphsOn(&ps_, "loop") + RunGraphsOn(&ps_, "pool"), 5);
+  EXPECT_GE(RunGraphsOn(&ps_, "pool"), 1);
+  EXPECT_GE(RunGraphsOn(&ps_, "loop"), 1);
+  EXPECT_EQ(ps_.worker->num_steps(), 0);
+}
+
+TEST_F(GrpcWorkerTest, QuickGraphsRunWhileAnotherGraphWaits) {
+  CreateSessions();
+  auto queue = [](GraphDef* g) {
+    NodeDef* q = test::AddNode(g, "q", "FIFOQueue", kPsDevice, {});
+    SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
+    SetNodeAttr(q, "shared_name", std::string("q"));
+  };
+  const uint64_t incarnation = ps_.worker->incarnation();
+  GraphDef dequeues;
+  queue(&dequeues);
+  NodeDef* dequeue = test::AddNode(&dequeues, "dequeue", "QueueDequeue", kPsDevice, {"q"});
+  SetNodeAttr(dequeue, "component_types", std::vector<DataType>{DT_FLOAT});
+  test::AddSend(&dequeues, "dequeue/_fetch", "dequeue", DT_FLOAT, "dequeue:0", kPsDevice,
+                incarnation, kPsDevice, true);
+  GraphDef enqueues;
+  queue(&enqueues);
+  test::AddConst(&enqueues, "v", test::AsTensor<float>({7}), kPsDevice);
+  NodeDef* enqueue = test::AddNode(&enqueues, "enqueue", "QueueEnqueue", kPsDevice, {"q", "v"});
+  SetNodeAttr(enqueue, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  GraphDef quick;
+  test::AddConst(&quick, "c", test::AsTensor<float>({1}), kPsDevice);
+  test::AddSend(&quick, "c/_fetch", "c", DT_FLOAT, "c:0", kPsDevice, incarnation, kPsDevice,
+                true);
+  const std::string dequeue_handle = Register(&ps_, dequeues);
+  const std::string enqueue_handle = Register(&ps_, enqueues);
+  const std::string quick_handle = Register(&ps_, quick);
+  auto request = [](const std::string& handle, int64_t step) {
+    RunGraphRequest r;
+    r.set_session_handle("s");
+    r.set_graph_handle(handle);
+    r.set_step_id(step);
+    r.set_cleanup_on_return(true);
+    return r;
+  };
+
+  // A step waits for an element of the empty queue.
+  absl::Status waited;
+  RunGraphResponse dequeued;
+  std::thread waiting([&] {
+    RunGraphRequest r = request(dequeue_handle, 1);
+    r.add_recv_key(MakeRendezvousKey(kPsDevice, incarnation, kPsDevice, "dequeue:0"));
+    waited = ps_.client->RunGraph(r, &dequeued);
+  });
+  ASSERT_TRUE(Eventually([&] { return ps_.worker->num_steps() == 1; }));
+  // Quick graphs, on the loop's thread after their first run, are not held up by it.
+  for (int64_t step = 2; step <= 6; ++step) {
+    RunGraphRequest r = request(quick_handle, step);
+    r.add_recv_key(MakeRendezvousKey(kPsDevice, incarnation, kPsDevice, "c:0"));
+    RunGraphResponse response;
+    ASSERT_TRUE(ps_.client->RunGraph(r, &response).ok());
+  }
+  EXPECT_GE(RunGraphsOn(&ps_, "loop"), 1);
+  // Nor is a graph that may wait itself (an enqueue), which ends the first one's wait.
+  RunGraphResponse ignored;
+  ASSERT_TRUE(ps_.client->RunGraph(request(enqueue_handle, 7), &ignored).ok());
+  waiting.join();
+  ASSERT_TRUE(waited.ok()) << waited;
+  ASSERT_EQ(dequeued.recv_size(), 1);
+  absl::StatusOr<Tensor> value = Tensor::FromProto(dequeued.recv(0).tensor());
+  ASSERT_TRUE(value.ok());
+  test::ExpectTensorEqual(*value, test::AsTensor<float>({7}));
 }
 
 // A server with nothing but a completion queue loop, standing for the master's.

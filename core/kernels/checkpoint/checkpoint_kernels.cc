@@ -63,6 +63,7 @@ class CheckpointSaveShardOp : public OpKernel {
  public:
   explicit CheckpointSaveShardOp(OpKernelConstruction* c) : OpKernel(c) {}
   absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("shard_id", &shard_id_); }
+  bool MayWait() const override { return true; }  // Disk or checkpoint store calls.
 
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(std::string location, ScalarString(ctx, 0, "location"));
@@ -145,6 +146,7 @@ class OutputReceiver : public TensorReceiver {
 class CheckpointRestoreOp : public OpKernel {
  public:
   explicit CheckpointRestoreOp(OpKernelConstruction* c) : OpKernel(c) {}
+  bool MayWait() const override { return true; }  // Disk or checkpoint store calls.
 
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(std::string location, ScalarString(ctx, 0, "location"));

@@ -81,6 +81,7 @@ class BlockingQueueOp : public OpKernel {
   absl::Status Init(OpKernelConstruction* c) override {
     return c->GetAttr("timeout_ms", &timeout_ms_);
   }
+  bool MayWait() const override { return true; }
 
  protected:
   QueueWait MakeWait(OpKernelContext* ctx) const {

@@ -57,6 +57,13 @@ REGISTER_KERNEL(SendOp, "_Send");
 class RecvOp : public SendRecvOp {
  public:
   using SendRecvOp::SendRecvOp;
+  absl::Status Init(OpKernelConstruction* c) override {
+    RETURN_IF_ERROR(SendRecvOp::Init(c));
+    return c->GetAttr("client_terminated", &client_terminated_);
+  }
+  // A tensor from the client (a feed) is in the rendezvous before the step runs; one
+  // from another task comes when that task sends it.
+  bool MayWait() const override { return !client_terminated_; }
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Rendezvous * rendezvous, GetRendezvous(ctx));
     RendezvousWait wait;
@@ -73,6 +80,9 @@ class RecvOp : public SendRecvOp {
     ctx->set_output(0, std::move(value));
     return absl::OkStatus();
   }
+
+ private:
+  bool client_terminated_ = false;
 };
 REGISTER_KERNEL(RecvOp, "_Recv");
 
