@@ -205,6 +205,9 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
     args.timeout_ms = request.timeout_in_ms();
     args.clock = env_.clock;
     args.rendezvous = &rendezvous;
+    // CleanupGraph (the step failed elsewhere, or its master gave up) ends the run,
+    // waking kernels that wait on something else than a tensor (a queue's dequeue).
+    args.cancellation = state.cancellation.get();
     const bool trace =
         request.exec_opts().record_timeline() || request.exec_opts().record_costs();
     const int recorded = response->step_stats().dev_stats_size();

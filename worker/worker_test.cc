@@ -296,6 +296,58 @@ TEST_F(WorkerTest, ARunGraphGivenUpBeforeItStartsNeverRuns) {
   EXPECT_EQ(ps_->num_steps(), 0);
 }
 
+TEST_F(WorkerTest, CleanupGraphEndsAStepWaitingOnAQueue) {
+  CreateSession(ps_.get(), "s");
+  auto queue = [](GraphDef* g) {
+    NodeDef* q = test::AddNode(g, "q", "FIFOQueue", kPsDevice, {});
+    SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
+    SetNodeAttr(q, "shared_name", std::string("q"));
+  };
+  GraphDef dequeues;
+  queue(&dequeues);
+  NodeDef* dequeue = test::AddNode(&dequeues, "dequeue", "QueueDequeue", kPsDevice, {"q"});
+  SetNodeAttr(dequeue, "component_types", std::vector<DataType>{DT_FLOAT});
+  // Bounded so that a broken cleanup fails the test (DEADLINE_EXCEEDED) instead of
+  // hanging it.
+  SetNodeAttr(dequeue, "timeout_ms", int64_t{60000});
+  GraphDef sizes;
+  queue(&sizes);
+  NodeDef* size = test::AddNode(&sizes, "size", "QueueSize", kPsDevice, {"q"});
+  (void)size;
+  test::AddSend(&sizes, "size/_fetch", "size", DT_INT32, "size:0", kPsDevice, kPsIncarnation,
+                kPsDevice, true);
+  GraphDef enqueues;
+  queue(&enqueues);
+  test::AddConst(&enqueues, "v", test::AsTensor<float>({3}), kPsDevice);
+  NodeDef* enqueue = test::AddNode(&enqueues, "enqueue", "QueueEnqueue", kPsDevice, {"q", "v"});
+  SetNodeAttr(enqueue, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  absl::StatusOr<std::string> dequeue_handle = Register(ps_.get(), "s", dequeues);
+  absl::StatusOr<std::string> size_handle = Register(ps_.get(), "s", sizes);
+  absl::StatusOr<std::string> enqueue_handle = Register(ps_.get(), "s", enqueues);
+  ASSERT_TRUE(dequeue_handle.ok() && size_handle.ok() && enqueue_handle.ok());
+
+  absl::Status waited;
+  std::thread waiting([&] {
+    RunGraphResponse response;
+    waited = ps_->RunGraph(RunRequest("s", *dequeue_handle, 1), &response);
+  });
+  while (ps_->num_steps() == 0) std::this_thread::yield();
+  // The step failed on another task: the master cleans it up everywhere.
+  CleanupGraphRequest cleanup;
+  cleanup.set_step_id(1);
+  CleanupGraphResponse cleaned;
+  ASSERT_TRUE(ps_->CleanupGraph(cleanup, &cleaned).ok());
+  waiting.join();
+  EXPECT_EQ(waited.code(), absl::StatusCode::kCancelled) << waited;
+  // The abandoned dequeue does not take the next element.
+  RunGraphResponse response;
+  ASSERT_TRUE(ps_->RunGraph(RunRequest("s", *enqueue_handle, 2), &response).ok());
+  RunGraphRequest size_request = RunRequest("s", *size_handle, 3);
+  size_request.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "size:0"));
+  ASSERT_TRUE(ps_->RunGraph(size_request, &response).ok());
+  test::ExpectTensorEqual(Recv(response, 0), Tensor::Scalar<int32_t>(1));
+}
+
 TEST_F(WorkerTest, RecordsStepStatsUnderItsDeviceWhenAsked) {
   CreateSession(ps_.get(), "s");
   GraphDef g;

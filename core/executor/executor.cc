@@ -138,6 +138,9 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   if (args.resource_mgr == nullptr) {
     return absl::InvalidArgumentError("ExecutorRunArgs.resource_mgr is null");
   }
+  if (args.cancellation != nullptr && args.cancellation->IsCancelled()) {
+    return args.cancellation->status();
+  }
   std::unique_ptr<Step> step = AcquireStep();
   CancellationManager cancellation;
   Step* s = step.get();
@@ -166,10 +169,35 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
     s->deadline = absl::InfiniteFuture();
   }
 
+  // The caller's cancellation fails the step. The link lets the callback reach the step
+  // only while Run has not returned (the step is then reused), even if it is running
+  // when Run deregisters it.
+  struct CallerLink {
+    absl::Mutex mu;
+    Step* step ABSL_GUARDED_BY(mu);
+  };
+  std::shared_ptr<CallerLink> link;
+  CancellationManager::Token caller_token = CancellationManager::kInvalidToken;
+  if (args.cancellation != nullptr) {
+    link = std::make_shared<CallerLink>();
+    {
+      absl::MutexLock lock(&link->mu);
+      link->step = s;
+    }
+    caller_token = args.cancellation->RegisterCallback([this, link, caller = args.cancellation] {
+      absl::MutexLock lock(&link->mu);
+      if (link->step != nullptr) Fail(link->step, caller->status());
+    });
+    if (caller_token == CancellationManager::kInvalidToken) {
+      Fail(s, args.cancellation->status());  // Cancelled just now: no node runs.
+    }
+  }
+
   if (!roots_.empty()) {
     {
       absl::MutexLock lock(&s->mu);
-      s->status = absl::OkStatus();
+      // s->status is OK here (a reused step was reset as its last run ended), unless the
+      // timeout or the caller's cancellation already failed this run.
       s->outstanding = static_cast<int>(roots_.size());
       s->tasks = static_cast<int>(roots_.size()) - 1;
       for (size_t i = 1; i < roots_.size(); ++i) s->ready.push_back(roots_[i]);
@@ -193,6 +221,15 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
     }
   }
   if (timer >= 0) StepTimer::Default()->Cancel(timer);
+  if (link != nullptr) {
+    {
+      absl::MutexLock lock(&link->mu);
+      link->step = nullptr;
+    }
+    if (caller_token != CancellationManager::kInvalidToken) {
+      args.cancellation->DeregisterCallback(caller_token);
+    }
+  }
 
   absl::Status status;
   {

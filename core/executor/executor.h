@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "core/cancellation.h"
 #include "core/clock.h"
 #include "core/executor/kernel_cache.h"
 #include "core/executor/thread_pool.h"
@@ -47,6 +48,9 @@ struct ExecutorRunArgs {
   StepStats* stats = nullptr;
   // Handed to kernels (OpKernelContext::rendezvous) for _Send/_Recv; not owned.
   Rendezvous* rendezvous = nullptr;
+  // When set and cancelled (before or during the run), the step fails with its reason
+  // and every waiting kernel is woken, as by the step's own first error. Not owned.
+  CancellationManager* cancellation = nullptr;
 };
 
 // Thread-safe: Run may be called from several threads at once (steps do not share

@@ -170,6 +170,32 @@ TEST_F(ExecutorTest, TimeoutCancelsTheStep) {
   ASSERT_TRUE(Run(e2.get(), &out, 50).ok());
 }
 
+TEST_F(ExecutorTest, TheCallersCancellationEndsTheStepWithItsReason) {
+  Add("blocked", "TestBlockUntilCancelled");
+  Const("c", 1);
+  auto e = Build({}, {"blocked"}, {});
+  ExecutorRunArgs args;
+  args.resource_mgr = &resources_;
+  CancellationManager caller;
+  args.cancellation = &caller;
+  std::vector<Tensor> out;
+  absl::Status s;
+  std::thread run([&] { s = e->Run(args, &out); });
+  absl::SleepFor(absl::Milliseconds(20));  // Usually blocked by now; either way it ends.
+  caller.StartCancel(absl::CancelledError("step 4 was cleaned up"));
+  run.join();
+  EXPECT_EQ(s, absl::CancelledError("step 4 was cleaned up"));
+  // Already cancelled: no node runs.
+  s = e->Run(args, &out);
+  EXPECT_EQ(s, absl::CancelledError("step 4 was cleaned up"));
+  // The executor is usable again with another caller.
+  CancellationManager fresh;
+  args.cancellation = &fresh;
+  auto e2 = Build({}, {"c"}, {});
+  ASSERT_TRUE(e2->Run(args, &out).ok());
+  EXPECT_EQ(Int(out[0]), 1);
+}
+
 TEST_F(ExecutorTest, PassesReferencesAndFetchesTheirValues) {
   Add("v", "TestVar");
   Const("c", 7);

@@ -453,11 +453,12 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
   RunGraphRequest request;
   request.set_session_handle("s");
   request.set_graph_handle(Register(&worker_, graph));
-  request.set_step_id(12);
   request.add_recv_key(MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
   LoopServer master;
+  int64_t step_id = 12;
   for (CompletionQueueLoop* loop : {master.loop, static_cast<CompletionQueueLoop*>(nullptr)}) {
     SCOPED_TRACE(loop != nullptr ? "on the loop" : "without a loop");
+    request.set_step_id(++step_id);
     GrpcWorkerOptions options;
     options.loop = loop;
     GrpcWorker client(NewWorkerChannel(worker_.runner->address()), options);
@@ -465,22 +466,22 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
     RunGraphResponse response;
     std::thread::id thread;
     absl::Status s = RunGraphAsyncAndWait(&client, request, &response, &cm, &thread, [&] {
-      ASSERT_TRUE(Eventually([&] { return worker_.worker->num_steps() == 1; }));
+      // The worker runs the step, and its RecvTensor waits on the ps.
+      ASSERT_TRUE(Eventually([&] {
+        return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1;
+      }));
       cm.StartCancel(absl::CancelledError("the client gave up"));
     });
     EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
-    // The worker sees its caller give up and ends the step.
+    // The worker sees its caller give up and ends the step, and with it its RecvTensor.
     EXPECT_TRUE(Eventually([&] {
-      return worker_.worker->num_steps() == 0 && CallWatch::NumWatched() == 0;
+      return worker_.worker->num_steps() == 0 && ps_.worker->num_steps() == 0 &&
+             CallWatch::NumWatched() == 0;
     }));
     // Cancelled before it starts: done at once.
     EXPECT_EQ(RunGraphAsyncAndWait(&client, request, &response, &cm, &thread).code(),
               absl::StatusCode::kCancelled);
   }
-  CleanupGraphRequest cleanup;
-  cleanup.set_step_id(12);
-  CleanupGraphResponse cleaned;
-  EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
 }
 
 TEST(GrpcWorkerDeadPeerTest, AnUnreachableWorkerIsUnavailable) {
