@@ -32,6 +32,17 @@ ClusterDef TwoTaskCluster() {
 }
 
 // A ps and a worker task in this process, reaching each other through a LocalWorkerCache.
+// A ps partition: "neg", the negation of the fed float "x:0", fetched as "neg:0".
+GraphDef FedNegation() {
+  GraphDef g;
+  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
+  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
+                kPsDevice, true);
+  return g;
+}
+
 class WorkerTest : public ::testing::Test {
  protected:
   WorkerTest() {
@@ -86,6 +97,14 @@ class WorkerTest : public ::testing::Test {
     NamedTensorProto* send = request->add_send();
     send->set_name(key);
     value.ToProto(send->mutable_tensor());
+  }
+
+  // Ends step `step` on `w`, as the master's CleanupGraph does.
+  static absl::Status Cleanup(Worker* w, int64_t step) {
+    CleanupGraphRequest request;
+    request.set_step_id(step);
+    CleanupGraphResponse response;
+    return w->CleanupGraph(request, &response);
   }
 
   static Tensor Recv(const RunGraphResponse& response, int i) {
@@ -167,13 +186,7 @@ TEST_F(WorkerTest, SessionOutsideTheClusterIsInvalid) {
 
 TEST_F(WorkerTest, RegisterRunAndCleanupWithFeedsAndFetches) {
   CreateSession(ps_.get(), "s");
-  GraphDef g;
-  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
-  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
-  SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
-                kPsDevice, true);
-  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", FedNegation());
   ASSERT_TRUE(handle.ok()) << handle.status();
 
   for (int64_t step = 1; step <= 2; ++step) {
@@ -185,10 +198,7 @@ TEST_F(WorkerTest, RegisterRunAndCleanupWithFeedsAndFetches) {
     ASSERT_TRUE(ps_->RunGraph(request, &response).ok());
     ASSERT_EQ(response.recv_size(), 1);
     test::ExpectTensorEqual(Recv(response, 0), test::AsTensor<float>({-1, 2.5f}));
-    CleanupGraphResponse cleanup;
-    CleanupGraphRequest cleanup_request;
-    cleanup_request.set_step_id(step);
-    ASSERT_TRUE(ps_->CleanupGraph(cleanup_request, &cleanup).ok());
+    ASSERT_TRUE(Cleanup(ps_.get(), step).ok());
   }
   EXPECT_EQ(ps_->num_steps(), 0);
 
@@ -204,13 +214,8 @@ TEST_F(WorkerTest, RegisterRunAndCleanupWithFeedsAndFetches) {
 
 TEST_F(WorkerTest, AGraphIsQuickOnceAQuickRunShowedItNeverWaits) {
   CreateSession(ps_.get(), "s");
-  GraphDef g;  // A fed value, negated and fetched: nothing to wait for.
-  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
-  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
-  SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
-                kPsDevice, true);
-  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
+  // A fed value, negated and fetched: nothing to wait for.
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", FedNegation());
   ASSERT_TRUE(handle.ok()) << handle.status();
   RunGraphRequest request = RunRequest("s", *handle, 1);
   AddSend(&request, LocalKey(kPsDevice, kPsIncarnation, "x:0"), test::AsTensor<float>({1}));
@@ -238,20 +243,11 @@ TEST_F(WorkerTest, AGraphThatMayWaitIsNeverQuick) {
   GraphDef receives_from_worker;
   test::AddRecv(&receives_from_worker, "c/_recv", DT_FLOAT, "edge_c", kWorkerDevice,
                 kWorkerIncarnation, kPsDevice);
-  auto queue = [](GraphDef* g) {
-    NodeDef* q = test::AddNode(g, "q", "FIFOQueue", kPsDevice, {});
-    SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
-    SetNodeAttr(q, "shared_name", std::string("q"));
-  };
   GraphDef enqueues;
-  queue(&enqueues);
   test::AddConst(&enqueues, "v", test::AsTensor<float>({2}), kPsDevice);
-  NodeDef* enqueue = test::AddNode(&enqueues, "enqueue", "QueueEnqueue", kPsDevice, {"q", "v"});
-  SetNodeAttr(enqueue, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  test::AddEnqueue(&enqueues, "enqueue", "v", kPsDevice);
   GraphDef dequeues;
-  queue(&dequeues);
-  NodeDef* dequeue = test::AddNode(&dequeues, "dequeue", "QueueDequeue", kPsDevice, {"q"});
-  SetNodeAttr(dequeue, "component_types", std::vector<DataType>{DT_FLOAT});
+  test::AddDequeue(&dequeues, "dequeue", kPsDevice);
 
   struct Pair {
     Worker* provider;
@@ -298,29 +294,18 @@ TEST_F(WorkerTest, ARunGraphGivenUpBeforeItStartsNeverRuns) {
 
 TEST_F(WorkerTest, CleanupGraphEndsAStepWaitingOnAQueue) {
   CreateSession(ps_.get(), "s");
-  auto queue = [](GraphDef* g) {
-    NodeDef* q = test::AddNode(g, "q", "FIFOQueue", kPsDevice, {});
-    SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
-    SetNodeAttr(q, "shared_name", std::string("q"));
-  };
   GraphDef dequeues;
-  queue(&dequeues);
-  NodeDef* dequeue = test::AddNode(&dequeues, "dequeue", "QueueDequeue", kPsDevice, {"q"});
-  SetNodeAttr(dequeue, "component_types", std::vector<DataType>{DT_FLOAT});
   // Bounded so that a broken cleanup fails the test (DEADLINE_EXCEEDED) instead of
   // hanging it.
-  SetNodeAttr(dequeue, "timeout_ms", int64_t{60000});
-  GraphDef sizes;
-  queue(&sizes);
-  NodeDef* size = test::AddNode(&sizes, "size", "QueueSize", kPsDevice, {"q"});
-  (void)size;
+  test::AddDequeue(&dequeues, "dequeue", kPsDevice, 60000);
+  GraphDef sizes;  // The queue's size, fetched.
+  test::AddQueue(&sizes, kPsDevice);
+  test::AddNode(&sizes, "size", "QueueSize", kPsDevice, {"q"});
   test::AddSend(&sizes, "size/_fetch", "size", DT_INT32, "size:0", kPsDevice, kPsIncarnation,
                 kPsDevice, true);
   GraphDef enqueues;
-  queue(&enqueues);
   test::AddConst(&enqueues, "v", test::AsTensor<float>({3}), kPsDevice);
-  NodeDef* enqueue = test::AddNode(&enqueues, "enqueue", "QueueEnqueue", kPsDevice, {"q", "v"});
-  SetNodeAttr(enqueue, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  test::AddEnqueue(&enqueues, "enqueue", "v", kPsDevice);
   absl::StatusOr<std::string> dequeue_handle = Register(ps_.get(), "s", dequeues);
   absl::StatusOr<std::string> size_handle = Register(ps_.get(), "s", sizes);
   absl::StatusOr<std::string> enqueue_handle = Register(ps_.get(), "s", enqueues);
@@ -333,10 +318,7 @@ TEST_F(WorkerTest, CleanupGraphEndsAStepWaitingOnAQueue) {
   });
   while (ps_->num_steps() == 0) std::this_thread::yield();
   // The step failed on another task: the master cleans it up everywhere.
-  CleanupGraphRequest cleanup;
-  cleanup.set_step_id(1);
-  CleanupGraphResponse cleaned;
-  ASSERT_TRUE(ps_->CleanupGraph(cleanup, &cleaned).ok());
+  ASSERT_TRUE(Cleanup(ps_.get(), 1).ok());
   waiting.join();
   EXPECT_EQ(waited.code(), absl::StatusCode::kCancelled) << waited;
   // The abandoned dequeue does not take the next element.
@@ -350,13 +332,7 @@ TEST_F(WorkerTest, CleanupGraphEndsAStepWaitingOnAQueue) {
 
 TEST_F(WorkerTest, RecordsStepStatsUnderItsDeviceWhenAsked) {
   CreateSession(ps_.get(), "s");
-  GraphDef g;
-  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
-  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
-  SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
-                kPsDevice, true);
-  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", FedNegation());
   ASSERT_TRUE(handle.ok()) << handle.status();
   for (int64_t step = 1; step <= 3; ++step) {
     RunGraphRequest request = RunRequest("s", *handle, step);
@@ -407,12 +383,7 @@ TEST(WorkerLimitTest, FetchesOverTheReplyLimitAreInvalidArgumentNamingThem) {
   CreateWorkerSessionResponse created;
   ASSERT_TRUE(ps.CreateWorkerSession(create, &created).ok());
   // x (fed) -> neg, both fetched: 2 x 64 bytes.
-  GraphDef g;
-  test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
-  NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
-  SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
-                kPsDevice, true);
+  GraphDef g = FedNegation();
   test::AddSend(&g, "x/_fetch", "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice,
                 true);
   RegisterGraphRequest reg;
@@ -570,10 +541,7 @@ TEST_F(CrossTaskTest, ARestartedProducerIsAbortedNamingTheTask) {
   absl::Status s = RunStep(8, &response, &ps_status);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_NE(s.message().find("/job:ps/replica:0/task:0"), std::string::npos) << s;
-  CleanupGraphRequest cleanup;
-  cleanup.set_step_id(8);
-  CleanupGraphResponse cleaned;
-  ASSERT_TRUE(ps_->CleanupGraph(cleanup, &cleaned).ok());
+  ASSERT_TRUE(Cleanup(ps_.get(), 8).ok());
 }
 
 TEST_F(CrossTaskTest, CleanupGraphCancelsAWaitingStep) {
@@ -588,10 +556,7 @@ TEST_F(CrossTaskTest, CleanupGraphCancelsAWaitingStep) {
   });
   // The step exists on the ps once the worker's RecvTensor reached it.
   while (ps_->num_steps() == 0) std::this_thread::yield();
-  CleanupGraphRequest cleanup;
-  cleanup.set_step_id(9);
-  CleanupGraphResponse cleaned;
-  ASSERT_TRUE(ps_->CleanupGraph(cleanup, &cleaned).ok());
+  ASSERT_TRUE(Cleanup(ps_.get(), 9).ok());
   worker_thread.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
   // A late RecvTensor for the cleaned step fails at once.
@@ -660,10 +625,7 @@ TEST_F(CrossTaskTest, AStepThatRanKeepsItsTensorsWhenARecvTensorGivesUp) {
   ASSERT_TRUE(ps_->RecvTensor(PsRecv(22, "edge_0_c"), nullptr, &t).ok());
   test::ExpectTensorEqual(t, test::AsTensor<float>({1, 2, 3}));
   EXPECT_EQ(ps_->num_steps(), 1);  // Until CleanupGraph.
-  CleanupGraphRequest cleanup;
-  cleanup.set_step_id(22);
-  CleanupGraphResponse cleaned;
-  ASSERT_TRUE(ps_->CleanupGraph(cleanup, &cleaned).ok());
+  ASSERT_TRUE(Cleanup(ps_.get(), 22).ok());
   EXPECT_EQ(ps_->num_steps(), 0);
 }
 

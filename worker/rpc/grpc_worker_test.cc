@@ -300,23 +300,14 @@ TEST_F(GrpcWorkerTest, AQuickGraphRunsOnTheThreadThatReadsTheCallsAfterItsFirstR
 
 TEST_F(GrpcWorkerTest, QuickGraphsRunWhileAnotherGraphWaits) {
   CreateSessions();
-  auto queue = [](GraphDef* g) {
-    NodeDef* q = test::AddNode(g, "q", "FIFOQueue", kPsDevice, {});
-    SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
-    SetNodeAttr(q, "shared_name", std::string("q"));
-  };
   const uint64_t incarnation = ps_.worker->incarnation();
   GraphDef dequeues;
-  queue(&dequeues);
-  NodeDef* dequeue = test::AddNode(&dequeues, "dequeue", "QueueDequeue", kPsDevice, {"q"});
-  SetNodeAttr(dequeue, "component_types", std::vector<DataType>{DT_FLOAT});
+  test::AddDequeue(&dequeues, "dequeue", kPsDevice);
   test::AddSend(&dequeues, "dequeue/_fetch", "dequeue", DT_FLOAT, "dequeue:0", kPsDevice,
                 incarnation, kPsDevice, true);
   GraphDef enqueues;
-  queue(&enqueues);
   test::AddConst(&enqueues, "v", test::AsTensor<float>({7}), kPsDevice);
-  NodeDef* enqueue = test::AddNode(&enqueues, "enqueue", "QueueEnqueue", kPsDevice, {"q", "v"});
-  SetNodeAttr(enqueue, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  test::AddEnqueue(&enqueues, "enqueue", "v", kPsDevice);
   GraphDef quick;
   test::AddConst(&quick, "c", test::AsTensor<float>({1}), kPsDevice);
   test::AddSend(&quick, "c/_fetch", "c", DT_FLOAT, "c:0", kPsDevice, incarnation, kPsDevice,

@@ -38,6 +38,32 @@ NodeDef* AddConst(GraphDef* graph, const std::string& name, const Tensor& value,
   return n;
 }
 
+void AddQueue(GraphDef* graph, const std::string& device) {
+  for (const NodeDef& node : graph->node()) {
+    if (node.name() == "q") return;
+  }
+  NodeDef* q = AddNode(graph, "q", "FIFOQueue", device);
+  SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
+  SetNodeAttr(q, "shared_name", std::string("q"));
+}
+
+NodeDef* AddDequeue(GraphDef* graph, const std::string& name, const std::string& device,
+                    int64_t timeout_ms) {
+  AddQueue(graph, device);
+  NodeDef* n = AddNode(graph, name, "QueueDequeue", device, {"q"});
+  SetNodeAttr(n, "component_types", std::vector<DataType>{DT_FLOAT});
+  SetNodeAttr(n, "timeout_ms", timeout_ms);
+  return n;
+}
+
+NodeDef* AddEnqueue(GraphDef* graph, const std::string& name, const std::string& value,
+                    const std::string& device) {
+  AddQueue(graph, device);
+  NodeDef* n = AddNode(graph, name, "QueueEnqueue", device, {"q", value});
+  SetNodeAttr(n, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  return n;
+}
+
 NodeDef* AddSend(GraphDef* graph, const std::string& name, const std::string& input,
                  DataType dtype, const std::string& tensor_name,
                  const std::string& send_device, uint64_t incarnation,

@@ -31,6 +31,16 @@ NodeDef* AddRecv(GraphDef* graph, const std::string& name, DataType dtype,
                  uint64_t incarnation, const std::string& recv_device,
                  bool client_terminated = false);
 
+// Node "q", unless the graph has it: a FIFOQueue of floats shared under the name "q", so
+// that every graph of a session that adds it uses one queue.
+void AddQueue(GraphDef* graph, const std::string& device);
+// Node `name`, a QueueDequeue of "q" (with `timeout_ms`, -1: none) or a QueueEnqueue of
+// node `value` into it, and "q" if needed.
+NodeDef* AddDequeue(GraphDef* graph, const std::string& name, const std::string& device,
+                    int64_t timeout_ms = -1);
+NodeDef* AddEnqueue(GraphDef* graph, const std::string& name, const std::string& value,
+                    const std::string& device);
+
 // A float variable `name` of `shape` with an Assign "<name>/assign" from a fed
 // client-terminated _Recv "<name>/value" (key tensor name "<name>_value") and a
 // client-terminated _Send of its value "<name>/read" (key tensor name "<name>_read").
