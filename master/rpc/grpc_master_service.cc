@@ -1,6 +1,5 @@
 #include "master/rpc/grpc_master_service.h"
 
-#include <atomic>
 #include <type_traits>
 
 #include "absl/status/status.h"
@@ -9,28 +8,6 @@
 #include "core/rpc/grpc_status.h"
 
 namespace overseer {
-
-// One RunStep or RunCallable call, from its arrival to its end. gRPC completes two
-// operations of an arrived call on the loop: the reply (Finish) and the call's end
-// (AsyncNotifyWhenDone, which also says whether it was cancelled); the last frees it.
-template <typename Request, typename Response>
-struct GrpcMasterService::StepCall {
-  grpc::ServerContext context;
-  Request request;
-  Response response;
-  grpc::ServerAsyncResponseWriter<Response> responder{&context};
-  CancellationManager cancellation;
-  absl::Time start;
-  std::atomic<int> pending{2};
-
-  // One of the two operations completed.
-  void Unref(CompletionQueueLoop* loop) {
-    if (pending.fetch_sub(1) == 1) {
-      delete this;
-      loop->Release();
-    }
-  }
-};
 
 namespace {
 
@@ -72,71 +49,31 @@ GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Regist
                         .Add({});
   loop_->OnStart([this] {
     for (int i = 0; i < kRequestedCalls; ++i) {
-      AwaitRunStep();
-      AwaitRunCallable();
+      AwaitUnaryCall<RunStepRequest, RunStepResponse>(
+          loop_,
+          [this](grpc::ServerContext* context, RunStepRequest* request,
+                 grpc::ServerAsyncResponseWriter<RunStepResponse>* responder, void* tag) {
+            RequestRunStep(context, request, responder, loop_->cq(), loop_->cq(), tag);
+          },
+          "the RunStep call was cancelled (the client gave up or the master is stopping)",
+          [this](auto* call) { Serve(call); });
+      AwaitUnaryCall<RunCallableRequest, RunCallableResponse>(
+          loop_,
+          [this](grpc::ServerContext* context, RunCallableRequest* request,
+                 grpc::ServerAsyncResponseWriter<RunCallableResponse>* responder, void* tag) {
+            RequestRunCallable(context, request, responder, loop_->cq(), loop_->cq(), tag);
+          },
+          "the RunCallable call was cancelled (the client gave up or the master is stopping)",
+          [this](auto* call) { Serve(call); });
     }
   });
 }
 
-void GrpcMasterService::AwaitRunStep() {
-  using Call = StepCall<RunStepRequest, RunStepResponse>;
-  auto* call = new Call;
-  call->context.AsyncNotifyWhenDone(CompletionQueueLoop::NewTag([loop = loop_, call](bool) {
-    if (call->context.IsCancelled()) {
-      call->cancellation.StartCancel(absl::CancelledError(
-          "the RunStep call was cancelled (the client gave up or the master is stopping)"));
-    }
-    call->Unref(loop);
-  }));
-  // When the server shuts down, the request completes with !ok, perhaps after this
-  // service is gone: then only the call is freed.
-  RequestRunStep(&call->context, &call->request, &call->responder, loop_->cq(), loop_->cq(),
-                 CompletionQueueLoop::NewTag([this, call](bool ok) {
-                   if (!ok) {
-                     delete call;
-                     return;
-                   }
-                   AwaitRunStep();
-                   Serve(call);
-                 }));
-}
-
-void GrpcMasterService::AwaitRunCallable() {
-  using Call = StepCall<RunCallableRequest, RunCallableResponse>;
-  auto* call = new Call;
-  call->context.AsyncNotifyWhenDone(CompletionQueueLoop::NewTag([loop = loop_, call](bool) {
-    if (call->context.IsCancelled()) {
-      call->cancellation.StartCancel(absl::CancelledError(
-          "the RunCallable call was cancelled (the client gave up or the master is stopping)"));
-    }
-    call->Unref(loop);
-  }));
-  RequestRunCallable(
-      &call->context, &call->request, &call->responder, loop_->cq(), loop_->cq(),
-      CompletionQueueLoop::NewTag([this, call](bool ok) {
-        if (!ok) {
-          delete call;
-          return;
-        }
-        AwaitRunCallable();
-        Serve(call);
-      }));
-}
-
 template <typename Request, typename Response>
-void GrpcMasterService::Serve(StepCall<Request, Response>* call) {
-  loop_->Hold();
-  call->start = absl::Now();
+void GrpcMasterService::Serve(AsyncUnaryCall<Request, Response>* call) {
   auto done = [this, call](absl::Status s) {
     StepDone(call->start, s);
-    if (s.ok()) {
-      call->responder.Finish(call->response, grpc::Status::OK,
-                             CompletionQueueLoop::NewTag([loop = loop_, call](bool) { call->Unref(loop); }));
-    } else {
-      call->responder.FinishWithError(
-          ToGrpcStatus(s),
-          CompletionQueueLoop::NewTag([loop = loop_, call](bool) { call->Unref(loop); }));
-    }
+    call->Reply(loop_, s);
   };
   if constexpr (std::is_same_v<Request, RunStepRequest>) {
     master_->RunStepAsync(&call->request, &call->response, &call->cancellation, done);

@@ -25,6 +25,7 @@
 
 #include "absl/time/time.h"
 #include "core/cancellation.h"
+#include "core/rpc/async_unary_call.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "master/master_interface.h"
 #include "master/readiness_interface.h"
@@ -77,14 +78,9 @@ class GrpcMasterService final
                        JobDoneResponse* response) override;
 
  private:
-  template <typename Request, typename Response>
-  struct StepCall;
-  // Asks the loop's queue for the next RunStep / RunCallable call.
-  void AwaitRunStep();
-  void AwaitRunCallable();
   // Runs an arrived call's step and replies.
   template <typename Request, typename Response>
-  void Serve(StepCall<Request, Response>* call);
+  void Serve(AsyncUnaryCall<Request, Response>* call);
 
   grpc::Status Finish(const absl::Status& status);
   // Records a finished step.

@@ -1,6 +1,5 @@
 #include "worker/rpc/grpc_worker_service.h"
 
-#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -24,32 +23,23 @@ constexpr int kRequestedRunGraphs = 4;
 
 }  // namespace
 
-// One RunGraph call, from its arrival to its end. gRPC completes two operations of an
-// arrived call on the loop: the reply (Finish) and the call's end (AsyncNotifyWhenDone,
-// which also says whether it was cancelled); the last frees it.
-struct GrpcWorkerService::RunGraphCall {
-  grpc::ServerContext context;
-  RunGraphRequest request;
-  RunGraphResponse response;
-  grpc::ServerAsyncResponseWriter<RunGraphResponse> responder{&context};
-  // Cancelled when the master gives up on the call.
-  CancellationManager cancellation;
-  std::atomic<int> pending{2};
-
-  // One of the two operations completed.
-  void Unref(CompletionQueueLoop* loop) {
-    if (pending.fetch_sub(1) == 1) {
-      delete this;
-      loop->Release();
-    }
-  }
-};
-
 GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metrics,
                                      CompletionQueueLoop* loop, int64_t chunk_bytes)
     : worker_(worker), loop_(loop), chunk_bytes_(chunk_bytes), run_graph_threads_(1) {
   loop_->OnStart([this] {
-    for (int i = 0; i < kRequestedRunGraphs; ++i) AwaitRunGraph();
+    for (int i = 0; i < kRequestedRunGraphs; ++i) {
+      // A call the master gives up on (it died, cancelled, or its deadline passed) ends
+      // its step here as CleanupGraph would end it, waking the executor and the peers'
+      // RecvTensor calls waiting on this task, since no CleanupGraph may come.
+      AwaitUnaryCall<RunGraphRequest, RunGraphResponse>(
+          loop_,
+          [this](grpc::ServerContext* context, RunGraphRequest* request,
+                 grpc::ServerAsyncResponseWriter<RunGraphResponse>* responder, void* tag) {
+            RequestRunGraph(context, request, responder, loop_->cq(), loop_->cq(), tag);
+          },
+          "the RunGraph call was cancelled (the master gave up or the worker is stopping)",
+          [this](RunGraphCall* call) { Serve(call); });
+    }
   });
   MarkMethodStreamed(
       kRecvTensorMethodIndex,
@@ -88,10 +78,14 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                          .Add({});
 }
 
-grpc::Status GrpcWorkerService::Done(const absl::Status& status) {
+void GrpcWorkerService::CountError(const absl::Status& status) {
   if (!status.ok() && errors_ != nullptr) {
     errors_->Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
   }
+}
+
+grpc::Status GrpcWorkerService::Done(const absl::Status& status) {
+  CountError(status);
   return ToGrpcStatus(status);
 }
 
@@ -130,33 +124,7 @@ grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext*,
   return Done(worker_->DeregisterGraph(*request, response));
 }
 
-void GrpcWorkerService::AwaitRunGraph() {
-  auto* call = new RunGraphCall;
-  call->context.AsyncNotifyWhenDone(CompletionQueueLoop::NewTag([loop = loop_, call](bool) {
-    // The master gave up on the call (it died, cancelled, or its deadline passed): the
-    // step ends here as CleanupGraph would end it, waking the executor and the peers'
-    // RecvTensor calls waiting on this task, since no CleanupGraph may come.
-    if (call->context.IsCancelled()) {
-      call->cancellation.StartCancel(absl::CancelledError(
-          "the RunGraph call was cancelled (the master gave up or the worker is stopping)"));
-    }
-    call->Unref(loop);
-  }));
-  // When the server shuts down, the request completes with !ok, perhaps after this
-  // service is gone: then only the call is freed.
-  RequestRunGraph(&call->context, &call->request, &call->responder, loop_->cq(), loop_->cq(),
-                  CompletionQueueLoop::NewTag([this, call](bool ok) {
-                    if (!ok) {
-                      delete call;
-                      return;
-                    }
-                    AwaitRunGraph();
-                    Serve(call);
-                  }));
-}
-
 void GrpcWorkerService::Serve(RunGraphCall* call) {
-  loop_->Hold();
   if (worker_->RunGraphIsQuick(call->request)) {
     // Nothing to wait for and done in a moment: on the loop's thread, no other thread
     // woken (the call cannot be given up meanwhile: its end is read by this thread).
@@ -171,9 +139,8 @@ void GrpcWorkerService::Serve(RunGraphCall* call) {
 void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call, CancellationManager* cancellation) {
   const absl::Status status = worker_->RunGraph(call->request, &call->response, cancellation);
   UpdateResourceBytes();
-  call->responder.Finish(
-      call->response, Done(status),
-      CompletionQueueLoop::NewTag([loop = loop_, call](bool) { call->Unref(loop); }));
+  CountError(status);
+  call->Reply(loop_, status);
 }
 
 grpc::Status GrpcWorkerService::CleanupGraph(grpc::ServerContext*,

@@ -5,6 +5,7 @@
 
 #include "core/cancellation.h"
 #include "core/executor/thread_pool.h"
+#include "core/rpc/async_unary_call.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/counter.h"
@@ -67,13 +68,13 @@ class GrpcWorkerService final
                        JobDoneResponse* response) override;
 
  private:
-  struct RunGraphCall;
-  // Asks the loop's queue for the next RunGraph call.
-  void AwaitRunGraph();
+  using RunGraphCall = AsyncUnaryCall<RunGraphRequest, RunGraphResponse>;
   // Runs an arrived call's graph (on the loop's thread if it is quick, else on
   // run_graph_threads_) and replies.
   void Serve(RunGraphCall* call);
   void RunGraphAndReply(RunGraphCall* call, CancellationManager* cancellation);
+  // Counts `status` if it is an error.
+  void CountError(const absl::Status& status);
   // Converts `status`, counting it if it is an error.
   grpc::Status Done(const absl::Status& status);
   void UpdateResourceBytes();

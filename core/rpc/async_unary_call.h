@@ -1,0 +1,105 @@
+#ifndef OVERSEER_CORE_RPC_ASYNC_UNARY_CALL_H_
+#define OVERSEER_CORE_RPC_ASYNC_UNARY_CALL_H_
+
+// One call of an asynchronous unary method served on a CompletionQueueLoop
+// (core/rpc/completion_queue_loop.h), from its arrival to its end, and the loop that
+// keeps such calls requested:
+//
+//   AwaitUnaryCall<FooRequest, FooResponse>(
+//       loop,
+//       [this](grpc::ServerContext* context, FooRequest* request,
+//              grpc::ServerAsyncResponseWriter<FooResponse>* responder, void* tag) {
+//         RequestFoo(context, request, responder, loop_->cq(), loop_->cq(), tag);
+//       },
+//       "the Foo call was cancelled", [this](auto* call) { Serve(call); });
+//
+// `serve` runs on the loop's thread as each call arrives (after the next one has been
+// requested) and must end with call->Reply(...), from any thread. gRPC completes two
+// operations of an arrived call on the loop: the reply and the call's end
+// (AsyncNotifyWhenDone, which also says whether the client gave up: the call's
+// `cancellation` is then cancelled with the given message); the last one frees the
+// call and releases the loop, which Serve's caller held.
+
+#include <atomic>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "core/cancellation.h"
+#include "core/rpc/completion_queue_loop.h"
+#include "core/rpc/grpc_status.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/async_unary_call.h"
+
+namespace overseer {
+
+template <typename Request, typename Response>
+struct AsyncUnaryCall {
+  grpc::ServerContext context;
+  Request request;
+  Response response;
+  grpc::ServerAsyncResponseWriter<Response> responder{&context};
+  // Cancelled when the client gives up (cancels, passes its deadline, goes away) or the
+  // server shuts down while the call runs.
+  CancellationManager cancellation;
+  // When the call arrived.
+  absl::Time start;
+
+  // Sends `response` (or the error) and lets the call end. Once, from any thread.
+  void Reply(CompletionQueueLoop* loop, const absl::Status& status) {
+    void* tag = CompletionQueueLoop::NewTag([loop, this](bool) { Unref(loop); });
+    if (status.ok()) {
+      responder.Finish(response, grpc::Status::OK, tag);
+    } else {
+      responder.FinishWithError(ToGrpcStatus(status), tag);
+    }
+  }
+
+  // One of the two operations completed.
+  void Unref(CompletionQueueLoop* loop) {
+    if (pending.fetch_sub(1) == 1) {
+      delete this;
+      loop->Release();
+    }
+  }
+
+  std::atomic<int> pending{2};
+};
+
+// Requests the next call with `request_call(context, request, responder, tag)` and, as
+// it arrives, requests the one after it and runs `serve(call)` with the loop held.
+// When the server shuts down, the request completes with !ok, perhaps after the
+// service is gone: then only the call is freed.
+template <typename Request, typename Response, typename RequestCall, typename Serve>
+void AwaitUnaryCall(CompletionQueueLoop* loop, RequestCall request_call,
+                    std::string cancelled_message, Serve serve) {
+  using Call = AsyncUnaryCall<Request, Response>;
+  auto* call = new Call;
+  call->context.AsyncNotifyWhenDone(
+      CompletionQueueLoop::NewTag([loop, call, cancelled_message](bool) {
+        if (call->context.IsCancelled()) {
+          call->cancellation.StartCancel(absl::CancelledError(cancelled_message));
+        }
+        call->Unref(loop);
+      }));
+  request_call(&call->context, &call->request, &call->responder,
+               CompletionQueueLoop::NewTag([loop, call, request_call,
+                                            cancelled_message = std::move(cancelled_message),
+                                            serve](bool ok) {
+                 if (!ok) {
+                   delete call;
+                   return;
+                 }
+                 AwaitUnaryCall<Request, Response>(loop, request_call, cancelled_message,
+                                                   serve);
+                 loop->Hold();
+                 call->start = absl::Now();
+                 serve(call);
+               }));
+}
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CORE_RPC_ASYNC_UNARY_CALL_H_
