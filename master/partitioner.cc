@@ -1,6 +1,9 @@
 #include "master/partitioner.h"
 
+#include <algorithm>
+#include <map>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -43,7 +46,9 @@ class Partitioner {
                        const std::string& name_base);
   // The _Recv (in the consumer task) of output `src` sent towards `dst_device`.
   std::string CrossTaskInput(const Endpoint& src, const std::string& dst_device);
-  std::string CrossTaskControl(int src, const std::string& dst_device);
+  // The _Recv (in the consumer task) that follows every node of `srcs` (ids in one
+  // other task, sorted), for a consumer on `dst_device`: one pair for all of them.
+  std::string CrossTaskControl(const std::vector<int>& srcs, const std::string& dst_device);
 
   const Graph& graph_;
   const PrunedGraph& step_;
@@ -52,8 +57,10 @@ class Partitioner {
   PartitionedGraph out_;
   absl::flat_hash_map<std::string, std::string> task_of_;  // device -> task name.
   absl::flat_hash_set<std::string> used_names_;
-  // (producer node, output or -1 for control, consumer task) -> _Recv node name.
+  // (producer node, output, consumer task) -> _Recv node name.
   std::map<std::tuple<int, int, std::string>, std::string> recvs_;
+  // (producer nodes of control edges, consumer task) -> _Recv node name.
+  std::map<std::pair<std::vector<int>, std::string>, std::string> control_recvs_;
   int edge_counter_ = 0;
 };
 
@@ -93,27 +100,31 @@ std::string Partitioner::CrossTaskInput(const Endpoint& src, const std::string& 
   return recvs_[key] = recv->name();
 }
 
-std::string Partitioner::CrossTaskControl(int src, const std::string& dst_device) {
-  const std::string& dst_task = task_of_.at(dst_device);
-  auto key = std::make_tuple(src, -1, dst_task);
-  auto it = recvs_.find(key);
-  if (it != recvs_.end()) return it->second;
-  const GraphNode& p = graph_.node(src);
-  const std::string& src_device = devices_[src];
+std::string Partitioner::CrossTaskControl(const std::vector<int>& srcs,
+                                          const std::string& dst_device) {
+  auto key = std::make_pair(srcs, task_of_.at(dst_device));
+  auto it = control_recvs_.find(key);
+  if (it != control_recvs_.end()) return it->second;
+  // A dummy Const after every source, sent as a scalar: a consumer that waits for
+  // several nodes of one task waits for one tensor (one RecvTensor per step, one
+  // thread), not one per node.
+  const std::string& first = graph_.node(srcs[0]).name();
+  const std::string base = srcs.size() == 1 ? first : absl::StrCat(first, "_and_", srcs.size() - 1);
+  const std::string& src_device = devices_[srcs[0]];
   NodeDef* dummy = PartitionOf(src_device).add_node();
-  dummy->set_name(UniqueName(absl::StrCat("_ctrl_", p.name())));
+  dummy->set_name(UniqueName(absl::StrCat("_ctrl_", base)));
   dummy->set_op("Const");
   dummy->set_device(src_device);
   SetNodeAttr(dummy, "dtype", DT_FLOAT);
   SetNodeAttr(dummy, "value", Tensor::Scalar<float>(0.0f));
-  dummy->add_input(absl::StrCat("^", p.name()));
-  const std::string tensor_name = absl::StrCat("edge_", edge_counter_++, "_", p.name(), "_ctrl");
+  for (int src : srcs) dummy->add_input(absl::StrCat("^", graph_.node(src).name()));
+  const std::string tensor_name = absl::StrCat("edge_", edge_counter_++, "_", base, "_ctrl");
   NodeDef* send = AddSendRecv(kSendOp, src_device, DT_FLOAT, tensor_name, src_device,
-                              dst_device, false, absl::StrCat("_send_", p.name(), "_ctrl"));
+                              dst_device, false, absl::StrCat("_send_", base, "_ctrl"));
   send->add_input(dummy->name());
   NodeDef* recv = AddSendRecv(kRecvOp, dst_device, DT_FLOAT, tensor_name, src_device,
-                              dst_device, false, absl::StrCat("_recv_", p.name(), "_ctrl"));
-  return recvs_[key] = recv->name();
+                              dst_device, false, absl::StrCat("_recv_", base, "_ctrl"));
+  return control_recvs_[key] = recv->name();
 }
 
 absl::StatusOr<PartitionedGraph> Partitioner::Run() {
@@ -170,12 +181,19 @@ absl::StatusOr<PartitionedGraph> Partitioner::Run() {
         copy.add_input(CrossTaskInput(in, device));
       }
     }
+    std::map<std::string, std::vector<int>> control_from;  // Other task -> sources.
     for (int c : n.control_inputs) {
-      if (task_of_[devices_[c]] == task_of_[device]) {
+      const std::string& src_task = task_of_[devices_[c]];
+      if (src_task == task_of_[device]) {
         copy.add_input(absl::StrCat("^", graph_.node(c).name()));
       } else {
-        copy.add_input(absl::StrCat("^", CrossTaskControl(c, device)));
+        control_from[src_task].push_back(c);
       }
+    }
+    for (auto& [task, srcs] : control_from) {
+      std::sort(srcs.begin(), srcs.end());
+      srcs.erase(std::unique(srcs.begin(), srcs.end()), srcs.end());
+      copy.add_input(absl::StrCat("^", CrossTaskControl(srcs, device)));
     }
     used_names_.insert(copy.name());
     *PartitionOf(device).add_node() = std::move(copy);

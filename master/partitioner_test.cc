@@ -147,6 +147,47 @@ TEST(PartitionerTest, CrossTaskControlEdgeSendsADummyConst) {
   EXPECT_EQ(ByName(wk).at("b")->input(0), "^" + recvs[0]->name());
 }
 
+TEST(PartitionerTest, ControlEdgesFromOneTaskToANodeShareOneSendRecvPair) {
+  // As an optimizer's update group on the worker waits for every apply on the ps.
+  GraphDef g;
+  AddConst(&g, "a", 1, "/job:ps");
+  AddConst(&g, "b", 2, "/job:ps");
+  AddConst(&g, "c", 3, "/job:ps");
+  NodeDef* group = AddConst(&g, "group", 4);
+  for (const char* input : {"^a", "^b", "^c"}) group->add_input(input);
+  NodeDef* again = AddConst(&g, "again", 5);  // The same three: the same pair.
+  for (const char* input : {"^c", "^a", "^b"}) again->add_input(input);
+  NodeDef* one = AddConst(&g, "one", 6);  // One edge alone keeps its own pair.
+  one->add_input("^a");
+  auto s = Partition(g, {}, {"group:0", "again:0", "one:0"}, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  const GraphDef& ps = s->parts.partitions.at(kPsTask);
+  const GraphDef& wk = s->parts.partitions.at(kWorkerTask);
+  auto sends = OfOp(ps, kSendOp);
+  auto recvs = OfOp(wk, kRecvOp);
+  ASSERT_EQ(sends.size(), 2u);
+  ASSERT_EQ(recvs.size(), 2u);
+  auto ps_nodes = ByName(ps);
+  auto wk_nodes = ByName(wk);
+  const NodeDef* group_recv = wk_nodes.at(wk_nodes.at("group")->input(0).substr(1));
+  ASSERT_EQ(wk_nodes.at("group")->input_size(), 1);
+  EXPECT_EQ(wk_nodes.at("again")->input_size(), 1);
+  EXPECT_EQ(wk_nodes.at("again")->input(0), wk_nodes.at("group")->input(0));
+  // The group's dummy waits for all three; its pair is not the single edge's.
+  const NodeDef* group_send = nullptr;
+  for (const NodeDef* send : sends) {
+    if (KeyOf(*send) == KeyOf(*group_recv)) group_send = send;
+  }
+  ASSERT_NE(group_send, nullptr);
+  const NodeDef* dummy = ps_nodes.at(group_send->input(0));
+  EXPECT_EQ(dummy->op(), "Const");
+  ASSERT_EQ(dummy->input_size(), 3);
+  EXPECT_EQ(dummy->input(0), "^a");
+  EXPECT_EQ(dummy->input(1), "^b");
+  EXPECT_EQ(dummy->input(2), "^c");
+  EXPECT_NE(wk_nodes.at("one")->input(0), wk_nodes.at("group")->input(0));
+}
+
 TEST(PartitionerTest, FeedsBecomeClientTerminatedRecvs) {
   GraphDef g;
   AddConst(&g, "a", 1);
