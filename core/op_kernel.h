@@ -95,6 +95,10 @@ class OpKernel {
   // partition is also quick), so a kernel that waits must say so here, or it could
   // stall every RunGraph of its worker (worker/rpc/grpc_worker_service.h).
   virtual bool MayWait() const { return false; }
+  // False for a kernel whose Compute costs next to nothing whatever its inputs (a
+  // constant, a variable's reference, forwarding a tensor): the executor runs it on the
+  // thread that made it ready instead of handing it to another thread.
+  virtual bool IsExpensive() const { return true; }
 
  private:
   const NodeDef def_;

@@ -18,6 +18,9 @@ namespace overseer {
 struct Executor::NodeItem {
   OpKernel* kernel = nullptr;  // Null for feed nodes.
   int feed_index = -1;
+  // Runs on the thread that made it ready, before that thread takes anything else: a
+  // feed, or a kernel that is cheap and never waits.
+  bool runs_inline = false;
   int pending_init = 0;  // Data plus control inputs.
   std::string error_prefix;
   std::vector<bool> value_input;  // Input i is declared a value (not a reference).
@@ -84,6 +87,7 @@ absl::Status Executor::Init(KernelCache* kernels) {
   }
   for (size_t i = 0; i < graph_.feed_nodes.size(); ++i) {
     items_[graph_.feed_nodes[i]].feed_index = static_cast<int>(i);
+    items_[graph_.feed_nodes[i]].runs_inline = true;
   }
   for (int id = 0; id < g.num_nodes(); ++id) {
     if (items_[id].feed_index >= 0) continue;
@@ -93,6 +97,7 @@ absl::Status Executor::Init(KernelCache* kernels) {
     }
     ASSIGN_OR_RETURN(std::shared_ptr<OpKernel> kernel, kernels->GetOrCreate(*g.node(id).def));
     items_[id].kernel = kernel.get();
+    items_[id].runs_inline = !kernel->IsExpensive() && !kernel->MayWait();
     may_wait_ = may_wait_ || kernel->MayWait();
     kernels_.push_back(std::move(kernel));
   }
@@ -194,16 +199,19 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   }
 
   if (!roots_.empty()) {
+    ReadyNodes here;
+    absl::InlinedVector<int, 8> elsewhere;
+    Dispatch(roots_, &here, &elsewhere);
     {
       absl::MutexLock lock(&s->mu);
       // s->status is OK here (a reused step was reset as its last run ended), unless the
       // timeout or the caller's cancellation already failed this run.
       s->outstanding = static_cast<int>(roots_.size());
-      s->tasks = static_cast<int>(roots_.size()) - 1;
-      for (size_t i = 1; i < roots_.size(); ++i) s->ready.push_back(roots_[i]);
+      s->tasks = static_cast<int>(elsewhere.size());
+      for (int n : elsewhere) s->ready.push_back(n);
     }
-    for (size_t i = 1; i < roots_.size(); ++i) pool_->Schedule([this, s] { RunQueued(s); });
-    RunChain(s, roots_[0]);
+    for (size_t i = 0; i < elsewhere.size(); ++i) pool_->Schedule([this, s] { RunQueued(s); });
+    RunNodes(s, &here);
     // Help with queued nodes until the step is over and no pool task holds it.
     auto can_proceed = [s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
       return !s->ready.empty() || (s->outstanding == 0 && s->tasks == 0);
@@ -217,7 +225,8 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
         node = s->ready.front();
         s->ready.pop_front();
       }
-      RunChain(s, node);
+      ReadyNodes here = {node};
+      RunNodes(s, &here);
     }
   }
   if (timer >= 0) StepTimer::Default()->Cancel(timer);
@@ -275,31 +284,53 @@ void Executor::RunQueued(Step* step) {
       step->ready.pop_front();
     }
   }
-  if (node >= 0) RunChain(step, node);
+  if (node >= 0) {
+    ReadyNodes here = {node};
+    RunNodes(step, &here);
+  }
   absl::MutexLock lock(&step->mu);
   --step->tasks;
 }
 
-void Executor::RunChain(Step* step, int node) {
-  while (node >= 0) node = RunNode(step, node);
+void Executor::Dispatch(absl::Span<const int> ready, ReadyNodes* here,
+                        absl::InlinedVector<int, 8>* elsewhere) const {
+  const bool had_work = !here->empty();
+  for (int n : ready) {
+    if (items_[n].runs_inline) {
+      here->push_back(n);
+    } else {
+      elsewhere->push_back(n);
+    }
+  }
+  // A thread with nothing else to do runs one of the others itself (an expensive kernel,
+  // or one that may wait: it then waits with no work of its own held up behind it).
+  if (!had_work && here->empty() && !elsewhere->empty()) {
+    here->push_back(elsewhere->back());
+    elsewhere->pop_back();
+  }
 }
 
-int Executor::RunNode(Step* step, int id) {
+void Executor::RunNodes(Step* step, ReadyNodes* here) {
+  // Last in, first out: a node that may wait was pushed only onto an empty list, so it
+  // runs after everything pushed since, when this thread has nothing else to run.
+  while (!here->empty()) {
+    const int node = here->back();
+    here->pop_back();
+    RunNode(step, node, here);
+  }
+}
+
+void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
   NodeItem& item = items_[id];
   std::vector<TensorValue>& inputs = step->inputs[id];
-  int next = -1;
-  absl::InlinedVector<int, 8> extra;
+  absl::InlinedVector<int, 8> ready;
   if (!step->failed.load(std::memory_order_acquire)) {
     if (step->trace) step->times[id].first = absl::ToUnixMicros(absl::Now());
     auto propagate = [&](TensorValue* outputs) {
       for (const OutEdge& e : item.out_edges) {
         if (!e.IsControl()) step->inputs[e.dst][e.dst_input] = outputs[e.src_output];
         if (step->pending[e.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          if (next < 0) {
-            next = e.dst;
-          } else {
-            extra.push_back(e.dst);
-          }
+          ready.push_back(e.dst);
         }
       }
       for (const auto& [output, slot] : item.fetch_slots) {
@@ -360,19 +391,17 @@ int Executor::RunNode(Step* step, int id) {
   }
   for (TensorValue& v : inputs) v = TensorValue();
 
-  if (next >= 0 && extra.empty()) return next;  // Outstanding count unchanged.
+  absl::InlinedVector<int, 8> elsewhere;
+  Dispatch(ready, here, &elsewhere);
+  // This node is done; the ready ones are outstanding now.
+  if (ready.size() == 1 && elsewhere.empty()) return;  // Outstanding count unchanged.
   {
     absl::MutexLock lock(&step->mu);
-    if (next < 0) {
-      --step->outstanding;
-    } else {
-      step->outstanding += static_cast<int>(extra.size());
-      step->tasks += static_cast<int>(extra.size());
-      for (int n : extra) step->ready.push_back(n);
-    }
+    step->outstanding += static_cast<int>(ready.size()) - 1;
+    step->tasks += static_cast<int>(elsewhere.size());
+    for (int n : elsewhere) step->ready.push_back(n);
   }
-  for (size_t i = 0; i < extra.size(); ++i) pool_->Schedule([this, step] { RunQueued(step); });
-  return next;
+  for (size_t i = 0; i < elsewhere.size(); ++i) pool_->Schedule([this, step] { RunQueued(step); });
 }
 
 absl::Status Executor::CollectFetches(Step* step, std::vector<Tensor>* fetches) {

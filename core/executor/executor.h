@@ -4,9 +4,12 @@
 // Runs one pruned graph (core/graph/prune.h), step after step. Nodes run as soon as
 // their data and control inputs are ready; independent nodes run in parallel on a
 // ThreadPool while the calling thread takes part too (a step makes progress even when
-// the pool is busy with kernels blocked by other steps), and a chain of nodes runs
-// inline on one thread. The first error, or the timeout, cancels the step; Run returns
-// once no kernel of the step is running.
+// the pool is busy with kernels blocked by other steps). A thread runs the cheap nodes
+// it makes ready itself (OpKernel::IsExpensive false and MayWait false: constants,
+// variables, identities, sends), and of the others it keeps one when it has nothing
+// else to run (so a chain of nodes runs on one thread) and hands the rest to the pool;
+// a node that may wait thus never holds up work of its thread. The first error, or the
+// timeout, cancels the step; Run returns once no kernel of the step is running.
 
 #include <cstdint>
 #include <memory>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -86,10 +90,16 @@ class Executor {
   std::unique_ptr<Step> AcquireStep();
   void ReleaseStep(std::unique_ptr<Step> step);
 
-  // Runs `node` and then, inline, one node it made ready, and so on.
-  void RunChain(Step* step, int node);
-  // Runs one node; returns the next node to run inline or -1.
-  int RunNode(Step* step, int node);
+  // Nodes ready to run on the current thread.
+  using ReadyNodes = absl::InlinedVector<int, 8>;
+  // Splits newly `ready` nodes between this thread (`here`: the ones that run inline,
+  // or one other node when this thread has nothing else) and the pool (`elsewhere`).
+  void Dispatch(absl::Span<const int> ready, ReadyNodes* here,
+                absl::InlinedVector<int, 8>* elsewhere) const;
+  // Runs the nodes of `here` and those they make ready here, until none is left.
+  void RunNodes(Step* step, ReadyNodes* here);
+  // Runs one node and dispatches the nodes it made ready.
+  void RunNode(Step* step, int node, ReadyNodes* here);
   // A pool task: runs a node taken from the step's ready queue, if any.
   void RunQueued(Step* step);
   // Records the first error and cancels the step.

@@ -136,6 +136,23 @@ TEST_F(ExecutorTest, MakesProgressWhenThePoolIsBlocked) {
   release.Notify();
 }
 
+TEST_F(ExecutorTest, CheapNodesRunOnTheThreadThatMadeThemReady) {
+  ThreadPool pool(1, 64);
+  std::vector<std::string> fetches;
+  for (int i = 0; i < 8; ++i) {
+    const std::string name = "cheap" + std::to_string(i);
+    SetNodeAttr(Add(name, "TestCheapThread"), "log", "cheap_roots");
+    fetches.push_back(name);
+  }
+  auto e = Build({}, fetches, {}, &pool);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Run(e.get(), &out).ok());
+  const std::vector<std::string> threads = testing_kernels::TestLog("cheap_roots");
+  ASSERT_EQ(threads.size(), 8u);
+  for (const std::string& thread : threads) EXPECT_EQ(thread, testing_kernels::ThreadName());
+  EXPECT_EQ(pool.NumThreads(), 0);  // Nothing was handed to the pool.
+}
+
 TEST_F(ExecutorTest, ErrorsNameTheNodeAndOpAndStopDownstreamNodes) {
   SetNodeAttr(Add("loss", "TestFail"), "message", "logits and labels differ");
   SetNodeAttr(Add("after", "TestRecord", {"^loss"}), "log", "after_error");

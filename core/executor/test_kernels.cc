@@ -3,6 +3,8 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -33,6 +35,10 @@ REGISTER_OP("TestRendezvous")
     .Attr("peer: string")
     .SetShapeFn(shape_fn::Scalar);
 REGISTER_OP("TestRecord").Output("out: int32").Attr("log: string").SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestCheapThread")
+    .Output("out: int32")
+    .Attr("log: string")
+    .SetShapeFn(shape_fn::Scalar);
 REGISTER_OP("TestVar").Output("ref: Ref(int32)").SetIsStateful().SetShapeFn(shape_fn::Scalar);
 REGISTER_OP("TestAssign")
     .Input("ref: Ref(int32)")
@@ -146,6 +152,23 @@ class RecordOp : public OpKernel {
 };
 REGISTER_KERNEL(RecordOp, "TestRecord");
 
+class CheapThreadOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    std::string log;
+    if (auto s = GetNodeAttr(def(), "log", &log); !s.ok()) return s;
+    {
+      absl::MutexLock lock(&g_mu);
+      (*Logs())[log].push_back(ThreadName());
+    }
+    ctx->set_output(0, Tensor::Scalar<int32_t>(0));
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(CheapThreadOp, "TestCheapThread");
+
 class VarOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -192,6 +215,12 @@ class CounterOp : public OpKernel {
 REGISTER_KERNEL(CounterOp, "TestCounter");
 
 }  // namespace
+
+std::string ThreadName() {
+  std::ostringstream name;
+  name << std::this_thread::get_id();
+  return name.str();
+}
 
 std::vector<std::string> TestLog(const std::string& log) {
   absl::MutexLock lock(&g_mu);

@@ -8,6 +8,8 @@
 //   TestRendezvous(key, peer) -> int32          signals `key`, waits for `peer` (only
 //                                               completes if run in parallel with it)
 //   TestRecord(log: string) -> int32            appends its node name to TestLog(log)
+//   TestCheapThread(log: string) -> int32       appends ThreadName() to TestLog(log);
+//                                               cheap (OpKernel::IsExpensive false)
 //   TestVar -> Ref(int32)                       a variable named after the node
 //   TestAssign(ref: Ref(int32), value) -> Ref   assigns
 //   TestCounter -> int32 (stateful)             0, 1, 2, ... per kernel instance
@@ -18,7 +20,9 @@
 namespace overseer {
 namespace testing_kernels {
 
-// The node names TestRecord nodes with attr log=`log` recorded, in order.
+// The calling thread's id, as TestCheapThread records it.
+std::string ThreadName();
+// What TestRecord and TestCheapThread nodes with attr log=`log` recorded, in order.
 std::vector<std::string> TestLog(const std::string& log);
 
 }  // namespace testing_kernels

@@ -15,6 +15,7 @@ namespace {
 class ConstOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Init(OpKernelConstruction* c) override {
     RETURN_IF_ERROR(c->GetAttr("value", &value_));
     DataType dtype;
@@ -40,6 +41,7 @@ REGISTER_KERNEL(ConstOp, "Const");
 class PlaceholderOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Init(OpKernelConstruction* c) override {
     RETURN_IF_ERROR(c->GetAttr("dtype", &dtype_));
     return c->GetAttr("shape", &shape_);
@@ -61,6 +63,7 @@ REGISTER_KERNEL(PlaceholderOp, "Placeholder");
 class PlaceholderWithDefaultOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("shape", &shape_); }
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Tensor value, ctx->input_value(0));
@@ -82,6 +85,7 @@ REGISTER_KERNEL(PlaceholderWithDefaultOp, "PlaceholderWithDefault");
 class IdentityOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Tensor value, ctx->input_value(0));
     ctx->set_output(0, std::move(value));
@@ -94,6 +98,7 @@ REGISTER_KERNEL(IdentityOp, "StopGradient");
 class NoOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Compute(OpKernelContext* ctx) override { return absl::OkStatus(); }
 };
 REGISTER_KERNEL(NoOp, "NoOp");
@@ -120,6 +125,7 @@ absl::StatusOr<Tensor> IntVectorTensor(DataType dtype, const std::vector<int64_t
 class ShapeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Tensor in, ctx->input_value(0));
     const auto& dims = in.shape().dim_sizes();
@@ -134,6 +140,7 @@ REGISTER_KERNEL(ShapeOp, "Shape");
 class SizeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Tensor in, ctx->input_value(0));
     ASSIGN_OR_RETURN(Tensor out,

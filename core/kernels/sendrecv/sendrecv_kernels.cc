@@ -46,6 +46,7 @@ class SendRecvOp : public OpKernel {
 class SendOp : public SendRecvOp {
  public:
   using SendRecvOp::SendRecvOp;
+  bool IsExpensive() const override { return false; }  // Hands the tensor over.
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Rendezvous * rendezvous, GetRendezvous(ctx));
     ASSIGN_OR_RETURN(Tensor value, ctx->input_value(0));
@@ -64,6 +65,7 @@ class RecvOp : public SendRecvOp {
   // A tensor from the client (a feed) is in the rendezvous before the step runs; one
   // from another task comes when that task sends it.
   bool MayWait() const override { return !client_terminated_; }
+  bool IsExpensive() const override { return false; }
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Rendezvous * rendezvous, GetRendezvous(ctx));
     RendezvousWait wait;

@@ -27,6 +27,7 @@ class DeclaredVar : public Var {
 class VariableOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Init(OpKernelConstruction* c) override {
     RETURN_IF_ERROR(c->GetAttr("shape", &shape_));
     RETURN_IF_ERROR(c->GetAttr("dtype", &dtype_));
@@ -155,6 +156,7 @@ REGISTER_KERNEL(AssignUpdateOp<-1>, "AssignSub");
 class IsVariableInitializedOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Var * var, RefInput(ctx, 0));
     bool initialized;
