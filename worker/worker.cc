@@ -137,14 +137,22 @@ absl::Status Worker::DeregisterGraph(const DeregisterGraphRequest& request,
   return session->graphs.Deregister(request.graph_handle());
 }
 
-bool Worker::RunGraphIsQuick(const RunGraphRequest& request) const {
-  absl::StatusOr<std::shared_ptr<Session>> session = FindSession(request.session_handle());
-  if (!session.ok()) return false;
-  absl::StatusOr<std::shared_ptr<RegisteredGraph>> graph =
-      (*session)->graphs.Lookup(request.graph_handle());
-  if (!graph.ok() || (*graph)->executor->may_wait()) return false;
-  const int64_t recent_us = (*graph)->recent_run_us.load(std::memory_order_relaxed);
+absl::StatusOr<Worker::FoundGraph> Worker::FindGraph(const RunGraphRequest& request) const {
+  FoundGraph found;
+  ASSIGN_OR_RETURN(found.session_, FindSession(request.session_handle()));
+  ASSIGN_OR_RETURN(found.graph_, found.session_->graphs.Lookup(request.graph_handle()));
+  return found;
+}
+
+bool Worker::IsQuick(const FoundGraph& found) {
+  if (found.graph_->executor->may_wait()) return false;
+  const int64_t recent_us = found.graph_->recent_run_us.load(std::memory_order_relaxed);
   return recent_us >= 0 && recent_us <= absl::ToInt64Microseconds(kQuickRunGraph);
+}
+
+bool Worker::RunGraphIsQuick(const RunGraphRequest& request) const {
+  absl::StatusOr<FoundGraph> found = FindGraph(request);
+  return found.ok() && IsQuick(*found);
 }
 
 absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* response) {
@@ -153,9 +161,15 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
 
 absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* response,
                               CancellationManager* call_cancellation) {
-  ASSIGN_OR_RETURN(std::shared_ptr<Session> session, FindSession(request.session_handle()));
-  ASSIGN_OR_RETURN(std::shared_ptr<RegisteredGraph> graph,
-                   session->graphs.Lookup(request.graph_handle()));
+  ASSIGN_OR_RETURN(FoundGraph found, FindGraph(request));
+  return RunGraph(found, request, response, call_cancellation);
+}
+
+absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& request,
+                              RunGraphResponse* response,
+                              CancellationManager* call_cancellation) {
+  const Session* session = found.session_.get();
+  RegisteredGraph* graph = found.graph_.get();
   // Parse everything before the step exists, so that a bad request leaves no state.
   std::vector<std::pair<RendezvousKey, Tensor>> sends(request.send_size());
   for (int i = 0; i < request.send_size(); ++i) {

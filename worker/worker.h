@@ -54,7 +54,18 @@ struct WorkerEnv {
 
 // Thread-safe.
 class Worker : public WorkerInterface {
+  struct Session;
+
  public:
+  // The session and graph that a RunGraph request names, looked up once (FindGraph)
+  // for both IsQuick and RunGraph.
+  class FoundGraph {
+   private:
+    friend class Worker;
+    std::shared_ptr<Session> session_;
+    std::shared_ptr<RegisteredGraph> graph_;
+  };
+
   Worker(WorkerOptions options, WorkerEnv env);
   ~Worker() override;
   Worker(const Worker&) = delete;
@@ -87,10 +98,18 @@ class Worker : public WorkerInterface {
   // before the step started (it then fails CANCELLED without running).
   absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response,
                         CancellationManager* call_cancellation);
-  // Whether RunGraph(request) is quick and never waits for other work, so that the
-  // thread that read the call may run it: its graph has no kernel that may wait
-  // (OpKernel::MayWait) and its recent runs took kQuickRunGraph or less on average.
-  // False for a graph that has not run yet, and for an unknown session or graph.
+  // The same with the request's graph already found.
+  absl::Status RunGraph(const FoundGraph& graph, const RunGraphRequest& request,
+                        RunGraphResponse* response, CancellationManager* call_cancellation);
+  // The graph `request` names: ABORTED for an unknown session, NOT_FOUND for an unknown
+  // graph handle, as RunGraph reports them.
+  absl::StatusOr<FoundGraph> FindGraph(const RunGraphRequest& request) const;
+  // Whether running `graph` is quick and never waits for other work, so that the thread
+  // that read the call may run it: it has no kernel that may wait (OpKernel::MayWait)
+  // and its recent runs took kQuickRunGraph or less on average. False for a graph that
+  // has not run yet.
+  static bool IsQuick(const FoundGraph& graph);
+  // IsQuick of the graph `request` names; false for an unknown session or graph.
   bool RunGraphIsQuick(const RunGraphRequest& request) const;
   static constexpr absl::Duration kQuickRunGraph = absl::Microseconds(500);
   absl::Status CleanupGraph(const CleanupGraphRequest& request,

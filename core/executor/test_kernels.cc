@@ -136,7 +136,8 @@ class RendezvousOp : public OpKernel {
 };
 REGISTER_KERNEL(RendezvousOp, "TestRendezvous");
 
-class RecordOp : public OpKernel {
+// Appends Entry() to TestLog(attr "log").
+class LogOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -144,28 +145,32 @@ class RecordOp : public OpKernel {
     if (auto s = GetNodeAttr(def(), "log", &log); !s.ok()) return s;
     {
       absl::MutexLock lock(&g_mu);
-      (*Logs())[log].push_back(name());
+      (*Logs())[log].push_back(Entry());
     }
     ctx->set_output(0, Tensor::Scalar<int32_t>(0));
     return absl::OkStatus();
   }
+
+ protected:
+  virtual std::string Entry() const = 0;
+};
+
+class RecordOp : public LogOp {
+ public:
+  using LogOp::LogOp;
+
+ protected:
+  std::string Entry() const override { return name(); }
 };
 REGISTER_KERNEL(RecordOp, "TestRecord");
 
-class CheapThreadOp : public OpKernel {
+class CheapThreadOp : public LogOp {
  public:
-  using OpKernel::OpKernel;
+  using LogOp::LogOp;
   bool IsExpensive() const override { return false; }
-  absl::Status Compute(OpKernelContext* ctx) override {
-    std::string log;
-    if (auto s = GetNodeAttr(def(), "log", &log); !s.ok()) return s;
-    {
-      absl::MutexLock lock(&g_mu);
-      (*Logs())[log].push_back(ThreadName());
-    }
-    ctx->set_output(0, Tensor::Scalar<int32_t>(0));
-    return absl::OkStatus();
-  }
+
+ protected:
+  std::string Entry() const override { return ThreadName(); }
 };
 REGISTER_KERNEL(CheapThreadOp, "TestCheapThread");
 

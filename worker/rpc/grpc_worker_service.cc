@@ -125,19 +125,27 @@ grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext*,
 }
 
 void GrpcWorkerService::Serve(RunGraphCall* call) {
-  if (worker_->RunGraphIsQuick(call->request)) {
-    // Nothing to wait for and done in a moment: on the loop's thread, no other thread
-    // woken (the call cannot be given up meanwhile: its end is read by this thread).
+  absl::StatusOr<Worker::FoundGraph> found = worker_->FindGraph(call->request);
+  if (!found.ok() || Worker::IsQuick(*found)) {
+    // Nothing to wait for and done in a moment (or an unknown graph): on the loop's
+    // thread, no other thread woken (the call cannot be given up meanwhile: its end is
+    // read by this thread).
     if (rungraph_on_loop_ != nullptr) rungraph_on_loop_->Increment();
-    RunGraphAndReply(call, nullptr);
+    RunGraphAndReply(call, found, nullptr);
   } else {
     if (rungraph_on_pool_ != nullptr) rungraph_on_pool_->Increment();
-    run_graph_threads_.Schedule([this, call] { RunGraphAndReply(call, &call->cancellation); });
+    run_graph_threads_.Schedule([this, call, found = *std::move(found)] {
+      RunGraphAndReply(call, found, &call->cancellation);
+    });
   }
 }
 
-void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call, CancellationManager* cancellation) {
-  const absl::Status status = worker_->RunGraph(call->request, &call->response, cancellation);
+void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call,
+                                         const absl::StatusOr<Worker::FoundGraph>& found,
+                                         CancellationManager* cancellation) {
+  const absl::Status status =
+      found.ok() ? worker_->RunGraph(*found, call->request, &call->response, cancellation)
+                 : found.status();
   UpdateResourceBytes();
   CountError(status);
   call->Reply(loop_, status);

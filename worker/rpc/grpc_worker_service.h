@@ -72,7 +72,8 @@ class GrpcWorkerService final
   // Runs an arrived call's graph (on the loop's thread if it is quick, else on
   // run_graph_threads_) and replies.
   void Serve(RunGraphCall* call);
-  void RunGraphAndReply(RunGraphCall* call, CancellationManager* cancellation);
+  void RunGraphAndReply(RunGraphCall* call, const absl::StatusOr<Worker::FoundGraph>& found,
+                        CancellationManager* cancellation);
   // Counts `status` if it is an error.
   void CountError(const absl::Status& status);
   // Converts `status`, counting it if it is an error.
