@@ -4,18 +4,23 @@
 #include <cstdlib>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/logging.h"
+#include "core/status_macros.h"
 #include "core/rpc/keepalive.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/security/server_credentials.h"
@@ -28,6 +33,13 @@ ABSL_FLAG(int, keepalive_seconds, 10,
           "while a call is open, ping its peer after this many seconds of silence and "
           "fail the call UNAVAILABLE if the ping is not answered within as many again "
           "(finds a peer whose host died or froze; values below 1 count as 1)");
+ABSL_FLAG(std::string, port_file, "",
+          "once listening, write the gRPC port and the metrics port (-1: none), one per "
+          "line, to this file (replaced atomically): how a launcher that passed --port=0 "
+          "learns the ports");
+ABSL_FLAG(int, bind_retry_seconds, 0,
+          "if --port is in use, retry binding it for this many seconds before exiting (a "
+          "restart on the same port while the old socket is going away); 0: fail at once");
 
 namespace overseer {
 namespace {
@@ -42,6 +54,41 @@ void OnTerminationSignal(int sig) {
   const int saved = errno;
   (void)!::write(fd, &byte, 1);
   errno = saved;
+}
+
+// Whether `host`:`port` can be bound now, with the SO_REUSEADDR gRPC sets: false while
+// another socket listens there or a connection without SO_REUSEADDR holds the port.
+// True for a host that is not an IPv4 literal (gRPC's own bind is the check then).
+bool PortIsFree(const std::string& host, int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return true;
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true;
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  const bool free = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 ||
+                    errno != EADDRINUSE;
+  ::close(fd);
+  return free;
+}
+
+// Writes `content` to `path` through a temporary file renamed over it, so that a
+// reader sees either no file or the whole content.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  FILE* file = std::fopen(tmp.c_str(), "w");
+  if (file == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
+  }
+  const bool written = std::fputs(content.c_str(), file) >= 0;
+  if (std::fclose(file) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string error = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", error));
+  }
+  return absl::OkStatus();
 }
 
 constexpr char kWakeRequest = 0;
@@ -59,6 +106,8 @@ ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component) {
   options.port = absl::GetFlag(FLAGS_port);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   options.keepalive = KeepaliveFromFlags();
+  options.port_file = absl::GetFlag(FLAGS_port_file);
+  options.bind_retry = absl::Seconds(std::max(0, absl::GetFlag(FLAGS_bind_retry_seconds)));
   return options;
 }
 
@@ -99,12 +148,31 @@ std::string ServerRunner::address() const { return absl::StrCat(options_.host, "
 
 absl::Status ServerRunner::Start() {
   if (server_ != nullptr) return absl::FailedPreconditionError("server already started");
+  const std::string requested = absl::StrCat(options_.host, ":", options_.port);
+  if (options_.port > 0 && !PortIsFree(options_.host, options_.port)) {
+    // gRPC's builder cannot be retried (a service registers with one server only), so
+    // wait for the port before building.
+    LOG(WARNING) << options_.component << ": port " << options_.port << " is in use; retrying for "
+                 << absl::FormatDuration(options_.bind_retry);
+    const absl::Time give_up = absl::Now() + options_.bind_retry;
+    absl::Duration backoff = absl::Milliseconds(10);
+    while (!PortIsFree(options_.host, options_.port)) {
+      if (absl::Now() >= give_up) {
+        return absl::UnavailableError(absl::StrCat(
+            options_.component, ": cannot listen on ", requested, ": the port is in use",
+            options_.bind_retry > absl::ZeroDuration()
+                ? absl::StrCat(" (still after ", absl::FormatDuration(options_.bind_retry), ")")
+                : std::string()));
+      }
+      absl::SleepFor(backoff);
+      backoff = std::min(backoff * 2, absl::Milliseconds(200));
+    }
+  }
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.RegisterService(&health_);
   // Two servers must never share a port silently (gRPC enables SO_REUSEPORT).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  const std::string requested = absl::StrCat(options_.host, ":", options_.port);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   if (options_.stream_window_bytes > 0) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
@@ -155,6 +223,11 @@ absl::Status ServerRunner::Start() {
     ::sigaction(SIGINT, &action, nullptr);
   }
   watcher_ = std::thread([this] { WatchWakePipe(); });
+
+  if (!options_.port_file.empty()) {
+    RETURN_IF_ERROR(
+        WriteFileAtomically(options_.port_file, absl::StrCat(port_, "\n", metrics_port_, "\n")));
+  }
 
   LOG(INFO) << options_.component << " version " << options_.version << " serving gRPC on "
             << address() << ", metrics on "

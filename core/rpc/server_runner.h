@@ -35,6 +35,8 @@
 ABSL_DECLARE_FLAG(int, port);
 ABSL_DECLARE_FLAG(int, metrics_port);
 ABSL_DECLARE_FLAG(int, keepalive_seconds);
+ABSL_DECLARE_FLAG(std::string, port_file);
+ABSL_DECLARE_FLAG(int, bind_retry_seconds);
 
 namespace overseer {
 
@@ -75,10 +77,19 @@ struct ServerRunnerOptions {
   // threads (its default) and ends the others, then starts new threads for the next
   // burst: a thread started and ended per blocking call.
   int max_pollers = 0;
+  // Not empty: once both ports are bound, Start writes the gRPC port and the metrics
+  // port (-1 without one) to this file, one per line, replacing it atomically (a
+  // temporary file renamed), so that a launcher that asked for port 0 can read the
+  // ports back without parsing logs.
+  std::string port_file;
+  // A fixed port that is in use is retried for this long before Start fails (a server
+  // restarted on its port while the old process's socket is still going away, or while
+  // a short-lived connection holds the port). Zero: fail at once.
+  absl::Duration bind_retry = absl::ZeroDuration();
 };
 
-// Options with port, metrics_port and keepalive from the --port, --metrics_port and
-// --keepalive_seconds flags.
+// Options with port, metrics_port, keepalive, port_file and bind_retry from the --port,
+// --metrics_port, --keepalive_seconds, --port_file and --bind_retry_seconds flags.
 ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component);
 
 // --keepalive_seconds, for the channels a server opens to its peers.
@@ -111,8 +122,10 @@ class ServerRunner {
   // polls so that they do not hold the drain up. Before Start only.
   void AddTerminationCallback(std::function<void()> callback);
 
-  // Binds and starts serving (health NOT_SERVING) and logs the start-up line.
-  // UNAVAILABLE if a port cannot be bound; FAILED_PRECONDITION if already started.
+  // Binds and starts serving (health NOT_SERVING), writes the port file (if any) and
+  // logs the start-up line. UNAVAILABLE if a port cannot be bound (a fixed gRPC port
+  // still in use after bind_retry); INTERNAL if the port file cannot be written;
+  // FAILED_PRECONDITION if already started.
   absl::Status Start();
 
   // Health status of the whole server (the "" service).

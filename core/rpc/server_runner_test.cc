@@ -2,6 +2,9 @@
 
 #include <signal.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -85,6 +88,49 @@ TEST(ServerRunnerTest, PortInUseIsUnavailable) {
   options.metrics_port = -1;
   ServerRunner second(options);
   EXPECT_TRUE(absl::IsUnavailable(second.Start()));
+}
+
+TEST(ServerRunnerTest, PortFileNamesTheBoundPorts) {
+  ServerRunnerOptions options = TestOptions();
+  options.port_file = std::string(std::getenv("TEST_TMPDIR")) + "/ports";
+  ServerRunner runner(options);
+  ASSERT_TRUE(runner.Start().ok());
+  std::ifstream file(options.port_file);
+  int port = 0, metrics_port = 0;
+  ASSERT_TRUE(file >> port >> metrics_port);
+  EXPECT_EQ(port, runner.port());
+  EXPECT_EQ(metrics_port, runner.metrics_port());
+}
+
+TEST(ServerRunnerTest, AFixedPortInUseIsRetriedUntilItIsFree) {
+  auto first = std::make_unique<ServerRunner>(TestOptions());
+  ASSERT_TRUE(first->Start().ok());
+  ServerRunnerOptions options = TestOptions();
+  options.port = first->port();
+  options.metrics_port = -1;
+  options.bind_retry = absl::Minutes(5);
+  ServerRunner second(options);
+  absl::Status started;
+  // The second server waits while the first one holds the port (however long this
+  // thread takes to get there), and binds it once the first is gone.
+  std::thread start([&] { started = second.Start(); });
+  first.reset();
+  start.join();
+  ASSERT_TRUE(started.ok()) << started;
+  EXPECT_EQ(second.port(), options.port);
+}
+
+TEST(ServerRunnerTest, AFixedPortStillInUseAfterTheRetryIsUnavailable) {
+  ServerRunner first(TestOptions());
+  ASSERT_TRUE(first.Start().ok());
+  ServerRunnerOptions options = TestOptions();
+  options.port = first.port();
+  options.metrics_port = -1;
+  options.bind_retry = absl::Milliseconds(100);
+  ServerRunner second(options);
+  const absl::Status started = second.Start();
+  EXPECT_TRUE(absl::IsUnavailable(started)) << started;
+  EXPECT_TRUE(absl::StrContains(started.message(), "in use")) << started;
 }
 
 }  // namespace
