@@ -5,7 +5,10 @@
 //
 // Without --cluster_spec the cluster (and, unless --job_name is given, the task) come
 // from the TF_CONFIG environment variable, as Kubeflow's TFJob sets it. --port 0 (the
-// default) listens on this task's port in the cluster. SIGTERM or SIGINT drains
+// default) listens on this task's port in the cluster. With neither, --job_name and
+// --task_index name the task, it listens on --port (0: a free port, written to
+// --port_file), and it learns the cluster from the master with each session: how a
+// launcher starts tasks before their ports are known. SIGTERM or SIGINT drains
 // in-flight calls and exits 0; so does JobDone (the chief finished training, relayed by
 // the master) under --exit_when_job_done.
 
@@ -54,11 +57,15 @@ absl::StatusOr<Task> TaskFromFlags() {
   const std::string spec = absl::GetFlag(FLAGS_cluster_spec);
   if (!spec.empty()) {
     ASSIGN_OR_RETURN(task.cluster, ClusterSpec::Parse(spec));
-  } else {
-    const char* tf_config = std::getenv("TF_CONFIG");
-    if (tf_config == nullptr || *tf_config == '\0') {
-      return absl::InvalidArgumentError("give --cluster_spec or set TF_CONFIG");
+  } else if (const char* tf_config = std::getenv("TF_CONFIG");
+             tf_config == nullptr || *tf_config == '\0') {
+    // No cluster: the master sends it with each session.
+    if (task.job.empty()) {
+      return absl::InvalidArgumentError(
+          "give --cluster_spec, set TF_CONFIG, or name the task with --job_name (and "
+          "--task_index) to learn the cluster from the master");
     }
+  } else {
     absl::StatusOr<TfConfig> config = ParseTfConfig(tf_config);
     if (!config.ok()) {
       return absl::InvalidArgumentError(
@@ -72,7 +79,7 @@ absl::StatusOr<Task> TaskFromFlags() {
     return absl::InvalidArgumentError("give --job_name (or a task in TF_CONFIG)");
   }
   if (task.index < 0) task.index = 0;
-  if (task.index >= task.cluster.NumTasks(task.job)) {
+  if (!task.cluster.jobs().empty() && task.index >= task.cluster.NumTasks(task.job)) {
     return absl::InvalidArgumentError(
         absl::StrCat("task ", task.job, ":", task.index, " is not in the cluster (",
                      task.cluster.ToString(), ")"));
@@ -106,7 +113,7 @@ int Main() {
   // training step of the replicated example (strace: clone3 and munmap per step);
   // keeping up to 16 raised replicated_training_bench from 88-113 to 121-155 steps/s.
   runner_options.max_pollers = kWorkerServerMaxPollers;
-  if (runner_options.port == 0) {
+  if (runner_options.port == 0 && !task->cluster.jobs().empty()) {
     const std::string address = *task->cluster.TaskAddress(task->job, task->index);
     const std::string port = address.substr(address.rfind(':') + 1);
     if (!absl::SimpleAtoi(port, &runner_options.port)) {
@@ -165,7 +172,9 @@ int main(int argc, char** argv) {
       "  worker_server --job_name=ps --task_index=0 "
       "--cluster_spec='ps=h:2222;worker=h:2223' [--port=N] [--metrics_port=N]\n"
       "Without --cluster_spec, TF_CONFIG gives the cluster and task. --port=0 (the default)\n"
-      "listens on this task's port in the cluster. --exit_when_job_done: exit 0 once the\n"
+      "listens on this task's port in the cluster. With neither, the task (--job_name,\n"
+      "--task_index) listens on --port (0: a free one; see --port_file) and learns the\n"
+      "cluster from the master with each session. --exit_when_job_done: exit 0 once the\n"
       "chief signals the end of the job (else serve on).");
   // --help lists this binary's flags and the server runner's (--port, --metrics_port).
   absl::FlagsUsageConfig usage;
