@@ -1,11 +1,9 @@
 #include "testing/child_process.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -58,23 +56,6 @@ absl::StatusOr<std::string> FindBinary(const std::string& bin_dir, const std::st
   return absl::NotFoundError(absl::StrCat(
       "no executable ", relative, " (looked at ", absl::StrJoin(candidates, ", "),
       "); build it, list it as data of this target, or pass its bazel-bin directory"));
-}
-
-absl::StatusOr<int> PickFreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return absl::InternalError("cannot bind a free port on 127.0.0.1");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 std::string ReadWholeFile(const std::string& path) {

@@ -25,9 +25,6 @@ namespace overseer {
 // every place looked in when none holds an executable file.
 absl::StatusOr<std::string> FindBinary(const std::string& bin_dir, const std::string& relative);
 
-// A port on 127.0.0.1 that was free a moment ago (the kernel's pick for port 0).
-absl::StatusOr<int> PickFreePort();
-
 // The whole content of the file at `path`; empty if it cannot be read.
 std::string ReadWholeFile(const std::string& path);
 

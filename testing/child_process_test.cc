@@ -104,12 +104,6 @@ TEST(FindBinaryTest, FromTheRunfiles) {
   EXPECT_TRUE(absl::EndsWith(*found, "/overseer/testing/child_process_test")) << *found;
 }
 
-TEST(PickFreePortTest, GivesAPort) {
-  absl::StatusOr<int> port = PickFreePort();
-  ASSERT_TRUE(port.ok()) << port.status();
-  EXPECT_GT(*port, 0);
-}
-
 TEST(FileTailTest, ReturnsCompleteNewLinesOnly) {
   const std::string path = TmpPath("tail.txt");
   FileTail tail(path);

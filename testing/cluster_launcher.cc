@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -31,11 +32,9 @@ absl::Status MakeDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> LoopbackAddress() {
-  absl::StatusOr<int> port = PickFreePort();
-  if (!port.ok()) return port.status();
-  return absl::StrCat("127.0.0.1:", *port);
-}
+// How long a server restarted on its port retries binding it (another process may
+// hold it for a moment: the old socket going away, a short-lived connection).
+constexpr int kBindRetrySeconds = 30;
 
 }  // namespace
 
@@ -47,80 +46,73 @@ absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
   if (absl::Status s = MakeDir(options.log_dir); !s.ok()) return s;
   std::unique_ptr<ClusterLauncher> launcher(new ClusterLauncher(options));
   ClusterLauncher& l = *launcher;
+  absl::StatusOr<std::unique_ptr<DirectoryWatch>> watch = DirectoryWatch::Create(options.log_dir);
+  if (!watch.ok()) return watch.status();
+  l.watch_ = *std::move(watch);
 
-  std::map<std::string, std::vector<std::string>> jobs;
+  // Every server binds port 0 itself and writes the port it got to its port file; the
+  // tasks learn the cluster from the master with each session, so they start first,
+  // and the master starts with the cluster spec of the ports they bound.
   for (const auto& [job, count] : {std::pair<std::string, int>{"ps", options.num_ps},
                                    std::pair<std::string, int>{"worker", options.num_workers}}) {
     for (int i = 0; i < count; ++i) {
-      absl::StatusOr<std::string> address = LoopbackAddress();
-      if (!address.ok()) return address.status();
-      jobs[job].push_back(*address);
-    }
-    if (count > 0) {
-      if (absl::Status s = l.cluster_.AddJob(job, jobs[job]); !s.ok()) return s;
-    }
-  }
-  const std::string spec = l.cluster_.ToString();
-  for (const std::string job : {"ps", "worker"}) {
-    for (int i = 0; i < static_cast<int>(jobs[job].size()); ++i) {
       std::vector<std::string> flags = {"--job_name=" + job, absl::StrCat("--task_index=", i),
-                                        "--cluster_spec=" + spec, "--metrics_port=-1"};
+                                        "--metrics_port=-1"};
       flags.insert(flags.end(), options.worker_flags.begin(), options.worker_flags.end());
-      if (absl::Status s = l.Add(job, i, "worker/worker_server", jobs[job][i], std::move(flags));
-          !s.ok()) {
+      if (absl::Status s = l.Add(job, i, "worker/worker_server", std::move(flags)); !s.ok()) {
         return s;
       }
     }
   }
-
-  absl::StatusOr<std::string> master = LoopbackAddress();
-  if (!master.ok()) return master.status();
-  if (options.master_metrics) {
-    absl::StatusOr<int> port = PickFreePort();
-    if (!port.ok()) return port.status();
-    l.master_metrics_port_ = *port;
-  }
-  std::vector<std::string> master_flags = {
-      "--cluster_spec=" + spec, "--port=" + master->substr(master->rfind(':') + 1),
-      absl::StrCat("--metrics_port=", l.master_metrics_port_)};
-  master_flags.insert(master_flags.end(), options.master_flags.begin(), options.master_flags.end());
-  if (absl::Status s = l.Add("master", 0, "master/master_server", *master, master_flags); !s.ok()) {
-    return s;
-  }
-
   if (options.checkpoint_store) {
     if (absl::Status s = MakeDir(options.checkpoint_root); !s.ok()) return s;
-    absl::StatusOr<std::string> address = LoopbackAddress();
-    if (!address.ok()) return address.status();
-    std::vector<std::string> flags = {"--root=" + options.checkpoint_root,
-                                      "--port=" + address->substr(address->rfind(':') + 1),
-                                      "--metrics_port=-1"};
+    std::vector<std::string> flags = {"--root=" + options.checkpoint_root, "--metrics_port=-1"};
     flags.insert(flags.end(), options.store_flags.begin(), options.store_flags.end());
-    if (absl::Status s = l.Add("store", 0, "checkpoint_store/checkpoint_store_server", *address,
-                               std::move(flags));
+    if (absl::Status s =
+            l.Add("store", 0, "checkpoint_store/checkpoint_store_server", std::move(flags));
         !s.ok()) {
       return s;
     }
   }
   if (options.summary_writer) {
     if (absl::Status s = MakeDir(options.summary_logdir); !s.ok()) return s;
-    absl::StatusOr<std::string> address = LoopbackAddress();
-    if (!address.ok()) return address.status();
-    std::vector<std::string> flags = {"--logdir=" + options.summary_logdir,
-                                      "--port=" + address->substr(address->rfind(':') + 1),
-                                      "--metrics_port=-1"};
+    std::vector<std::string> flags = {"--logdir=" + options.summary_logdir, "--metrics_port=-1"};
     flags.insert(flags.end(), options.writer_flags.begin(), options.writer_flags.end());
-    if (absl::Status s = l.Add("writer", 0, "summary_writer/summary_writer_server", *address,
-                               std::move(flags));
+    if (absl::Status s =
+            l.Add("writer", 0, "summary_writer/summary_writer_server", std::move(flags));
         !s.ok()) {
       return s;
     }
   }
-
-  // Start them all, then wait for each: the servers come up in parallel.
+  // Start them all, then read their ports: they come up in parallel.
   for (const auto& [job, index] : l.order_) {
-    if (absl::Status s = l.Find(job, index)->process->Start(); !s.ok()) return s;
+    if (absl::Status s = l.StartServer(job, index); !s.ok()) return s;
   }
+  std::map<std::string, std::vector<std::string>> jobs;
+  for (const auto& [job, index] : l.order_) {
+    if (absl::Status s = l.ReadPorts(job, index); !s.ok()) return s;
+    if (job == "ps" || job == "worker") jobs[job].push_back(l.Find(job, index)->address);
+  }
+  for (const auto& [job, addresses] : jobs) {
+    if (absl::Status s = l.cluster_.AddJob(job, addresses); !s.ok()) return s;
+  }
+
+  std::vector<std::string> master_flags = {"--cluster_spec=" + l.cluster_.ToString(),
+                                           options.master_metrics ? "--metrics_port=0"
+                                                                  : "--metrics_port=-1"};
+  master_flags.insert(master_flags.end(), options.master_flags.begin(), options.master_flags.end());
+  if (absl::Status s = l.Add("master", 0, "master/master_server", std::move(master_flags));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = l.StartServer("master", 0); !s.ok()) return s;
+  if (absl::Status s = l.ReadPorts("master", 0); !s.ok()) return s;
+  // servers() lists the master after the tasks, before the store and the writer.
+  auto tasks_end = std::find_if(l.order_.begin(), l.order_.end(), [](const auto& server) {
+    return server.first != "ps" && server.first != "worker";
+  });
+  std::rotate(tasks_end, l.order_.end() - 1, l.order_.end());
+
   for (const auto& [job, index] : l.order_) {
     if (absl::Status s = l.WaitServing(job, index); !s.ok()) return s;
   }
@@ -128,16 +120,66 @@ absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
 }
 
 absl::Status ClusterLauncher::Add(const std::string& job, int index, const std::string& binary,
-                                  std::string address, std::vector<std::string> flags) {
+                                  std::vector<std::string> flags) {
   absl::StatusOr<std::string> path = FindBinary(options_.bin_dir, binary);
   if (!path.ok()) return path.status();
   flags.insert(flags.begin(), *path);
+  const std::string base = absl::StrCat(options_.log_dir, "/", job, "_", index);
+  flags.push_back("--port_file=" + base + ".port");
   Server& server = servers_[Key(job, index)];
-  server.address = std::move(address);
-  server.process = std::make_unique<ChildProcess>(
-      std::move(flags), absl::StrCat(options_.log_dir, "/", job, "_", index, ".log"));
+  server.flags = std::move(flags);
+  server.log_path = base + ".log";
+  server.port_file = base + ".port";
   order_.emplace_back(job, index);
   return absl::OkStatus();
+}
+
+absl::Status ClusterLauncher::StartServer(const std::string& job, int index) {
+  Server& server = *Find(job, index);
+  std::vector<std::string> argv = server.flags;
+  if (server.port == 0) {
+    argv.push_back("--port=0");
+  } else {
+    // A restart: the same port, which the cluster spec and the clients know.
+    argv.push_back(absl::StrCat("--port=", server.port));
+    argv.push_back(absl::StrCat("--bind_retry_seconds=", kBindRetrySeconds));
+  }
+  std::error_code ignored;
+  std::filesystem::remove(server.port_file, ignored);  // A previous run's.
+  server.process = std::make_unique<ChildProcess>(std::move(argv), server.log_path);
+  return server.process->Start();
+}
+
+absl::Status ClusterLauncher::ReadPorts(const std::string& job, int index) {
+  Server& server = *Find(job, index);
+  ChildProcess& process = *server.process;
+  const absl::Time deadline = absl::Now() + options_.start_timeout;
+  while (true) {
+    // The server writes its port file whole (renamed into place) once it listens.
+    std::istringstream ports(ReadWholeFile(server.port_file));
+    int port = 0, metrics_port = -1;
+    if (ports >> port >> metrics_port && port > 0) {
+      server.port = port;
+      server.address = absl::StrCat("127.0.0.1:", port);
+      if (job == "master") master_metrics_port_ = metrics_port;
+      return absl::OkStatus();
+    }
+    if (!process.IsRunning()) {
+      return absl::InternalError(absl::StrCat(
+          Key(job, index), " (", absl::StrJoin(process.argv(), " "), ") exited with code ",
+          process.last_exit_code(), " before serving; its log:\n",
+          ReadWholeFile(process.stderr_path())));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          Key(job, index), " (", process.argv()[0], ") wrote no port file (", server.port_file,
+          ") within ", absl::FormatDuration(options_.start_timeout), "; its log:\n",
+          ReadWholeFile(process.stderr_path())));
+    }
+    // Woken by the port file's creation (or any log line); the timeout only bounds how
+    // late an exit without output is noticed.
+    watch_->Wait(std::min(deadline - absl::Now(), absl::Milliseconds(100)));
+  }
 }
 
 absl::Status ClusterLauncher::WaitServing(const std::string& job, int index) {
@@ -205,7 +247,7 @@ std::string ClusterLauncher::address(const std::string& job, int index) const {
 absl::StatusOr<int> ClusterLauncher::Stop(const std::string& job, int index, int signal,
                                           absl::Duration timeout) {
   Server* server = Find(job, index);
-  if (server == nullptr || !server->process->IsRunning()) {
+  if (server == nullptr || server->process == nullptr || !server->process->IsRunning()) {
     return absl::NotFoundError(absl::StrCat("no running server ", Key(job, index)));
   }
   return server->process->Stop(signal, timeout);
@@ -213,18 +255,23 @@ absl::StatusOr<int> ClusterLauncher::Stop(const std::string& job, int index, int
 
 absl::Status ClusterLauncher::Restart(const std::string& job, int index) {
   Server* server = Find(job, index);
-  if (server == nullptr) return absl::NotFoundError("no server " + Key(job, index));
+  if (server == nullptr || server->process == nullptr) {
+    return absl::NotFoundError("no server " + Key(job, index));
+  }
   if (server->process->IsRunning()) {
     return absl::FailedPreconditionError(Key(job, index) + " is still running");
   }
-  if (absl::Status s = server->process->Start(); !s.ok()) return s;
+  if (absl::Status s = StartServer(job, index); !s.ok()) return s;
+  if (absl::Status s = ReadPorts(job, index); !s.ok()) return s;
   return WaitServing(job, index);
 }
 
 absl::StatusOr<int> ClusterLauncher::WaitForExit(const std::string& job, int index,
                                                  absl::Duration timeout) {
   Server* server = Find(job, index);
-  if (server == nullptr) return absl::NotFoundError("no server " + Key(job, index));
+  if (server == nullptr || server->process == nullptr) {
+    return absl::NotFoundError("no server " + Key(job, index));
+  }
   if (!server->process->IsRunning()) {
     if (server->process->last_exit_code() == -2) {
       return absl::NotFoundError(absl::StrCat("server ", Key(job, index), " never started"));
@@ -236,22 +283,22 @@ absl::StatusOr<int> ClusterLauncher::WaitForExit(const std::string& job, int ind
 
 bool ClusterLauncher::IsRunning(const std::string& job, int index) {
   Server* server = Find(job, index);
-  return server != nullptr && server->process->IsRunning();
+  return server != nullptr && server->process != nullptr && server->process->IsRunning();
 }
 
 pid_t ClusterLauncher::pid(const std::string& job, int index) const {
   const Server* server = Find(job, index);
-  return server == nullptr ? -1 : server->process->pid();
+  return server == nullptr || server->process == nullptr ? -1 : server->process->pid();
 }
 
 std::string ClusterLauncher::Log(const std::string& job, int index) const {
   const Server* server = Find(job, index);
-  return server == nullptr ? "" : ReadWholeFile(server->process->stderr_path());
+  return server == nullptr ? "" : ReadWholeFile(server->log_path);
 }
 
 std::string ClusterLauncher::log_path(const std::string& job, int index) const {
   const Server* server = Find(job, index);
-  return server == nullptr ? "" : server->process->stderr_path();
+  return server == nullptr ? "" : server->log_path;
 }
 
 std::vector<std::pair<std::string, int>> ClusterLauncher::servers() const { return order_; }

@@ -3,12 +3,16 @@
 
 // A whole Overseer cluster as processes on loopback, the way an orchestrator would run
 // it on one machine: worker_server processes for the ps and worker tasks, a
-// master_server, and optionally a checkpoint_store_server and a summary_writer_server,
-// each on a port that was free at Start. Start returns once every server's gRPC health
-// service says SERVING (or fails with the server's log). Any server can be stopped
-// with a signal (SIGKILL: a crash) and restarted on the same port, as an orchestrator
-// restarts a failed pod. Used by the multi-process tests (through LocalCluster), the
-// benchmarks and the cluster demo. Not thread-safe.
+// master_server, and optionally a checkpoint_store_server and a summary_writer_server.
+// Each server binds port 0 itself and writes the port it got to a port file
+// (--port_file), which the launcher reads: no port is picked for a server that another
+// process could take first. The ps and worker tasks start without a cluster spec and
+// learn the cluster from the master, which starts once their ports are known. Start
+// returns once every server's gRPC health service says SERVING (or fails with the
+// server's log). Any server can be stopped with a signal (SIGKILL: a crash) and
+// restarted on the same port (retrying the bind while the port is briefly held), as an
+// orchestrator restarts a failed pod. Used by the multi-process tests (through
+// LocalCluster), the benchmarks and the cluster demo. Not thread-safe.
 //
 // Servers are named by job and index: "ps"/"worker" tasks of the cluster spec, and
 // "master", "store" and "writer" with index 0.
@@ -48,8 +52,8 @@ struct ClusterLauncherOptions {
   // Empty: <log_dir>/checkpoints and <log_dir>/logdir (created if missing).
   std::string checkpoint_root;
   std::string summary_logdir;
-  // Directory of the servers' logs (<job>_<index>.log, the stderr of each); created if
-  // missing. Empty: $TEST_TMPDIR, or /tmp.
+  // Directory of the servers' logs (<job>_<index>.log, the stderr of each) and port
+  // files (<job>_<index>.port); created if missing. Empty: $TEST_TMPDIR, or /tmp.
   std::string log_dir;
   // Where the server binaries are (e.g. bazel-bin); empty: the running program's
   // runfiles (list the servers as data of its target). See FindBinary.
@@ -71,8 +75,8 @@ class ClusterLauncher {
  public:
   // Starts every server and waits until each is SERVING. Errors: NOT_FOUND for a
   // missing binary; INTERNAL naming a server that exited before serving, with its
-  // log; DEADLINE_EXCEEDED naming one not SERVING after start_timeout. On error the
-  // servers already started are killed.
+  // log; DEADLINE_EXCEEDED naming one that wrote no port file or was not SERVING
+  // after start_timeout. On error the servers already started are killed.
   static absl::StatusOr<std::unique_ptr<ClusterLauncher>> Start(ClusterLauncherOptions options);
   // SIGKILLs every server still running.
   ~ClusterLauncher() = default;
@@ -99,7 +103,8 @@ class ClusterLauncher {
                            absl::Duration timeout = absl::Seconds(60));
 
   // Starts server job:index again (a new incarnation) on its port and waits for
-  // SERVING. FAILED_PRECONDITION if it is running; errors as Start.
+  // SERVING. The server retries binding the port for up to 30 s if another process
+  // holds it. FAILED_PRECONDITION if it is running; errors as Start.
   absl::Status Restart(const std::string& job, int index);
 
   // Waits up to `timeout` for server job:index to exit by itself; its exit code (-1 if
@@ -120,18 +125,31 @@ class ClusterLauncher {
 
  private:
   struct Server {
+    // The program and its flags but --port.
+    std::vector<std::string> flags;
+    std::string log_path;
+    std::string port_file;
+    // 0 until the server first reported its port; then the port it keeps.
+    int port = 0;
     std::string address;
+    // The current run; null before the first start.
     std::unique_ptr<ChildProcess> process;
   };
 
   explicit ClusterLauncher(ClusterLauncherOptions options) : options_(std::move(options)) {}
   absl::Status Add(const std::string& job, int index, const std::string& binary,
-                   std::string address, std::vector<std::string> flags);
+                   std::vector<std::string> flags);
+  // Starts the server's process: on port 0 the first time, on its port after that.
+  absl::Status StartServer(const std::string& job, int index);
+  // Waits for the port file of the server's current run and notes its ports.
+  absl::Status ReadPorts(const std::string& job, int index);
   absl::Status WaitServing(const std::string& job, int index);
   Server* Find(const std::string& job, int index);
   const Server* Find(const std::string& job, int index) const;
 
   ClusterLauncherOptions options_;
+  // Wakes ReadPorts when a file of log_dir changes.
+  std::unique_ptr<DirectoryWatch> watch_;
   ClusterSpec cluster_;
   int master_metrics_port_ = -1;
   // Keyed by "job:index".
