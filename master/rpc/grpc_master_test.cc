@@ -12,6 +12,7 @@
 #include "master/rpc/grpc_master.h"
 #include "master/rpc/grpc_master_service.h"
 #include "master/testing/fake_workers.h"
+#include "testing/eventually.h"
 #include "testing/manual_clock.h"
 
 namespace overseer {
@@ -184,15 +185,7 @@ TEST_F(GrpcMasterTest, AFailedRunGraphFailsTheStepOverTheWire) {
   EXPECT_EQ(called.fetch_size(), 1);
 }
 
-// Waits (at most 30 s) until `done` holds; false if it never does.
-bool Eventually(const std::function<bool()>& done) {
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (!done()) {
-    if (absl::Now() > give_up) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
+using test::Eventually;
 
 // A master whose clock never moves: its waits end only by a mark or a cancellation.
 class GrpcMasterStillClockTest : public GrpcMasterTest {

@@ -20,6 +20,7 @@
 #include "proto/worker.grpc.pb.h"
 #include "worker/rpc/grpc_worker.h"
 #include "worker/rpc/grpc_worker_service.h"
+#include "testing/eventually.h"
 #include "worker/testing/test_graphs.h"
 #include "worker/worker.h"
 
@@ -58,16 +59,7 @@ struct Task {
   std::unique_ptr<GrpcWorker> client;
 };
 
-// Whether `condition` holds within 30 s (checked every 5 ms): for what another
-// process or thread does on its own time.
-bool Eventually(const std::function<bool()>& condition) {
-  const absl::Time give_up = absl::Now() + absl::Seconds(30);
-  while (!condition()) {
-    if (absl::Now() > give_up) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
+using test::Eventually;
 
 class GrpcWorkerTest : public ::testing::Test {
  protected:
