@@ -2,7 +2,7 @@
 #define OVERSEER_TESTS_SERVER_PROCESS_H_
 
 // A server binary (a data dependency of the test) run in its own process with --port=0
-// and --metrics_port=0. The constructor blocks on the server's stderr until its
+// and --metrics_port=0 (the server binds free ports itself). The constructor blocks on the server's stderr until its
 // ServerRunner start-up line names the bound ports (or the process exits), so no test
 // sleeps waiting for it. Not thread-safe.
 
@@ -72,6 +72,11 @@ class ServerProcess {
   // SIGKILL (kill -9); returns once the process is gone.
   void Kill() { SignalAndWait(SIGKILL); }
 
+  // Waits for the process to end by itself; its exit code (-1 if it did not exit
+  // normally). Drains stderr.
+  int WaitForExit() { return SignalAndWait(0); }
+
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
   const std::string& log() const { return log_; }
@@ -80,7 +85,7 @@ class ServerProcess {
  private:
   int SignalAndWait(int signal) {
     if (pid_ <= 0 || waited_) return -1;
-    ::kill(pid_, signal);
+    if (signal != 0) ::kill(pid_, signal);
     char line[4096];
     while (stderr_ != nullptr && std::fgets(line, sizeof(line), stderr_) != nullptr) log_ += line;
     int status = 0;

@@ -62,6 +62,12 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                       .Help("RecvTensor calls served")
                       .Register(*metrics)
                       .Add({});
+  recv_tensor_waiting_ = &prometheus::BuildGauge()
+                              .Name("overseer_worker_recv_tensor_waiting")
+                              .Help("RecvTensor calls waiting now for their tensor to be "
+                                    "produced (each holds a server thread)")
+                              .Register(*metrics)
+                              .Add({});
   recv_tensor_bytes_ = &prometheus::BuildCounter()
                             .Name("overseer_worker_recv_tensor_bytes_total")
                             .Help("Tensor element bytes sent by RecvTensor")
@@ -193,7 +199,9 @@ grpc::Status GrpcWorkerService::StreamTensor(
     CallWatch watch(context, [&cancellation] {
       cancellation.StartCancel(absl::CancelledError("the RecvTensor call was cancelled"));
     });
+    if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Increment();
     status = worker_->RecvTensor(bounded, &cancellation, &tensor);
+    if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Decrement();
   }
   if (status.ok()) {
     int64_t bytes = 0;

@@ -86,6 +86,8 @@ class GrpcWorkerService final
   prometheus::Counter* rungraph_on_loop_ = nullptr;
   prometheus::Counter* rungraph_on_pool_ = nullptr;
   prometheus::Counter* recv_tensor_ = nullptr;
+  // RecvTensor calls waiting for their tensor right now.
+  prometheus::Gauge* recv_tensor_waiting_ = nullptr;
   prometheus::Counter* recv_tensor_bytes_ = nullptr;
   prometheus::Family<prometheus::Counter>* errors_ = nullptr;
   prometheus::Gauge* resource_bytes_ = nullptr;
