@@ -181,10 +181,16 @@ absl::Status MonitoredSession::Close() {
   const bool clean =
       failed_.ok() && session != nullptr && (coord == nullptr || coord->RequestedError().ok());
   if (clean) {
-    for (SessionRunHook* hook : hooks_) {
-      result = hook->End(session);
-      if (!result.ok()) break;
-    }
+    // A server that restarts while the job ends (the chief's last checkpoint finds the
+    // store restarting, the master lost the session) is recovered from as during
+    // training: the session is recreated and the hooks' End goes on from the hook that
+    // failed; hooks that ended are not ended again.
+    size_t ended = 0;
+    auto end_hooks = [&](WrappedSession&) -> absl::Status {
+      for (; ended < hooks_.size(); ++ended) RETURN_IF_ERROR(hooks_[ended]->End(raw_session()));
+      return absl::OkStatus();
+    };
+    result = recoverable_ != nullptr ? recoverable_->RunStep(end_hooks) : end_hooks(*stack_);
   } else {
     LOG(INFO) << "Closing after an error: the hooks' End is not called";
   }

@@ -378,6 +378,38 @@ TEST_F(MonitoredSessionTest, AnEndErrorIsReturnedAndTheSessionStillCloses) {
   EXPECT_FALSE(g_.root.graph()->finalized());
 }
 
+// Fails its first End with `error`.
+class FailsEndOnce : public SessionRunHook {
+ public:
+  explicit FailsEndOnce(absl::Status error) : error_(std::move(error)) {}
+  absl::Status End(ClientSession* session) override {
+    return ++ends == 1 ? error_ : absl::OkStatus();
+  }
+  int ends = 0;
+
+ private:
+  const absl::Status error_;
+};
+
+// A server restarting while the job ends (the chief's last save finds the checkpoint
+// store down): the failed End is run again on a recreated session, after the hooks
+// before it ended once, and before the hooks after it.
+TEST_F(MonitoredSessionTest, ARecoverableEndErrorIsRetriedOnARecreatedSession) {
+  FakeHook before, after;
+  FailsEndOnce failing(absl::UnavailableError("the checkpoint store is restarting"));
+  auto counting = std::make_unique<CountingSessionCreator>(Chief());
+  CountingSessionCreator* creator = counting.get();
+  auto session = Monitored({&before, &failing, &after}, std::move(counting));
+  EXPECT_EQ(Value(*session, g_.do_step), 1);
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(creator->created, 2);
+  EXPECT_EQ(session->recoveries(), 1);
+  EXPECT_EQ(before.calls["end"], 1);
+  EXPECT_EQ(failing.ends, 2);
+  EXPECT_EQ(after.calls["end"], 1);
+  EXPECT_TRUE(session->closed());
+}
+
 TEST_F(MonitoredSessionTest, HookRequestingStop) {
   FakeHook hook;
   auto session = Monitored({&hook});
