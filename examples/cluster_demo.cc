@@ -7,9 +7,11 @@
 // MonitoredTrainingSession). Mid-training it kills one ps with SIGKILL, restarts it on
 // its port as an orchestrator would, and shows the trainers recover: their sessions are
 // recreated, the chief restores the lost variables from the latest checkpoint, and
-// training goes on to the last step. At the end it says where the checkpoints and the
-// TensorBoard logs are, shuts the cluster down (job done: ps and workers exit 0; the
-// rest on SIGTERM) and prints "final accuracy: 0.xxxx" as its last line.
+// training goes on to the last step (which the demo gives the trainers once the kill is
+// done, so that training cannot end before it on a fast machine). At the end it says
+// where the checkpoints and the TensorBoard logs are, shuts the cluster down (job done:
+// ps and workers exit 0; the rest on SIGTERM) and prints "final accuracy: 0.xxxx" as
+// its last line.
 //
 //   cluster_demo [--out_dir=DIR] [--last_step=N] [--kill=ps:1] [--kill_at_step=N]
 //                [--data_dir=MNIST_DIR] ...
@@ -210,7 +212,9 @@ absl::Status RunDemo() {
   options.cluster.bin_dir = absl::GetFlag(FLAGS_bin_dir);
   options.cluster.worker_flags = {"--exit_when_job_done"};
   options.run = "demo";
-  options.last_step = last_step;
+  // With a kill, the demo ends training itself once the kill is done (StopAtStep), so
+  // training is still going on when it comes, however fast the machine.
+  options.last_step = kill_at > 0 ? 0 : last_step;
   options.save_checkpoint_steps = absl::GetFlag(FLAGS_save_checkpoint_steps);
   options.log_every = 1;
   if (!absl::GetFlag(FLAGS_data_dir).empty()) {
@@ -267,6 +271,7 @@ absl::Status RunDemo() {
     killed_at = job->MaxStep();
     ASSIGN_OR_RETURN(int code, cluster.Stop(kill_job, kill_index, SIGKILL));
     (void)code;
+    RETURN_IF_ERROR(job->StopAtStep(last_step));
     display.Event(absl::StrCat("killed ", kill_job, ":", kill_index, " (pid ", pid,
                                ") with SIGKILL at global step ", killed_at,
                                kill_job == "ps" ? ": the variables it held are gone" : ""));

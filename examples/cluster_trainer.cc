@@ -43,6 +43,7 @@
 #include "core/status_macros.h"
 #include "examples/classifier.h"
 #include "examples/mnist_data.h"
+#include "examples/stop_file_hook.h"
 #include "examples/trainer_output.h"
 
 ABSL_FLAG(std::string, master, "", "the master, grpc://host:port (required)");
@@ -61,7 +62,12 @@ ABSL_FLAG(int64_t, max_backoff_ms, 1000,
           "a server restarted or could not be reached (the first waits 100 ms)");
 ABSL_FLAG(int64_t, max_recovery_seconds, 300,
           "recovery: give up (exit 1) when a server stays unreachable this long");
-ABSL_FLAG(int64_t, last_step, 1000, "stop when the shared global step reaches this");
+ABSL_FLAG(int64_t, last_step, 1000,
+          "stop when the shared global step reaches this; 0: no last step of its own (give "
+          "--stop_file)");
+ABSL_FLAG(std::string, stop_file, "",
+          "once this file exists and holds a global step, stop when the shared global step "
+          "reaches it: how whoever runs the job ends it (write the file atomically)");
 ABSL_FLAG(int64_t, batch_size, 50, "examples per training step");
 ABSL_FLAG(int64_t, hidden_units, 64, "units of the hidden layer");
 ABSL_FLAG(double, learning_rate, 0.001, "Adam learning rate");
@@ -224,16 +230,20 @@ absl::Status CheckFlags() {
   if (absl::GetFlag(FLAGS_task_index) < 0 || absl::GetFlag(FLAGS_num_ps) < 1 ||
       absl::GetFlag(FLAGS_num_workers) < 1 || absl::GetFlag(FLAGS_wait_for_workers_seconds) < 0 ||
       absl::GetFlag(FLAGS_max_backoff_ms) < 1 || absl::GetFlag(FLAGS_max_recovery_seconds) < 1 ||
-      absl::GetFlag(FLAGS_last_step) < 1 || absl::GetFlag(FLAGS_batch_size) < 1 ||
+      absl::GetFlag(FLAGS_last_step) < 0 || absl::GetFlag(FLAGS_batch_size) < 1 ||
       absl::GetFlag(FLAGS_hidden_units) < 1 || absl::GetFlag(FLAGS_log_every) < 1 ||
       absl::GetFlag(FLAGS_save_summaries_steps) < 1 || absl::GetFlag(FLAGS_num_train) < 1 ||
       absl::GetFlag(FLAGS_num_test) < 1 || absl::GetFlag(FLAGS_save_checkpoint_steps) < 0 ||
       absl::GetFlag(FLAGS_save_checkpoint_secs) < 0) {
     return absl::InvalidArgumentError(
-        "--task_index, --save_checkpoint_steps, --save_checkpoint_secs and "
+        "--task_index, --last_step, --save_checkpoint_steps, --save_checkpoint_secs and "
         "--wait_for_workers_seconds must be >= 0; --num_ps, --num_workers, --max_backoff_ms, "
-        "--max_recovery_seconds, --last_step, --batch_size, --hidden_units, --log_every, "
+        "--max_recovery_seconds, --batch_size, --hidden_units, --log_every, "
         "--save_summaries_steps, --num_train and --num_test must be positive");
+  }
+  if (absl::GetFlag(FLAGS_last_step) == 0 && absl::GetFlag(FLAGS_stop_file).empty()) {
+    return absl::InvalidArgumentError(
+        "--last_step=0 (no last step) needs --stop_file, or training would never end");
   }
   if (!absl::GetFlag(FLAGS_checkpoint_dir).empty() &&
       absl::GetFlag(FLAGS_save_checkpoint_steps) == 0 &&
@@ -274,9 +284,16 @@ absl::Status Train() {
                      model.accuracy);
   RETURN_IF_ERROR(root.status());
 
-  StopAtStepHookOptions stop_options;
-  stop_options.last_step = absl::GetFlag(FLAGS_last_step);
-  ASSIGN_OR_RETURN(std::unique_ptr<StopAtStepHook> stop, StopAtStepHook::Create(stop_options));
+  std::vector<std::unique_ptr<SessionRunHook>> stops;
+  if (absl::GetFlag(FLAGS_last_step) > 0) {
+    StopAtStepHookOptions stop_options;
+    stop_options.last_step = absl::GetFlag(FLAGS_last_step);
+    ASSIGN_OR_RETURN(std::unique_ptr<StopAtStepHook> stop, StopAtStepHook::Create(stop_options));
+    stops.push_back(std::move(stop));
+  }
+  if (!absl::GetFlag(FLAGS_stop_file).empty()) {
+    stops.push_back(std::make_unique<StopFileHook>(absl::GetFlag(FLAGS_stop_file)));
+  }
   ProgressHook progress(model.global_step.value, model.loss, absl::GetFlag(FLAGS_log_every));
   Tensor test_x, test_y;
   data.test.Batch(0, data.test.num_examples, &test_x, &test_y);
@@ -301,7 +318,8 @@ absl::Status Train() {
   training.recovery.max_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_max_backoff_ms));
   training.recovery.max_recovery_time = absl::Seconds(absl::GetFlag(FLAGS_max_recovery_seconds));
   // The final evaluation runs before this trainer says it ended.
-  training.hooks = {stop.get(), &progress, &final_accuracy, &workers_done};
+  for (const auto& stop : stops) training.hooks.push_back(stop.get());
+  training.hooks.insert(training.hooks.end(), {&progress, &final_accuracy, &workers_done});
 
   // The trainers read different parts of the data.
   const int64_t batch = absl::GetFlag(FLAGS_batch_size);

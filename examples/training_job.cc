@@ -1,6 +1,8 @@
 #include "examples/training_job.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -19,6 +21,7 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
   if (!trainer_bin.ok()) return trainer_bin.status();
 
   std::unique_ptr<TrainingJob> job(new TrainingJob(options));
+  std::remove(job->stop_file().c_str());  // A previous job's in the same directory.
   absl::StatusOr<std::unique_ptr<ClusterLauncher>> cluster = ClusterLauncher::Start(options.cluster);
   if (!cluster.ok()) return cluster.status();
   job->cluster_ = *std::move(cluster);
@@ -38,6 +41,7 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
         absl::StrCat("--num_ps=", options.cluster.num_ps),
         absl::StrCat("--num_workers=", options.cluster.num_workers),
         absl::StrCat("--last_step=", options.last_step),
+        "--stop_file=" + job->stop_file(),
         absl::StrCat("--log_every=", options.log_every),
         absl::StrCat("--save_checkpoint_steps=", options.save_checkpoint_steps),
         absl::StrCat("--checkpoint_dir=", c.store_target(), "/", options.run),
@@ -52,6 +56,23 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
     if (absl::Status s = trainer.process->Start(); !s.ok()) return s;
   }
   return job;
+}
+
+std::string TrainingJob::stop_file() const {
+  return options_.cluster.log_dir + "/stop_at_step";
+}
+
+absl::Status TrainingJob::StopAtStep(int64_t step) {
+  const std::string tmp = stop_file() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << step << "\n";
+    if (!out.flush()) return absl::InternalError("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), stop_file().c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", stop_file()));
+  }
+  return absl::OkStatus();
 }
 
 std::string TrainingJob::checkpoint_dir() const {

@@ -12,6 +12,7 @@
 //   RETURN_IF_ERROR(job->Await([&] { return job->CurrentStep() >= 200; }, absl::Minutes(5),
 //                              "global step 200"));
 //   job->cluster().Stop("ps", 1, SIGKILL);
+//   RETURN_IF_ERROR(job->StopAtStep(600));   // With options.last_step = 0.
 //   RETURN_IF_ERROR(job->cluster().Restart("ps", 1));
 //   RETURN_IF_ERROR(job->WaitForTrainers(absl::Minutes(5)));
 
@@ -39,6 +40,9 @@ struct TrainingJobOptions {
   ClusterLauncherOptions cluster;
   // The run name in the checkpoint store and the summary writer.
   std::string run = "run";
+  // The trainers stop at this global step; 0: only when told (StopAtStep), which is
+  // how a caller that crashes servers mid-training makes sure that training is still
+  // going on at its last crash, however fast the machine.
   int64_t last_step = 600;
   int64_t save_checkpoint_steps = 100;
   int64_t log_every = 1;
@@ -99,6 +103,13 @@ class TrainingJob {
 
   // The stderr of trainer `trainer` so far.
   std::string TrainerLog(int trainer) const;
+
+  // Tells the trainers to stop when the global step reaches `step` (at once if it has):
+  // writes their stop file (cluster_trainer --stop_file), whole and atomically. INTERNAL
+  // if it cannot be written.
+  absl::Status StopAtStep(int64_t step);
+  // That file: <log_dir>/stop_at_step.
+  std::string stop_file() const;
 
  private:
   struct Trainer {
