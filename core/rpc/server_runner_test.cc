@@ -31,6 +31,16 @@ ServerRunnerOptions TestOptions() {
   return options;
 }
 
+// Options of a second server on `first`'s port, retrying it for `bind_retry`.
+ServerRunnerOptions OnPortOf(const ServerRunner& first,
+                             absl::Duration bind_retry = absl::ZeroDuration()) {
+  ServerRunnerOptions options = TestOptions();
+  options.port = first.port();
+  options.metrics_port = -1;
+  options.bind_retry = bind_retry;
+  return options;
+}
+
 grpc::Status Check(Health::Stub* stub, HealthCheckResponse* response) {
   auto context = NewClientContext(absl::Seconds(10));
   HealthCheckRequest request;
@@ -83,10 +93,7 @@ TEST(ServerRunnerTest, SigtermEndsTheWait) {
 TEST(ServerRunnerTest, PortInUseIsUnavailable) {
   ServerRunner first(TestOptions());
   ASSERT_TRUE(first.Start().ok());
-  ServerRunnerOptions options = TestOptions();
-  options.port = first.port();
-  options.metrics_port = -1;
-  ServerRunner second(options);
+  ServerRunner second(OnPortOf(first));
   EXPECT_TRUE(absl::IsUnavailable(second.Start()));
 }
 
@@ -105,11 +112,8 @@ TEST(ServerRunnerTest, PortFileNamesTheBoundPorts) {
 TEST(ServerRunnerTest, AFixedPortInUseIsRetriedUntilItIsFree) {
   auto first = std::make_unique<ServerRunner>(TestOptions());
   ASSERT_TRUE(first->Start().ok());
-  ServerRunnerOptions options = TestOptions();
-  options.port = first->port();
-  options.metrics_port = -1;
-  options.bind_retry = absl::Minutes(5);
-  ServerRunner second(options);
+  const int port = first->port();
+  ServerRunner second(OnPortOf(*first, absl::Minutes(5)));
   absl::Status started;
   // The second server waits while the first one holds the port (however long this
   // thread takes to get there), and binds it once the first is gone.
@@ -117,17 +121,13 @@ TEST(ServerRunnerTest, AFixedPortInUseIsRetriedUntilItIsFree) {
   first.reset();
   start.join();
   ASSERT_TRUE(started.ok()) << started;
-  EXPECT_EQ(second.port(), options.port);
+  EXPECT_EQ(second.port(), port);
 }
 
 TEST(ServerRunnerTest, AFixedPortStillInUseAfterTheRetryIsUnavailable) {
   ServerRunner first(TestOptions());
   ASSERT_TRUE(first.Start().ok());
-  ServerRunnerOptions options = TestOptions();
-  options.port = first.port();
-  options.metrics_port = -1;
-  options.bind_retry = absl::Milliseconds(100);
-  ServerRunner second(options);
+  ServerRunner second(OnPortOf(first, absl::Milliseconds(100)));
   const absl::Status started = second.Start();
   EXPECT_TRUE(absl::IsUnavailable(started)) << started;
   EXPECT_TRUE(absl::StrContains(started.message(), "in use")) << started;
