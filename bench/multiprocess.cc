@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,11 +44,23 @@ constexpr uint32_t kContentField = 1;  // StreamChunk.content
 // sends chunks of a tensor.
 constexpr int64_t kSourceBytes = 64 << 20;
 
-std::shared_ptr<const std::string> MakeSource() {
-  auto source = std::make_shared<std::string>(static_cast<size_t>(kSourceBytes), '\0');
-  for (size_t i = 0; i < source->size(); ++i) (*source)[i] = static_cast<char>(i * 131);
-  return source;
-}
+// The bytes the servers send, made on first use, so that a server starts as fast as a
+// bare gRPC server (the start-up baseline of recovery_bench). Thread-safe.
+class Source {
+ public:
+  const std::shared_ptr<const std::string>& Get() {
+    std::call_once(made_, [this] {
+      auto bytes = std::make_shared<std::string>(static_cast<size_t>(kSourceBytes), '\0');
+      for (size_t i = 0; i < bytes->size(); ++i) (*bytes)[i] = static_cast<char>(i * 131);
+      bytes_ = std::move(bytes);
+    });
+    return bytes_;
+  }
+
+ private:
+  std::once_flag made_;
+  std::shared_ptr<const std::string> bytes_;
+};
 
 // The next chunk of a cyclic send of `source`: at `*offset`, at most `chunk_bytes`
 // and `left` bytes, never past the end of the source.
@@ -58,7 +71,7 @@ int64_t NextChunk(int64_t chunk_bytes, int64_t left, int64_t* offset) {
 
 class PingService final : public BenchPing::Service {
  public:
-  explicit PingService(std::shared_ptr<const std::string> source) : source_(std::move(source)) {
+  explicit PingService(Source* source) : source_(source) {
     // Stream sends raw messages whose content references the source (no copy).
     MarkMethodStreamed(
         kStreamMethodIndex,
@@ -83,11 +96,12 @@ class PingService final : public BenchPing::Service {
     if (request.chunk_bytes() <= 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad chunk_bytes");
     }
+    const std::shared_ptr<const std::string>& source = source_->Get();
     int64_t offset = 0;
     for (int64_t sent = 0; sent < request.total_bytes();) {
       const int64_t n = NextChunk(request.chunk_bytes(), request.total_bytes() - sent, &offset);
-      const absl::string_view data(source_->data() + offset, static_cast<size_t>(n));
-      if (!stream->Write(MessageWithReferencedBytes(std::string(), kContentField, data, source_))) {
+      const absl::string_view data(source->data() + offset, static_cast<size_t>(n));
+      if (!stream->Write(MessageWithReferencedBytes(std::string(), kContentField, data, source))) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
       }
       sent += n;
@@ -96,7 +110,7 @@ class PingService final : public BenchPing::Service {
     return grpc::Status::OK;
   }
 
-  const std::shared_ptr<const std::string> source_;
+  Source* const source_;
 };
 
 bool WriteFully(int fd, const char* data, size_t n) {
@@ -133,8 +147,7 @@ void SetNoDelay(int fd) {
 // gets total_bytes, write() by write() of at most chunk_bytes, then the end of stream.
 class TcpStreamServer {
  public:
-  explicit TcpStreamServer(std::shared_ptr<const std::string> source)
-      : source_(std::move(source)) {
+  explicit TcpStreamServer(Source* source) : source_(source) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK(listen_fd_ >= 0) << "socket: " << std::strerror(errno);
     sockaddr_in addr = {};
@@ -183,17 +196,18 @@ class TcpStreamServer {
       const int64_t total = request[0];
       const int64_t chunk = request[1];
       if (chunk <= 0) return;
+      const std::string& source = *source_->Get();
       int64_t offset = 0;
       for (int64_t sent = 0; sent < total;) {
         const int64_t n = NextChunk(chunk, total - sent, &offset);
-        if (!WriteFully(fd, source_->data() + offset, static_cast<size_t>(n))) return;
+        if (!WriteFully(fd, source.data() + offset, static_cast<size_t>(n))) return;
         sent += n;
         offset += n;
       }
     }
   }
 
-  const std::shared_ptr<const std::string> source_;
+  Source* const source_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
@@ -229,15 +243,14 @@ uint64_t ReadVarint(NextByte next) {
 class RawServer::InProcessServers {
  public:
   InProcessServers()
-      : source_(MakeSource()), service_(source_), tcp_(source_),
-        grpc_(StartGrpcServer(&service_, &grpc_port_)) {}
+      : service_(&source_), tcp_(&source_), grpc_(StartGrpcServer(&service_, &grpc_port_)) {}
   ~InProcessServers() { grpc_->Shutdown(); }
 
   int grpc_port() const { return grpc_port_; }
   int tcp_port() const { return tcp_.port(); }
 
  private:
-  std::shared_ptr<const std::string> source_;
+  Source source_;
   PingService service_;
   TcpStreamServer tcp_;
   int grpc_port_ = 0;
@@ -263,9 +276,9 @@ bool IsRawServer(int argc, char** argv) {
 }
 
 int RawServerMain() {
-  const std::shared_ptr<const std::string> source = MakeSource();
-  PingService service(source);
-  TcpStreamServer tcp(source);
+  Source source;
+  PingService service(&source);
+  TcpStreamServer tcp(&source);
   int grpc_port = 0;
   const std::unique_ptr<grpc::Server> server = StartGrpcServer(&service, &grpc_port);
   std::printf("%d %d\n", grpc_port, tcp.port());
@@ -273,8 +286,7 @@ int RawServerMain() {
   for (;;) ::pause();  // Until SIGTERM, or SIGKILL when the parent dies.
 }
 
-RawClient::RawClient(int grpc_port, int tcp_port, RawChannelOptions options)
-    : tcp_port_(tcp_port) {
+RawClient::RawClient(int grpc_port, int tcp_port, RawChannelOptions options) : tcp_port_(tcp_port) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -316,8 +328,8 @@ void RawClient::Transfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
 }
 
 void RawClient::TransferRawBytes(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
-  const grpc::internal::RpcMethod method(kStreamMethod,
-                                         grpc::internal::RpcMethod::SERVER_STREAMING, channel_);
+  const grpc::internal::RpcMethod method(kStreamMethod, grpc::internal::RpcMethod::SERVER_STREAMING,
+                                         channel_);
   grpc::ClientContext context;
   StreamRequest request;
   request.set_total_bytes(total_bytes);
@@ -410,8 +422,7 @@ void RawClient::TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest
   }
   const int64_t request[2] = {total_bytes, chunk_bytes};
   CHECK(WriteFully(tcp_fd_, reinterpret_cast<const char*>(request), sizeof(request)));
-  CHECK(ReadFully(tcp_fd_, dest, static_cast<size_t>(total_bytes)))
-      << "the TCP stream ended early";
+  CHECK(ReadFully(tcp_fd_, dest, static_cast<size_t>(total_bytes))) << "the TCP stream ended early";
 }
 
 RawClient::~RawClient() {
