@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace overseer {
@@ -51,6 +52,13 @@ std::string Number(double value) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.4g", value);
   return text;
+}
+
+void CheckRounds(const std::string& name, size_t values, size_t baselines) {
+  if (values == baselines && values >= static_cast<size_t>(kMinRounds)) return;
+  std::fprintf(stderr, "figure %s has %zu values and %zu baselines; it needs at least %d of each\n",
+               name.c_str(), values, baselines, kMinRounds);
+  std::abort();
 }
 
 void PrintLine(const std::string& line) {
@@ -124,6 +132,7 @@ void Rounds::Run(int rounds, int warmup_rounds, double min_seconds, int max_roun
 
 void PrintFigure(const std::string& name, const std::string& unit,
                  const std::vector<double>& values, const std::vector<double>& baselines) {
+  CheckRounds(name, values.size(), baselines.size());
   std::vector<double> ratios;
   for (size_t i = 0; i < values.size(); ++i) ratios.push_back(values[i] / baselines[i]);
   const Spread v = SpreadOf(values);
@@ -132,37 +141,21 @@ void PrintFigure(const std::string& name, const std::string& unit,
             ", \"ratio\": " + Number(Median(ratios)) +
             ", \"rounds\": " + std::to_string(values.size()) + ", \"min\": " + Number(v.min) +
             ", \"max\": " + Number(v.max) + "}");
-  Progress(name + " over " + std::to_string(values.size()) + " rounds: " +
-           SpreadText("value", values) + "; " + SpreadText("baseline", baselines) + "; " +
-           SpreadText("ratio", ratios));
+  Progress(name + " over " + std::to_string(values.size()) +
+           " rounds: " + SpreadText("value", values) + "; " + SpreadText("baseline", baselines) +
+           "; " + SpreadText("ratio", ratios));
 }
 
 void PrintFigureWithoutBaseline(const std::string& name, const std::string& unit,
                                 const std::vector<double>& values, const std::string& note) {
+  CheckRounds(name, values.size(), values.size());
   const Spread v = SpreadOf(values);
   PrintLine("{\"name\": " + JsonString(name) + ", \"value\": " + Number(v.median) +
             ", \"unit\": " + JsonString(unit) + ", \"baseline\": null, \"ratio\": null" +
             ", \"rounds\": " + std::to_string(values.size()) + ", \"min\": " + Number(v.min) +
             ", \"max\": " + Number(v.max) + ", \"note\": " + JsonString(note) + "}");
-  Progress(name + " over " + std::to_string(values.size()) + " rounds: " +
-           SpreadText("value", values) + " (no measured baseline)");
-}
-
-double SecondsPerCall(const std::function<void()>& fn, double min_seconds, int warmup,
-                      int repeats) {
-  for (int i = 0; i < warmup; ++i) fn();
-  double best = 1e300;
-  for (int r = 0; r < repeats; ++r) best = std::min(best, MeanSecondsPerCall(fn, min_seconds));
-  return best;
-}
-
-void PrintFigure(const std::string& name, double value, const std::string& unit,
-                 double baseline) {
-  std::printf(
-      "{\"name\": \"%s\", \"value\": %.4g, \"unit\": \"%s\", \"baseline\": %.4g, "
-      "\"ratio\": %.3f}\n",
-      name.c_str(), value, unit.c_str(), baseline, baseline != 0 ? value / baseline : 0.0);
-  std::fflush(stdout);
+  Progress(name + " over " + std::to_string(values.size()) +
+           " rounds: " + SpreadText("value", values) + " (no measured baseline)");
 }
 
 }  // namespace bench

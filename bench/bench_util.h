@@ -79,24 +79,22 @@ class Rounds {
   std::vector<std::vector<double>> samples_;
 };
 
+// The fewest rounds a figure may have: one sample proves nothing.
+constexpr int kMinRounds = 5;
+
 // Prints figure `name` (one JSON line on stdout, its spread on stderr) from the
 // per-round figures of the measured work and of its baseline, measured in the same
 // rounds: value = median of `values`, baseline = median of `baselines`, ratio = median
-// of values[i] / baselines[i]. Precondition: same, non-zero sizes.
+// of values[i] / baselines[i]. Aborts, naming the figure, unless both have the same
+// size of at least kMinRounds.
 void PrintFigure(const std::string& name, const std::string& unit,
                  const std::vector<double>& values, const std::vector<double>& baselines);
 
 // Prints figure `name` that has no measured baseline: "baseline" and "ratio" are null
-// and "note" says why and what the goal is. Precondition: `values` not empty.
+// and "note" says why and what the goal is. Aborts, naming the figure, with fewer than
+// kMinRounds values.
 void PrintFigureWithoutBaseline(const std::string& name, const std::string& unit,
                                 const std::vector<double>& values, const std::string& note);
-
-// The old way, until every benchmark uses the one above: the fastest of `repeats`
-// windows, and a figure from one value and one baseline.
-double SecondsPerCall(const std::function<void()>& fn, double min_seconds = 0.5,
-                      int warmup = 3, int repeats = 3);
-void PrintFigure(const std::string& name, double value, const std::string& unit,
-                 double baseline);
 
 }  // namespace bench
 }  // namespace overseer

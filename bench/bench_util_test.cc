@@ -23,8 +23,14 @@ TEST(RoundsTest, AlternatesTheOrderAndDropsWarmUpRounds) {
   double a = 0, b = 100;
   Rounds rounds("test");
   rounds.set_log_rounds(false);
-  const int ia = rounds.Add("a", [&] { order += 'a'; return ++a; });
-  const int ib = rounds.Add("b", [&] { order += 'b'; return ++b; });
+  const int ia = rounds.Add("a", [&] {
+    order += 'a';
+    return ++a;
+  });
+  const int ib = rounds.Add("b", [&] {
+    order += 'b';
+    return ++b;
+  });
   rounds.Run(/*rounds=*/3, /*warmup_rounds=*/1);
   EXPECT_EQ(order, "abbaabba");
   EXPECT_THAT(rounds.samples(ia), ElementsAre(2, 3, 4));
@@ -41,13 +47,19 @@ TEST(RoundsTest, RunsUntilMinSecondsOrMaxRounds) {
 
 TEST(PrintFigureTest, RatioIsTheMedianOfPerRoundRatios) {
   ::testing::internal::CaptureStdout();
-  // Per-round ratios 0.5, 0.5, 4: their median is 0.5, where the ratio of the medians
-  // (2 / 1) would be 2.
-  PrintFigure("x.y", "GB/s", {1, 2, 4}, {2, 4, 1});
+  // Per-round ratios 0.5, 0.5, 4, 0.5, 4: their median is 0.5, where the ratio of the
+  // medians (2 / 1) would be 2.
+  PrintFigure("x.y", "GB/s", {1, 2, 4, 2, 4}, {2, 4, 1, 4, 1});
   const std::string line = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(line,
             "{\"name\": \"x.y\", \"value\": 2, \"unit\": \"GB/s\", \"baseline\": 2, "
-            "\"ratio\": 0.5, \"rounds\": 3, \"min\": 1, \"max\": 4}\n");
+            "\"ratio\": 0.5, \"rounds\": 5, \"min\": 1, \"max\": 4}\n");
+}
+
+TEST(PrintFigureDeathTest, FewerThanFiveRoundsAbort) {
+  EXPECT_DEATH(PrintFigure("x.y", "s", {1, 2, 3, 4}, {1, 2, 3, 4}), "x.y has 4 values");
+  EXPECT_DEATH(PrintFigure("x.y", "s", {1, 2, 3, 4, 5}, {1, 2, 3, 4}), "x.y has 5 values");
+  EXPECT_DEATH(PrintFigureWithoutBaseline("x.z", "s", {1}, "note"), "x.z has 1 values");
 }
 
 TEST(PrintFigureTest, WithoutBaselinePrintsNullsAndTheNote) {
