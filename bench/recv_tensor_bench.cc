@@ -7,7 +7,11 @@
 //     shape. The figure includes the step's fixed overhead (two RunGraph calls).
 //     Baseline: the physical reference, a raw loopback TCP stream of the same bytes
 //     (write() of 4 MiB pieces in a child process, read() straight into a buffer of
-//     this process): one copy on each side, so the ratio is at most 1.
+//     this process): one copy on each side, the least any transfer costs. On the quiet
+//     host the ratio is 0.6-0.7. Under load (4 and more on the 2 cores) the reference,
+//     one thread on each side woken per packet, gets less of the CPU than the step's
+//     gRPC path (a poller and a copying thread on each side) and the ratio nears 1 or
+//     passes it (0.99 and 1.08-1.18 in 3 runs of 8): read it on a quiet host.
 //   recv_tensor.gbps_64MiB_vs_grpc, recv_tensor.gbps_1GiB_vs_grpc: the same step
 //     against a raw gRPC server-streaming transfer of the same bytes in 4 MiB messages,
 //     sent by reference as RecvTensor sends them, parsed and copied into a buffer as
