@@ -5,43 +5,50 @@
 // 4 KiB "bias" variable on each ps. A sharded Saver saves through a GrpcSession to
 // grpc://127.0.0.1:<store port>/bench: each ps streams its own variables to the store.
 //   checkpoint.save_gbps: GB (1e9 bytes) of the big variables per second of the whole
-//     Saver::Save call (begin, both ps streaming, durable commit). Baseline: a raw
-//     sequential write + fsync of the same 1 GiB into a new file in the store's root
-//     directory (same file system), measured in the same run.
+//     Saver::Save call (begin, both ps streaming, durable commit). Baseline: the same
+//     bytes with the same parallelism, raw: two threads, each writing 512 MiB into a new
+//     file of its own in the store's root directory (same file system) and fsyncing
+//     it. 10 rounds.
 //   checkpoint.restore_gbps: Saver::Restore of that checkpoint into the ps variables.
 //     The ps run on the store's host, so they read the data files themselves through
 //     descriptors the store hands out (local reads, docs/checkpoint_format.md): the
 //     64 MiB tensors with O_DIRECT straight into the variables, four 8 MiB reads in
-//     flight per ps.
-//     Baseline: a raw sequential read of the baseline file. Both start cold alike: the
-//     baseline file and every checkpoint file (.data-*, .index) are fsynced and
-//     dropped from the page cache (posix_fadvise POSIX_FADV_DONTNEED) before reading.
-//     On this virtual machine the host caches the disk image, so a read that misses
-//     the guest's page cache still runs at 1.5-6 GB/s.
+//     flight per ps. Baseline: the same reads, raw: two threads (one per ps) each
+//     reading its raw file with O_DIRECT, four 8 MiB preads in flight each. Both start
+//     cold: every file read is fsynced and dropped from the page cache
+//     (POSIX_FADV_DONTNEED) first. On this virtual machine the host caches the disk
+//     image, so such a read still runs at 1.5-6 GB/s. The raw reads go into 2 MiB-aligned
+//     memory advised to be huge pages, as tensors are. 7 rounds.
 //   checkpoint.restore_gbps_streamed: the same restore through a second
 //     checkpoint_store_server on the same --root started with --local_read_socket=
-//     (no local reads), so every tensor streams over gRPC on loopback TCP (four copies
-//     per byte plus the TCP stack). Same baseline.
-//   checkpoint.save_blocking_ms: a trainer thread runs small training steps
-//     (ApplyGradientDescent on each ps's bias, through the same cluster session) while
-//     another thread saves, as the Supervisor's checkpoint thread does: the longest
-//     step that overlapped the save minus the median step without a save. Baseline:
-//     that median. Saving holds no variable lock while streaming (the kernel takes a
-//     copy-on-write snapshot of each variable), so steps go on during the save; what
-//     slows them is CPU shared with the streaming on this 2-core host.
-// After an untimed warm-up (raw write, save, restore), saves and raw writes (and
-// restores and raw reads) alternate in kRounds rounds, each round swapping which goes
-// first; each figure is total bytes over total seconds (the shared disk's write speed
-// drifts from 0.1 to 1.4 GB/s within seconds). The run takes about a minute at low
-// load; progress goes to stderr.
+//     (no local reads), so every tensor streams over gRPC on loopback TCP. Baseline: its
+//     peer, raw gRPC streaming of the same bytes with the same parallelism: two streams
+//     of 512 MiB at once from a child process (4 MiB messages sent by reference, copied
+//     from gRPC's slices, each stream on a connection of its own with the store
+//     client's fixed 64 MiB window). In the restore's 7 rounds.
+//   checkpoint.train_steps_per_sec_during_save: a trainer thread runs small training
+//     steps (ApplyGradientDescent on each ps's bias, through the same cluster session)
+//     without pause, as the Supervisor's training loop does while its checkpoint
+//     thread saves; the figure is its steps per second during a Saver::Save. Baseline:
+//     its steps per second during a quiet window of kQuietTraining without a save,
+//     interleaved. 5 rounds. What slows the steps is CPU shared with the streaming on
+//     this 2-core host (saving holds no variable lock while streaming).
+// Every group of rounds starts with an untimed warm-up round (the first GiB a run writes
+// is several times slower than the next on this host, and the first save and restore
+// in fresh processes fault in their buffers). Within a group each round alternates
+// which side goes first (bench_util.h); values are medians of rounds, ratios medians
+// of per-round ratios. The run takes about two and a half minutes at low load; progress
+// goes to stderr.
 
 #include <fcntl.h>
-#include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -78,17 +85,20 @@ constexpr int64_t kFloatsPerVariable = 16 << 20;  // 64 MiB.
 constexpr int64_t kVariableBytes = kFloatsPerVariable * 4;
 constexpr int64_t kTotalBytes = kVariableBytes * kVariables;  // 1 GiB.
 constexpr int64_t kBiasFloats = 1024;
-constexpr int kRounds = 2;
-constexpr absl::Duration kQuietTraining = absl::Seconds(3);
+constexpr int64_t kShardBytes = kTotalBytes / kPsTasks;
+constexpr int kSaveRounds = 10;
+constexpr int kRestoreRounds = 7;
+constexpr int kTrainingRounds = 5;
+constexpr absl::Duration kQuietTraining = absl::Seconds(2);
+// The raw direct reads: pieces and pieces in flight per file, as the ps's local reads.
+constexpr int64_t kPieceBytes = 8 << 20;
+constexpr int kReadersPerFile = 4;
+constexpr int64_t kStreamChunkBytes = 4 << 20;  // The store's ReadTensors messages.
+constexpr int kStoreStreamWindowBytes = 64 << 20;  // GrpcCheckpointStore::Connect's.
 
-// Progress lines on stderr, stamped with CLOCK_MONOTONIC seconds (the clock that
-// `perf record -k CLOCK_MONOTONIC` stamps samples with, to profile one phase).
-void Progress(const std::string& what) {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  std::fprintf(stderr, "checkpoint_cluster_bench [%.3f]: %s\n",
-               static_cast<double>(now.tv_sec) + now.tv_nsec * 1e-9, what.c_str());
-}
+void Progress(const std::string& what) { bench::Progress(what); }
+
+double GbPerSecond(double seconds) { return kTotalBytes / seconds / 1e9; }
 
 std::string PsDevice(int k) { return absl::StrCat("/job:ps/replica:0/task:", k); }
 
@@ -170,45 +180,63 @@ void DropCheckpointFromPageCache(const std::string& run_dir) {
   }
 }
 
-double SecondsOf(const std::function<void()>& fn) {
-  const absl::Time start = absl::Now();
-  fn();
-  return absl::ToDoubleSeconds(absl::Now() - start);
-}
-
-// Writes kTotalBytes (kVariables writes of `buffer`) into a new file, fsyncs it and
-// drops it from the page cache; returns the seconds of the write and fsync.
-double RawWrite(const std::string& path, const std::string& buffer) {
-  ::unlink(path.c_str());
-  int fd = -1;
-  const double seconds = SecondsOf([&] {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-    CHECK(fd >= 0) << path;
-    for (int i = 0; i < kVariables; ++i) {
-      CHECK(::write(fd, buffer.data(), buffer.size()) == static_cast<ssize_t>(buffer.size()));
+// Writes kShardBytes (kVariables / kPsTasks writes of `buffer`) into each of the
+// kPsTasks files `paths`, one thread per file, fsyncs them and drops them from the page
+// cache; returns the seconds of the writes and fsyncs.
+double RawWrite(const std::vector<std::string>& paths, const std::string& buffer) {
+  std::vector<int> fds;
+  for (const std::string& path : paths) {
+    ::unlink(path.c_str());
+    fds.push_back(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644));
+    CHECK(fds.back() >= 0) << path;
+  }
+  const double seconds = bench::SecondsOf([&] {
+    std::vector<std::thread> writers;
+    for (int fd : fds) {
+      writers.emplace_back([&buffer, fd] {
+        for (int i = 0; i < kVariables / kPsTasks; ++i) {
+          CHECK(::write(fd, buffer.data(), buffer.size()) == static_cast<ssize_t>(buffer.size()));
+        }
+        CHECK(::fsync(fd) == 0);
+      });
     }
-    CHECK(::fsync(fd) == 0);
+    for (std::thread& t : writers) t.join();
   });
-  CHECK(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
-  ::close(fd);
+  for (int fd : fds) {
+    CHECK(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    ::close(fd);
+  }
   return seconds;
 }
 
-// Reads the file sequentially into `buffer`; returns the seconds.
-double RawRead(const std::string& path, std::string* buffer) {
-  return SecondsOf([&] {
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    CHECK(fd >= 0) << path;
-    int64_t total = 0;
-    for (;;) {
-      const ssize_t n = ::read(fd, buffer->data(), buffer->size());
-      CHECK(n >= 0);
-      if (n == 0) break;
-      total += n;
+// Reads each of `paths` (kShardBytes each) into its buffer of `dests` with O_DIRECT,
+// kReadersPerFile preads of kPieceBytes in flight per file, all files at once; returns
+// the seconds. The files are dropped from the page cache first.
+double RawDirectRead(const std::vector<std::string>& paths, const std::vector<char*>& dests) {
+  std::vector<int> fds;
+  for (const std::string& path : paths) {
+    DropFromPageCache(path);
+    fds.push_back(::open(path.c_str(), O_RDONLY | O_DIRECT));
+    CHECK(fds.back() >= 0) << path << ": " << std::strerror(errno);
+  }
+  const double seconds = bench::SecondsOf([&] {
+    std::vector<std::atomic<int64_t>> next(fds.size());
+    std::vector<std::thread> readers;
+    for (size_t f = 0; f < fds.size(); ++f) {
+      next[f] = 0;
+      for (int r = 0; r < kReadersPerFile; ++r) {
+        readers.emplace_back([&, f] {
+          for (int64_t at; (at = next[f].fetch_add(kPieceBytes)) < kShardBytes;) {
+            const int64_t n = std::min(kPieceBytes, kShardBytes - at);
+            CHECK(::pread(fds[f], dests[f] + at, n, at) == n) << paths[f];
+          }
+        });
+      }
     }
-    CHECK(total == kTotalBytes) << total;
-    ::close(fd);
+    for (std::thread& t : readers) t.join();
   });
+  for (int fd : fds) ::close(fd);
+  return seconds;
 }
 
 // Every big variable holds what the initialiser put there (after a restore).
@@ -224,61 +252,47 @@ void CheckValues(Session* session, const Model& model) {
   }
 }
 
-struct Step {
-  absl::Time start;
-  absl::Time end;
+// Runs training steps on a thread of its own until destroyed, counting them.
+class Trainer {
+ public:
+  Trainer(Session* session, const std::string& train) {
+    thread_ = std::thread([this, session, train] {
+      while (!stop_.load()) {
+        absl::Status run = session->Run({}, {}, {train}, nullptr);
+        CHECK(run.ok()) << run;
+        steps_.fetch_add(1);
+      }
+    });
+  }
+  ~Trainer() {
+    stop_ = true;
+    thread_.join();
+  }
+
+  // Steps per second completed while `fn` ran.
+  double StepsPerSecondDuring(const std::function<void()>& fn) {
+    const int64_t before = steps_.load();
+    const double seconds = bench::SecondsOf(fn);
+    return (steps_.load() - before) / seconds;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> steps_{0};
+  std::thread thread_;
 };
 
-// Trains on its own thread while the calling thread saves once after kQuietTraining;
-// returns {longest step overlapping the save - median step before it, that median},
-// in ms.
-std::pair<double, double> MeasureBlocking(Session* session, Model* model,
-                                          const std::string& prefix, int64_t step) {
-  std::atomic<bool> stop{false};
-  std::vector<Step> steps;
-  std::thread trainer([&] {
-    while (!stop.load()) {
-      Step s;
-      s.start = absl::Now();
-      absl::Status run = session->Run({}, {}, {model->train}, nullptr);
-      CHECK(run.ok()) << run;
-      s.end = absl::Now();
-      steps.push_back(s);
-    }
-  });
-  absl::SleepFor(kQuietTraining);
-  const absl::Time save_start = absl::Now();
-  auto saved = model->saver->Save(session, prefix, step);
-  CHECK(saved.ok()) << saved.status();
-  const absl::Time save_end = absl::Now();
-  absl::SleepFor(absl::Milliseconds(500));
-  stop = true;
-  trainer.join();
-  std::vector<double> quiet;
-  double longest = 0;
-  double longest_at = 0;
-  int during = 0;
-  for (const Step& s : steps) {
-    const double ms = absl::ToDoubleMilliseconds(s.end - s.start);
-    if (s.end <= save_start) {
-      quiet.push_back(ms);
-    } else if (s.start < save_end) {
-      if (ms > longest) {
-        longest = ms;
-        longest_at = absl::ToDoubleSeconds(s.start - save_start);
-      }
-      ++during;
-    }
+// Memory for O_DIRECT reads as a tensor's (core/tensor.cc): 2 MiB-aligned, advised to
+// be huge pages (a direct read pins 512 times fewer pages then). Freed on destruction.
+struct AlignedBuffer {
+  explicit AlignedBuffer(size_t bytes) {
+    CHECK(::posix_memalign(reinterpret_cast<void**>(&data), 1 << 21, bytes) == 0);
+    ::madvise(data, bytes, MADV_HUGEPAGE);  // Advice only; may be refused.
+    std::memset(data, 0, bytes);  // Fault the pages in once, before any round.
   }
-  CHECK(!quiet.empty());
-  std::sort(quiet.begin(), quiet.end());
-  const double median = quiet[quiet.size() / 2];
-  Progress(absl::StrCat("save with training: ", absl::ToDoubleSeconds(save_end - save_start),
-                        " s; ", quiet.size(), " steps before it (median ", median, " ms), ",
-                        during, " during it (longest ", longest, " ms, starting ", longest_at,
-                        " s into the save)"));
-  return {longest - median, median};
-}
+  ~AlignedBuffer() { std::free(data); }
+  char* data = nullptr;
+};
 
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
@@ -287,6 +301,7 @@ int Run(const char* argv0) {
   const std::string root = dir + "/store";
   std::filesystem::create_directories(root);
 
+  bench::RawServer raw(argv0);
   test::ServerProcess store("checkpoint_store/checkpoint_store_server", {"--root=" + root});
   CHECK(store.port() > 0) << store.log();
   // The same checkpoints through a store that serves no local reads: restores stream.
@@ -311,78 +326,86 @@ int Run(const char* argv0) {
 
   std::string buffer(static_cast<size_t>(kVariableBytes), '\0');
   for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<char>(i * 131);
-  const std::string raw_path = root + "/raw.bin";
-  // Totals over the rounds. The disk's speed drifts several-fold within seconds on this
-  // shared host and a write slows the one after it, so each round alternates which
-  // side goes first and the figures are total bytes over total time.
-  double raw_write = 0, save = 0, raw_read = 0, restore = 0, streamed = 0;
+  std::vector<std::string> raw_paths;
+  for (int k = 0; k < kPsTasks; ++k) raw_paths.push_back(absl::StrCat(root, "/raw-", k, ".bin"));
   int64_t step = 0;
-  // Untimed warm-up: the first GiB a run writes is several times slower than the next
-  // on this host, and the first save and restore in fresh processes fault in their
-  // buffers (a one-time cost; the Supervisor's periodic saves run warm).
-  Progress("warm-up: raw write, save and restore");
-  RawWrite(raw_path, buffer);
-  {
-    auto saved = model.saver->Save(session.get(), prefix, ++step);
-    CHECK(saved.ok()) << saved.status();
-    absl::Status restored = model.saver->Restore(session.get(), *saved);
-    CHECK(restored.ok()) << restored;
-    restored = model.saver->Restore(session.get(), streamed_path(*saved));
-    CHECK(restored.ok()) << restored;
+  std::string saved;  // The latest checkpoint.
+  auto save = [&] {
+    auto path = model.saver->Save(session.get(), prefix, ++step);
+    CHECK(path.ok()) << path.status();
+    saved = *path;
+  };
+
+  Progress("saves and raw writes");
+  bench::Rounds saves("checkpoint_cluster save");
+  const int raw_write = saves.Add("raw_write", [&] { return GbPerSecond(RawWrite(raw_paths, buffer)); });
+  const int timed_save = saves.Add("save", [&] { return GbPerSecond(bench::SecondsOf(save)); });
+  saves.Run(kSaveRounds);
+
+  Progress("restores, raw direct reads and raw gRPC streams");
+  std::vector<std::unique_ptr<AlignedBuffer>> shards;
+  std::vector<char*> dests;
+  std::vector<std::unique_ptr<bench::RawClient>> streams;
+  bench::RawChannelOptions store_channel;
+  store_channel.stream_window_bytes = kStoreStreamWindowBytes;
+  store_channel.bdp_probe = false;
+  for (int k = 0; k < kPsTasks; ++k) {
+    shards.push_back(std::make_unique<AlignedBuffer>(kShardBytes));
+    dests.push_back(shards.back()->data);
+    streams.push_back(raw.NewClient(store_channel));
   }
-  for (int round = 0; round < kRounds; ++round) {
-    const bool raw_first = round % 2 == 0;
-    double w = 0, s = 0, r = 0, t = 0, u = 0;
-    std::string path;
-    auto timed_save = [&] {
-      return SecondsOf([&] {
-        auto saved = model.saver->Save(session.get(), prefix, ++step);
-        CHECK(saved.ok()) << saved.status();
-        path = *saved;
-      });
-    };
-    Progress(absl::StrCat("round ", round + 1, ": raw write and save"));
-    if (raw_first) w = RawWrite(raw_path, buffer);
-    s = timed_save();
-    if (!raw_first) w = RawWrite(raw_path, buffer);
+  // Zeroes the variables, drops the checkpoint from the page cache, restores from
+  // `path` and checks the values; returns the seconds of the restore.
+  auto restore = [&](const std::string& path) {
     absl::Status zeroed = session->Run({}, {}, {model.zero}, nullptr);
     CHECK(zeroed.ok()) << zeroed;
     DropCheckpointFromPageCache(root + "/bench");
-    auto timed_restore = [&](const std::string& from) {
-      return SecondsOf([&] {
-        absl::Status restored = model.saver->Restore(session.get(), from);
-        CHECK(restored.ok()) << restored;
-      });
-    };
-    Progress(absl::StrCat("round ", round + 1, ": raw read and restore"));
-    if (raw_first) r = RawRead(raw_path, &buffer);
-    t = timed_restore(path);
-    if (!raw_first) r = RawRead(raw_path, &buffer);
+    const double seconds = bench::SecondsOf([&] {
+      absl::Status restored = model.saver->Restore(session.get(), path);
+      CHECK(restored.ok()) << restored;
+    });
     CheckValues(session.get(), model);
-    Progress(absl::StrCat("round ", round + 1, ": streamed restore"));
-    zeroed = session->Run({}, {}, {model.zero}, nullptr);
-    CHECK(zeroed.ok()) << zeroed;
-    DropCheckpointFromPageCache(root + "/bench");
-    u = timed_restore(streamed_path(path));
-    CheckValues(session.get(), model);
-    Progress(absl::StrCat("round ", round + 1, " of ", kRounds, ": raw write+fsync ", w,
-                          " s, save ", s, " s, raw cold read ", r, " s, restore ", t,
-                          " s, streamed restore ", u, " s"));
-    raw_write += w;
-    save += s;
-    raw_read += r;
-    restore += t;
-    streamed += u;
+    return seconds;
+  };
+  bench::Rounds restores("checkpoint_cluster restore");
+  const int raw_read =
+      restores.Add("raw_read", [&] { return GbPerSecond(RawDirectRead(raw_paths, dests)); });
+  const int local_restore = restores.Add("restore", [&] { return GbPerSecond(restore(saved)); });
+  const int streamed_restore =
+      restores.Add("streamed", [&] { return GbPerSecond(restore(streamed_path(saved))); });
+  const int raw_grpc = restores.Add("raw_grpc", [&] {
+    return GbPerSecond(bench::SecondsOf([&] {
+      std::vector<std::thread> threads;
+      for (int k = 0; k < kPsTasks; ++k) {
+        threads.emplace_back(
+            [&, k] { streams[k]->TransferRawBytes(kShardBytes, kStreamChunkBytes, dests[k]); });
+      }
+      for (std::thread& t : threads) t.join();
+    }));
+  });
+  restores.Run(kRestoreRounds);
+
+  Progress("training with and without a save");
+  bench::Rounds training("checkpoint_cluster training");
+  int quiet = 0;
+  int during_save = 0;
+  {
+    Trainer trainer(session.get(), model.train);
+    quiet = training.Add("quiet", [&] {
+      return trainer.StepsPerSecondDuring([] { absl::SleepFor(kQuietTraining); });
+    });
+    during_save = training.Add("saving", [&] { return trainer.StepsPerSecondDuring(save); });
+    training.Run(kTrainingRounds);
   }
 
-  Progress("training while saving");
-  const auto [blocking, median] = MeasureBlocking(session.get(), &model, prefix, ++step);
-
-  auto gbps = [](double seconds) { return kRounds * kTotalBytes / seconds / 1e9; };
-  bench::PrintFigure("checkpoint.save_gbps", gbps(save), "GB/s", gbps(raw_write));
-  bench::PrintFigure("checkpoint.restore_gbps", gbps(restore), "GB/s", gbps(raw_read));
-  bench::PrintFigure("checkpoint.restore_gbps_streamed", gbps(streamed), "GB/s", gbps(raw_read));
-  bench::PrintFigure("checkpoint.save_blocking_ms", blocking, "ms", median);
+  bench::PrintFigure("checkpoint.save_gbps", "GB/s", saves.samples(timed_save),
+                     saves.samples(raw_write));
+  bench::PrintFigure("checkpoint.restore_gbps", "GB/s", restores.samples(local_restore),
+                     restores.samples(raw_read));
+  bench::PrintFigure("checkpoint.restore_gbps_streamed", "GB/s",
+                     restores.samples(streamed_restore), restores.samples(raw_grpc));
+  bench::PrintFigure("checkpoint.train_steps_per_sec_during_save", "steps/s",
+                     training.samples(during_save), training.samples(quiet));
 
   CHECK(session->Close().ok());
   store.Terminate();
@@ -395,4 +418,7 @@ int Run(const char* argv0) {
 }  // namespace
 }  // namespace overseer
 
-int main(int argc, char** argv) { return overseer::Run(argv[0]); }
+int main(int argc, char** argv) {
+  if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain();
+  return overseer::Run(argv[0]);
+}

@@ -1,9 +1,12 @@
 // Benchmarks of DirectSession (./dev bench):
 //   direct_session.run_overhead_us: Session::Run of a one-Const fetch, and of a
 //     10-node chain, in microseconds per step; baseline: the same kernels called
-//     directly, one after another, with no session or executor.
+//     directly, one after another, with no session or executor, on the same thread.
 //   direct_session.matmul1024_gflops: a 1024x1024 float MatMul through Session::Run;
 //     baseline: the same Eigen contraction on the same thread-pool device.
+// Each figure and its baseline run in interleaved rounds (bench_util.h), a window of
+// kOverheadWindow or kMatMulWindow seconds of calls each per round, after a warm-up
+// round; values are medians of rounds, ratios medians of per-round ratios.
 
 #include <memory>
 #include <string>
@@ -18,6 +21,11 @@
 
 namespace overseer {
 namespace {
+
+constexpr int kOverheadRounds = 9;
+constexpr double kOverheadWindow = 0.2;
+constexpr int kMatMulRounds = 7;
+constexpr double kMatMulWindow = 0.5;
 
 NodeDef* AddNode(GraphDef* g, const std::string& name, const std::string& op,
                  std::vector<std::string> inputs, DataType t) {
@@ -81,13 +89,20 @@ void RunOverhead(int length, const std::string& name) {
   auto session = MakeSession(graph);
   const std::vector<std::string> fetches = {"n" + std::to_string(length - 1) + ":0"};
   std::vector<Tensor> outputs;
-  const double session_s = bench::SecondsPerCall([&] {
-    auto s = session->Run({}, fetches, {}, &outputs);
-    CHECK(s.ok()) << s;
-  });
   DirectKernels direct(graph);
-  const double direct_s = bench::SecondsPerCall([&] { direct.Run(); });
-  bench::PrintFigure(name, session_s * 1e6, "us", direct_s * 1e6);
+  bench::Rounds rounds(name);
+  const int in_session = rounds.Add("session", [&] {
+    return 1e6 * bench::MeanSecondsPerCall(
+                     [&] {
+                       auto s = session->Run({}, fetches, {}, &outputs);
+                       CHECK(s.ok()) << s;
+                     },
+                     kOverheadWindow);
+  });
+  const int kernels = rounds.Add(
+      "kernels", [&] { return 1e6 * bench::MeanSecondsPerCall([&] { direct.Run(); }, kOverheadWindow); });
+  rounds.Run(kOverheadRounds);
+  bench::PrintFigure(name, "us", rounds.samples(in_session), rounds.samples(kernels));
 }
 
 void MatMulGflops() {
@@ -103,23 +118,33 @@ void MatMulGflops() {
   AddNode(&graph, "product", "MatMul", {"a", "b"}, DT_FLOAT);
   auto session = MakeSession(graph);
   std::vector<Tensor> outputs;
-  const double flops = 2.0 * kN * kN * kN;
-  const double session_s = bench::SecondsPerCall(
-      [&] {
-        auto s = session->Run({}, {"product:0"}, {}, &outputs);
-        CHECK(s.ok()) << s;
-      },
-      2.0, 1);
-
+  const double gflop = 2.0 * kN * kN * kN / 1e9;
   Tensor c(DT_FLOAT, TensorShape({kN, kN}));
-  const Eigen::array<Eigen::IndexPair<int>, 1> dims = {Eigen::IndexPair<int>(1, 0)};
+  // The MatMul kernel's own contraction (core/kernels/math/matmul_op.cc).
+  const Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> dims = {
+      Eigen::IndexPair<Eigen::DenseIndex>(1, 0)};
   const auto& device = DefaultEigenDevice();
-  const double eigen_s = bench::SecondsPerCall(
-      [&] { c.matrix<float>().device(device) = a.matrix<float>().contract(b.matrix<float>(), dims); },
-      2.0, 1);
+  bench::Rounds rounds("direct_session.matmul1024_gflops");
+  const int in_session = rounds.Add("session", [&] {
+    return gflop / bench::MeanSecondsPerCall(
+                       [&] {
+                         auto s = session->Run({}, {"product:0"}, {}, &outputs);
+                         CHECK(s.ok()) << s;
+                       },
+                       kMatMulWindow);
+  });
+  const int eigen = rounds.Add("eigen", [&] {
+    return gflop / bench::MeanSecondsPerCall(
+                       [&] {
+                         c.matrix<float>().device(device) =
+                             a.matrix<float>().contract(b.matrix<float>(), dims);
+                       },
+                       kMatMulWindow);
+  });
+  rounds.Run(kMatMulRounds);
   CHECK(c.Equals(outputs[0])) << "session and Eigen products differ";
-  bench::PrintFigure("direct_session.matmul1024_gflops", flops / session_s / 1e9, "GFLOP/s",
-                     flops / eigen_s / 1e9);
+  bench::PrintFigure("direct_session.matmul1024_gflops", "GFLOP/s", rounds.samples(in_session),
+                     rounds.samples(eigen));
 }
 
 }  // namespace

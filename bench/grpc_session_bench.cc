@@ -2,18 +2,19 @@
 //   grpc_session.run_step_us: Session::Run of a one-node graph (fetching a scalar
 //     Const) through GrpcSession -> master_server -> one worker_server, all separate
 //     processes on loopback, in microseconds per step; baseline: one raw gRPC unary
-//     round trip (empty messages) between this process and a child process, measured
-//     in the same run, in windows that alternate with the steps' (the fastest window of
-//     each kept), so that both see the same load on a shared host. A step is at least
-//     two round trips (client->master RunStep, master->worker RunGraph); the goal is a
-//     ratio <= 3. The master's RunStep runs on a completion queue loop (its step
-//     continues on the thread that reads the RunGraph reply), and so does the worker's
-//     RunGraph of this quick graph: the ratio was 2.50-2.75 (median 2.56) in six runs at
-//     load 2.6-4.8 on the 2-core shared host, against 2.95-3.26 (median 3.17) with the
-//     worker's synchronous RunGraph interleaved with it. docs/design.md section 2 says
-//     where a step's time goes.
+//     round trip (empty messages) between this process and a child process. Each side
+//     is one client thread making one call at a time, in windows of kWindowSeconds
+//     that alternate (interleaved rounds, bench_util.h): value and baseline are the
+//     medians of kRounds windows, the ratio the median of per-round ratios, so that
+//     both see the same load on a shared host. A step is at least two round trips
+//     (client->master RunStep, master->worker RunGraph); the goal is a ratio <= 3. The
+//     master's RunStep runs on a completion queue loop (its step continues on the
+//     thread that reads the RunGraph reply), and so does the worker's RunGraph of this
+//     quick graph: the ratio was 2.50-2.75 (median 2.56) in six runs at load 2.6-4.8 on
+//     the 2-core shared host, against 2.95-3.26 (median 3.17) with the worker's
+//     synchronous RunGraph interleaved with it (both then as the ratio of the fastest
+//     windows). docs/design.md section 2 says where a step's time goes.
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ namespace overseer {
 namespace {
 
 constexpr int kRounds = 8;
+constexpr double kWindowSeconds = 0.3;
 
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
@@ -61,18 +63,18 @@ int Run(const char* argv0) {
     absl::Status s = (*session)->Run({}, {"c:0"}, {}, &out);
     CHECK(s.ok()) << s;
   };
-  // Pings and steps in alternating windows, the fastest window of each kept, so that
-  // both see the same load on a shared host.
-  double ping_us = 1e30;
-  double step_us = 1e30;
-  for (int round = 0; round < kRounds; ++round) {
-    ping_us = std::min(ping_us, bench::SecondsPerCall([&] { raw.Ping(); }, 0.3, 50, 1) * 1e6);
-    step_us = std::min(step_us, bench::SecondsPerCall(step, 0.3, 50, 1) * 1e6);
-  }
+  bench::Rounds rounds("grpc_session.run_step_us");
+  const int ping = rounds.Add("ping", [&] {
+    return 1e6 * bench::MeanSecondsPerCall([&] { raw.Ping(); }, kWindowSeconds);
+  });
+  const int steps =
+      rounds.Add("step", [&] { return 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds); });
+  rounds.Run(kRounds);
   CHECK(out.size() == 1 && out[0].scalar<float>() == 1.0f);
   absl::Status closed = (*session)->Close();
   CHECK(closed.ok()) << closed;
-  bench::PrintFigure("grpc_session.run_step_us", step_us, "us", ping_us);
+  bench::PrintFigure("grpc_session.run_step_us", "us", rounds.samples(steps),
+                     rounds.samples(ping));
   return 0;
 }
 

@@ -1,66 +1,261 @@
 #include "bench/multiprocess.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/logging.h"
+#include "core/rpc/raw_message.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "grpcpp/support/method_handler.h"
+#include "grpcpp/support/sync_stream.h"
 
 namespace overseer {
 namespace bench {
 namespace {
 
 constexpr char kRawServerFlag[] = "--raw_grpc_server";
-// The server copies each chunk out of a buffer of this size, cyclically, as the
-// worker copies chunks out of a tensor.
+constexpr char kStreamMethod[] = "/overseer.bench.BenchPing/Stream";
+constexpr int kStreamMethodIndex = 1;  // Its index among BenchPing's methods.
+constexpr uint32_t kContentField = 1;  // StreamChunk.content
+// Both servers send each chunk out of a buffer of this size, cyclically, as a worker
+// sends chunks of a tensor.
 constexpr int64_t kSourceBytes = 64 << 20;
+
+// The bytes the servers send, made on first use, so that a server starts as fast as a
+// bare gRPC server (the start-up baseline of recovery_bench). Thread-safe.
+class Source {
+ public:
+  const std::shared_ptr<const std::string>& Get() {
+    std::call_once(made_, [this] {
+      auto bytes = std::make_shared<std::string>(static_cast<size_t>(kSourceBytes), '\0');
+      for (size_t i = 0; i < bytes->size(); ++i) (*bytes)[i] = static_cast<char>(i * 131);
+      bytes_ = std::move(bytes);
+    });
+    return bytes_;
+  }
+
+ private:
+  std::once_flag made_;
+  std::shared_ptr<const std::string> bytes_;
+};
+
+// The next chunk of a cyclic send of `source`: at `*offset`, at most `chunk_bytes`
+// and `left` bytes, never past the end of the source.
+int64_t NextChunk(int64_t chunk_bytes, int64_t left, int64_t* offset) {
+  if (*offset >= kSourceBytes) *offset = 0;
+  return std::min({chunk_bytes, left, kSourceBytes - *offset});
+}
 
 class PingService final : public BenchPing::Service {
  public:
-  PingService() : source_(static_cast<size_t>(kSourceBytes), '\0') {
-    for (size_t i = 0; i < source_.size(); ++i) source_[i] = static_cast<char>(i * 131);
+  explicit PingService(Source* source) : source_(source) {
+    // Stream sends raw messages whose content references the source (no copy).
+    MarkMethodStreamed(
+        kStreamMethodIndex,
+        new grpc::internal::SplitServerStreamingHandler<StreamRequest, grpc::ByteBuffer>(
+            [this](grpc::ServerContext* context,
+                   grpc::ServerSplitStreamer<StreamRequest, grpc::ByteBuffer>* stream) {
+              return StreamRaw(context, stream);
+            }));
   }
 
   grpc::Status Ping(grpc::ServerContext*, const PingRequest*, PingResponse*) override {
     return grpc::Status::OK;
   }
 
-  grpc::Status Stream(grpc::ServerContext*, const StreamRequest* request,
-                      grpc::ServerWriter<StreamChunk>* writer) override {
-    if (request->chunk_bytes() <= 0 || request->chunk_bytes() > kSourceBytes) {
+ private:
+  grpc::Status StreamRaw(grpc::ServerContext*,
+                         grpc::ServerSplitStreamer<StreamRequest, grpc::ByteBuffer>* stream) {
+    StreamRequest request;
+    if (!stream->Read(&request)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request");
+    }
+    if (request.chunk_bytes() <= 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad chunk_bytes");
     }
-    StreamChunk chunk;
+    const std::shared_ptr<const std::string>& source = source_->Get();
     int64_t offset = 0;
-    for (int64_t sent = 0; sent < request->total_bytes();) {
-      const int64_t n = std::min(request->chunk_bytes(), request->total_bytes() - sent);
-      if (offset + n > kSourceBytes) offset = 0;
-      chunk.mutable_content()->assign(source_.data() + offset, static_cast<size_t>(n));
-      if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+    for (int64_t sent = 0; sent < request.total_bytes();) {
+      const int64_t n = NextChunk(request.chunk_bytes(), request.total_bytes() - sent, &offset);
+      const absl::string_view data(source->data() + offset, static_cast<size_t>(n));
+      if (!stream->Write(MessageWithReferencedBytes(std::string(), kContentField, data, source))) {
+        return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+      }
       sent += n;
       offset += n;
     }
     return grpc::Status::OK;
   }
 
- private:
-  std::string source_;
+  Source* const source_;
 };
 
+bool WriteFully(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadFully(int fd, char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::read(fd, data, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    data += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Sends each write() at once instead of holding its last partial segment until the
+// previous ones are acknowledged (Nagle), as gRPC's sockets do.
+void SetNoDelay(int fd) {
+  const int on = 1;
+  CHECK(::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) == 0)
+      << "TCP_NODELAY: " << std::strerror(errno);
+}
+
+// The TCP stream: each connection sends {total_bytes, chunk_bytes} (two int64) and
+// gets total_bytes, write() by write() of at most chunk_bytes, then the end of stream.
+class TcpStreamServer {
+ public:
+  explicit TcpStreamServer(Source* source) : source_(source) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(listen_fd_ >= 0) << "socket: " << std::strerror(errno);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    CHECK(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) == 0)
+        << "bind: " << std::strerror(errno);
+    CHECK(::listen(listen_fd_, 16) == 0) << "listen: " << std::strerror(errno);
+    CHECK(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+    acceptor_ = std::thread([this] { Accept(); });
+  }
+
+  ~TcpStreamServer() {
+    stopping_ = true;
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    acceptor_.join();
+    for (std::thread& t : senders_) t.join();
+    ::close(listen_fd_);
+  }
+
+  int port() const { return port_; }
+
+ private:
+  void Accept() {
+    for (;;) {
+      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0 && errno == EINTR) continue;
+      if (fd < 0 || stopping_) {
+        if (fd >= 0) ::close(fd);
+        return;
+      }
+      SetNoDelay(fd);
+      senders_.emplace_back([this, fd] {
+        Send(fd);
+        ::close(fd);
+      });
+    }
+  }
+
+  // Serves the connection's requests until it closes.
+  void Send(int fd) {
+    int64_t request[2];
+    while (ReadFully(fd, reinterpret_cast<char*>(request), sizeof(request))) {
+      const int64_t total = request[0];
+      const int64_t chunk = request[1];
+      if (chunk <= 0) return;
+      const std::string& source = *source_->Get();
+      int64_t offset = 0;
+      for (int64_t sent = 0; sent < total;) {
+        const int64_t n = NextChunk(chunk, total - sent, &offset);
+        if (!WriteFully(fd, source.data() + offset, static_cast<size_t>(n))) return;
+        sent += n;
+        offset += n;
+      }
+    }
+  }
+
+  Source* const source_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::thread acceptor_;
+  std::vector<std::thread> senders_;  // Only the acceptor thread adds to it.
+};
+
+std::unique_ptr<grpc::Server> StartGrpcServer(PingService* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  CHECK(server != nullptr && *port > 0) << "the raw gRPC server cannot listen";
+  return server;
+}
+
+// Reads protobuf's varint from the byte cursor.
+template <typename NextByte>
+uint64_t ReadVarint(NextByte next) {
+  uint64_t value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    const uint8_t b = next();
+    value |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) break;
+  }
+  return value;
+}
+
 }  // namespace
+
+class RawServer::InProcessServers {
+ public:
+  InProcessServers()
+      : service_(&source_), tcp_(&source_), grpc_(StartGrpcServer(&service_, &grpc_port_)) {}
+  ~InProcessServers() { grpc_->Shutdown(); }
+
+  int grpc_port() const { return grpc_port_; }
+  int tcp_port() const { return tcp_.port(); }
+
+ private:
+  Source source_;
+  PingService service_;
+  TcpStreamServer tcp_;
+  int grpc_port_ = 0;
+  std::unique_ptr<grpc::Server> grpc_;
+};
 
 void UseRunfilesOf(const char* argv0) {
   if (std::getenv("TEST_SRCDIR") == nullptr) {
@@ -81,22 +276,90 @@ bool IsRawServer(int argc, char** argv) {
 }
 
 int RawServerMain() {
-  PingService service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(-1);
-  builder.SetMaxSendMessageSize(-1);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::fprintf(stderr, "raw gRPC server: cannot listen\n");
-    return 1;
-  }
-  std::printf("%d\n", port);
+  Source source;
+  PingService service(&source);
+  TcpStreamServer tcp(&source);
+  int grpc_port = 0;
+  const std::unique_ptr<grpc::Server> server = StartGrpcServer(&service, &grpc_port);
+  std::printf("%d %d\n", grpc_port, tcp.port());
   std::fflush(stdout);
-  server->Wait();
-  return 0;
+  for (;;) ::pause();  // Until SIGTERM, or SIGKILL when the parent dies.
+}
+
+RawClient::RawClient(int grpc_port, int tcp_port, RawChannelOptions options) : tcp_port_(tcp_port) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // A connection of its own, not one shared with other clients of the same address.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  if (options.stream_window_bytes > 0) {
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.stream_window_bytes);
+  }
+  if (!options.bdp_probe) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(grpc_port),
+                                       grpc::InsecureChannelCredentials(), args);
+  stub_ = BenchPing::NewStub(channel_);
+}
+
+void RawClient::Ping() {
+  grpc::ClientContext context;
+  PingRequest request;
+  PingResponse response;
+  const grpc::Status s = stub_->Ping(&context, request, &response);
+  CHECK(s.ok()) << s.error_message();
+}
+
+void RawClient::Transfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
+  grpc::ClientContext context;
+  StreamRequest request;
+  request.set_total_bytes(total_bytes);
+  request.set_chunk_bytes(chunk_bytes);
+  std::unique_ptr<grpc::ClientReader<StreamChunk>> reader = stub_->Stream(&context, request);
+  StreamChunk chunk;
+  int64_t received = 0;
+  while (reader->Read(&chunk)) {
+    CHECK(received + static_cast<int64_t>(chunk.content().size()) <= total_bytes);
+    std::memcpy(dest + received, chunk.content().data(), chunk.content().size());
+    received += static_cast<int64_t>(chunk.content().size());
+  }
+  const grpc::Status s = reader->Finish();
+  CHECK(s.ok()) << s.error_message();
+  CHECK(received == total_bytes) << received << " of " << total_bytes;
+}
+
+void RawClient::TransferRawBytes(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
+  const grpc::internal::RpcMethod method(kStreamMethod, grpc::internal::RpcMethod::SERVER_STREAMING,
+                                         channel_);
+  grpc::ClientContext context;
+  StreamRequest request;
+  request.set_total_bytes(total_bytes);
+  request.set_chunk_bytes(chunk_bytes);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel_.get(), method,
+                                                                    &context, request));
+  grpc::ByteBuffer message;
+  std::vector<grpc::Slice> slices;
+  int64_t received = 0;
+  while (reader->Read(&message)) {
+    CHECK(message.Dump(&slices).ok());
+    size_t s = 0, at = 0;
+    auto next = [&]() -> uint8_t {
+      while (at == slices[s].size()) ++s, at = 0;
+      return slices[s].begin()[at++];
+    };
+    CHECK(ReadVarint(next) == ((kContentField << 3) | 2));  // The content field's key.
+    const int64_t length = static_cast<int64_t>(ReadVarint(next));
+    CHECK(received + length <= total_bytes);
+    for (int64_t copied = 0; copied < length; ++s, at = 0) {
+      const size_t n = std::min<size_t>(slices[s].size() - at, length - copied);
+      std::memcpy(dest + received + copied, slices[s].begin() + at, n);
+      copied += static_cast<int64_t>(n);
+    }
+    received += length;
+  }
+  const grpc::Status status = reader->Finish();
+  CHECK(status.ok()) << status.error_message();
+  CHECK(received == total_bytes) << received << " of " << total_bytes;
 }
 
 RawServer::RawServer(const char* argv0) {
@@ -114,47 +377,56 @@ RawServer::RawServer(const char* argv0) {
   }
   ::close(out[1]);
   FILE* from_child = ::fdopen(out[0], "r");
-  int port = 0;
-  CHECK(std::fscanf(from_child, "%d", &port) == 1 && port > 0)
-      << "the raw gRPC server child did not start";
+  CHECK(std::fscanf(from_child, "%d %d", &grpc_port_, &tcp_port_) == 2 && grpc_port_ > 0 &&
+        tcp_port_ > 0)
+      << "the raw server child did not start";
   std::fclose(from_child);
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  stub_ = BenchPing::NewStub(grpc::CreateCustomChannel(
-      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args));
+  Connect();
 }
+
+std::unique_ptr<RawServer> RawServer::InProcess() {
+  std::unique_ptr<RawServer> server(new RawServer());
+  server->in_process_ = std::make_unique<InProcessServers>();
+  server->grpc_port_ = server->in_process_->grpc_port();
+  server->tcp_port_ = server->in_process_->tcp_port();
+  server->Connect();
+  return server;
+}
+
+void RawServer::Connect() { client_ = NewClient(); }
 
 RawServer::~RawServer() {
-  stub_.reset();
-  ::kill(pid_, SIGTERM);
-  ::waitpid(pid_, nullptr, 0);
-}
-
-void RawServer::Ping() {
-  grpc::ClientContext context;
-  PingRequest request;
-  PingResponse response;
-  const grpc::Status s = stub_->Ping(&context, request, &response);
-  CHECK(s.ok()) << s.error_message();
-}
-
-void RawServer::Transfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
-  grpc::ClientContext context;
-  StreamRequest request;
-  request.set_total_bytes(total_bytes);
-  request.set_chunk_bytes(chunk_bytes);
-  std::unique_ptr<grpc::ClientReader<StreamChunk>> reader = stub_->Stream(&context, request);
-  StreamChunk chunk;
-  int64_t received = 0;
-  while (reader->Read(&chunk)) {
-    CHECK(received + static_cast<int64_t>(chunk.content().size()) <= total_bytes);
-    std::memcpy(dest + received, chunk.content().data(), chunk.content().size());
-    received += static_cast<int64_t>(chunk.content().size());
+  client_.reset();
+  in_process_.reset();
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
   }
-  const grpc::Status s = reader->Finish();
-  CHECK(s.ok()) << s.error_message();
-  CHECK(received == total_bytes) << received << " of " << total_bytes;
+}
+
+std::unique_ptr<RawClient> RawServer::NewClient(RawChannelOptions options) const {
+  return std::make_unique<RawClient>(grpc_port_, tcp_port_, options);
+}
+
+void RawClient::TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
+  if (tcp_fd_ < 0) {
+    tcp_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK(tcp_fd_ >= 0) << "socket: " << std::strerror(errno);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(tcp_port_));
+    CHECK(::connect(tcp_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0)
+        << "connect: " << std::strerror(errno);
+    SetNoDelay(tcp_fd_);
+  }
+  const int64_t request[2] = {total_bytes, chunk_bytes};
+  CHECK(WriteFully(tcp_fd_, reinterpret_cast<const char*>(request), sizeof(request)));
+  CHECK(ReadFully(tcp_fd_, dest, static_cast<size_t>(total_bytes))) << "the TCP stream ended early";
+}
+
+RawClient::~RawClient() {
+  if (tcp_fd_ >= 0) ::close(tcp_fd_);
 }
 
 }  // namespace bench

@@ -2,15 +2,25 @@
 #define OVERSEER_BENCH_MULTIPROCESS_H_
 
 // Helpers of the benchmarks that run several processes: a local cluster started from
-// the bench binary's runfiles, and the raw gRPC baseline (bench/ping.proto) served by
-// a child process that is the bench binary itself re-executed with a flag.
+// the bench binary's runfiles, and the raw baselines (raw gRPC of bench/ping.proto and
+// a raw loopback TCP stream) served by a child process that is the bench binary itself
+// re-executed with a flag, or by a server in this process.
 //
 //   int main(int argc, char** argv) {
 //     if (bench::IsRawServer(argc, argv)) return bench::RawServerMain();
 //     bench::UseRunfilesOf(argv[0]);
 //     bench::RawServer raw(argv[0]);
-//     ... raw.Ping() ... raw.Transfer(bytes, chunk) ...
+//     ... raw.Ping() ... raw.Transfer(bytes, chunk, dest) ... raw.TcpTransfer(bytes, dest)
 //   }
+//
+// The raw gRPC stream sends every chunk by reference (no copy into a protobuf message,
+// core/rpc/raw_message.h), as the worker's RecvTensor and the checkpoint store's
+// ReadTensors do. The TCP stream write()s each chunk from the same source buffer and
+// the receiver read()s straight into its destination, on a connection kept from one
+// transfer to the next with TCP_NODELAY (as gRPC's): one copy on each side, the least
+// that moving bytes between two processes over loopback costs on this host.
+// (SO_RCVLOWAT, which gRPC's newer readers set to be woken less often, stalled
+// transfers for good on this host's kernel, so the reader is woken per packet.)
 
 #include <sys/types.h>
 
@@ -19,6 +29,7 @@
 #include <string>
 
 #include "bench/ping.grpc.pb.h"
+#include "grpcpp/channel.h"
 
 namespace overseer {
 namespace bench {
@@ -28,32 +39,90 @@ namespace bench {
 // directory under /tmp for the servers' logs.
 void UseRunfilesOf(const char* argv0);
 
-// True when the binary was started as the raw gRPC server child.
+// True when the binary was started as the raw server child.
 bool IsRawServer(int argc, char** argv);
-// Serves BenchPing on a free loopback port, prints the port on stdout, and serves
-// until stdin closes (the parent exited) or SIGTERM. Returns the exit code.
+// Serves BenchPing and the TCP stream on free loopback ports, prints both ports on
+// stdout, and serves until killed (it dies with its parent). Returns the exit code.
 int RawServerMain();
 
-// The raw gRPC server in a child process, and a client of it. CHECK-fails when the
-// child cannot start (benchmarks have no user input to report errors for).
+// How a client's channel receives a stream: the HTTP/2 stream window (0: gRPC's
+// default) and whether gRPC's BDP probing may resize it, to match the peer a figure
+// compares with (a worker's channel, a checkpoint store's).
+struct RawChannelOptions {
+  int stream_window_bytes = 0;
+  bool bdp_probe = true;
+};
+
+// A client of the raw servers, with connections of its own (one gRPC channel, one TCP
+// connection opened by the first TcpTransfer). Thread-compatible: one call at a time
+// (one client per thread for parallel streams).
+class RawClient {
+ public:
+  RawClient(int grpc_port, int tcp_port, RawChannelOptions options);
+  ~RawClient();
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  // One empty unary round trip.
+  void Ping();
+  // Streams `total_bytes` from the server in messages of `chunk_bytes`, parses each
+  // into a StreamChunk and copies its content into `dest` (at least total_bytes long),
+  // as a RecvTensor receiver does.
+  void Transfer(int64_t total_bytes, int64_t chunk_bytes, char* dest);
+  // The same stream read as raw bytes (no protobuf parse): each message's content is
+  // copied from gRPC's slices straight into `dest`, as a ReadTensors receiver does.
+  void TransferRawBytes(int64_t total_bytes, int64_t chunk_bytes, char* dest);
+  // Receives `total_bytes` over the client's loopback TCP connection, which the server
+  // write()s in pieces of `chunk_bytes` from the same source, read() straight into
+  // `dest`.
+  void TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest);
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<BenchPing::Stub> stub_;
+  const int tcp_port_;
+  int tcp_fd_ = -1;
+};
+
+// The raw servers, in a child process or in this one, and a default client. CHECK-fails
+// when they cannot start (benchmarks have no user input to report errors for).
 class RawServer {
  public:
+  // In a child process: `argv0` re-executed (its main must call RawServerMain when
+  // IsRawServer).
   explicit RawServer(const char* argv0);
-  // SIGTERMs and reaps the child.
+  // In this process.
+  static std::unique_ptr<RawServer> InProcess();
+  // Stops the servers (SIGTERMs and reaps the child).
   ~RawServer();
   RawServer(const RawServer&) = delete;
   RawServer& operator=(const RawServer&) = delete;
 
-  // One empty unary round trip.
-  void Ping();
-  // Streams `total_bytes` from the child in messages of `chunk_bytes` and copies them
-  // into `dest` (at least total_bytes long), as a tensor receiver would.
-  void Transfer(int64_t total_bytes, int64_t chunk_bytes, char* dest);
+  // A client with its own connection.
+  std::unique_ptr<RawClient> NewClient(RawChannelOptions options = {}) const;
+
+  // Calls of the default client (gRPC's default channel settings).
+  void Ping() { client_->Ping(); }
+  void Transfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
+    client_->Transfer(total_bytes, chunk_bytes, dest);
+  }
+  void TransferRawBytes(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
+    client_->TransferRawBytes(total_bytes, chunk_bytes, dest);
+  }
+  void TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
+    client_->TcpTransfer(total_bytes, chunk_bytes, dest);
+  }
 
  private:
+  class InProcessServers;
+  RawServer() = default;
+  void Connect();
+
   pid_t pid_ = -1;
-  int stdin_fd_ = -1;
-  std::unique_ptr<BenchPing::Stub> stub_;
+  std::unique_ptr<InProcessServers> in_process_;
+  int grpc_port_ = 0;
+  int tcp_port_ = 0;
+  std::unique_ptr<RawClient> client_;
 };
 
 }  // namespace bench

@@ -1,15 +1,18 @@
 // Benchmark of readiness pushed through the master (./dev bench):
 //   readiness.release_ms: a non-chief waiter blocked in WaitForReady (its own
 //     connection to a master_server, which runs with one worker_server; all separate
-//     processes on loopback) is released by the chief's MarkReady; the figure is the
-//     median, over 20 runs, of the time from the start of the MarkReady call to the
-//     waiter's return, in milliseconds. Each run starts from a withdrawn record and
-//     marks only once the master's waiters gauge shows the waiter blocked. MarkReady
-//     includes the master asking every task for its incarnation. Baseline: one raw gRPC
-//     unary round trip (median) between this process and a child process, measured in
-//     the same run. Goal: <= 100 ms (TensorFlow's non-chief polls every 30 s).
+//     processes on loopback) is released by the chief's MarkReady; each round times
+//     one release, from the start of the MarkReady call to the waiter's return, in
+//     milliseconds. Each release starts from a withdrawn record and marks only once
+//     the master's waiters gauge shows the waiter blocked. MarkReady includes the
+//     master asking every task for its incarnation, so a release is at least three
+//     hops (chief -> master, master -> worker and back, master -> waiter). Baseline:
+//     one raw gRPC unary round trip between this process and a child process (the
+//     mean of a kPingWindow window of pings), in the same rounds, interleaved
+//     (bench_util.h): value and baseline are medians of kRounds rounds, the ratio the
+//     median of per-round ratios. Goal: <= 100 ms (TensorFlow's non-chief polls every
+//     30 s).
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -29,13 +32,9 @@
 namespace overseer {
 namespace {
 
-constexpr int kRuns = 20;
+constexpr int kRounds = 20;
+constexpr double kPingWindow = 0.02;
 constexpr char kKey[] = "model";
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The master's overseer_master_readiness_waiters gauge; -1 if it cannot be read.
 double BlockedWaiters(int metrics_port) {
@@ -52,13 +51,6 @@ double BlockedWaiters(int metrics_port) {
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
   bench::RawServer raw(argv0);
-  std::vector<double> ping_ms;
-  for (int i = 0; i < 20; ++i) raw.Ping();  // Warm-up.
-  for (int i = 0; i < 200; ++i) {
-    const absl::Time start = absl::Now();
-    raw.Ping();
-    ping_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
-  }
 
   test::LocalClusterOptions options;
   options.num_ps = 0;
@@ -74,8 +66,8 @@ int Run(const char* argv0) {
   CHECK((*waiter_channel)->WaitForReady(kKey, absl::ZeroDuration()).ok());
   CHECK((*chief)->WithdrawReady(kKey).ok());
 
-  std::vector<double> release_ms;
-  for (int run = 0; run < kRuns; ++run) {
+  // One release, in ms.
+  auto release = [&] {
     CHECK((*chief)->WithdrawReady(kKey).ok());
     absl::Time released;
     absl::StatusOr<bool> ready = false;
@@ -92,13 +84,15 @@ int Run(const char* argv0) {
     CHECK(marked.ok()) << marked;
     waiter.join();
     CHECK(ready.ok() && *ready) << ready.status();
-    release_ms.push_back(absl::ToDoubleMilliseconds(released - mark));
-  }
-  std::sort(release_ms.begin(), release_ms.end());
-  LOG(INFO) << "readiness release over " << kRuns << " runs: min " << release_ms.front()
-            << " ms, median " << Median(release_ms) << " ms, max " << release_ms.back()
-            << " ms; raw gRPC round trip median " << Median(ping_ms) << " ms";
-  bench::PrintFigure("readiness.release_ms", Median(release_ms), "ms", Median(ping_ms));
+    return absl::ToDoubleMilliseconds(released - mark);
+  };
+  bench::Rounds rounds("readiness.release_ms");
+  rounds.set_log_rounds(false);
+  const int ping = rounds.Add(
+      "ping", [&] { return 1e3 * bench::MeanSecondsPerCall([&] { raw.Ping(); }, kPingWindow); });
+  const int released = rounds.Add("release", release);
+  rounds.Run(kRounds);
+  bench::PrintFigure("readiness.release_ms", "ms", rounds.samples(released), rounds.samples(ping));
   return 0;
 }
 

@@ -1,20 +1,34 @@
-// Benchmark of parameter-server training across processes (./dev bench):
-//   replicated_training.steps_per_sec: training steps per second of the example
-//     classifier (examples/classifier.h: 784-128-10 MLP, Adam, batches of 100) through
-//     GrpcSession on a local cluster of separate processes: master_server, one ps and
-//     one worker worker_server. Every variable (and so its Adam slots and updates) is
-//     on /job:ps/task:0; the rest of the step runs on the worker, so each step moves
-//     the weights ps->worker and the gradients worker->ps, and the batch client->master
-//     ->worker. Baseline: the same graph (devices cleared) in a DirectSession in this
-//     process, measured in the same run.
+// Benchmark of between-graph replicated training across processes (./dev bench):
+//   replicated_training.steps_per_sec: training steps per second, summed over two
+//     replicas, of the example classifier (examples/classifier.h: 784-128-10 MLP,
+//     Adam, batches of 100) on a local cluster of separate processes: master_server,
+//     two ps and two worker worker_servers. Each replica is a trainer thread with a
+//     GrpcSession of its own whose graph places the variables (and so their Adam
+//     slots and updates) round-robin over the two ps (ReplicaDeviceSetter) and every
+//     other op on its own worker task, as cluster_trainer does; both update the same
+//     variables. Each step moves the weights ps->worker and the gradients worker->ps,
+//     and the batch client->master->worker.
+//   Baseline: the same work with the same parallelism in this process: two trainer
+//     threads stepping the same graph (no devices) in one DirectSession, whose
+//     variables they share.
+// Cluster and DirectSession train in interleaved windows of kWindowSeconds (bench_util.h):
+// value and baseline are the medians of kRounds windows, the ratio the median of
+// per-round ratios.
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "bench/bench_util.h"
 #include "bench/multiprocess.h"
+#include "client/device_setter.h"
 #include "client/scope.h"
 #include "client/session.h"
 #include "core/logging.h"
@@ -28,15 +42,31 @@ namespace {
 
 constexpr int64_t kBatch = 100;
 constexpr int kBatches = 20;
+constexpr int kReplicas = 2;
+constexpr int kRounds = 7;
+constexpr double kWindowSeconds = 1.5;
 
 struct Model {
   GraphDef graph;
   std::string loss, train, init;
 };
 
-Model BuildModel() {
+// The classifier; with `worker` >= 0, placed for replica `worker` of a cluster with
+// kReplicas ps tasks.
+Model BuildModel(int worker) {
   Scope root = Scope::NewRootScope();
-  auto classifier = examples::BuildClassifier(root, examples::ClassifierOptions());
+  examples::ClassifierOptions options;
+  std::unique_ptr<ReplicaDeviceSetter> setter;
+  if (worker >= 0) {
+    ReplicaDeviceSetterOptions setter_options;
+    setter_options.num_ps_tasks = kReplicas;
+    setter_options.worker_device = absl::StrCat("/job:worker/task:", worker);
+    auto created = ReplicaDeviceSetter::Create(setter_options);
+    CHECK(created.ok()) << created.status();
+    setter = std::make_unique<ReplicaDeviceSetter>(*std::move(created));
+    options.device_setter = setter.get();
+  }
+  auto classifier = examples::BuildClassifier(root, options);
   CHECK(classifier.ok()) << classifier.status();
   Model m;
   absl::Status s = root.ToGraphDef(&m.graph);
@@ -45,24 +75,6 @@ Model BuildModel() {
   m.train = classifier->train.name();
   m.init = classifier->init.name();
   return m;
-}
-
-// Steps per second of `session` training on `batches` (feeds of images and labels).
-double StepsPerSecond(Session* session, const Model& model,
-                      const std::vector<std::pair<Tensor, Tensor>>& batches) {
-  absl::Status s = session->Run({}, {}, {model.init}, nullptr);
-  CHECK(s.ok()) << s;
-  size_t next = 0;
-  std::vector<Tensor> out;
-  const double seconds = bench::SecondsPerCall(
-      [&] {
-        const auto& [x, y] = batches[next++ % batches.size()];
-        absl::Status run =
-            session->Run({{"images:0", x}, {"labels:0", y}}, {model.loss}, {model.train}, &out);
-        CHECK(run.ok()) << run;
-      },
-      2.0, /*warmup=*/5, /*repeats=*/2);
-  return 1.0 / seconds;
 }
 
 std::unique_ptr<Session> MakeSession(const std::string& target, const GraphDef& graph) {
@@ -75,33 +87,77 @@ std::unique_ptr<Session> MakeSession(const std::string& target, const GraphDef& 
   return *std::move(session);
 }
 
+using Batches = std::vector<std::pair<Tensor, Tensor>>;
+
+// Steps per second of kReplicas threads, thread r training `sessions[r]` (one session
+// may serve several) on `batches` for kWindowSeconds.
+double StepsPerSecond(const std::vector<Session*>& sessions, const Model& model,
+                      const Batches& batches) {
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> steps{0};
+  std::vector<std::thread> threads;
+  const absl::Time start = absl::Now();
+  for (int r = 0; r < kReplicas; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<Tensor> out;
+      for (size_t next = r; !stop.load(); next += kReplicas) {
+        const auto& [x, y] = batches[next % batches.size()];
+        absl::Status run =
+            sessions[r]->Run({{"images:0", x}, {"labels:0", y}}, {model.loss}, {model.train}, &out);
+        CHECK(run.ok()) << run;
+        steps.fetch_add(1);
+      }
+    });
+  }
+  absl::SleepFor(absl::Seconds(kWindowSeconds));
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  return steps.load() / absl::ToDoubleSeconds(absl::Now() - start);
+}
+
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
   const examples::TrainTest data = examples::MakeSynthetic(kBatch * kBatches, 1, 1);
-  std::vector<std::pair<Tensor, Tensor>> batches(kBatches);
+  Batches batches(kBatches);
   for (int i = 0; i < kBatches; ++i) {
     data.train.Batch(i * kBatch, kBatch, &batches[i].first, &batches[i].second);
   }
-  const Model model = BuildModel();
 
-  auto local = MakeSession("", model.graph);
-  const double direct = StepsPerSecond(local.get(), model, batches);
-  CHECK(local->Close().ok());
+  const Model local_model = BuildModel(-1);
+  auto local = MakeSession("", local_model.graph);
+  absl::Status s = local->Run({}, {}, {local_model.init}, nullptr);
+  CHECK(s.ok()) << s;
 
-  GraphDef placed = model.graph;
-  for (NodeDef& node : *placed.mutable_node()) {
-    if (node.op() == "VariableV2") node.set_device("/job:ps/replica:0/task:0");
-  }
   test::LocalClusterOptions options;
-  options.num_ps = 1;
-  options.num_workers = 1;
+  options.num_ps = kReplicas;
+  options.num_workers = kReplicas;
   auto cluster = test::LocalCluster::Start(options);
   CHECK(cluster.ok()) << cluster.status();
-  auto remote = MakeSession((*cluster)->master_target(), placed);
-  const double distributed = StepsPerSecond(remote.get(), model, batches);
-  CHECK(remote->Close().ok());
+  std::vector<Model> replica_models;
+  std::vector<std::unique_ptr<Session>> replicas;
+  for (int r = 0; r < kReplicas; ++r) {
+    replica_models.push_back(BuildModel(r));
+    replicas.push_back(MakeSession((*cluster)->master_target(), replica_models.back().graph));
+  }
+  // The variables live on the ps: one initialisation serves both replicas.
+  s = replicas[0]->Run({}, {}, {replica_models[0].init}, nullptr);
+  CHECK(s.ok()) << s;
+  CHECK(replica_models[0].train == replica_models[1].train &&
+        replica_models[0].train == local_model.train);
 
-  bench::PrintFigure("replicated_training.steps_per_sec", distributed, "steps/s", direct);
+  bench::Rounds rounds("replicated_training.steps_per_sec");
+  const int direct = rounds.Add("direct", [&] {
+    return StepsPerSecond({local.get(), local.get()}, local_model, batches);
+  });
+  const int distributed = rounds.Add("cluster", [&] {
+    return StepsPerSecond({replicas[0].get(), replicas[1].get()}, replica_models[0], batches);
+  });
+  rounds.Run(kRounds);
+  for (auto& session : replicas) CHECK(session->Close().ok());
+  CHECK(local->Close().ok());
+
+  bench::PrintFigure("replicated_training.steps_per_sec", "steps/s", rounds.samples(distributed),
+                     rounds.samples(direct));
   return 0;
 }
 
