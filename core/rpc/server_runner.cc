@@ -112,7 +112,14 @@ ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component) {
 }
 
 ServerRunner::ServerRunner(ServerRunnerOptions options)
-    : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {}
+    : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
+  serving_gauge_ = &prometheus::BuildGauge()
+                        .Name("overseer_server_serving")
+                        .Help("1 while the server's health status is SERVING (it takes calls), "
+                              "0 before it is ready and once it drains.")
+                        .Register(*registry_)
+                        .Add({});
+}
 
 ServerRunner::~ServerRunner() {
   health_.Shutdown();
@@ -134,6 +141,14 @@ ServerRunner::~ServerRunner() {
 }
 
 void ServerRunner::AddService(grpc::Service* service) { services_.push_back(service); }
+
+void ServerRunner::AddCollectable(std::shared_ptr<prometheus::Collectable> collectable) {
+  if (metrics_endpoint_ != nullptr) {
+    metrics_endpoint_->Add(std::move(collectable));
+  } else {
+    collectables_.push_back(std::move(collectable));
+  }
+}
 
 CompletionQueueLoop* ServerRunner::AddCompletionQueueLoop() {
   loops_.push_back(std::make_unique<CompletionQueueLoop>());
@@ -197,17 +212,22 @@ absl::Status ServerRunner::Start() {
   for (auto& loop : loops_) loop->Start();
 
   if (options_.metrics_port >= 0) {
-    const std::string bind = absl::StrCat(options_.host, ":", options_.metrics_port);
-    try {  // prometheus-cpp reports a failed bind only by throwing.
-      exposer_ = std::make_unique<prometheus::Exposer>(bind);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat(options_.component,
-                                                 ": cannot serve metrics on ", bind, ": ",
-                                                 e.what()));
+    MetricsEndpointOptions metrics_options;
+    metrics_options.host = options_.host;
+    metrics_options.port = options_.metrics_port;
+    metrics_options.component = options_.component;
+    metrics_options.version = options_.version;
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
+        MetricsEndpoint::Start(metrics_options);
+    if (!endpoint.ok()) {
+      return absl::Status(endpoint.status().code(),
+                          absl::StrCat(options_.component, ": ", endpoint.status().message()));
     }
-    exposer_->RegisterCollectable(registry_);
-    const std::vector<int> ports = exposer_->GetListeningPorts();
-    metrics_port_ = ports.empty() ? -1 : ports.front();
+    metrics_endpoint_ = *std::move(endpoint);
+    metrics_endpoint_->Add(registry_);
+    for (auto& collectable : collectables_) metrics_endpoint_->Add(std::move(collectable));
+    collectables_.clear();
+    metrics_port_ = metrics_endpoint_->port();
   }
 
   if (::pipe2(wake_pipe_, O_CLOEXEC) != 0) {
@@ -238,6 +258,7 @@ absl::Status ServerRunner::Start() {
 
 void ServerRunner::SetServing(bool serving) {
   if (server_ == nullptr) return;
+  serving_gauge_->Set(serving ? 1 : 0);
   health_.SetStatus("", serving ? grpc::health::v1::HealthCheckResponse::SERVING
                                 : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
 }

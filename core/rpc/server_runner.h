@@ -3,9 +3,14 @@
 
 // What every Overseer server binary (*_main.cc) does around its services: binds the
 // gRPC port (--port, 0 picks a free one) with the health service (grpc.health.v1,
-// NOT_SERVING until SetServing; core/rpc/health_service.h) and server reflection on, serves Prometheus metrics on --metrics_port,
-// logs one start-up line naming the address and version, and on SIGTERM or SIGINT
-// drains in-flight calls (Shutdown with a deadline) so that main can flush and exit 0.
+// NOT_SERVING until SetServing; core/rpc/health_service.h) and server reflection on,
+// serves Prometheus metrics on --metrics_port, logs one start-up line naming the
+// address and version, and on SIGTERM or SIGINT drains in-flight calls (Shutdown with
+// a deadline) so that main can flush and exit 0.
+//
+// Its metrics endpoint (core/metrics/metrics_endpoint.h) serves, besides the services'
+// metrics, the process_* metrics, overseer_build_info{component,version} and
+//   overseer_server_serving  gauge: 1 while the health status is SERVING, else 0
 //
 //   ServerRunner runner(ServerRunnerOptionsFromFlags("summary_writer"));
 //   runner.AddService(&service);
@@ -28,8 +33,11 @@
 #include "core/rpc/health_service.h"
 #include "core/rpc/keepalive.h"
 #include "grpcpp/server.h"
+#include "core/metrics/metrics_endpoint.h"
+#include "core/version.h"
 #include "grpcpp/impl/codegen/service_type.h"
-#include "prometheus/exposer.h"
+#include "prometheus/collectable.h"
+#include "prometheus/gauge.h"
 #include "prometheus/registry.h"
 
 ABSL_DECLARE_FLAG(int, port);
@@ -40,11 +48,8 @@ ABSL_DECLARE_FLAG(int, bind_retry_seconds);
 
 namespace overseer {
 
-// The version every server reports at start-up.
-inline constexpr char kOverseerVersion[] = "0.1.0";
-
 struct ServerRunnerOptions {
-  // Used in the log line and metric names ("summary_writer").
+  // Used in the log line and as overseer_build_info's component ("summary_writer").
   std::string component;
   std::string version = kOverseerVersion;
   std::string host = "0.0.0.0";
@@ -108,6 +113,11 @@ class ServerRunner {
   prometheus::Registry* metrics() const { return registry_.get(); }
   std::shared_ptr<prometheus::Registry> metrics_shared() const { return registry_; }
 
+  // Serves `collectable` on the metrics port too (kept alive by the runner), e.g. a
+  // service's RpcMetrics (core/metrics/rpc_metrics.h). Before or after Start, but not
+  // while Start runs.
+  void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);
+
   // Adds a service (not owned; must outlive the runner). Before Start only.
   void AddService(grpc::Service* service);
 
@@ -128,7 +138,7 @@ class ServerRunner {
   // FAILED_PRECONDITION if already started.
   absl::Status Start();
 
-  // Health status of the whole server (the "" service).
+  // Health status of the whole server (the "" service), and overseer_server_serving.
   void SetServing(bool serving);
 
   // The bound gRPC port and "host:port". Valid after Start.
@@ -153,12 +163,15 @@ class ServerRunner {
 
   const ServerRunnerOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* serving_gauge_;
+  // Added to the metrics endpoint when Start makes it.
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
   std::vector<grpc::Service*> services_;
   std::vector<std::unique_ptr<CompletionQueueLoop>> loops_;
   std::vector<std::function<void()>> termination_callbacks_;
   HealthService health_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   int port_ = -1;
   int metrics_port_ = -1;
   int wake_pipe_[2] = {-1, -1};

@@ -79,6 +79,45 @@ TEST(ServerRunnerTest, HealthGoesServingAndMetricsAreServed) {
   EXPECT_FALSE(Check(stub.get(), &response).ok());
 }
 
+// What every server exports besides its services' metrics: the process, the build and
+// whether the health service says SERVING.
+TEST(ServerRunnerTest, ServesProcessBuildAndServingMetrics) {
+  ServerRunner runner(TestOptions());
+  auto before_start = std::make_shared<prometheus::Registry>();
+  prometheus::BuildCounter()
+      .Name("overseer_test_before_total")
+      .Help("b")
+      .Register(*before_start)
+      .Add({});
+  runner.AddCollectable(before_start);
+  ASSERT_TRUE(runner.Start().ok());
+  auto after_start = std::make_shared<prometheus::Registry>();
+  prometheus::BuildCounter()
+      .Name("overseer_test_after_total")
+      .Help("a")
+      .Register(*after_start)
+      .Add({});
+  runner.AddCollectable(after_start);
+  auto page = [&] {
+    absl::StatusOr<std::string> text = test::HttpGet(runner.metrics_port(), "/metrics");
+    EXPECT_TRUE(text.ok()) << text.status();
+    return text.ok() ? *text : std::string();
+  };
+  const std::string text = page();
+  for (const char* line : {"overseer_server_serving 0", "process_cpu_seconds_total ",
+                           "process_resident_memory_bytes ", "process_virtual_memory_bytes ",
+                           "process_open_fds ", "process_max_fds ", "process_start_time_seconds ",
+                           "overseer_build_info{component=\"test\",version=\"",
+                           "overseer_test_before_total 0", "overseer_test_after_total 0"}) {
+    EXPECT_TRUE(absl::StrContains(text, line)) << line << "\n" << text;
+  }
+  runner.SetServing(true);
+  EXPECT_TRUE(absl::StrContains(page(), "overseer_server_serving 1"));
+  runner.RequestTermination();
+  EXPECT_EQ(runner.WaitForTermination(), 0);
+  EXPECT_TRUE(absl::StrContains(page(), "overseer_server_serving 0"));
+}
+
 TEST(ServerRunnerTest, SigtermEndsTheWait) {
   ServerRunnerOptions options = TestOptions();
   options.handle_signals = true;
