@@ -47,7 +47,6 @@ class InProcessCluster {
     ro.handle_signals = false;
     runner_ = std::make_unique<ServerRunner>(ro);
     service_ = std::make_unique<GrpcMasterService>(master_.get(), runner_->metrics(),
-                                                   [this] { return master_->NumSessions(); },
                                                    runner_->AddCompletionQueueLoop());
     runner_->AddService(service_.get());
     const absl::Status started = runner_->Start();

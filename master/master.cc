@@ -69,6 +69,7 @@ Master::~Master() {
   {
     absl::MutexLock lock(&mu_);
     sessions.swap(sessions_);
+    SessionsChangedLocked();
   }
   for (auto& [handle, entry] : sessions) entry.session->Close();
 }
@@ -101,9 +102,19 @@ int Master::CollectIdleSessions() {
         ++it;
       }
     }
+    if (!idle.empty() && env_.session_listener != nullptr) {
+      env_.session_listener->SessionsCollected(static_cast<int>(idle.size()));
+    }
+    if (!idle.empty()) SessionsChangedLocked();
   }
   for (auto& s : idle) s->Close();
   return static_cast<int>(idle.size());
+}
+
+void Master::SessionsChangedLocked() {
+  if (env_.session_listener != nullptr) {
+    env_.session_listener->SessionsOpen(static_cast<int>(sessions_.size()));
+  }
 }
 
 int Master::NumSessions() const {
@@ -232,6 +243,8 @@ absl::Status Master::DoCreateSession(const CreateSessionRequest& request,
   {
     absl::MutexLock lock(&mu_);
     sessions_[handle] = Entry{session, env_.clock->Now()};
+    if (env_.session_listener != nullptr) env_.session_listener->SessionCreated();
+    SessionsChangedLocked();
   }
   response->set_session_handle(handle);
   response->set_graph_version(0);
@@ -302,6 +315,7 @@ absl::Status Master::CloseSession(const CloseSessionRequest& request,
     if (it == sessions_.end()) return absl::OkStatus();
     session = std::move(it->second.session);
     sessions_.erase(it);
+    SessionsChangedLocked();
   }
   session->Close();
   return absl::OkStatus();
@@ -331,6 +345,7 @@ absl::Status Master::Reset(const ResetRequest& request, ResetResponse* response)
   {
     absl::MutexLock lock(&mu_);
     sessions.swap(sessions_);
+    SessionsChangedLocked();
   }
   for (auto& [handle, entry] : sessions) entry.session->Close();
   CleanupAllRequest req;

@@ -4,8 +4,9 @@
 // Master: the master service's logic (MasterInterface and MasterReadinessInterface)
 // over the cluster's workers. Sessions live in a registry keyed by handle; a session
 // idle for longer than MasterOptions::session_gc_idle is closed by CollectIdleSessions,
-// which a background thread runs on the injected clock. Readiness records live in a
-// ReadinessTracker (master/readiness_tracker.h).
+// which a background thread runs on the injected clock. A SessionListener hears of
+// every change to the registry (the master's session metrics). Readiness records live
+// in a ReadinessTracker (master/readiness_tracker.h).
 
 #include <atomic>
 #include <functional>
@@ -47,6 +48,20 @@ struct MasterOptions {
   int64_t max_message_tensor_bytes = kMaxMessageTensorBytes;
 };
 
+// Told of every change to the master's sessions, whatever made it (a call, the GC, a
+// Reset, the master's end), e.g. to keep metrics. Called with the master's lock held:
+// must be quick and thread-safe, and must not call the master.
+class SessionListener {
+ public:
+  virtual ~SessionListener() = default;
+  // A session was created.
+  virtual void SessionCreated() = 0;
+  // CollectIdleSessions closed `collected` (> 0) idle sessions.
+  virtual void SessionsCollected(int collected) = 0;
+  // After every creation and removal: `open` sessions are open now.
+  virtual void SessionsOpen(int open) = 0;
+};
+
 // What the master depends on. Not owned; they outlive the Master.
 struct MasterEnv {
   MasterWorkerCacheInterface* workers = nullptr;
@@ -56,6 +71,8 @@ struct MasterEnv {
   MasterWorkerCacheInterface* probe_workers = nullptr;
   // Told about readiness marks, withdrawals and waiters (metrics); may be null.
   ReadinessListener* readiness_listener = nullptr;
+  // Told about sessions created, collected and open (metrics); may be null.
+  SessionListener* session_listener = nullptr;
 };
 
 // Thread-safe.
@@ -140,6 +157,8 @@ class Master : public MasterInterface, public MasterReadinessInterface {
                          google::protobuf::Message* response, SessionRun run,
                          std::function<void(absl::Status)> done);
   void GcLoop();
+  // Tells the session listener how many sessions are open.
+  void SessionsChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MasterEnv env_;
   const MasterOptions options_;

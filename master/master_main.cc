@@ -26,6 +26,7 @@
 #include "master/master.h"
 #include "master/rpc/grpc_master_service.h"
 #include "master/rpc/readiness_metrics.h"
+#include "master/rpc/session_metrics.h"
 #include "worker/rpc/grpc_worker.h"
 
 ABSL_FLAG(std::string, cluster_spec, "",
@@ -117,16 +118,18 @@ int Main() {
   options.readiness.check_period = absl::Milliseconds(absl::GetFlag(FLAGS_readiness_check_ms));
   options.readiness.max_wait = absl::Seconds(absl::GetFlag(FLAGS_max_ready_wait_seconds));
   ReadinessMetrics readiness_metrics(runner.metrics());
+  SessionMetrics session_metrics(runner.metrics());
   MasterEnv env;
   env.workers = &workers;
   env.clock = Clock::Real();
   env.probe_workers = &probe_workers;
   env.readiness_listener = &readiness_metrics;
+  env.session_listener = &session_metrics;
   {
     Master master(env, options);
-    GrpcMasterService service(&master, runner.metrics(),
-                              [&master] { return master.NumSessions(); }, step_loop);
+    GrpcMasterService service(&master, runner.metrics(), step_loop);
     runner.AddService(&service);
+    runner.AddCollectable(service.rpc_metrics());
     // Long polls answer at once (not ready) so that they do not hold the drain up.
     runner.AddTerminationCallback([&master] { master.StopReadinessWaits(); });
     const absl::Status started = runner.Start();

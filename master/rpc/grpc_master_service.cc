@@ -1,6 +1,7 @@
 #include "master/rpc/grpc_master_service.h"
 
 #include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
@@ -15,17 +16,51 @@ namespace {
 // its thread: one more is requested as each arrives.
 constexpr int kRequestedCalls = 4;
 
+// Every method of MasterService, with buckets for how long it takes: steps and quick
+// calls, or calls that wait for the tasks (CreateSession waits up to
+// --create_session_wait_seconds, WaitForReady up to --max_ready_wait_seconds).
+std::shared_ptr<RpcMetrics> MasterRpcMetrics() {
+  const std::vector<double> step = RpcMetrics::StepBuckets();
+  const std::vector<double> slow = RpcMetrics::SlowBuckets();
+  return std::make_shared<RpcMetrics>(
+      "master", std::vector<RpcMethodOptions>{{"CreateSession", slow},
+                                              {"ExtendSession", step},
+                                              {"RunStep", step},
+                                              {"CloseSession", step},
+                                              {"ListDevices", slow},
+                                              {"Reset", slow},
+                                              {"MakeCallable", step},
+                                              {"RunCallable", step},
+                                              {"ReleaseCallable", step},
+                                              {"MarkReady", slow},
+                                              {"WithdrawReady", step},
+                                              {"WaitForReady", slow},
+                                              {"JobDone", slow}});
+}
+
 }  // namespace
 
 GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Registry* metrics,
-                                     std::function<int()> open_sessions,
                                      CompletionQueueLoop* loop,
                                      MasterReadinessInterface* readiness)
     : master_(master),
       loop_(loop),
       readiness_(readiness != nullptr ? readiness
                                       : dynamic_cast<MasterReadinessInterface*>(master)),
-      open_sessions_(std::move(open_sessions)) {
+      rpc_metrics_(MasterRpcMetrics()),
+      create_session_(rpc_metrics_->method("CreateSession")),
+      extend_session_(rpc_metrics_->method("ExtendSession")),
+      run_step_(rpc_metrics_->method("RunStep")),
+      close_session_(rpc_metrics_->method("CloseSession")),
+      list_devices_(rpc_metrics_->method("ListDevices")),
+      reset_(rpc_metrics_->method("Reset")),
+      make_callable_(rpc_metrics_->method("MakeCallable")),
+      run_callable_(rpc_metrics_->method("RunCallable")),
+      release_callable_(rpc_metrics_->method("ReleaseCallable")),
+      mark_ready_(rpc_metrics_->method("MarkReady")),
+      withdraw_ready_(rpc_metrics_->method("WithdrawReady")),
+      wait_for_ready_(rpc_metrics_->method("WaitForReady")),
+      job_done_(rpc_metrics_->method("JobDone")) {
   steps_ = &prometheus::BuildCounter()
                 .Name("overseer_master_steps_total")
                 .Help("Steps run (RunStep and RunCallable), successful or not.")
@@ -38,15 +73,6 @@ GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Regist
                        .Add({}, prometheus::Histogram::BucketBoundaries{
                                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                     0.25, 0.5, 1, 2.5, 5, 10, 30});
-  rpc_errors_ = &prometheus::BuildCounter()
-                     .Name("overseer_master_rpc_errors_total")
-                     .Help("Master RPCs that failed, by status code.")
-                     .Register(*metrics);
-  sessions_open_ = &prometheus::BuildGauge()
-                        .Name("overseer_master_sessions_open")
-                        .Help("Sessions open on the master.")
-                        .Register(*metrics)
-                        .Add({});
   loop_->OnStart([this] {
     for (int i = 0; i < kRequestedCalls; ++i) {
       AwaitUnaryCall<RunStepRequest, RunStepResponse>(
@@ -71,85 +97,99 @@ GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Regist
 
 template <typename Request, typename Response>
 void GrpcMasterService::Serve(AsyncUnaryCall<Request, Response>* call) {
-  auto done = [this, call](absl::Status s) {
-    StepDone(call->start, s);
+  constexpr bool kRunStep = std::is_same_v<Request, RunStepRequest>;
+  RpcMetrics::Method* method = kRunStep ? run_step_ : run_callable_;
+  auto done = [this, call, method](absl::Status s) {
+    StepDone(method, call->start, s);
     call->Reply(loop_, s);
   };
-  if constexpr (std::is_same_v<Request, RunStepRequest>) {
+  if constexpr (kRunStep) {
     master_->RunStepAsync(&call->request, &call->response, &call->cancellation, done);
   } else {
     master_->RunCallableAsync(&call->request, &call->response, &call->cancellation, done);
   }
 }
 
-grpc::Status GrpcMasterService::Finish(const absl::Status& status) {
-  if (!status.ok()) {
-    rpc_errors_->Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
-  }
-  if (open_sessions_) sessions_open_->Set(open_sessions_());
+grpc::Status GrpcMasterService::Finish(RpcMetrics::Method* method, absl::Time start,
+                                       const absl::Status& status) {
+  method->RecordSince(start, status);
   return ToGrpcStatus(status);
 }
 
-void GrpcMasterService::StepDone(absl::Time start, const absl::Status& status) {
+void GrpcMasterService::StepDone(RpcMetrics::Method* method, absl::Time start,
+                                 const absl::Status& status) {
+  const absl::Duration latency = absl::Now() - start;
   steps_->Increment();
-  step_latency_->Observe(absl::ToDoubleSeconds(absl::Now() - start));
-  Finish(status);
+  step_latency_->Observe(absl::ToDoubleSeconds(latency));
+  method->Record(latency, status.code());
 }
 
 grpc::Status GrpcMasterService::CreateSession(grpc::ServerContext*,
                                               const CreateSessionRequest* request,
                                               CreateSessionResponse* response) {
-  return Finish(master_->CreateSession(*request, response));
+  const absl::Time start = absl::Now();
+  return Finish(create_session_, start, master_->CreateSession(*request, response));
 }
 grpc::Status GrpcMasterService::ExtendSession(grpc::ServerContext*,
                                               const ExtendSessionRequest* request,
                                               ExtendSessionResponse* response) {
-  return Finish(master_->ExtendSession(*request, response));
+  const absl::Time start = absl::Now();
+  return Finish(extend_session_, start, master_->ExtendSession(*request, response));
 }
 grpc::Status GrpcMasterService::CloseSession(grpc::ServerContext*,
                                              const CloseSessionRequest* request,
                                              CloseSessionResponse* response) {
-  return Finish(master_->CloseSession(*request, response));
+  const absl::Time start = absl::Now();
+  return Finish(close_session_, start, master_->CloseSession(*request, response));
 }
 grpc::Status GrpcMasterService::ListDevices(grpc::ServerContext*,
                                             const ListDevicesRequest* request,
                                             ListDevicesResponse* response) {
-  return Finish(master_->ListDevices(*request, response));
+  const absl::Time start = absl::Now();
+  return Finish(list_devices_, start, master_->ListDevices(*request, response));
 }
 grpc::Status GrpcMasterService::Reset(grpc::ServerContext*, const ResetRequest* request,
                                       ResetResponse* response) {
-  return Finish(master_->Reset(*request, response));
+  const absl::Time start = absl::Now();
+  return Finish(reset_, start, master_->Reset(*request, response));
 }
 grpc::Status GrpcMasterService::MakeCallable(grpc::ServerContext*,
                                              const MakeCallableRequest* request,
                                              MakeCallableResponse* response) {
-  return Finish(master_->MakeCallable(*request, response));
+  const absl::Time start = absl::Now();
+  return Finish(make_callable_, start, master_->MakeCallable(*request, response));
 }
 grpc::Status GrpcMasterService::ReleaseCallable(grpc::ServerContext*,
                                                 const ReleaseCallableRequest* request,
                                                 ReleaseCallableResponse* response) {
-  return Finish(master_->ReleaseCallable(*request, response));
+  const absl::Time start = absl::Now();
+  return Finish(release_callable_, start, master_->ReleaseCallable(*request, response));
 }
 
 grpc::Status GrpcMasterService::Readiness(
+    RpcMetrics::Method* method,
     const std::function<absl::Status(MasterReadinessInterface*)>& call) {
+  const absl::Time start = absl::Now();
   if (readiness_ == nullptr) {
-    return Finish(absl::UnimplementedError(
-        "this master serves no readiness or job-end calls (built without a "
-        "MasterReadinessInterface)"));
+    return Finish(method, start,
+                  absl::UnimplementedError(
+                      "this master serves no readiness or job-end calls (built without a "
+                      "MasterReadinessInterface)"));
   }
-  return Finish(call(readiness_));
+  return Finish(method, start, call(readiness_));
 }
 
 grpc::Status GrpcMasterService::MarkReady(grpc::ServerContext*, const MarkReadyRequest* request,
                                           MarkReadyResponse* response) {
-  return Readiness([&](MasterReadinessInterface* r) { return r->MarkReady(*request, response); });
+  return Readiness(mark_ready_,
+                   [&](MasterReadinessInterface* r) { return r->MarkReady(*request, response); });
 }
 grpc::Status GrpcMasterService::WithdrawReady(grpc::ServerContext*,
                                               const WithdrawReadyRequest* request,
                                               WithdrawReadyResponse* response) {
-  return Readiness(
-      [&](MasterReadinessInterface* r) { return r->WithdrawReady(*request, response); });
+  return Readiness(withdraw_ready_, [&](MasterReadinessInterface* r) {
+    return r->WithdrawReady(*request, response);
+  });
 }
 grpc::Status GrpcMasterService::WaitForReady(grpc::ServerContext* context,
                                              const WaitForReadyRequest* request,
@@ -159,13 +199,14 @@ grpc::Status GrpcMasterService::WaitForReady(grpc::ServerContext* context,
   CallWatch watch(context, [&cancellation] {
     cancellation.StartCancel(absl::CancelledError("the WaitForReady call was cancelled"));
   });
-  return Readiness([&](MasterReadinessInterface* r) {
+  return Readiness(wait_for_ready_, [&](MasterReadinessInterface* r) {
     return r->WaitForReadyCancellable(*request, response, &cancellation);
   });
 }
 grpc::Status GrpcMasterService::JobDone(grpc::ServerContext*, const JobDoneRequest* request,
                                         JobDoneResponse* response) {
-  return Readiness([&](MasterReadinessInterface* r) { return r->JobDone(*request, response); });
+  return Readiness(job_done_,
+                   [&](MasterReadinessInterface* r) { return r->JobDone(*request, response); });
 }
 
 }  // namespace overseer

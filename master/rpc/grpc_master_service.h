@@ -4,8 +4,11 @@
 // Puts a MasterInterface (and MasterReadinessInterface) on gRPC: unpacks each call,
 // runs the logic, converts the status, and records the master's metrics:
 //   overseer_master_steps_total, overseer_master_step_latency_seconds (RunStep and
-//   RunCallable), overseer_master_rpc_errors_total{code}, overseer_master_sessions_open.
-// (The readiness metrics come from ReadinessMetrics, master/rpc/readiness_metrics.h.)
+//   RunCallable) in the registry, and in rpc_metrics() (core/metrics/rpc_metrics.h)
+//   overseer_master_rpc_latency_seconds{method} and
+//   overseer_master_rpc_errors_total{method,code} for every method.
+// (The session and readiness metrics come from the Master's listeners,
+// master/rpc/session_metrics.h and master/rpc/readiness_metrics.h.)
 //
 // RunStep and RunCallable are asynchronous methods served on a CompletionQueueLoop
 // (core/rpc/completion_queue_loop.h): a step arrives on the loop's thread, which
@@ -22,16 +25,16 @@
 // when termination starts (Master::StopReadinessWaits).
 
 #include <functional>
+#include <memory>
 
 #include "absl/time/time.h"
 #include "core/cancellation.h"
+#include "core/metrics/rpc_metrics.h"
 #include "core/rpc/async_unary_call.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "master/master_interface.h"
 #include "master/readiness_interface.h"
 #include "prometheus/counter.h"
-#include "prometheus/family.h"
-#include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "proto/master.grpc.pb.h"
@@ -43,16 +46,18 @@ class GrpcMasterService final
     : public MasterService::WithAsyncMethod_RunStep<
           MasterService::WithAsyncMethod_RunCallable<MasterService::Service>> {
  public:
-  // `master`, `metrics` and `loop` are not owned and outlive this object. `open_sessions`
-  // reports the number of open sessions for the gauge (may be empty). `loop` serves
+  // `master`, `metrics` and `loop` are not owned and outlive this object. `loop` serves
   // RunStep and RunCallable: add it to the same server (ServerRunner::
   // AddCompletionQueueLoop) before it starts. `readiness`
   // (not owned) serves MarkReady, WithdrawReady, WaitForReady and JobDone; null:
   // `master` if it implements MasterReadinessInterface too (Master does), else those
   // calls are UNIMPLEMENTED.
   GrpcMasterService(MasterInterface* master, prometheus::Registry* metrics,
-                    std::function<int()> open_sessions, CompletionQueueLoop* loop,
-                    MasterReadinessInterface* readiness = nullptr);
+                    CompletionQueueLoop* loop, MasterReadinessInterface* readiness = nullptr);
+
+  // Every method's latency and errors; serve it with the registry
+  // (ServerRunner::AddCollectable).
+  std::shared_ptr<RpcMetrics> rpc_metrics() const { return rpc_metrics_; }
 
   grpc::Status CreateSession(grpc::ServerContext*, const CreateSessionRequest* request,
                              CreateSessionResponse* response) override;
@@ -82,20 +87,34 @@ class GrpcMasterService final
   template <typename Request, typename Response>
   void Serve(AsyncUnaryCall<Request, Response>* call);
 
-  grpc::Status Finish(const absl::Status& status);
+  // Records a call of `method` that arrived at `start` and converts its status.
+  grpc::Status Finish(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
   // Records a finished step.
-  void StepDone(absl::Time start, const absl::Status& status);
+  void StepDone(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
   // Runs `call` on the readiness logic, or UNIMPLEMENTED without one.
-  grpc::Status Readiness(const std::function<absl::Status(MasterReadinessInterface*)>& call);
+  grpc::Status Readiness(RpcMetrics::Method* method,
+                         const std::function<absl::Status(MasterReadinessInterface*)>& call);
 
   MasterInterface* const master_;
   CompletionQueueLoop* const loop_;
   MasterReadinessInterface* const readiness_;
-  const std::function<int()> open_sessions_;
   prometheus::Counter* steps_;
   prometheus::Histogram* step_latency_;
-  prometheus::Family<prometheus::Counter>* rpc_errors_;
-  prometheus::Gauge* sessions_open_;
+  const std::shared_ptr<RpcMetrics> rpc_metrics_;
+  // rpc_metrics_'s methods.
+  RpcMetrics::Method* const create_session_;
+  RpcMetrics::Method* const extend_session_;
+  RpcMetrics::Method* const run_step_;
+  RpcMetrics::Method* const close_session_;
+  RpcMetrics::Method* const list_devices_;
+  RpcMetrics::Method* const reset_;
+  RpcMetrics::Method* const make_callable_;
+  RpcMetrics::Method* const run_callable_;
+  RpcMetrics::Method* const release_callable_;
+  RpcMetrics::Method* const mark_ready_;
+  RpcMetrics::Method* const withdraw_ready_;
+  RpcMetrics::Method* const wait_for_ready_;
+  RpcMetrics::Method* const job_done_;
 };
 
 }  // namespace overseer

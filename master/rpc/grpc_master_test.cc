@@ -12,6 +12,7 @@
 #include "master/rpc/grpc_master.h"
 #include "master/rpc/grpc_master_service.h"
 #include "master/testing/fake_workers.h"
+#include "prometheus/text_serializer.h"
 #include "testing/eventually.h"
 #include "testing/manual_clock.h"
 
@@ -32,7 +33,6 @@ class GrpcMasterTest : public ::testing::Test {
     ro.handle_signals = false;
     runner_ = std::make_unique<ServerRunner>(ro);
     service_ = std::make_unique<GrpcMasterService>(master_.get(), runner_->metrics(),
-                                                   [this] { return master_->NumSessions(); },
                                                    runner_->AddCompletionQueueLoop());
     runner_->AddService(service_.get());
     ASSERT_TRUE(runner_->Start().ok());
@@ -76,7 +76,19 @@ TEST_F(GrpcMasterTest, SessionRoundTripAndErrorCodesCrossTheWire) {
     return t;
   }();
   EXPECT_TRUE(absl::StrContains(text, "overseer_master_steps_total")) << text;
-  EXPECT_TRUE(absl::StrContains(text, "overseer_master_rpc_errors_total")) << text;
+  // Every call is counted by method, and the failed step by method and code.
+  const std::string rpcs =
+      prometheus::TextSerializer().Serialize(service_->rpc_metrics()->Collect());
+  for (const char* line : {
+           "overseer_master_rpc_latency_seconds_count{method=\"CreateSession\"} 1\n",
+           "overseer_master_rpc_latency_seconds_count{method=\"RunStep\"} 2\n",
+           "overseer_master_rpc_latency_seconds_count{method=\"ListDevices\"} 1\n",
+           "overseer_master_rpc_latency_seconds_count{method=\"WaitForReady\"} 0\n",
+           "overseer_master_rpc_errors_total{code=\"ABORTED\",method=\"RunStep\"} 1\n",
+           "overseer_master_rpc_errors_total{code=\"ABORTED\",method=\"CreateSession\"} 0\n",
+           "overseer_master_rpc_errors_total{code=\"UNAVAILABLE\",method=\"RunStep\"} 0\n"}) {
+    EXPECT_TRUE(absl::StrContains(rpcs, line)) << line << rpcs;
+  }
 }
 
 TEST_F(GrpcMasterTest, ConcurrentStepsAndRetriedStepsOverTheWire) {
