@@ -213,8 +213,9 @@ TEST_F(WorkerServerTest, LargeTensorCrossesTasksThenKillAndTerm) {
 
   absl::StatusOr<std::string> worker_metrics = test::HttpGet(worker_->metrics_port(), "/metrics");
   ASSERT_TRUE(worker_metrics.ok());
-  EXPECT_TRUE(absl::StrContains(*worker_metrics,
-                                "overseer_worker_rpc_errors_total{code=\"UNAVAILABLE\"} 1"))
+  EXPECT_TRUE(absl::StrContains(
+      *worker_metrics,
+      "overseer_worker_rpc_errors_total{code=\"UNAVAILABLE\",method=\"RunGraph\"} 1"))
       << *worker_metrics;
 
   EXPECT_EQ(worker_->Terminate(), 0) << worker_->log();

@@ -149,6 +149,7 @@ int Main() {
   // RunGraph calls arrive on this loop's thread, which runs the quick ones itself.
   GrpcWorkerService service(&worker, runner.metrics(), runner.AddCompletionQueueLoop());
   runner.AddService(&service);
+  runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();
   if (!started.ok()) {
     LOG(ERROR) << started.ToString();

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -21,11 +22,44 @@ constexpr int kRecvTensorMethodIndex = 8;
 // requested as each arrives.
 constexpr int kRequestedRunGraphs = 4;
 
+// Every method of WorkerService: RunGraph and RecvTensor are on the path of every step
+// (RecvTensor waits for its producer, bounded by the step); CreateWorkerSession,
+// RegisterGraph and CleanupAll may take a while.
+std::shared_ptr<RpcMetrics> WorkerRpcMetrics() {
+  const std::vector<double> step = RpcMetrics::StepBuckets();
+  const std::vector<double> slow = RpcMetrics::SlowBuckets();
+  return std::make_shared<RpcMetrics>(
+      "worker", std::vector<RpcMethodOptions>{{"GetStatus", step},
+                                              {"CreateWorkerSession", slow},
+                                              {"DeleteWorkerSession", step},
+                                              {"RegisterGraph", slow},
+                                              {"DeregisterGraph", step},
+                                              {"RunGraph", step},
+                                              {"CleanupGraph", step},
+                                              {"CleanupAll", slow},
+                                              {"RecvTensor", step},
+                                              {"JobDone", step}});
+}
+
 }  // namespace
 
 GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metrics,
                                      CompletionQueueLoop* loop, int64_t chunk_bytes)
-    : worker_(worker), loop_(loop), chunk_bytes_(chunk_bytes), run_graph_threads_(1) {
+    : worker_(worker),
+      loop_(loop),
+      chunk_bytes_(chunk_bytes),
+      rpc_metrics_(WorkerRpcMetrics()),
+      get_status_(rpc_metrics_->method("GetStatus")),
+      create_worker_session_(rpc_metrics_->method("CreateWorkerSession")),
+      delete_worker_session_(rpc_metrics_->method("DeleteWorkerSession")),
+      register_graph_(rpc_metrics_->method("RegisterGraph")),
+      deregister_graph_(rpc_metrics_->method("DeregisterGraph")),
+      run_graph_(rpc_metrics_->method("RunGraph")),
+      cleanup_graph_(rpc_metrics_->method("CleanupGraph")),
+      cleanup_all_(rpc_metrics_->method("CleanupAll")),
+      recv_tensor_method_(rpc_metrics_->method("RecvTensor")),
+      job_done_(rpc_metrics_->method("JobDone")),
+      run_graph_threads_(1) {
   loop_->OnStart([this] {
     for (int i = 0; i < kRequestedRunGraphs; ++i) {
       // A call the master gives up on (it died, cancelled, or its deadline passed) ends
@@ -73,10 +107,6 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                             .Help("Tensor element bytes sent by RecvTensor")
                             .Register(*metrics)
                             .Add({});
-  errors_ = &prometheus::BuildCounter()
-                 .Name("overseer_worker_rpc_errors_total")
-                 .Help("Worker RPCs that failed, by status code")
-                 .Register(*metrics);
   resource_bytes_ = &prometheus::BuildGauge()
                          .Name("overseer_worker_resource_bytes")
                          .Help("Bytes held by the worker's resource containers")
@@ -84,14 +114,9 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                          .Add({});
 }
 
-void GrpcWorkerService::CountError(const absl::Status& status) {
-  if (!status.ok() && errors_ != nullptr) {
-    errors_->Add({{"code", absl::StatusCodeToString(status.code())}}).Increment();
-  }
-}
-
-grpc::Status GrpcWorkerService::Done(const absl::Status& status) {
-  CountError(status);
+grpc::Status GrpcWorkerService::Done(RpcMetrics::Method* method, absl::Time start,
+                                     const absl::Status& status) {
+  method->RecordSince(start, status);
   return ToGrpcStatus(status);
 }
 
@@ -103,31 +128,36 @@ void GrpcWorkerService::UpdateResourceBytes() {
 
 grpc::Status GrpcWorkerService::GetStatus(grpc::ServerContext*, const GetStatusRequest* request,
                                           GetStatusResponse* response) {
-  return Done(worker_->GetStatus(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(get_status_, start, worker_->GetStatus(*request, response));
 }
 
 grpc::Status GrpcWorkerService::CreateWorkerSession(grpc::ServerContext*,
                                                     const CreateWorkerSessionRequest* request,
                                                     CreateWorkerSessionResponse* response) {
-  return Done(worker_->CreateWorkerSession(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(create_worker_session_, start, worker_->CreateWorkerSession(*request, response));
 }
 
 grpc::Status GrpcWorkerService::DeleteWorkerSession(grpc::ServerContext*,
                                                     const DeleteWorkerSessionRequest* request,
                                                     DeleteWorkerSessionResponse* response) {
-  return Done(worker_->DeleteWorkerSession(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(delete_worker_session_, start, worker_->DeleteWorkerSession(*request, response));
 }
 
 grpc::Status GrpcWorkerService::RegisterGraph(grpc::ServerContext*,
                                               const RegisterGraphRequest* request,
                                               RegisterGraphResponse* response) {
-  return Done(worker_->RegisterGraph(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(register_graph_, start, worker_->RegisterGraph(*request, response));
 }
 
 grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext*,
                                                 const DeregisterGraphRequest* request,
                                                 DeregisterGraphResponse* response) {
-  return Done(worker_->DeregisterGraph(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(deregister_graph_, start, worker_->DeregisterGraph(*request, response));
 }
 
 void GrpcWorkerService::Serve(RunGraphCall* call) {
@@ -153,35 +183,40 @@ void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call,
       found.ok() ? worker_->RunGraph(*found, call->request, &call->response, cancellation)
                  : found.status();
   UpdateResourceBytes();
-  CountError(status);
+  run_graph_->RecordSince(call->start, status);
   call->Reply(loop_, status);
 }
 
 grpc::Status GrpcWorkerService::CleanupGraph(grpc::ServerContext*,
                                              const CleanupGraphRequest* request,
                                              CleanupGraphResponse* response) {
-  return Done(worker_->CleanupGraph(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(cleanup_graph_, start, worker_->CleanupGraph(*request, response));
 }
 
 grpc::Status GrpcWorkerService::CleanupAll(grpc::ServerContext*, const CleanupAllRequest* request,
                                            CleanupAllResponse* response) {
+  const absl::Time start = absl::Now();
   const absl::Status status = worker_->CleanupAll(*request, response);
   UpdateResourceBytes();
-  return Done(status);
+  return Done(cleanup_all_, start, status);
 }
 
 grpc::Status GrpcWorkerService::JobDone(grpc::ServerContext*, const JobDoneRequest* request,
                                         JobDoneResponse* response) {
-  return Done(worker_->JobDone(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(job_done_, start, worker_->JobDone(*request, response));
 }
 
 grpc::Status GrpcWorkerService::StreamTensor(
     grpc::ServerContext* context,
     grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream) {
+  const absl::Time start = absl::Now();
   if (recv_tensor_ != nullptr) recv_tensor_->Increment();
   RecvTensorRequest bounded;
   if (!stream->Read(&bounded)) {
-    return Done(absl::InvalidArgumentError("RecvTensor carried no request"));
+    return Done(recv_tensor_method_, start,
+                absl::InvalidArgumentError("RecvTensor carried no request"));
   }
   // Wait no longer than the caller does.
   const absl::Time deadline = absl::FromChrono(context->deadline());
@@ -212,7 +247,7 @@ grpc::Status GrpcWorkerService::StreamTensor(
                                });
     if (recv_tensor_bytes_ != nullptr) recv_tensor_bytes_->Increment(static_cast<double>(bytes));
   }
-  return Done(status);
+  return Done(recv_tensor_method_, start, status);
 }
 
 }  // namespace overseer

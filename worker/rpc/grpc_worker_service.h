@@ -2,14 +2,16 @@
 #define OVERSEER_WORKER_RPC_GRPC_WORKER_SERVICE_H_
 
 #include <cstdint>
+#include <memory>
 
+#include "absl/time/time.h"
 #include "core/cancellation.h"
 #include "core/executor/thread_pool.h"
+#include "core/metrics/rpc_metrics.h"
 #include "core/rpc/async_unary_call.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/counter.h"
-#include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
 #include "proto/worker.grpc.pb.h"
@@ -20,8 +22,11 @@ namespace overseer {
 // Puts a Worker on gRPC: unpacks each call, runs the logic, converts the status
 // (core/rpc/grpc_status.h), and counts calls in the metrics registry:
 //   overseer_worker_rungraph_total{thread}, overseer_worker_recv_tensor_total,
-//   overseer_worker_recv_tensor_bytes_total (element bytes streamed),
-//   overseer_worker_rpc_errors_total{code}, overseer_worker_resource_bytes.
+//   overseer_worker_recv_tensor_waiting, overseer_worker_recv_tensor_bytes_total
+//   (element bytes streamed), overseer_worker_resource_bytes;
+// and every method's latency and errors in rpc_metrics() (core/metrics/rpc_metrics.h):
+//   overseer_worker_rpc_latency_seconds{method}, overseer_worker_rpc_errors_total{method,code}.
+// RecvTensor's latency includes the wait for its tensor's producer.
 //
 // RunGraph is an asynchronous method served on a CompletionQueueLoop
 // (core/rpc/completion_queue_loop.h). A quick graph that never waits for other work
@@ -43,6 +48,10 @@ class GrpcWorkerService final
   // (ServerRunner::AddCompletionQueueLoop) before it starts.
   GrpcWorkerService(Worker* worker, prometheus::Registry* metrics, CompletionQueueLoop* loop,
                     int64_t chunk_bytes = 4 << 20);
+
+  // Every method's latency and errors; serve it with the registry
+  // (ServerRunner::AddCollectable).
+  std::shared_ptr<RpcMetrics> rpc_metrics() const { return rpc_metrics_; }
 
   grpc::Status GetStatus(grpc::ServerContext* context, const GetStatusRequest* request,
                          GetStatusResponse* response) override;
@@ -74,10 +83,8 @@ class GrpcWorkerService final
   void Serve(RunGraphCall* call);
   void RunGraphAndReply(RunGraphCall* call, const absl::StatusOr<Worker::FoundGraph>& found,
                         CancellationManager* cancellation);
-  // Counts `status` if it is an error.
-  void CountError(const absl::Status& status);
-  // Converts `status`, counting it if it is an error.
-  grpc::Status Done(const absl::Status& status);
+  // Records a call of `method` that arrived at `start`, and converts its status.
+  grpc::Status Done(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
   void UpdateResourceBytes();
 
   Worker* const worker_;
@@ -89,8 +96,19 @@ class GrpcWorkerService final
   // RecvTensor calls waiting for their tensor right now.
   prometheus::Gauge* recv_tensor_waiting_ = nullptr;
   prometheus::Counter* recv_tensor_bytes_ = nullptr;
-  prometheus::Family<prometheus::Counter>* errors_ = nullptr;
   prometheus::Gauge* resource_bytes_ = nullptr;
+  const std::shared_ptr<RpcMetrics> rpc_metrics_;
+  // rpc_metrics_'s methods.
+  RpcMetrics::Method* const get_status_;
+  RpcMetrics::Method* const create_worker_session_;
+  RpcMetrics::Method* const delete_worker_session_;
+  RpcMetrics::Method* const register_graph_;
+  RpcMetrics::Method* const deregister_graph_;
+  RpcMetrics::Method* const run_graph_;
+  RpcMetrics::Method* const cleanup_graph_;
+  RpcMetrics::Method* const cleanup_all_;
+  RpcMetrics::Method* const recv_tensor_method_;
+  RpcMetrics::Method* const job_done_;
   // Last: its tasks use the members above, and it runs them before it is destroyed.
   ThreadPool run_graph_threads_;
 };

@@ -16,6 +16,8 @@
 #include "core/rpc/server_runner.h"
 #include "grpcpp/alarm.h"
 #include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/rpc/grpc_worker.h"
@@ -60,6 +62,11 @@ struct Task {
 };
 
 using test::Eventually;
+
+// `task`'s per-method RPC metrics in Prometheus' text format.
+std::string RpcText(Task* task) {
+  return prometheus::TextSerializer().Serialize(task->service->rpc_metrics()->Collect());
+}
 
 class GrpcWorkerTest : public ::testing::Test {
  protected:
@@ -157,6 +164,21 @@ TEST_F(GrpcWorkerTest, AWorkerPullsALargeTensorFromAnotherInChunks) {
   CleanupGraphResponse cleaned;
   EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
   EXPECT_TRUE(worker_.client->CleanupGraph(cleanup, &cleaned).ok());
+
+  // Each task counted its calls by method: the worker pulled the tensor from the ps.
+  const std::string ps_rpcs = RpcText(&ps_);
+  const std::string worker_rpcs = RpcText(&worker_);
+  for (const char* line :
+       {"overseer_worker_rpc_latency_seconds_count{method=\"RecvTensor\"} 1\n",
+        "overseer_worker_rpc_latency_seconds_count{method=\"RunGraph\"} 1\n",
+        "overseer_worker_rpc_latency_seconds_count{method=\"CleanupGraph\"} 1\n",
+        "overseer_worker_rpc_errors_total{code=\"ABORTED\",method=\"RecvTensor\"} 0\n"}) {
+    EXPECT_TRUE(absl::StrContains(ps_rpcs, line)) << line << ps_rpcs;
+  }
+  EXPECT_TRUE(absl::StrContains(
+      worker_rpcs, "overseer_worker_rpc_latency_seconds_count{method=\"RecvTensor\"} 0\n"));
+  EXPECT_TRUE(absl::StrContains(
+      worker_rpcs, "overseer_worker_rpc_latency_seconds_count{method=\"RunGraph\"} 1\n"));
 }
 
 TEST_F(GrpcWorkerTest, StatusCodesCrossTheWire) {
@@ -178,6 +200,17 @@ TEST_F(GrpcWorkerTest, StatusCodesCrossTheWire) {
   absl::Status s = ps_.client->RecvTensor(recv, nullptr, &t);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_NE(s.message().find("/job:ps/replica:0/task:0"), std::string::npos) << s;
+
+  // Errors are counted by method and code; every other series is there at 0.
+  const std::string rpcs = RpcText(&ps_);
+  for (const char* line :
+       {"overseer_worker_rpc_errors_total{code=\"ABORTED\",method=\"RunGraph\"} 1\n",
+        "overseer_worker_rpc_errors_total{code=\"ABORTED\",method=\"RecvTensor\"} 1\n",
+        "overseer_worker_rpc_errors_total{code=\"UNAVAILABLE\",method=\"RunGraph\"} 0\n",
+        "overseer_worker_rpc_errors_total{code=\"ABORTED\",method=\"GetStatus\"} 0\n",
+        "overseer_worker_rpc_latency_seconds_count{method=\"GetStatus\"} 1\n"}) {
+    EXPECT_TRUE(absl::StrContains(rpcs, line)) << line << rpcs;
+  }
 }
 
 TEST_F(GrpcWorkerTest, CancellingAWaitingRecvTensorEndsIt) {
