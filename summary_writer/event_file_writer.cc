@@ -105,7 +105,7 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
   }
 
   std::unique_ptr<EventFileWriter> writer(
-      new EventFileWriter(path, std::move(file), options, env.clock));
+      new EventFileWriter(path, std::move(file), options, env.clock, env.on_flush));
   Event version;
   version.set_wall_time(WallTime(env.clock));
   version.set_file_version(kFileVersion);
@@ -123,8 +123,13 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
 }
 
 EventFileWriter::EventFileWriter(std::string path, std::unique_ptr<WritableFile> file,
-                                 const EventFileWriterOptions& options, Clock* clock)
-    : path_(std::move(path)), options_(options), clock_(clock), file_(std::move(file)) {
+                                 const EventFileWriterOptions& options, Clock* clock,
+                                 std::function<void(absl::Duration)> on_flush)
+    : path_(std::move(path)),
+      options_(options),
+      clock_(clock),
+      on_flush_(std::move(on_flush)),
+      file_(std::move(file)) {
   absl::MutexLock lock(&mu_);
   last_flush_ = clock_->Now();
 }
@@ -258,8 +263,9 @@ absl::Status EventFileWriter::WriteQueueLocked() {
 }
 
 absl::Status EventFileWriter::FlushLocked() {
+  const absl::Time start = clock_->Now();
   RETURN_IF_ERROR(WriteQueueLocked());
-  last_flush_ = clock_->Now();
+  last_flush_ = start;
   if (!unsynced_) return absl::OkStatus();
   const absl::Status s = file_->Sync();
   if (!s.ok()) {
@@ -267,6 +273,7 @@ absl::Status EventFileWriter::FlushLocked() {
     return s;
   }
   unsynced_ = false;
+  if (on_flush_) on_flush_(clock_->Now() - start);
   return absl::OkStatus();
 }
 

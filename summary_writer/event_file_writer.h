@@ -12,6 +12,7 @@
 // flushes. (Not on every event: the clock read was a tenth of an event's cost.)
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,11 @@ struct EventWriterEnv {
   std::string hostname;
   // 0: this process's id.
   int64_t pid = 0;
+  // If set, told how long each flush took (writing the queue out and the fsync) that
+  // had something to make durable, whatever asked for it: Flush, a periodic flush
+  // (FlushIfDue, or one due when a full queue is written), Close. Called with the
+  // writer's lock held: must be quick and must not call the writer.
+  std::function<void(absl::Duration)> on_flush;
 };
 
 // The "source_metadata.writer" of the first event of every file.
@@ -105,7 +111,8 @@ class EventFileWriter : public EventSink {
 
  private:
   EventFileWriter(std::string path, std::unique_ptr<WritableFile> file,
-                  const EventFileWriterOptions& options, Clock* clock);
+                  const EventFileWriterOptions& options, Clock* clock,
+                  std::function<void(absl::Duration)> on_flush);
 
   // Frames the record whose data `append` appends to queue_, then writes it (or
   // flushes, when due) if the queue is full and `write_when_full`.
@@ -121,6 +128,7 @@ class EventFileWriter : public EventSink {
   const std::string path_;
   const EventFileWriterOptions options_;
   Clock* const clock_;
+  const std::function<void(absl::Duration)> on_flush_;
 
   mutable absl::Mutex mu_;
   std::unique_ptr<WritableFile> file_ ABSL_GUARDED_BY(mu_);

@@ -49,6 +49,7 @@ int Main() {
   SummaryWriterServiceImpl impl(options, EventWriterEnv(), runner.metrics());
   GrpcSummaryWriterService service(&impl);
   runner.AddService(&service);
+  runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();
   if (!started.ok()) {
     LOG(ERROR) << started.ToString();

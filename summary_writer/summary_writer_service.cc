@@ -10,31 +10,45 @@
 
 namespace overseer {
 
+namespace {
+
+// `env` whose writers report their flushes to `*histogram` (once it is set).
+EventWriterEnv ObservingFlushes(EventWriterEnv env, prometheus::Histogram* const* histogram) {
+  env.on_flush = [histogram](absl::Duration took) {
+    if (*histogram != nullptr) (*histogram)->Observe(absl::ToDoubleSeconds(took));
+  };
+  return env;
+}
+
+}  // namespace
+
 SummaryWriterServiceImpl::SummaryWriterServiceImpl(SummaryWriterServiceOptions options,
                                                    EventWriterEnv env,
                                                    prometheus::Registry* metrics)
-    : options_(std::move(options)), env_(std::move(env)) {
+    : options_(std::move(options)), env_(ObservingFlushes(std::move(env), &flush_duration_)) {
   if (metrics == nullptr) return;
   events_written_ = &prometheus::BuildCounter()
-                         .Name("overseer_summary_writer_written_events_total")
+                         .Name("overseer_event_writer_events_written_total")
                          .Help("Events accepted into event files.")
                          .Register(*metrics)
                          .Add({});
   bytes_written_ = &prometheus::BuildCounter()
-                        .Name("overseer_summary_writer_written_bytes_total")
+                        .Name("overseer_event_writer_bytes_written_total")
                         .Help("Bytes of framed records accepted into event files.")
                         .Register(*metrics)
                         .Add({});
-  flush_latency_ = &prometheus::BuildHistogram()
-                        .Name("overseer_summary_writer_flush_latency_seconds")
-                        .Help("Time a FlushWriter call takes (write out and fsync).")
-                        .Register(*metrics)
-                        .Add({}, prometheus::Histogram::BucketBoundaries{
-                                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                     0.25, 0.5, 1, 2.5, 5});
+  flush_duration_ = &prometheus::BuildHistogram()
+                         .Name("overseer_event_writer_flush_duration_seconds")
+                         .Help("Time each flush of an event file takes (write out and fsync): "
+                               "FlushWriter's, the periodic ones (every flush_secs) and "
+                               "those of closing.")
+                         .Register(*metrics)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{
+                                      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                      0.25, 0.5, 1, 2.5, 5});
   open_writers_gauge_ = &prometheus::BuildGauge()
-                             .Name("overseer_summary_writer_open_writers")
-                             .Help("Event files currently open.")
+                             .Name("overseer_event_writer_files_open")
+                             .Help("Event files open now (OpenWriter, not yet closed).")
                              .Register(*metrics)
                              .Add({});
 }
@@ -110,12 +124,7 @@ absl::StatusOr<int64_t> SummaryWriterServiceImpl::WriteEvents(const WriteEventsR
 absl::Status SummaryWriterServiceImpl::FlushWriter(const FlushWriterRequest& request,
                                                    FlushWriterResponse* response) {
   ASSIGN_OR_RETURN(std::shared_ptr<EventFileWriter> writer, Find(request.writer_id()));
-  const absl::Time start = env_.clock->Now();
-  const absl::Status s = writer->Flush();
-  if (flush_latency_ != nullptr) {
-    flush_latency_->Observe(absl::ToDoubleSeconds(env_.clock->Now() - start));
-  }
-  return s;
+  return writer->Flush();
 }
 
 absl::Status SummaryWriterServiceImpl::CloseWriter(const CloseWriterRequest& request,

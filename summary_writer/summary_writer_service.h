@@ -39,8 +39,14 @@ int64_t RandomFirstWriterId();
 
 class SummaryWriterServiceImpl {
  public:
-  // `env` (file system, clock) must outlive the service. `metrics` may be null; else
-  // the service registers overseer_summary_writer_* families in it.
+  // `env` (file system, clock) must outlive the service; the service sets its
+  // on_flush. `metrics` may be null; else the service registers in it (the prefix is
+  // not overseer_summary_writer_: promtool rejects names that contain "_summary_")
+  //   overseer_event_writer_events_written_total  events accepted into event files
+  //   overseer_event_writer_bytes_written_total   bytes of their framed records
+  //   overseer_event_writer_flush_duration_seconds  every flush that made events
+  //       durable (write out and fsync): FlushWriter, periodic, on close
+  //   overseer_event_writer_files_open            event files open now
   SummaryWriterServiceImpl(SummaryWriterServiceOptions options, EventWriterEnv env,
                            prometheus::Registry* metrics);
   // Closes every writer still open (errors are logged).
@@ -77,7 +83,7 @@ class SummaryWriterServiceImpl {
 
   prometheus::Counter* events_written_ = nullptr;
   prometheus::Counter* bytes_written_ = nullptr;
-  prometheus::Histogram* flush_latency_ = nullptr;
+  prometheus::Histogram* flush_duration_ = nullptr;
   prometheus::Gauge* open_writers_gauge_ = nullptr;
 
   mutable absl::Mutex mu_;

@@ -77,11 +77,13 @@ TEST_F(SummaryWriterServiceTest, WritesARunDirectory) {
   EXPECT_EQ(service_->open_writers(), 1);
 
   const std::string metrics = Metrics();
-  EXPECT_TRUE(absl::StrContains(metrics, "overseer_summary_writer_written_events_total 10"))
+  EXPECT_TRUE(absl::StrContains(metrics, "overseer_event_writer_events_written_total 10"))
       << metrics;
-  EXPECT_TRUE(absl::StrContains(metrics, "overseer_summary_writer_open_writers 1"));
-  EXPECT_TRUE(absl::StrContains(metrics, "overseer_summary_writer_flush_latency_seconds_count 1"));
-  EXPECT_TRUE(absl::StrContains(metrics, "overseer_summary_writer_written_bytes_total"));
+  EXPECT_TRUE(absl::StrContains(metrics, "overseer_event_writer_files_open 1"));
+  // OpenWriter's flush of the version record, then FlushWriter's.
+  EXPECT_TRUE(absl::StrContains(metrics, "overseer_event_writer_flush_duration_seconds_count 2"));
+  EXPECT_TRUE(absl::StrContains(metrics, "overseer_event_writer_bytes_written_total"));
+  EXPECT_FALSE(absl::StrContains(metrics, "_summary_")) << "promtool rejects such names";
 
   CloseWriterRequest close;
   close.set_writer_id(id);
@@ -143,6 +145,33 @@ TEST_F(SummaryWriterServiceTest, FlushDueAndCloseAll) {
   request.set_run("late");
   OpenWriterResponse response;
   EXPECT_TRUE(absl::IsUnavailable(service_->OpenWriter(request, &response)));
+}
+
+// The flush histogram counted only FlushWriter calls: 0 after 1024 events that the
+// periodic flushes had made durable. It counts every flush now.
+TEST_F(SummaryWriterServiceTest, EveryFlushIsTimedNotOnlyFlushWriter) {
+  OpenWriterRequest request;
+  request.set_run("run");
+  request.set_flush_secs(1);
+  OpenWriterResponse opened;
+  ASSERT_TRUE(service_->OpenWriter(request, &opened).ok());
+  const std::string version_flush = "overseer_event_writer_flush_duration_seconds_count 1\n";
+  EXPECT_TRUE(absl::StrContains(Metrics(), version_flush)) << Metrics();
+  for (int batch = 0; batch < 128; ++batch) {
+    ASSERT_TRUE(service_->WriteEvents(Events(opened.writer_id(), batch * 8, 8)).ok());
+    if (batch % 16 == 15) {
+      clock_.Advance(absl::Seconds(1));
+      service_->FlushDue();
+    }
+  }
+  // 1024 events, 8 periodic flushes, no FlushWriter.
+  EXPECT_TRUE(absl::StrContains(Metrics(), "overseer_event_writer_events_written_total 1024\n"));
+  const std::string flushes = "overseer_event_writer_flush_duration_seconds_count ";
+  EXPECT_TRUE(absl::StrContains(Metrics(), flushes + "9\n")) << Metrics();
+  ASSERT_TRUE(service_->WriteEvents(Events(opened.writer_id(), 1024, 1)).ok());
+  ASSERT_TRUE(service_->CloseAll().ok());
+  EXPECT_TRUE(absl::StrContains(Metrics(), flushes + "10\n")) << Metrics();
+  EXPECT_TRUE(absl::StrContains(Metrics(), "overseer_event_writer_files_open 0\n"));
 }
 
 TEST_F(SummaryWriterServiceTest, ManyTrainersAtOnce) {

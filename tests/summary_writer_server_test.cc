@@ -173,9 +173,21 @@ TEST(SummaryWriterServerTest, ServesWritesAndFlushesOnSigterm) {
   // Metrics name what happened.
   auto metrics = test::HttpGet(server.metrics_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_TRUE(absl::StrContains(*metrics, "overseer_summary_writer_written_events_total 57"))
+  EXPECT_TRUE(absl::StrContains(*metrics, "overseer_event_writer_events_written_total 57"))
       << *metrics;
-  EXPECT_TRUE(absl::StrContains(*metrics, "overseer_summary_writer_open_writers 1"));
+  EXPECT_TRUE(absl::StrContains(*metrics, "overseer_event_writer_files_open 1"));
+  EXPECT_TRUE(absl::StrContains(
+      *metrics, "overseer_event_writer_rpc_latency_seconds_count{method=\"WriteEvents\"} "));
+  // The refused run is counted by method and code (and the client's own check may
+  // have refused the first one before any call).
+  const std::string refused =
+      "overseer_event_writer_rpc_errors_total{code=\"INVALID_ARGUMENT\",method=\"OpenWriter\"} ";
+  EXPECT_TRUE(absl::StrContains(*metrics, refused + "1\n") ||
+              absl::StrContains(*metrics, refused + "2\n"))
+      << *metrics;
+  EXPECT_TRUE(absl::StrContains(*metrics,
+                                "overseer_event_writer_rpc_errors_total{code=\"NOT_FOUND\","
+                                "method=\"WriteEvents\"} 0\n"));
 
   // ... are in the file after SIGTERM, and the server exits 0.
   EXPECT_EQ(server.Terminate(), 0) << server.log();

@@ -1,6 +1,7 @@
 #include "summary_writer/rpc/grpc_summary_writer_service.h"
 
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/rpc/grpc_status.h"
@@ -13,17 +14,43 @@ namespace {
 // about 100 KiB as messages); larger messages take more blocks, freed at the reset.
 constexpr size_t kArenaBlockBytes = 256 << 10;
 
+// The service's methods; a WriteEvents stream lasts as long as its client streams.
+std::shared_ptr<RpcMetrics> EventWriterRpcMetrics() {
+  const std::vector<double> step = RpcMetrics::StepBuckets();
+  return std::make_shared<RpcMetrics>(
+      "event_writer", std::vector<RpcMethodOptions>{{"OpenWriter", step},
+                                                    {"WriteEvents", RpcMetrics::SlowBuckets()},
+                                                    {"FlushWriter", step},
+                                                    {"CloseWriter", step}});
+}
+
 }  // namespace
+
+GrpcSummaryWriterService::GrpcSummaryWriterService(SummaryWriterServiceImpl* impl)
+    : impl_(impl),
+      rpc_metrics_(EventWriterRpcMetrics()),
+      open_writer_(rpc_metrics_->method("OpenWriter")),
+      write_events_(rpc_metrics_->method("WriteEvents")),
+      flush_writer_(rpc_metrics_->method("FlushWriter")),
+      close_writer_(rpc_metrics_->method("CloseWriter")) {}
+
+grpc::Status GrpcSummaryWriterService::Done(RpcMetrics::Method* method, absl::Time start,
+                                            const absl::Status& status) {
+  method->RecordSince(start, status);
+  return ToGrpcStatus(status);
+}
 
 grpc::Status GrpcSummaryWriterService::OpenWriter(grpc::ServerContext*,
                                                   const OpenWriterRequest* request,
                                                   OpenWriterResponse* response) {
-  return ToGrpcStatus(impl_->OpenWriter(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(open_writer_, start, impl_->OpenWriter(*request, response));
 }
 
 grpc::Status GrpcSummaryWriterService::WriteEvents(
     grpc::ServerContext*, grpc::ServerReader<WriteEventsRequest>* reader,
     WriteEventsResponse* response) {
+  const absl::Time start = absl::Now();
   // Each message is parsed into an arena that starts in a block allocated once per
   // stream and is reset between messages: the events of a message (an Event, its
   // Summary, values and tags each) cost no malloc/free pair apiece.
@@ -42,34 +69,37 @@ grpc::Status GrpcSummaryWriterService::WriteEvents(
       writer_id = request->writer_id();
       first = false;
     } else if (request->writer_id() != writer_id) {
-      return ToGrpcStatus(absl::InvalidArgumentError(
-          absl::StrCat("a WriteEvents stream names writers ", writer_id, " and ",
-                       request->writer_id(), "; use one stream per writer")));
+      return Done(write_events_, start,
+                  absl::InvalidArgumentError(
+                      absl::StrCat("a WriteEvents stream names writers ", writer_id, " and ",
+                                   request->writer_id(), "; use one stream per writer")));
     }
     const absl::StatusOr<int64_t> written = impl_->WriteEvents(*request);
-    if (!written.ok()) return ToGrpcStatus(written.status());
+    if (!written.ok()) return Done(write_events_, start, written.status());
     response->set_events_written(response->events_written() + *written);
     if (request->flush()) {
       FlushWriterRequest flush;
       flush.set_writer_id(writer_id);
       FlushWriterResponse flushed;
       const absl::Status f = impl_->FlushWriter(flush, &flushed);
-      if (!f.ok()) return ToGrpcStatus(f);
+      if (!f.ok()) return Done(write_events_, start, f);
     }
   }
-  return grpc::Status::OK;
+  return Done(write_events_, start, absl::OkStatus());
 }
 
 grpc::Status GrpcSummaryWriterService::FlushWriter(grpc::ServerContext*,
                                                    const FlushWriterRequest* request,
                                                    FlushWriterResponse* response) {
-  return ToGrpcStatus(impl_->FlushWriter(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(flush_writer_, start, impl_->FlushWriter(*request, response));
 }
 
 grpc::Status GrpcSummaryWriterService::CloseWriter(grpc::ServerContext*,
                                                    const CloseWriterRequest* request,
                                                    CloseWriterResponse* response) {
-  return ToGrpcStatus(impl_->CloseWriter(*request, response));
+  const absl::Time start = absl::Now();
+  return Done(close_writer_, start, impl_->CloseWriter(*request, response));
 }
 
 }  // namespace overseer
