@@ -155,6 +155,45 @@ CheckpointStore::CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
                             "Time from BeginCheckpoint to the end of its commit.");
   restore_seconds_ = histogram("overseer_checkpoint_store_restore_duration_seconds",
                                "Time a ReadTensors call takes.");
+  latest_step_ = &prometheus::BuildGauge()
+                      .Name("overseer_checkpoint_store_latest_checkpoint_step")
+                      .Help("The global step of each run's newest complete checkpoint (-1 if "
+                            "its name has none).")
+                      .Register(*metrics);
+  latest_timestamp_ = &prometheus::BuildGauge()
+                           .Name("overseer_checkpoint_store_latest_checkpoint_timestamp_seconds")
+                           .Help("When each run's newest complete checkpoint was committed, "
+                                 "Unix seconds.")
+                           .Register(*metrics);
+}
+
+void CheckpointStore::RecordLatest(const std::string& run,
+                                   const std::optional<CheckpointInfo>& latest) {
+  if (latest_step_ == nullptr) return;
+  const prometheus::Labels labels = {{"run", run}};
+  if (latest.has_value()) {
+    latest_step_->Add(labels).Set(static_cast<double>(latest->step()));
+    latest_timestamp_->Add(labels).Set(latest->timestamp());
+  } else if (latest_step_->Has(labels)) {
+    latest_step_->Remove(&latest_step_->Add(labels));
+    latest_timestamp_->Remove(&latest_timestamp_->Add(labels));
+  }
+}
+
+void CheckpointStore::RecordLatestOfRuns(const std::string& dir, const std::string& run) {
+  absl::StatusOr<std::vector<std::string>> names = fs_->ListDir(dir);
+  if (!names.ok()) return;  // A file, not a run directory.
+  for (const std::string& name : *names) {
+    std::string owner;
+    if (name == kStateFilename) {
+      absl::StatusOr<std::optional<CheckpointInfo>> latest = LatestCheckpoint(run);
+      if (latest.ok()) RecordLatest(run, *latest);
+      continue;
+    }
+    if (ParseDataFilename(name, &owner) || absl::EndsWith(name, ".index")) continue;
+    const std::string child = run.empty() ? name : absl::StrCat(run, "/", name);
+    if (ValidateRunName(child).ok()) RecordLatestOfRuns(absl::StrCat(dir, "/", name), child);
+  }
 }
 
 CheckpointStore::~CheckpointStore() { Shutdown(); }
@@ -167,6 +206,7 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
   std::unique_ptr<CheckpointStore> store(
       new CheckpointStore(fs, std::move(root), clock, metrics));
   RETURN_IF_ERROR(store->RemoveLeftovers(store->root_));
+  if (metrics != nullptr) store->RecordLatestOfRuns(store->root_, "");
   return store;
 }
 
@@ -355,6 +395,7 @@ absl::StatusOr<CheckpointInfo> CheckpointStore::CommitCheckpoint(
   if (save_seconds_ != nullptr) {
     save_seconds_->Observe(absl::ToDoubleSeconds(clock_->Now() - pending->began));
   }
+  RecordLatest(pending->run, info);
   return info;
 }
 
@@ -593,7 +634,15 @@ absl::Status CheckpointStore::DeleteCheckpoint(const std::string& run, const std
     return absl::NotFoundError(absl::StrCat("no checkpoint ", name, " in run '", run, "'"));
   }
   RETURN_IF_ERROR(DeleteCheckpointFiles(dir, name));
-  return fs_->SyncDir(dir);
+  RETURN_IF_ERROR(fs_->SyncDir(dir));
+  if (latest_step_ != nullptr) {
+    absl::StatusOr<std::vector<CheckpointInfo>> left = CompleteCheckpoints(dir);
+    if (left.ok()) {
+      RecordLatest(run, left->empty() ? std::optional<CheckpointInfo>()
+                                      : std::optional<CheckpointInfo>(left->back()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace overseer

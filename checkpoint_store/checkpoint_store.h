@@ -5,6 +5,16 @@
 // ROOT/<run>/ with the commit protocol of docs/checkpoint_format.md. It is the
 // in-process CheckpointStoreInterface (embedded mode: ROOT is the checkpoint
 // directory, run "") and what the gRPC service (rpc/) adapts. Never includes gRPC.
+//
+// With a metrics registry it exports (docs/metrics.md)
+//   overseer_checkpoint_store_checkpoints_committed_total, _bytes_written_total,
+//   _bytes_read_total, _crc_failures_total, _save_duration_seconds,
+//   _restore_duration_seconds, and per run (label `run`, "" for the root)
+//   overseer_checkpoint_store_latest_checkpoint_step{run}               gauge
+//   overseer_checkpoint_store_latest_checkpoint_timestamp_seconds{run}  gauge
+// the newest complete checkpoint of each run (its step, -1 if its name has none, and
+// its commit time in Unix seconds): set at Open for the runs found under ROOT, by every
+// commit and every delete; a run left without checkpoints has no series.
 
 #include <map>
 #include <memory>
@@ -16,6 +26,8 @@
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "core/clock.h"
 #include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "proto/tensor_bundle.pb.h"
@@ -91,6 +103,11 @@ class CheckpointStore : public CheckpointStoreInterface {
   absl::Status RemoveLeftovers(const std::string& dir);
   void ShardClosed(const std::string& id, int shard_id, bool ok,
                    std::map<std::string, BundleEntryProto> entries, int64_t bytes);
+  // Sets the latest-checkpoint gauges of `run` from `latest`, or removes them without
+  // one. Called with the run's mutex held, so that a run's updates are in order.
+  void RecordLatest(const std::string& run, const std::optional<CheckpointInfo>& latest);
+  // RecordLatest for every run at or under `dir` (run `run`) that has a state file.
+  void RecordLatestOfRuns(const std::string& dir, const std::string& run);
 
   FileSystem* const fs_;
   const std::string root_;
@@ -108,6 +125,8 @@ class CheckpointStore : public CheckpointStoreInterface {
   prometheus::Counter* crc_failures_ = nullptr;
   prometheus::Histogram* save_seconds_ = nullptr;
   prometheus::Histogram* restore_seconds_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* latest_step_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* latest_timestamp_ = nullptr;
 };
 
 }  // namespace overseer

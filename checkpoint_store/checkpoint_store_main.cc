@@ -73,6 +73,7 @@ int Main() {
   }
   GrpcCheckpointStoreService service(store->get(), local_reads.get());
   runner.AddService(&service);
+  runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();
   if (!started.ok()) {
     LOG(ERROR) << started.ToString();

@@ -7,7 +7,10 @@
 #include "checkpoint_store/state_file.h"
 #include "checkpoint_store/testing/crashing_file_system.h"
 #include "checkpoint_store/testing/tensor_headers.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 #include "testing/manual_clock.h"
 
 namespace overseer {
@@ -227,6 +230,42 @@ TEST_F(CheckpointStoreTest, DeleteRemovesFilesAndEntry) {
   EXPECT_EQ(Names(store.get(), "r"), std::vector<std::string>{"c-1"});
   EXPECT_EQ((*store->LatestCheckpoint("r"))->name(), "c-1");
   EXPECT_EQ(store->DeleteCheckpoint("r", "c-2").code(), absl::StatusCode::kNotFound);
+}
+
+// The newest checkpoint of each run, for alerts on a job that stopped checkpointing:
+// set by commits and deletes, and found again by a restarted store.
+TEST_F(CheckpointStoreTest, MetricsNameEachRunsNewestCheckpoint) {
+  prometheus::Registry registry;
+  auto metrics = [&registry] {
+    return prometheus::TextSerializer().Serialize(registry.Collect());
+  };
+  const std::string step = "overseer_checkpoint_store_latest_checkpoint_step";
+  const std::string time = "overseer_checkpoint_store_latest_checkpoint_timestamp_seconds";
+  {
+    auto store = CheckpointStore::Open(fs_, root_, &clock_, &registry);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_FALSE(absl::StrContains(metrics(), step + "{"));
+    ASSERT_TRUE(Save(store->get(), "exp/a", "model.ckpt-100", 'a').ok());
+    clock_.Advance(absl::Seconds(10));
+    ASSERT_TRUE(Save(store->get(), "exp/a", "model.ckpt-200", 'b').ok());
+    ASSERT_TRUE(Save(store->get(), "b", "model.ckpt-7", 'c').ok());
+    std::string text = metrics();
+    EXPECT_TRUE(absl::StrContains(text, step + "{run=\"exp/a\"} 200\n")) << text;
+    EXPECT_TRUE(absl::StrContains(text, time + "{run=\"exp/a\"} 1700000010\n")) << text;
+    EXPECT_TRUE(absl::StrContains(text, step + "{run=\"b\"} 7\n")) << text;
+    ASSERT_TRUE((*store)->DeleteCheckpoint("exp/a", "model.ckpt-200").ok());
+    text = metrics();
+    EXPECT_TRUE(absl::StrContains(text, step + "{run=\"exp/a\"} 100\n")) << text;
+    EXPECT_TRUE(absl::StrContains(text, time + "{run=\"exp/a\"} 1700000000\n")) << text;
+    ASSERT_TRUE((*store)->DeleteCheckpoint("b", "model.ckpt-7").ok());
+    EXPECT_FALSE(absl::StrContains(metrics(), "{run=\"b\"}")) << metrics();
+  }
+  prometheus::Registry restarted;
+  auto store = CheckpointStore::Open(fs_, root_, &clock_, &restarted);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string text = prometheus::TextSerializer().Serialize(restarted.Collect());
+  EXPECT_TRUE(absl::StrContains(text, step + "{run=\"exp/a\"} 100\n")) << text;
+  EXPECT_FALSE(absl::StrContains(text, "{run=\"b\"}")) << text;
 }
 
 // A crash at every mutating file operation of a save never leaves a torn checkpoint

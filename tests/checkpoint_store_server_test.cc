@@ -168,6 +168,22 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
       << *metrics;
   EXPECT_TRUE(absl::StrContains(*metrics, "overseer_checkpoint_store_crc_failures_total 0"))
       << *metrics;
+  // The run's newest checkpoint, and every call by method and code (the bad runs: 5
+  // refused BeginCheckpoint calls).
+  EXPECT_TRUE(absl::StrContains(
+      *metrics, "overseer_checkpoint_store_latest_checkpoint_step{run=\"exp/train\"} 5\n"))
+      << *metrics;
+  EXPECT_TRUE(absl::StrContains(*metrics,
+                                "overseer_checkpoint_store_latest_checkpoint_timestamp_seconds{"
+                                "run=\"exp/train\"} "));
+  for (const char* line :
+       {"overseer_checkpoint_store_rpc_errors_total{code=\"INVALID_ARGUMENT\","
+        "method=\"BeginCheckpoint\"} 5\n",
+        "overseer_checkpoint_store_rpc_errors_total{code=\"INVALID_ARGUMENT\","
+        "method=\"CommitCheckpoint\"} 0\n",
+        "overseer_checkpoint_store_rpc_latency_seconds_count{method=\"CommitCheckpoint\"} 1\n"}) {
+    EXPECT_TRUE(absl::StrContains(*metrics, line)) << line << *metrics;
+  }
 
   // A save whose shard is durable but not committed when SIGTERM arrives is aborted:
   // exit 0, no temp files, and model.ckpt-5 is still the only checkpoint.

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "checkpoint_store/rpc/read_tensors_wire.h"
 #include "core/rpc/grpc_status.h"
 #include "grpcpp/support/method_handler.h"
@@ -211,11 +212,50 @@ class TensorPipe : public TensorReceiver {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// The service's methods: streams and commits move or sync a checkpoint's bytes.
+std::shared_ptr<RpcMetrics> CheckpointStoreRpcMetrics() {
+  const std::vector<double> step = RpcMetrics::StepBuckets();
+  const std::vector<double> slow = RpcMetrics::SlowBuckets();
+  return std::make_shared<RpcMetrics>(
+      "checkpoint_store", std::vector<RpcMethodOptions>{{"BeginCheckpoint", step},
+                                                        {"WriteShard", slow},
+                                                        {"CommitCheckpoint", slow},
+                                                        {"AbortCheckpoint", step},
+                                                        {"LatestCheckpoint", step},
+                                                        {"ListCheckpoints", step},
+                                                        {"ListTensors", step},
+                                                        {"ReadTensors", slow},
+                                                        {"DeleteCheckpoint", slow},
+                                                        {"OpenLocalRead", step}});
+}
+
+// Runs a handler's `body` and records its call of `method`.
+template <typename Body>
+grpc::Status Timed(RpcMetrics::Method* method, const Body& body) {
+  const absl::Time start = absl::Now();
+  grpc::Status status = body();
+  // gRPC's codes are absl's.
+  method->Record(absl::Now() - start, static_cast<absl::StatusCode>(status.error_code()));
+  return status;
+}
+
 }  // namespace
 
 GrpcCheckpointStoreService::GrpcCheckpointStoreService(CheckpointStoreInterface* store,
                                                        LocalReadServer* local_reads)
-    : store_(store), local_reads_(local_reads) {
+    : store_(store),
+      local_reads_(local_reads),
+      rpc_metrics_(CheckpointStoreRpcMetrics()),
+      begin_checkpoint_(rpc_metrics_->method("BeginCheckpoint")),
+      write_shard_(rpc_metrics_->method("WriteShard")),
+      commit_checkpoint_(rpc_metrics_->method("CommitCheckpoint")),
+      abort_checkpoint_(rpc_metrics_->method("AbortCheckpoint")),
+      latest_checkpoint_(rpc_metrics_->method("LatestCheckpoint")),
+      list_checkpoints_(rpc_metrics_->method("ListCheckpoints")),
+      list_tensors_(rpc_metrics_->method("ListTensors")),
+      read_tensors_(rpc_metrics_->method("ReadTensors")),
+      delete_checkpoint_(rpc_metrics_->method("DeleteCheckpoint")),
+      open_local_read_(rpc_metrics_->method("OpenLocalRead")) {
   MarkMethodStreamed(
       kReadTensorsMethodIndex,
       new grpc::internal::SplitServerStreamingHandler<ReadTensorsRequest, grpc::ByteBuffer>(
@@ -228,143 +268,164 @@ GrpcCheckpointStoreService::GrpcCheckpointStoreService(CheckpointStoreInterface*
 grpc::Status GrpcCheckpointStoreService::BeginCheckpoint(grpc::ServerContext*,
                                                          const BeginCheckpointRequest* request,
                                                          BeginCheckpointResponse* response) {
-  absl::StatusOr<std::string> id = store_->BeginCheckpoint(*request);
-  if (!id.ok()) return ToGrpcStatus(id.status());
-  response->set_checkpoint_id(*id);
-  return grpc::Status::OK;
+  return Timed(begin_checkpoint_, [&]() -> grpc::Status {
+    absl::StatusOr<std::string> id = store_->BeginCheckpoint(*request);
+    if (!id.ok()) return ToGrpcStatus(id.status());
+    response->set_checkpoint_id(*id);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::WriteShard(
     grpc::ServerContext* context, grpc::ServerReader<WriteShardRequest>* reader,
     WriteShardResponse* response) {
-  auto first = std::make_unique<WriteShardRequest>();
-  if (!reader->Read(first.get())) {
-    return ToGrpcStatus(absl::InvalidArgumentError("WriteShard stream carried no message"));
-  }
-  absl::StatusOr<std::unique_ptr<ShardWriter>> writer =
-      store_->OpenShard(first->checkpoint_id(), first->shard_id());
-  if (!writer.ok()) return ToGrpcStatus(writer.status());
-  // This thread receives while `appender` writes, so the network and the disk overlap.
-  ShardAppender appender(writer->get());
-  bool more = true;
-  for (std::unique_ptr<WriteShardRequest> request = std::move(first); more;) {
-    if (context->IsCancelled()) {
-      appender.Finish().IgnoreError();
-      return ToGrpcStatus(absl::CancelledError("WriteShard cancelled; the shard is dropped"));
+  return Timed(write_shard_, [&]() -> grpc::Status {
+    auto first = std::make_unique<WriteShardRequest>();
+    if (!reader->Read(first.get())) {
+      return ToGrpcStatus(absl::InvalidArgumentError("WriteShard stream carried no message"));
     }
-    if (!appender.Push(std::move(request))) break;  // The appender failed.
-    request = appender.Recycled();
-    more = reader->Read(request.get());
-  }
-  absl::Status appended = appender.Finish();
-  if (!appended.ok()) return ToGrpcStatus(appended);
-  absl::Status closed = (*writer)->Close();
-  if (!closed.ok()) return ToGrpcStatus(closed);
-  response->set_bytes_written(appender.bytes());
-  response->set_num_tensors(appender.tensors());
-  return grpc::Status::OK;
+    absl::StatusOr<std::unique_ptr<ShardWriter>> writer =
+        store_->OpenShard(first->checkpoint_id(), first->shard_id());
+    if (!writer.ok()) return ToGrpcStatus(writer.status());
+    // This thread receives while `appender` writes, so the network and the disk overlap.
+    ShardAppender appender(writer->get());
+    bool more = true;
+    for (std::unique_ptr<WriteShardRequest> request = std::move(first); more;) {
+      if (context->IsCancelled()) {
+        appender.Finish().IgnoreError();
+        return ToGrpcStatus(absl::CancelledError("WriteShard cancelled; the shard is dropped"));
+      }
+      if (!appender.Push(std::move(request))) break;  // The appender failed.
+      request = appender.Recycled();
+      more = reader->Read(request.get());
+    }
+    absl::Status appended = appender.Finish();
+    if (!appended.ok()) return ToGrpcStatus(appended);
+    absl::Status closed = (*writer)->Close();
+    if (!closed.ok()) return ToGrpcStatus(closed);
+    response->set_bytes_written(appender.bytes());
+    response->set_num_tensors(appender.tensors());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::CommitCheckpoint(grpc::ServerContext*,
                                                           const CommitCheckpointRequest* request,
                                                           CommitCheckpointResponse* response) {
-  absl::StatusOr<CheckpointInfo> info = store_->CommitCheckpoint(request->checkpoint_id());
-  if (!info.ok()) return ToGrpcStatus(info.status());
-  *response->mutable_checkpoint() = *std::move(info);
-  return grpc::Status::OK;
+  return Timed(commit_checkpoint_, [&]() -> grpc::Status {
+    absl::StatusOr<CheckpointInfo> info = store_->CommitCheckpoint(request->checkpoint_id());
+    if (!info.ok()) return ToGrpcStatus(info.status());
+    *response->mutable_checkpoint() = *std::move(info);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::AbortCheckpoint(grpc::ServerContext*,
                                                          const AbortCheckpointRequest* request,
                                                          AbortCheckpointResponse*) {
-  return ToGrpcStatus(store_->AbortCheckpoint(request->checkpoint_id()));
+  return Timed(abort_checkpoint_, [&]() -> grpc::Status {
+    return ToGrpcStatus(store_->AbortCheckpoint(request->checkpoint_id()));
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::LatestCheckpoint(grpc::ServerContext*,
                                                           const LatestCheckpointRequest* request,
                                                           LatestCheckpointResponse* response) {
-  absl::StatusOr<std::optional<CheckpointInfo>> latest = store_->LatestCheckpoint(request->run());
-  if (!latest.ok()) return ToGrpcStatus(latest.status());
-  response->set_found(latest->has_value());
-  if (latest->has_value()) *response->mutable_checkpoint() = **latest;
-  return grpc::Status::OK;
+  return Timed(latest_checkpoint_, [&]() -> grpc::Status {
+    absl::StatusOr<std::optional<CheckpointInfo>> latest = store_->LatestCheckpoint(request->run());
+    if (!latest.ok()) return ToGrpcStatus(latest.status());
+    response->set_found(latest->has_value());
+    if (latest->has_value()) *response->mutable_checkpoint() = **latest;
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::ListCheckpoints(grpc::ServerContext*,
                                                          const ListCheckpointsRequest* request,
                                                          ListCheckpointsResponse* response) {
-  absl::StatusOr<std::vector<CheckpointInfo>> all = store_->ListCheckpoints(request->run());
-  if (!all.ok()) return ToGrpcStatus(all.status());
-  for (CheckpointInfo& info : *all) *response->add_checkpoints() = std::move(info);
-  return grpc::Status::OK;
+  return Timed(list_checkpoints_, [&]() -> grpc::Status {
+    absl::StatusOr<std::vector<CheckpointInfo>> all = store_->ListCheckpoints(request->run());
+    if (!all.ok()) return ToGrpcStatus(all.status());
+    for (CheckpointInfo& info : *all) *response->add_checkpoints() = std::move(info);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::ListTensors(grpc::ServerContext*,
                                                      const ListTensorsRequest* request,
                                                      ListTensorsResponse* response) {
-  absl::StatusOr<std::vector<TensorHeader>> all =
-      store_->ListTensors(request->run(), request->name());
-  if (!all.ok()) return ToGrpcStatus(all.status());
-  for (TensorHeader& h : *all) *response->add_tensors() = std::move(h);
-  return grpc::Status::OK;
+  return Timed(list_tensors_, [&]() -> grpc::Status {
+    absl::StatusOr<std::vector<TensorHeader>> all =
+        store_->ListTensors(request->run(), request->name());
+    if (!all.ok()) return ToGrpcStatus(all.status());
+    for (TensorHeader& h : *all) *response->add_tensors() = std::move(h);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::StreamTensors(
     grpc::ServerContext* context,
     grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream) {
-  ReadTensorsRequest request;
-  if (!stream->Read(&request)) {
-    return ToGrpcStatus(absl::InvalidArgumentError("ReadTensors carried no request"));
-  }
-  std::vector<std::string> names(request.tensor_names().begin(), request.tensor_names().end());
-  TensorPipe pipe(read_buffers_);
-  // The store reads (and verifies) the next tensors on this thread while the handler's
-  // thread sends the ones already read.
-  absl::Status read;
-  std::thread reader([&] {
-    read = store_->ReadTensorsInto(request.run(), request.name(), names, &pipe);
-    pipe.Close();
-  });
-  absl::Status sent;
-  while (std::optional<TensorPipe::Tensor> tensor = pipe.Next()) {
-    const absl::string_view bytes(tensor->buffer->data(), static_cast<size_t>(tensor->header.size()));
-    size_t pos = 0;
-    do {
-      const absl::string_view chunk = bytes.substr(pos, kChunkBytes);
-      if (context->IsCancelled() ||
-          !stream->Write(EncodeReadTensorsMessage(pos == 0 ? &tensor->header : nullptr, chunk,
-                                                  tensor->buffer))) {
-        sent = absl::CancelledError("ReadTensors reader went away");
+  return Timed(read_tensors_, [&]() -> grpc::Status {
+    ReadTensorsRequest request;
+    if (!stream->Read(&request)) {
+      return ToGrpcStatus(absl::InvalidArgumentError("ReadTensors carried no request"));
+    }
+    std::vector<std::string> names(request.tensor_names().begin(), request.tensor_names().end());
+    TensorPipe pipe(read_buffers_);
+    // The store reads (and verifies) the next tensors on this thread while the handler's
+    // thread sends the ones already read.
+    absl::Status read;
+    std::thread reader([&] {
+      read = store_->ReadTensorsInto(request.run(), request.name(), names, &pipe);
+      pipe.Close();
+    });
+    absl::Status sent;
+    while (std::optional<TensorPipe::Tensor> tensor = pipe.Next()) {
+      const absl::string_view bytes(tensor->buffer->data(),
+                                    static_cast<size_t>(tensor->header.size()));
+      size_t pos = 0;
+      do {
+        const absl::string_view chunk = bytes.substr(pos, kChunkBytes);
+        if (context->IsCancelled() ||
+            !stream->Write(EncodeReadTensorsMessage(pos == 0 ? &tensor->header : nullptr, chunk,
+                                                    tensor->buffer))) {
+          sent = absl::CancelledError("ReadTensors reader went away");
+          break;
+        }
+        pos += chunk.size();
+      } while (pos < bytes.size());
+      pipe.Sent(*tensor);
+      if (!sent.ok()) {
+        pipe.Cancel();
         break;
       }
-      pos += chunk.size();
-    } while (pos < bytes.size());
-    pipe.Sent(*tensor);
-    if (!sent.ok()) {
-      pipe.Cancel();
-      break;
     }
-  }
-  reader.join();
-  return ToGrpcStatus(sent.ok() ? read : sent);
+    reader.join();
+    return ToGrpcStatus(sent.ok() ? read : sent);
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::DeleteCheckpoint(grpc::ServerContext*,
                                                           const DeleteCheckpointRequest* request,
                                                           DeleteCheckpointResponse*) {
-  return ToGrpcStatus(store_->DeleteCheckpoint(request->run(), request->name()));
+  return Timed(delete_checkpoint_, [&]() -> grpc::Status {
+    return ToGrpcStatus(store_->DeleteCheckpoint(request->run(), request->name()));
+  });
 }
 
 grpc::Status GrpcCheckpointStoreService::OpenLocalRead(grpc::ServerContext*,
                                                        const OpenLocalReadRequest* request,
                                                        OpenLocalReadResponse* response) {
-  if (local_reads_ == nullptr) {
-    return ToGrpcStatus(absl::UnimplementedError("this checkpoint store serves no local reads"));
-  }
-  absl::StatusOr<OpenLocalReadResponse> granted = local_reads_->Open(*request);
-  if (!granted.ok()) return ToGrpcStatus(granted.status());
-  *response = *std::move(granted);
-  return grpc::Status::OK;
+  return Timed(open_local_read_, [&]() -> grpc::Status {
+    if (local_reads_ == nullptr) {
+      return ToGrpcStatus(absl::UnimplementedError("this checkpoint store serves no local reads"));
+    }
+    absl::StatusOr<OpenLocalReadResponse> granted = local_reads_->Open(*request);
+    if (!granted.ok()) return ToGrpcStatus(granted.status());
+    *response = *std::move(granted);
+    return grpc::Status::OK;
+  });
 }
 
 }  // namespace overseer

@@ -2,7 +2,10 @@
 #define OVERSEER_CHECKPOINT_STORE_RPC_GRPC_CHECKPOINT_STORE_SERVICE_H_
 
 // The gRPC adapter of a CheckpointStoreInterface: unpacks requests, calls the store,
-// converts the status. Thread-safe (the store is).
+// converts the status, and records every method's latency and errors in rpc_metrics():
+//   overseer_checkpoint_store_rpc_latency_seconds{method} (a stream: to its end),
+//   overseer_checkpoint_store_rpc_errors_total{method,code}.
+// Thread-safe (the store is).
 
 #include <cstddef>
 #include <memory>
@@ -10,6 +13,7 @@
 #include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "checkpoint_store/local_read_server.h"
+#include "core/metrics/rpc_metrics.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/checkpoint_store.grpc.pb.h"
 
@@ -29,6 +33,9 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
   // `local_reads` (borrowed, must outlive the service), or is UNIMPLEMENTED if it is null.
   explicit GrpcCheckpointStoreService(CheckpointStoreInterface* store,
                                       LocalReadServer* local_reads = nullptr);
+
+  // Serve it with the registry (ServerRunner::AddCollectable).
+  std::shared_ptr<RpcMetrics> rpc_metrics() const { return rpc_metrics_; }
 
   grpc::Status BeginCheckpoint(grpc::ServerContext*, const BeginCheckpointRequest* request,
                                BeginCheckpointResponse* response) override;
@@ -56,6 +63,17 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
 
   CheckpointStoreInterface* const store_;
   LocalReadServer* const local_reads_;
+  const std::shared_ptr<RpcMetrics> rpc_metrics_;
+  RpcMetrics::Method* const begin_checkpoint_;
+  RpcMetrics::Method* const write_shard_;
+  RpcMetrics::Method* const commit_checkpoint_;
+  RpcMetrics::Method* const abort_checkpoint_;
+  RpcMetrics::Method* const latest_checkpoint_;
+  RpcMetrics::Method* const list_checkpoints_;
+  RpcMetrics::Method* const list_tensors_;
+  RpcMetrics::Method* const read_tensors_;
+  RpcMetrics::Method* const delete_checkpoint_;
+  RpcMetrics::Method* const open_local_read_;
   // ReadTensors' read buffers, reused across tensors and calls; shared with the slices
   // that reference them, which gRPC may release after a call ends.
   const std::shared_ptr<BufferPool> read_buffers_ = std::make_shared<BufferPool>(size_t{256} << 20);
