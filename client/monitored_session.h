@@ -36,6 +36,7 @@
 #include "client/session_creator.h"
 #include "client/session_run_hook.h"
 #include "client/summary_writer.h"
+#include "client/trainer_metrics.h"
 #include "client/wrapped_session.h"
 #include "core/clock.h"
 #include "core/tensor.h"
@@ -45,6 +46,7 @@ namespace overseer {
 
 struct MonitoredTrainingSessionOptions;
 class MonitoredSession;
+class CheckpointSaverListener;
 absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
     const Scope& scope, const MonitoredTrainingSessionOptions& options);
 
@@ -91,6 +93,9 @@ struct MonitoredSessionOptions {
   RecoveryOptions recovery;
   // Where backoff sleeps and the coordinator's waits read time. Not owned.
   Clock* clock = Clock::Real();
+  // If set (not owned; outlives the session), told of every recovery
+  // (client/trainer_metrics.h).
+  TrainerMetrics* metrics = nullptr;
 };
 
 // Not thread-safe: one thread creates, runs, checks and closes it, and hooks are called
@@ -183,7 +188,9 @@ class MonitoredSession {
   const MonitoredSessionOptions options_;
   const bool graph_was_finalized_;
   // What MonitoredTrainingSession gives the session to own (declared before the stack,
-  // which is destroyed first).
+  // which is destroyed first): hooks, and listeners of those hooks (declared before
+  // them: the hooks hold them).
+  std::vector<std::unique_ptr<CheckpointSaverListener>> owned_listeners_;
   std::vector<std::unique_ptr<SessionRunHook>> owned_hooks_;
   std::unique_ptr<SummaryWriter> summary_writer_;
   // Called after a clean Close (MonitoredTrainingSession's job-done signal).

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/checkpoint_saver_hook.h"
+#include "client/hook_util.h"
 #include "client/summary_hooks.h"
 #include "client/variables.h"
 #include "core/logging.h"
@@ -56,6 +57,52 @@ class RestartLogHook : public SessionRunHook {
   int creations_ = 0;
 };
 
+// Counts every run in TrainerMetrics, with the global step it read.
+class TrainerMetricsHook : public SessionRunHook {
+ public:
+  explicit TrainerMetricsHook(TrainerMetrics* metrics) : metrics_(metrics) {}
+
+  absl::Status Begin(const Scope& scope) override {
+    absl::StatusOr<Variable> step = GetGlobalStep(*scope.graph());
+    if (step.ok()) global_step_ = step->value;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext*) override {
+    SessionRunArgs args;
+    if (global_step_.valid()) args.fetches = {global_step_};
+    return args;
+  }
+  absl::Status AfterRun(SessionRunContext*, const SessionRunValues& values) override {
+    int64_t step = -1;
+    if (global_step_.valid() && !values.results.empty()) {
+      absl::StatusOr<int64_t> read = hook_internal::StepValue(values.results[0]);
+      if (read.ok()) step = *read;
+    }
+    metrics_->StepDone(step);
+    return absl::OkStatus();
+  }
+
+ private:
+  TrainerMetrics* const metrics_;
+  Output global_step_;
+};
+
+// Tells TrainerMetrics of every checkpoint the chief saved.
+class CheckpointMetricsListener : public CheckpointSaverListener {
+ public:
+  CheckpointMetricsListener(TrainerMetrics* metrics, Clock* clock)
+      : metrics_(metrics), clock_(clock) {}
+
+  absl::StatusOr<bool> AfterSave(ClientSession*, int64_t global_step) override {
+    metrics_->CheckpointSaved(global_step, clock_->Now());
+    return false;
+  }
+
+ private:
+  TrainerMetrics* const metrics_;
+  Clock* const clock_;
+};
+
 template <typename T>
 bool Positive(const std::optional<T>& v, T zero) {
   return v.has_value() && *v > zero;
@@ -72,6 +119,7 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
   monitored.stop_grace_period = options.stop_grace_period;
   monitored.recovery = options.recovery;
   monitored.clock = options.clock;
+  monitored.metrics = options.metrics;
   SessionCreatorOptions common;
   common.master = options.master;
   common.config = options.config;
@@ -79,14 +127,22 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
   common.readiness_key = options.readiness_key;
   common.readiness_channel = options.readiness_channel;
   common.clock = options.clock;
+  common.metrics = options.metrics;
 
   if (!options.is_chief) {
     WorkerSessionCreatorOptions worker;
     static_cast<SessionCreatorOptions&>(worker) = common;
     worker.max_wait = options.max_wait;
+    std::vector<SessionRunHook*> hooks = options.hooks;
+    std::unique_ptr<SessionRunHook> metrics_hook;
+    if (options.metrics != nullptr) {
+      metrics_hook = std::make_unique<TrainerMetricsHook>(options.metrics);
+      hooks.push_back(metrics_hook.get());
+    }
     std::unique_ptr<MonitoredSession> session(new MonitoredSession(
         scope, std::make_unique<WorkerSessionCreator>(scope, options.scaffold, worker),
-        options.hooks, monitored));
+        std::move(hooks), monitored));
+    if (metrics_hook != nullptr) session->owned_hooks_.push_back(std::move(metrics_hook));
     RETURN_IF_ERROR(session->Init(/*should_recover=*/true));
     return session;
   }
@@ -134,6 +190,7 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
   }
 
   std::vector<std::unique_ptr<SessionRunHook>> owned;
+  std::vector<std::unique_ptr<CheckpointSaverListener>> session_owned_listeners;
   std::vector<SessionRunHook*> hooks;
   auto add = [&](std::unique_ptr<SessionRunHook> hook) {
     hooks.push_back(hook.get());
@@ -174,15 +231,22 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
     saver.saver_provider = [scaffold]() { return scaffold->ResolveSaver(); };
     saver.summary_writer = writer.get();
     saver.clock = options.clock;
+    if (options.metrics != nullptr) {
+      auto listener = std::make_unique<CheckpointMetricsListener>(options.metrics, options.clock);
+      saver.listeners.push_back(listener.get());
+      session_owned_listeners.push_back(std::move(listener));
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<CheckpointSaverHook> hook,
                      CheckpointSaverHook::Create(std::move(saver)));
     add(std::move(hook));
   }
   hooks.insert(hooks.end(), options.hooks.begin(), options.hooks.end());
+  if (options.metrics != nullptr) add(std::make_unique<TrainerMetricsHook>(options.metrics));
 
   std::unique_ptr<MonitoredSession> session(
       new MonitoredSession(scope, std::move(creator), std::move(hooks), monitored));
   session->owned_hooks_ = std::move(owned);
+  session->owned_listeners_ = std::move(session_owned_listeners);
   session->summary_writer_ = std::move(writer);
   if (options.signal_job_done_on_end && !options.master.empty() && options.job_done_signal) {
     const std::string master = options.master;

@@ -40,6 +40,7 @@
 #include "client/scope.h"
 #include "client/session_run_hook.h"
 #include "client/summary_writer.h"
+#include "client/trainer_metrics.h"
 #include "core/clock.h"
 #include "proto/config.pb.h"
 
@@ -100,6 +101,12 @@ struct MonitoredTrainingSessionOptions {
   ReadinessChannel* readiness_channel = nullptr;  // Not owned; null: the master's.
   // Time for intervals, waits and backoff. Not owned.
   Clock* clock = Clock::Real();
+  // If set (not owned; outlives the session), the session feeds this trainer's
+  // metrics (client/trainer_metrics.h): its steps and the global step (a hook that
+  // fetches the global step with every run, which costs nothing more when another hook
+  // fetches it too), its recoveries, a non-chief's waits for readiness, and the
+  // chief's checkpoints. Null (the default): no metrics.
+  TrainerMetrics* metrics = nullptr;
 };
 
 // A MonitoredSession for training (see the file comment). Errors: those of

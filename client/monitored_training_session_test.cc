@@ -12,14 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "client/basic_session_run_hooks.h"
 #include "client/hooks_test_util.h"
 #include "client/monitored_session_test_util.h"
 #include "client/readiness.h"
 #include "client/saver.h"
 #include "client/summary_ops.h"
+#include "client/trainer_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
 #include "testing/manual_clock.h"
 
 namespace overseer {
@@ -302,6 +306,68 @@ TEST_F(MonitoredTrainingSessionTest, SessionLogStartAtTheRestoredStepAfterARecov
       EXPECT_THAT(StartSteps(logdir), ElementsAre(1));
     }
   }
+}
+
+// With MonitoredTrainingSessionOptions::metrics, the session feeds the trainer's
+// metrics: steps and the global step, recoveries by code, the chief's checkpoints and
+// a non-chief's wait for readiness.
+TEST_F(MonitoredTrainingSessionTest, FeedsTheTrainersMetrics) {
+  auto text = [](const TrainerMetrics& metrics) {
+    return prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
+  };
+  auto has = [](const std::string& text, const std::string& line) {
+    return absl::StrContains(text, line + "\n");
+  };
+  const std::string logdir = test::FreshTestDir();
+  TrainerMetrics chief_metrics(std::make_shared<prometheus::Registry>());
+  RaiseOnceAtCountN abort_hook(3, absl::AbortedError("ps task restarted"));
+  MonitoredTrainingSessionOptions options = Options(logdir);
+  options.save_checkpoint_steps = 2;
+  options.hooks = {&abort_hook};
+  options.metrics = &chief_metrics;
+  auto chief = Mts(options);
+  ASSERT_NE(chief, nullptr);
+  EXPECT_EQ(Value(*chief, g_.do_step), 1);
+  EXPECT_EQ(Value(*chief, g_.do_step), 2);
+  EXPECT_EQ(Value(*chief, g_.do_step), 3);  // Recovered from ABORTED, then run again.
+  std::string chief_text = text(chief_metrics);
+  EXPECT_TRUE(has(chief_text, "overseer_trainer_steps_total 3")) << chief_text;
+  EXPECT_TRUE(has(chief_text, "overseer_trainer_global_step 2") ||
+              has(chief_text, "overseer_trainer_global_step 3"))
+      << chief_text;
+  EXPECT_TRUE(has(chief_text, "overseer_trainer_recoveries_total{code=\"ABORTED\"} 1"));
+  EXPECT_TRUE(has(chief_text, "overseer_trainer_recoveries_total{code=\"UNAVAILABLE\"} 0"));
+  EXPECT_TRUE(has(chief_text, "overseer_trainer_readiness_wait_seconds_count 0"));
+
+  // A non-chief waits (here not long: the chief made the model ready) and runs.
+  TrainerMetrics worker_metrics(std::make_shared<prometheus::Registry>());
+  MonitoredTrainingSessionOptions worker = Options(logdir);
+  worker.is_chief = false;
+  worker.metrics = &worker_metrics;
+  auto session = Mts(worker);
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(Value(*session, g_.do_step), 4);
+  ASSERT_TRUE(session->Close().ok());
+  const std::string worker_text = text(worker_metrics);
+  EXPECT_TRUE(has(worker_text, "overseer_trainer_readiness_wait_seconds_count 1")) << worker_text;
+  EXPECT_TRUE(has(worker_text, "overseer_trainer_waiting_for_ready 0"));
+  EXPECT_TRUE(has(worker_text, "overseer_trainer_steps_total 1"));
+  EXPECT_FALSE(absl::StrContains(worker_text, "overseer_trainer_last_checkpoint_step "));
+
+  // The chief's last save (at its end) is the newest checkpoint.
+  ASSERT_TRUE(chief->Close().ok());
+  chief_text = text(chief_metrics);
+  EXPECT_TRUE(has(chief_text, absl::StrCat("overseer_trainer_last_checkpoint_step ",
+                                           test::CheckpointedStep(logdir))))
+      << chief_text;
+  double saved_at = 0;
+  for (const prometheus::MetricFamily& family : chief_metrics.registry()->Collect()) {
+    if (family.name == "overseer_trainer_last_checkpoint_timestamp_seconds") {
+      ASSERT_EQ(family.metric.size(), 1u);
+      saved_at = family.metric[0].gauge.value;
+    }
+  }
+  EXPECT_DOUBLE_EQ(saved_at, absl::ToDoubleSeconds(clock_.Now() - absl::UnixEpoch()));
 }
 
 TEST_F(MonitoredTrainingSessionTest, TheChiefSignalsJobDoneOnACleanEndOnly) {

@@ -10,7 +10,8 @@
 namespace overseer {
 
 absl::StatusOr<std::unique_ptr<RecoverableSession>> RecoverableSession::Create(
-    WrappedSessionFactory factory, const RecoveryOptions& options, Clock* clock) {
+    WrappedSessionFactory factory, const RecoveryOptions& options, Clock* clock,
+    RecoveryObserver on_recovery) {
   if (!factory) return absl::InvalidArgumentError("RecoverableSession: no session factory");
   if (clock == nullptr) return absl::InvalidArgumentError("RecoverableSession: null clock");
   if (options.initial_backoff < absl::ZeroDuration() ||
@@ -23,15 +24,19 @@ absl::StatusOr<std::unique_ptr<RecoverableSession>> RecoverableSession::Create(
         ", max_recovery_time ", absl::FormatDuration(options.max_recovery_time), ")"));
   }
   std::unique_ptr<RecoverableSession> session(
-      new RecoverableSession(std::move(factory), options, clock));
+      new RecoverableSession(std::move(factory), options, clock, std::move(on_recovery)));
   Series series;
   RETURN_IF_ERROR(session->CreateSession(&series));
   return session;
 }
 
 RecoverableSession::RecoverableSession(WrappedSessionFactory factory,
-                                       const RecoveryOptions& options, Clock* clock)
-    : factory_(std::move(factory)), options_(options), clock_(clock) {}
+                                       const RecoveryOptions& options, Clock* clock,
+                                       RecoveryObserver on_recovery)
+    : factory_(std::move(factory)),
+      options_(options),
+      clock_(clock),
+      on_recovery_(std::move(on_recovery)) {}
 
 RecoverableSession::~RecoverableSession() {
   absl::Status s = Close();
@@ -91,6 +96,7 @@ absl::Status RecoverableSession::Recover(const absl::Status& cause, const char* 
     count = ++recoveries_;
     last_cause_ = cause;
   }
+  if (on_recovery_) on_recovery_(cause);
   absl::Duration backoff = options_.initial_backoff;
   for (int i = 1; i < series->attempts && backoff < options_.max_backoff; ++i) backoff *= 2;
   backoff = std::min({backoff, options_.max_backoff, options_.max_recovery_time - elapsed});

@@ -40,15 +40,20 @@ struct RecoveryOptions {
 // over the hooks and a fresh ClientSession from its SessionCreator).
 using WrappedSessionFactory = std::function<absl::StatusOr<std::unique_ptr<WrappedSession>>()>;
 
+// Told of each recovery (its cause) as it is counted, before the backoff, e.g. to count
+// it in metrics. Called on the thread that runs the session.
+using RecoveryObserver = std::function<void(const absl::Status& cause)>;
+
 // Not thread-safe (one thread runs it), except recoveries() and last_recovery_cause().
 class RecoverableSession : public WrappedSession {
  public:
   // Creates the first session, recovering from recoverable errors as Run does. Errors:
   // INVALID_ARGUMENT for a null factory or clock or a negative option; the factory's
   // other errors; the give-up error (see Run). `clock` (not owned) is slept on.
+  // `on_recovery` (may be empty) is told of every recovery.
   static absl::StatusOr<std::unique_ptr<RecoverableSession>> Create(
       WrappedSessionFactory factory, const RecoveryOptions& options = {},
-      Clock* clock = Clock::Real());
+      Clock* clock = Clock::Real(), RecoveryObserver on_recovery = nullptr);
   ~RecoverableSession() override;
 
   // Runs the step on the current session, recreating it and running the step again
@@ -92,7 +97,8 @@ class RecoverableSession : public WrappedSession {
     absl::Time start;
   };
 
-  RecoverableSession(WrappedSessionFactory factory, const RecoveryOptions& options, Clock* clock);
+  RecoverableSession(WrappedSessionFactory factory, const RecoveryOptions& options, Clock* clock,
+                     RecoveryObserver on_recovery);
   // Makes session_, recovering from recoverable errors of the factory.
   absl::Status CreateSession(Series* series);
   // After recoverable error `cause` (`where` it happened): closes the session, counts
@@ -102,6 +108,7 @@ class RecoverableSession : public WrappedSession {
   const WrappedSessionFactory factory_;
   const RecoveryOptions options_;
   Clock* const clock_;
+  const RecoveryObserver on_recovery_;
   std::unique_ptr<WrappedSession> session_;
   ClientGraph* graph_ = nullptr;
   bool closed_ = false;

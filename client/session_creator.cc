@@ -68,7 +68,15 @@ absl::StatusOr<std::unique_ptr<ClientSession>> WorkerSessionCreator::CreateSessi
   if (manager_ == nullptr) {
     ASSIGN_OR_RETURN(manager_, NewManager(scope_, *scaffold_, options_));
   }
-  return manager_->WaitForSession(options_.master, options_.max_wait, options_.config);
+  if (options_.metrics == nullptr) {
+    return manager_->WaitForSession(options_.master, options_.max_wait, options_.config);
+  }
+  const absl::Time start = options_.clock->Now();
+  options_.metrics->ReadinessWaitStarted();
+  absl::StatusOr<std::unique_ptr<ClientSession>> session =
+      manager_->WaitForSession(options_.master, options_.max_wait, options_.config);
+  options_.metrics->ReadinessWaitEnded(options_.clock->Now() - start);
+  return session;
 }
 
 }  // namespace overseer

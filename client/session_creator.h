@@ -20,6 +20,7 @@
 #include "client/scaffold.h"
 #include "client/scope.h"
 #include "client/session_manager.h"
+#include "client/trainer_metrics.h"
 #include "core/clock.h"
 #include "proto/config.pb.h"
 
@@ -50,6 +51,9 @@ struct SessionCreatorOptions {
   ReadinessChannel* readiness_channel = nullptr;
   // Time for waits and sleeps. Not owned.
   Clock* clock = Clock::Real();
+  // If set (not owned; outlives the creator), told how long a worker's creator waited
+  // for the model to be ready (client/trainer_metrics.h).
+  TrainerMetrics* metrics = nullptr;
 };
 
 struct ChiefSessionCreatorOptions : SessionCreatorOptions {
