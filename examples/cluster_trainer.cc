@@ -17,6 +17,11 @@
 // Prints the machine-readable lines of examples/trainer_output.h on stdout (a line per
 // session created, a line every --log_every steps, and "final accuracy: 0.xxxx" at the
 // end) and exits 0, or exits 1 with the error on stderr.
+//
+// Serves its Prometheus metrics (client/trainer_metrics.h: steps, global step,
+// recoveries, readiness waits, the chief's checkpoints, process_*) at
+// http://0.0.0.0:<--metrics_port>/metrics; --metrics_port=0 (the default) picks a free
+// port, logs it and writes it to --metrics_port_file; -1 serves none.
 
 #include <cstdio>
 #include <functional>
@@ -39,6 +44,7 @@
 #include "client/recoverable_session.h"
 #include "client/session_run_hook.h"
 #include "client/summary_ops.h"
+#include "client/trainer_metrics.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "examples/classifier.h"
@@ -88,6 +94,12 @@ ABSL_FLAG(int64_t, num_test, 1000, "synthetic test examples");
 ABSL_FLAG(int64_t, seed, 7, "seed of the synthetic data");
 ABSL_FLAG(std::string, data_dir, "",
           "directory holding the four MNIST IDX files; empty: synthetic data");
+ABSL_FLAG(int, metrics_port, 0,
+          "serve this trainer's Prometheus metrics at http://0.0.0.0:PORT/metrics; 0 picks a "
+          "free port (logged, and written to --metrics_port_file), -1 serves none");
+ABSL_FLAG(std::string, metrics_port_file, "",
+          "once the metrics are served, write their port to this file (one line, replaced "
+          "atomically): how a launcher that passed --metrics_port=0 learns it");
 
 namespace overseer {
 namespace examples {
@@ -192,6 +204,7 @@ struct TrainingOptions {
   int64_t save_summaries_steps = 0;
   RecoveryOptions recovery;
   std::vector<SessionRunHook*> hooks;  // Not owned.
+  TrainerMetrics* metrics = nullptr;   // Not owned; null: none.
 };
 
 // Runs `train` with the feeds of `next_feeds` under MonitoredTrainingSession until a
@@ -213,6 +226,7 @@ absl::Status RunTraining(const Scope& root, Operation train,
   options.log_step_count_steps = o.save_summaries_steps;
   options.recovery = o.recovery;
   options.hooks = o.hooks;
+  options.metrics = o.metrics;
   ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> session,
                    MonitoredTrainingSession(root, options));
   while (!session->ShouldStop()) {
@@ -241,6 +255,9 @@ absl::Status CheckFlags() {
         "--max_recovery_seconds, --batch_size, --hidden_units, --log_every, "
         "--save_summaries_steps, --num_train and --num_test must be positive");
   }
+  if (absl::GetFlag(FLAGS_metrics_port) < -1 || absl::GetFlag(FLAGS_metrics_port) > 65535) {
+    return absl::InvalidArgumentError("--metrics_port must be a port, 0 (a free one) or -1");
+  }
   if (absl::GetFlag(FLAGS_last_step) == 0 && absl::GetFlag(FLAGS_stop_file).empty()) {
     return absl::InvalidArgumentError(
         "--last_step=0 (no last step) needs --stop_file, or training would never end");
@@ -263,6 +280,16 @@ absl::StatusOr<TrainTest> LoadData() {
 
 absl::Status Train() {
   RETURN_IF_ERROR(CheckFlags());
+  // Served before training starts, so that Prometheus sees a non-chief waiting.
+  std::unique_ptr<TrainerMetrics> metrics;
+  if (absl::GetFlag(FLAGS_metrics_port) >= 0) {
+    TrainerMetricsOptions metrics_options;
+    metrics_options.port = absl::GetFlag(FLAGS_metrics_port);
+    metrics_options.port_file = absl::GetFlag(FLAGS_metrics_port_file);
+    ASSIGN_OR_RETURN(metrics, TrainerMetrics::Serve(metrics_options));
+    LOG(INFO) << "trainer metrics on " << metrics_options.host << ":" << metrics->port()
+              << "/metrics";
+  }
   ASSIGN_OR_RETURN(TrainTest data, LoadData());
   const int task = absl::GetFlag(FLAGS_task_index);
 
@@ -310,6 +337,7 @@ absl::Status Train() {
   training.save_checkpoint_steps = absl::GetFlag(FLAGS_save_checkpoint_steps);
   training.save_checkpoint_secs = absl::GetFlag(FLAGS_save_checkpoint_secs);
   training.save_summaries_steps = absl::GetFlag(FLAGS_save_summaries_steps);
+  training.metrics = metrics.get();
   const int num_workers = absl::GetFlag(FLAGS_num_workers);
   WorkersDoneHook workers_done = WorkersDoneHook::Create(
       root, training.is_chief, num_workers - 1,

@@ -47,15 +47,31 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
         absl::StrCat("--checkpoint_dir=", c.store_target(), "/", options.run),
         absl::StrCat("--summary_dir=", c.writer_target(), "/", options.run),
     };
+    const std::string base = absl::StrCat(options.cluster.log_dir, "/trainer_", i);
+    argv.push_back("--metrics_port_file=" + base + ".metrics_port");
     if (i == 0) argv.push_back("--is_chief");
     argv.insert(argv.end(), options.trainer_flags.begin(), options.trainer_flags.end());
-    const std::string base = absl::StrCat(options.cluster.log_dir, "/trainer_", i);
     Trainer& trainer = job->trainers_[i];
     trainer.process = std::make_unique<ChildProcess>(argv, base + ".out", base + ".log");
     trainer.tail = std::make_unique<FileTail>(base + ".out");
     if (absl::Status s = trainer.process->Start(); !s.ok()) return s;
   }
   return job;
+}
+
+absl::StatusOr<int> TrainingJob::TrainerMetricsPort(int trainer) const {
+  if (trainer < 0 || trainer >= num_trainers()) {
+    return absl::NotFoundError(absl::StrCat("no trainer ", trainer));
+  }
+  const std::string path =
+      absl::StrCat(options_.cluster.log_dir, "/trainer_", trainer, ".metrics_port");
+  std::ifstream in(path);
+  int port = -1;
+  if (!(in >> port) || port <= 0) {
+    return absl::NotFoundError(
+        absl::StrCat("trainer ", trainer, " wrote no metrics port to ", path));
+  }
+  return port;
 }
 
 std::string TrainingJob::stop_file() const {

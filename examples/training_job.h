@@ -104,6 +104,11 @@ class TrainingJob {
   // The stderr of trainer `trainer` so far.
   std::string TrainerLog(int trainer) const;
 
+  // The port of trainer `trainer`'s /metrics on 127.0.0.1 (cluster_trainer serves them
+  // on a free port unless trainer_flags say otherwise), once it wrote it; NOT_FOUND
+  // before that or for an unknown trainer.
+  absl::StatusOr<int> TrainerMetricsPort(int trainer) const;
+
   // Tells the trainers to stop when the global step reaches `step` (at once if it has):
   // writes their stop file (cluster_trainer --stop_file), whole and atomically. INTERNAL
   // if it cannot be written.

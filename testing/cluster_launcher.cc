@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
                                    std::pair<std::string, int>{"worker", options.num_workers}}) {
     for (int i = 0; i < count; ++i) {
       std::vector<std::string> flags = {"--job_name=" + job, absl::StrCat("--task_index=", i),
-                                        "--metrics_port=-1"};
+                                        options.metrics ? "--metrics_port=0" : "--metrics_port=-1"};
       flags.insert(flags.end(), options.worker_flags.begin(), options.worker_flags.end());
       if (absl::Status s = l.Add(job, i, "worker/worker_server", std::move(flags)); !s.ok()) {
         return s;
@@ -66,7 +66,8 @@ absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
   }
   if (options.checkpoint_store) {
     if (absl::Status s = MakeDir(options.checkpoint_root); !s.ok()) return s;
-    std::vector<std::string> flags = {"--root=" + options.checkpoint_root, "--metrics_port=-1"};
+    std::vector<std::string> flags = {"--root=" + options.checkpoint_root,
+                                      options.metrics ? "--metrics_port=0" : "--metrics_port=-1"};
     flags.insert(flags.end(), options.store_flags.begin(), options.store_flags.end());
     if (absl::Status s =
             l.Add("store", 0, "checkpoint_store/checkpoint_store_server", std::move(flags));
@@ -76,7 +77,8 @@ absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
   }
   if (options.summary_writer) {
     if (absl::Status s = MakeDir(options.summary_logdir); !s.ok()) return s;
-    std::vector<std::string> flags = {"--logdir=" + options.summary_logdir, "--metrics_port=-1"};
+    std::vector<std::string> flags = {"--logdir=" + options.summary_logdir,
+                                      options.metrics ? "--metrics_port=0" : "--metrics_port=-1"};
     flags.insert(flags.end(), options.writer_flags.begin(), options.writer_flags.end());
     if (absl::Status s =
             l.Add("writer", 0, "summary_writer/summary_writer_server", std::move(flags));
@@ -98,8 +100,9 @@ absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
   }
 
   std::vector<std::string> master_flags = {"--cluster_spec=" + l.cluster_.ToString(),
-                                           options.master_metrics ? "--metrics_port=0"
-                                                                  : "--metrics_port=-1"};
+                                           options.master_metrics || options.metrics
+                                               ? "--metrics_port=0"
+                                               : "--metrics_port=-1"};
   master_flags.insert(master_flags.end(), options.master_flags.begin(), options.master_flags.end());
   if (absl::Status s = l.Add("master", 0, "master/master_server", std::move(master_flags));
       !s.ok()) {
@@ -161,6 +164,7 @@ absl::Status ClusterLauncher::ReadPorts(const std::string& job, int index) {
     if (ports >> port >> metrics_port && port > 0) {
       server.port = port;
       server.address = absl::StrCat("127.0.0.1:", port);
+      server.metrics_port = metrics_port;
       if (job == "master") master_metrics_port_ = metrics_port;
       return absl::OkStatus();
     }
@@ -242,6 +246,11 @@ std::string ClusterLauncher::writer_target() const {
 std::string ClusterLauncher::address(const std::string& job, int index) const {
   const Server* server = Find(job, index);
   return server == nullptr ? "" : server->address;
+}
+
+int ClusterLauncher::metrics_port(const std::string& job, int index) const {
+  const Server* server = Find(job, index);
+  return server == nullptr ? -1 : server->metrics_port;
 }
 
 absl::StatusOr<int> ClusterLauncher::Stop(const std::string& job, int index, int signal,

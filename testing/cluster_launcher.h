@@ -67,8 +67,10 @@ struct ClusterLauncherOptions {
   std::vector<std::string> store_flags;
   std::vector<std::string> writer_flags;
   // Serve the master's Prometheus metrics on a free port (master_metrics_port()); off:
-  // --metrics_port=-1. The other servers never serve metrics.
+  // --metrics_port=-1.
   bool master_metrics = false;
+  // Serve every server's metrics on a free port (metrics_port(job, index)).
+  bool metrics = false;
 };
 
 class ClusterLauncher {
@@ -95,6 +97,9 @@ class ClusterLauncher {
   const ClusterLauncherOptions& options() const { return options_; }
   // The port of the master's /metrics on 127.0.0.1; -1 without master_metrics.
   int master_metrics_port() const { return master_metrics_port_; }
+  // The port of server job:index's /metrics on 127.0.0.1 (since its latest start); -1
+  // if it serves none or is unknown.
+  int metrics_port(const std::string& job, int index) const;
 
   // Sends `signal` to server job:index and waits for its exit; returns its exit code
   // (-1 if killed by a signal). NOT_FOUND for an unknown or stopped server;
@@ -131,6 +136,8 @@ class ClusterLauncher {
     std::string port_file;
     // 0 until the server first reported its port; then the port it keeps.
     int port = 0;
+    // Its metrics port since its latest start, -1 without one.
+    int metrics_port = -1;
     std::string address;
     // The current run; null before the first start.
     std::unique_ptr<ChildProcess> process;
