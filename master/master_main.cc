@@ -126,7 +126,7 @@ int Main() {
     Master master(env, options);
     GrpcMasterService service(&master, runner.metrics(),
                               [&master] { return master.NumSessions(); }, step_loop);
-    runner.AddService(&service);
+    runner.AddService(&service, MasterService::service_full_name());
     // Long polls answer at once (not ready) so that they do not hold the drain up.
     runner.AddTerminationCallback([&master] { master.StopReadinessWaits(); });
     const absl::Status started = runner.Start();

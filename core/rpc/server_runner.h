@@ -3,12 +3,20 @@
 
 // What every Overseer server binary (*_main.cc) does around its services: binds the
 // gRPC port (--port, 0 picks a free one) with the health service (grpc.health.v1,
-// NOT_SERVING until SetServing; core/rpc/health_service.h) and server reflection on, serves Prometheus metrics on --metrics_port,
-// logs one start-up line naming the address and version, and on SIGTERM or SIGINT
-// drains in-flight calls (Shutdown with a deadline) so that main can flush and exit 0.
+// NOT_SERVING until SetServing, for the whole server ("") and for each service's name;
+// core/rpc/health_service.h) and server reflection (v1 and v1alpha) on, serves
+// Prometheus metrics on --metrics_port, logs one start-up line naming the address and
+// version, and on SIGTERM or SIGINT drains in-flight calls (Shutdown with a deadline)
+// so that main can flush and exit 0.
+//
+// The listening socket is the runner's own (core/rpc/connection_acceptor.h), not
+// gRPC's: while the server drains, the port still accepts connections and hands them
+// to a small drain server, where health checks answer NOT_SERVING and every other
+// call UNAVAILABLE ("shutting down"), so that a probe during the drain learns that the
+// process is going away instead of finding nothing listening.
 //
 //   ServerRunner runner(ServerRunnerOptionsFromFlags("summary_writer"));
-//   runner.AddService(&service);
+//   runner.AddService(&service, SummaryWriterService::service_full_name());
 //   RETURN_IF_ERROR(runner.Start());
 //   runner.SetServing(true);
 //   runner.WaitForTermination();   // returns after the drain
@@ -25,8 +33,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/rpc/completion_queue_loop.h"
+#include "core/rpc/connection_acceptor.h"
 #include "core/rpc/health_service.h"
 #include "core/rpc/keepalive.h"
+#include "core/rpc/reflection/reflection_v1_service.h"
 #include "grpcpp/server.h"
 #include "grpcpp/impl/codegen/service_type.h"
 #include "prometheus/exposer.h"
@@ -108,8 +118,10 @@ class ServerRunner {
   prometheus::Registry* metrics() const { return registry_.get(); }
   std::shared_ptr<prometheus::Registry> metrics_shared() const { return registry_; }
 
-  // Adds a service (not owned; must outlive the runner). Before Start only.
-  void AddService(grpc::Service* service);
+  // Adds a service (not owned; must outlive the runner). Before Start only. A
+  // non-empty `name` (the service's full name, "overseer.MasterService") is also a
+  // service of the health service, following SetServing, and listed by reflection.
+  void AddService(grpc::Service* service, std::string name = "");
 
   // A completion queue polled by one thread of its own (core/rpc/completion_queue_loop.h)
   // for services with asynchronous methods and the client calls they make; owned by
@@ -128,7 +140,7 @@ class ServerRunner {
   // FAILED_PRECONDITION if already started.
   absl::Status Start();
 
-  // Health status of the whole server (the "" service).
+  // Health status of the whole server (the "" service) and of every named service.
   void SetServing(bool serving);
 
   // The bound gRPC port and "host:port". Valid after Start.
@@ -140,20 +152,29 @@ class ServerRunner {
   grpc::Server* server() const { return server_.get(); }
 
   // Blocks until SIGTERM/SIGINT (with handle_signals) or RequestTermination, then
-  // marks the server NOT_SERVING, runs the termination callbacks, stops accepting
-  // calls and waits up to drain_timeout for in-flight calls (cancelling those still
-  // running). Returns the signal number, or 0 for RequestTermination.
+  // marks the server NOT_SERVING, runs the termination callbacks, stops taking new
+  // calls (new connections reach the drain server: health NOT_SERVING, other calls
+  // UNAVAILABLE) and waits up to drain_timeout for in-flight calls (cancelling those
+  // still running); then closes the port. Returns the signal number, or 0 for
+  // RequestTermination.
   int WaitForTermination();
 
   // Makes WaitForTermination return. Thread-safe.
   void RequestTermination();
 
  private:
+  class DrainServer;
+
   void WatchWakePipe();
 
   const ServerRunnerOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<grpc::Service*> services_;
+  // The health service's names: "" and every named service.
+  std::vector<std::string> health_names_ = {""};
+  std::unique_ptr<ReflectionV1Service> reflection_v1_;
+  std::unique_ptr<ConnectionAcceptor> acceptor_;
+  std::unique_ptr<DrainServer> drain_server_;
   std::vector<std::unique_ptr<CompletionQueueLoop>> loops_;
   std::vector<std::function<void()>> termination_callbacks_;
   HealthService health_;
