@@ -11,3 +11,15 @@ fi
 promtool check config prometheus.yml
 promtool check rules rules/*.yml
 (cd tests && promtool test rules *.test.yml)
+# The Grafana dashboard's queries parse (as recording rules).
+rules="${TEST_TMPDIR:-/tmp}/dashboard-rules.yml"
+python3 - ../grafana/overseer-dashboard.json "$rules" <<'PY'
+import json, sys
+dashboard = json.load(open(sys.argv[1]))
+exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+with open(sys.argv[2], "w") as out:
+    out.write("groups:\n  - name: dashboard\n    rules:\n")
+    for i, expr in enumerate(exprs):
+        out.write(f"      - record: dashboard:query{i}\n        expr: {json.dumps(expr)}\n")
+PY
+promtool check rules "$rules"
