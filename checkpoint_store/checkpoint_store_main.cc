@@ -72,7 +72,7 @@ int Main() {
     LOG(INFO) << "local reads at " << socket;
   }
   GrpcCheckpointStoreService service(store->get(), local_reads.get());
-  runner.AddService(&service);
+  runner.AddService(&service, CheckpointStoreService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();
   if (!started.ok()) {

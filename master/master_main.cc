@@ -128,7 +128,7 @@ int Main() {
   {
     Master master(env, options);
     GrpcMasterService service(&master, runner.metrics(), step_loop);
-    runner.AddService(&service);
+    runner.AddService(&service, MasterService::service_full_name());
     runner.AddCollectable(service.rpc_metrics());
     // Long polls answer at once (not ready) so that they do not hold the drain up.
     runner.AddTerminationCallback([&master] { master.StopReadinessWaits(); });

@@ -48,7 +48,7 @@ int Main() {
   options.default_max_queue = absl::GetFlag(FLAGS_max_queue);
   SummaryWriterServiceImpl impl(options, EventWriterEnv(), runner.metrics());
   GrpcSummaryWriterService service(&impl);
-  runner.AddService(&service);
+  runner.AddService(&service, SummaryWriterService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();
   if (!started.ok()) {

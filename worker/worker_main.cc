@@ -148,7 +148,7 @@ int Main() {
   Worker worker(options, env);
   // RunGraph calls arrive on this loop's thread, which runs the quick ones itself.
   GrpcWorkerService service(&worker, runner.metrics(), runner.AddCompletionQueueLoop());
-  runner.AddService(&service);
+  runner.AddService(&service, WorkerService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();
   if (!started.ok()) {

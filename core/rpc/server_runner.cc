@@ -23,7 +23,7 @@
 #include "core/status_macros.h"
 #include "core/rpc/keepalive.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server_builder.h"
 
 ABSL_FLAG(int, port, 0, "gRPC port to listen on; 0 picks a free port (printed at start-up)");
@@ -56,24 +56,6 @@ void OnTerminationSignal(int sig) {
   errno = saved;
 }
 
-// Whether `host`:`port` can be bound now, with the SO_REUSEADDR gRPC sets: false while
-// another socket listens there or a connection without SO_REUSEADDR holds the port.
-// True for a host that is not an IPv4 literal (gRPC's own bind is the check then).
-bool PortIsFree(const std::string& host, int port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return true;
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return true;
-  const int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  const bool free = ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 ||
-                    errno != EADDRINUSE;
-  ::close(fd);
-  return free;
-}
-
 // Writes `content` to `path` through a temporary file renamed over it, so that a
 // reader sees either no file or the whole content.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
@@ -94,7 +76,55 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 constexpr char kWakeRequest = 0;
 constexpr char kWakeExit = static_cast<char>(0xff);
 
+// Answers every call UNAVAILABLE: the drain server's methods other than health.
+class UnavailableService final : public grpc::CallbackGenericService {
+ public:
+  explicit UnavailableService(std::string component) : component_(std::move(component)) {}
+
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    // gRPC's reactor contract: the reactor deletes itself in OnDone.
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Reactor(const std::string& component) {
+        Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            component + " is shutting down (draining its calls)"));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Reactor(component_);
+  }
+
+ private:
+  const std::string component_;
+};
+
 }  // namespace
+
+// What answers the port while the server drains: health says NOT_SERVING for every
+// name, any other call is UNAVAILABLE.
+class ServerRunner::DrainServer {
+ public:
+  DrainServer(const std::string& component, const std::vector<std::string>& health_names)
+      : unavailable_(component) {
+    for (const std::string& name : health_names) {
+      health_.SetStatus(name, grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    }
+    health_.Shutdown();  // A Watch sends NOT_SERVING and ends.
+    grpc::ServerBuilder builder;
+    builder.RegisterService(&health_);
+    builder.RegisterCallbackGenericService(&unavailable_);
+    server_ = builder.BuildAndStart();
+  }
+  ~DrainServer() {
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+  }
+  grpc::Server* server() const { return server_.get(); }
+
+ private:
+  HealthService health_;
+  UnavailableService unavailable_;
+  std::unique_ptr<grpc::Server> server_;
+};
 
 absl::Duration KeepaliveFromFlags() {
   return absl::Seconds(std::max(1, absl::GetFlag(FLAGS_keepalive_seconds)));
@@ -123,7 +153,9 @@ ServerRunner::ServerRunner(ServerRunnerOptions options)
 
 ServerRunner::~ServerRunner() {
   health_.Shutdown();
+  acceptor_.reset();  // No more connections for the servers below.
   if (server_ != nullptr && !drained_) server_->Shutdown(std::chrono::system_clock::now());
+  drain_server_.reset();
   for (auto& loop : loops_) loop->Shutdown();
   if (watcher_.joinable()) {
     const char byte = kWakeExit;
@@ -140,7 +172,10 @@ ServerRunner::~ServerRunner() {
   }
 }
 
-void ServerRunner::AddService(grpc::Service* service) { services_.push_back(service); }
+void ServerRunner::AddService(grpc::Service* service, std::string name) {
+  services_.push_back(service);
+  if (!name.empty()) health_names_.push_back(std::move(name));
+}
 
 void ServerRunner::AddCollectable(std::shared_ptr<prometheus::Collectable> collectable) {
   if (metrics_endpoint_ != nullptr) {
@@ -163,31 +198,20 @@ std::string ServerRunner::address() const { return absl::StrCat(options_.host, "
 
 absl::Status ServerRunner::Start() {
   if (server_ != nullptr) return absl::FailedPreconditionError("server already started");
-  const std::string requested = absl::StrCat(options_.host, ":", options_.port);
-  if (options_.port > 0 && !PortIsFree(options_.host, options_.port)) {
-    // gRPC's builder cannot be retried (a service registers with one server only), so
-    // wait for the port before building.
-    LOG(WARNING) << options_.component << ": port " << options_.port << " is in use; retrying for "
-                 << absl::FormatDuration(options_.bind_retry);
-    const absl::Time give_up = absl::Now() + options_.bind_retry;
-    absl::Duration backoff = absl::Milliseconds(10);
-    while (!PortIsFree(options_.host, options_.port)) {
-      if (absl::Now() >= give_up) {
-        return absl::UnavailableError(absl::StrCat(
-            options_.component, ": cannot listen on ", requested, ": the port is in use",
-            options_.bind_retry > absl::ZeroDuration()
-                ? absl::StrCat(" (still after ", absl::FormatDuration(options_.bind_retry), ")")
-                : std::string()));
-      }
-      absl::SleepFor(backoff);
-      backoff = std::min(backoff * 2, absl::Milliseconds(200));
-    }
+  absl::StatusOr<std::unique_ptr<ConnectionAcceptor>> acceptor =
+      ConnectionAcceptor::Listen(options_.host, options_.port, options_.bind_retry);
+  if (!acceptor.ok()) {
+    return absl::Status(acceptor.status().code(),
+                        absl::StrCat(options_.component, ": ", acceptor.status().message()));
   }
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::vector<std::string> listed(health_names_.begin() + 1, health_names_.end());
+  listed.insert(listed.end(), {"grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+                               "grpc.reflection.v1alpha.ServerReflection"});
+  reflection_v1_ = std::make_unique<ReflectionV1Service>(std::move(listed));
   grpc::ServerBuilder builder;
   builder.RegisterService(&health_);
-  // Two servers must never share a port silently (gRPC enables SO_REUSEPORT).
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(reflection_v1_.get());
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   if (options_.stream_window_bytes > 0) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
@@ -199,15 +223,15 @@ absl::Status ServerRunner::Start() {
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
                                 options_.max_pollers);
   }
-  builder.AddListeningPort(requested, grpc::InsecureServerCredentials(), &port_);
   for (grpc::Service* service : services_) builder.RegisterService(service);
   for (auto& loop : loops_) loop->Attach(&builder);
   server_ = builder.BuildAndStart();
-  if (server_ == nullptr || port_ <= 0) {
-    server_.reset();
-    return absl::UnavailableError(absl::StrCat(options_.component, ": cannot listen on ",
-                                               requested, " (port in use or not allowed)"));
+  if (server_ == nullptr) {
+    return absl::InternalError(absl::StrCat(options_.component, ": the gRPC server did not start"));
   }
+  acceptor_ = *std::move(acceptor);
+  port_ = acceptor_->port();
+  acceptor_->SetTarget(server_.get());
   SetServing(false);
   for (auto& loop : loops_) loop->Start();
 
@@ -259,8 +283,10 @@ absl::Status ServerRunner::Start() {
 void ServerRunner::SetServing(bool serving) {
   if (server_ == nullptr) return;
   serving_gauge_->Set(serving ? 1 : 0);
-  health_.SetStatus("", serving ? grpc::health::v1::HealthCheckResponse::SERVING
-                                : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  for (const std::string& name : health_names_) {
+    health_.SetStatus(name, serving ? grpc::health::v1::HealthCheckResponse::SERVING
+                                    : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  }
 }
 
 void ServerRunner::WatchWakePipe() {
@@ -301,10 +327,16 @@ int ServerRunner::WaitForTermination() {
                  << " after termination was requested; exiting without them";
     std::_Exit(0);
   }).detach();
+  // New connections go to the drain server from here on; the port stays open until
+  // the drain is over.
+  drain_server_ = std::make_unique<DrainServer>(options_.component, health_names_);
+  if (drain_server_->server() != nullptr) acceptor_->SetTarget(drain_server_->server());
   server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.drain_timeout));
   server_->Wait();
   for (auto& loop : loops_) loop->Shutdown();
   drained_ = true;
+  acceptor_.reset();
+  drain_server_.reset();
   return signal_;
 }
 

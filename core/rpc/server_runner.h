@@ -3,17 +3,24 @@
 
 // What every Overseer server binary (*_main.cc) does around its services: binds the
 // gRPC port (--port, 0 picks a free one) with the health service (grpc.health.v1,
-// NOT_SERVING until SetServing; core/rpc/health_service.h) and server reflection on,
-// serves Prometheus metrics on --metrics_port, logs one start-up line naming the
-// address and version, and on SIGTERM or SIGINT drains in-flight calls (Shutdown with
-// a deadline) so that main can flush and exit 0.
+// NOT_SERVING until SetServing, for the whole server ("") and for each service's name;
+// core/rpc/health_service.h) and server reflection (v1 and v1alpha) on, serves
+// Prometheus metrics on --metrics_port, logs one start-up line naming the address and
+// version, and on SIGTERM or SIGINT drains in-flight calls (Shutdown with a deadline)
+// so that main can flush and exit 0.
+//
+// The listening socket is the runner's own (core/rpc/connection_acceptor.h), not
+// gRPC's: while the server drains, the port still accepts connections and hands them
+// to a small drain server, where health checks answer NOT_SERVING and every other
+// call UNAVAILABLE ("shutting down"), so that a probe during the drain learns that the
+// process is going away instead of finding nothing listening.
 //
 // Its metrics endpoint (core/metrics/metrics_endpoint.h) serves, besides the services'
 // metrics, the process_* metrics, overseer_build_info{component,version} and
 //   overseer_server_serving  gauge: 1 while the health status is SERVING, else 0
 //
 //   ServerRunner runner(ServerRunnerOptionsFromFlags("summary_writer"));
-//   runner.AddService(&service);
+//   runner.AddService(&service, SummaryWriterService::service_full_name());
 //   RETURN_IF_ERROR(runner.Start());
 //   runner.SetServing(true);
 //   runner.WaitForTermination();   // returns after the drain
@@ -30,8 +37,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/rpc/completion_queue_loop.h"
+#include "core/rpc/connection_acceptor.h"
 #include "core/rpc/health_service.h"
 #include "core/rpc/keepalive.h"
+#include "core/rpc/reflection/reflection_v1_service.h"
 #include "grpcpp/server.h"
 #include "core/metrics/metrics_endpoint.h"
 #include "core/version.h"
@@ -118,8 +127,10 @@ class ServerRunner {
   // while Start runs.
   void AddCollectable(std::shared_ptr<prometheus::Collectable> collectable);
 
-  // Adds a service (not owned; must outlive the runner). Before Start only.
-  void AddService(grpc::Service* service);
+  // Adds a service (not owned; must outlive the runner). Before Start only. A
+  // non-empty `name` (the service's full name, "overseer.MasterService") is also a
+  // service of the health service, following SetServing, and listed by reflection.
+  void AddService(grpc::Service* service, std::string name = "");
 
   // A completion queue polled by one thread of its own (core/rpc/completion_queue_loop.h)
   // for services with asynchronous methods and the client calls they make; owned by
@@ -138,7 +149,8 @@ class ServerRunner {
   // FAILED_PRECONDITION if already started.
   absl::Status Start();
 
-  // Health status of the whole server (the "" service), and overseer_server_serving.
+  // Health status of the whole server (the "" service) and of every named service,
+  // and overseer_server_serving.
   void SetServing(bool serving);
 
   // The bound gRPC port and "host:port". Valid after Start.
@@ -150,15 +162,19 @@ class ServerRunner {
   grpc::Server* server() const { return server_.get(); }
 
   // Blocks until SIGTERM/SIGINT (with handle_signals) or RequestTermination, then
-  // marks the server NOT_SERVING, runs the termination callbacks, stops accepting
-  // calls and waits up to drain_timeout for in-flight calls (cancelling those still
-  // running). Returns the signal number, or 0 for RequestTermination.
+  // marks the server NOT_SERVING, runs the termination callbacks, stops taking new
+  // calls (new connections reach the drain server: health NOT_SERVING, other calls
+  // UNAVAILABLE) and waits up to drain_timeout for in-flight calls (cancelling those
+  // still running); then closes the port. Returns the signal number, or 0 for
+  // RequestTermination.
   int WaitForTermination();
 
   // Makes WaitForTermination return. Thread-safe.
   void RequestTermination();
 
  private:
+  class DrainServer;
+
   void WatchWakePipe();
 
   const ServerRunnerOptions options_;
@@ -167,6 +183,11 @@ class ServerRunner {
   // Added to the metrics endpoint when Start makes it.
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
   std::vector<grpc::Service*> services_;
+  // The health service's names: "" and every named service.
+  std::vector<std::string> health_names_ = {""};
+  std::unique_ptr<ReflectionV1Service> reflection_v1_;
+  std::unique_ptr<ConnectionAcceptor> acceptor_;
+  std::unique_ptr<DrainServer> drain_server_;
   std::vector<std::unique_ptr<CompletionQueueLoop>> loops_;
   std::vector<std::function<void()>> termination_callbacks_;
   HealthService health_;

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "core/rpc/client_context.h"
+#include "core/rpc/reflection/reflection_v1.grpc.pb.h"
 #include "core/rpc/testing/health.grpc.pb.h"
 #include "core/rpc/testing/http_get.h"
 #include "grpcpp/create_channel.h"
@@ -41,11 +43,24 @@ ServerRunnerOptions OnPortOf(const ServerRunner& first,
   return options;
 }
 
-grpc::Status Check(Health::Stub* stub, HealthCheckResponse* response) {
+grpc::Status Check(Health::Stub* stub, HealthCheckResponse* response,
+                   const std::string& service = "") {
   auto context = NewClientContext(absl::Seconds(10));
   HealthCheckRequest request;
+  request.set_service(service);
   return stub->Check(context.get(), request, response);
 }
+
+// A health check on a connection of its own, as a probe process makes it.
+grpc::Status ProbeOnce(const ServerRunner& runner, HealthCheckResponse* response) {
+  auto stub = Health::NewStub(
+      grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+  return Check(stub.get(), response);
+}
+
+using grpc::reflection::v1::ServerReflection;
+using grpc::reflection::v1::ServerReflectionRequest;
+using grpc::reflection::v1::ServerReflectionResponse;
 
 TEST(ServerRunnerTest, HealthGoesServingAndMetricsAreServed) {
   ServerRunner runner(TestOptions());
@@ -170,6 +185,109 @@ TEST(ServerRunnerTest, AFixedPortStillInUseAfterTheRetryIsUnavailable) {
   const absl::Status started = second.Start();
   EXPECT_TRUE(absl::IsUnavailable(started)) << started;
   EXPECT_TRUE(absl::StrContains(started.message(), "in use")) << started;
+}
+
+TEST(ServerRunnerTest, EachNamedServiceHasAHealthStatus) {
+  grpc::Service named;  // A service without methods will do.
+  ServerRunner runner(TestOptions());
+  runner.AddService(&named, "test.Named");
+  ASSERT_TRUE(runner.Start().ok());
+  auto stub = Health::NewStub(
+      grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+  HealthCheckResponse response;
+  ASSERT_TRUE(Check(stub.get(), &response, "test.Named").ok());
+  EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
+  runner.SetServing(true);
+  ASSERT_TRUE(Check(stub.get(), &response, "test.Named").ok());
+  EXPECT_EQ(response.status(), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Check(stub.get(), &response, "test.Other").error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(ServerRunnerTest, ReflectionV1ListsTheServicesAndTheirFiles) {
+  grpc::Service named;
+  ServerRunner runner(TestOptions());
+  runner.AddService(&named, "test.Named");
+  ASSERT_TRUE(runner.Start().ok());
+  auto stub = ServerReflection::NewStub(
+      grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+  auto context = NewClientContext(absl::Seconds(30));
+  auto stream = stub->ServerReflectionInfo(context.get());
+  ServerReflectionRequest request;
+  request.set_list_services("");
+  ASSERT_TRUE(stream->Write(request));
+  ServerReflectionResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::vector<std::string> names;
+  for (const auto& service : response.list_services_response().service()) {
+    names.push_back(service.name());
+  }
+  EXPECT_NE(std::find(names.begin(), names.end(), "test.Named"),
+            names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "grpc.health.v1.Health"), names.end());
+
+  request.set_file_containing_symbol("grpc.health.v1.Health");
+  ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(stream->Read(&response));
+  ASSERT_EQ(response.file_descriptor_response().file_descriptor_proto_size(), 1);
+  request.set_file_containing_symbol("no.such.Symbol");
+  ASSERT_TRUE(stream->Write(request));
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.error_response().error_code(), grpc::StatusCode::NOT_FOUND);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// While in-flight calls drain, the port still answers: health NOT_SERVING on a new
+// connection, any other call UNAVAILABLE; once the drain ends, nothing listens.
+TEST(ServerRunnerTest, ProbesDuringTheDrainHearNotServing) {
+  ServerRunnerOptions options = TestOptions();
+  options.metrics_port = -1;
+  options.drain_timeout = absl::Minutes(5);
+  ServerRunner runner(options);
+  ASSERT_TRUE(runner.Start().ok());
+  runner.SetServing(true);
+  // An open reflection stream is a call in flight: it holds the drain until it ends.
+  auto reflection = ServerReflection::NewStub(
+      grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+  auto held_context = NewClientContext(absl::Minutes(5));
+  auto held = reflection->ServerReflectionInfo(held_context.get());
+  ServerReflectionRequest request;
+  request.set_list_services("");
+  ServerReflectionResponse response;
+  ASSERT_TRUE(held->Write(request));
+  ASSERT_TRUE(held->Read(&response));  // The call has reached the server.
+
+  std::thread waiter([&] { runner.WaitForTermination(); });
+  runner.RequestTermination();
+  // A call that reaches the server itself at the moment its Shutdown starts is
+  // CANCELLED by gRPC (it was never started); every other probe hears an answer.
+  HealthCheckResponse health;
+  grpc::Status probed;
+  do {
+    health.Clear();
+    probed = ProbeOnce(runner, &health);
+    ASSERT_TRUE(probed.ok() || probed.error_code() == grpc::StatusCode::CANCELLED)
+        << probed.error_message();
+  } while (!probed.ok() || health.status() == HealthCheckResponse::SERVING);
+  EXPECT_EQ(health.status(), HealthCheckResponse::NOT_SERVING);
+  // Until the drain server has the port, a new call may still reach the server.
+  grpc::Status other;
+  do {
+    auto fresh = ServerReflection::NewStub(
+        grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+    auto context = NewClientContext(absl::Seconds(30));
+    auto stream = fresh->ServerReflectionInfo(context.get());
+    if (stream->Write(request) && stream->Read(&response)) stream->WritesDone();
+    other = stream->Finish();
+  } while (other.ok() || other.error_code() == grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::UNAVAILABLE) << other.error_message();
+  ASSERT_TRUE(ProbeOnce(runner, &health).ok());
+  EXPECT_EQ(health.status(), HealthCheckResponse::NOT_SERVING);
+
+  held->WritesDone();
+  (void)held->Finish();  // Ends the drain.
+  waiter.join();
+  EXPECT_EQ(ProbeOnce(runner, &health).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 }  // namespace
