@@ -41,7 +41,6 @@ SESSION_LINE = re.compile(r"^session (\d+) global_step (\d+) recoveries (\d+) ")
 FINAL_LINE = re.compile(r"^final accuracy: ([0-9.]+)$")
 # promtool's complaints about the summary writer's metric names, which issue 17
 # section 6 renames (branch `metrics`): reported, not failed, until they are gone.
-PENDING_LINT = re.compile(r"^overseer_summary_writer_\w+ metric name should not include type 'summary'$")
 
 START = time.time()
 
@@ -146,31 +145,19 @@ def http_get(url):
         return response.read().decode()
 
 
-def trainers_serve_metrics(cluster):
-    """Whether cluster_trainer has a --metrics_port (issue 17 section 6)."""
-    image = cluster.inspect("chief")["ImageName"]
-    out = subprocess.run(["podman", "run", "--rm", "--network", "none", image, "cluster_trainer",
-                          "--helpfull"], env=cluster.env, text=True, capture_output=True).stdout
-    return "-metrics_port" in out
-
-
 def check_metrics(cluster, services):
-    """promtool check metrics on each service's /metrics: (failures, pending notes)."""
-    failures, pending = [], []
+    """promtool check metrics on each service's /metrics: the failures."""
+    failures = []
     for service in services:
         page = http_get(f"http://{cluster.address(service)}:9100/metrics")
         result = subprocess.run(["promtool", "check", "metrics"], input=page, text=True,
                                 capture_output=True)
         problems = [l for l in (result.stdout + result.stderr).splitlines() if l.strip()]
-        real = [p for p in problems if not PENDING_LINT.match(p)]
-        if result.returncode != 0 and (real or not problems):
-            failures.append(f"{service}: " + "; ".join(real or [f"exit {result.returncode}"]))
-        elif problems:
-            pending.append(f"{service}: {len(problems)} metric name(s) renamed by issue 17 "
-                           f"section 6 (branch metrics): {problems[0]}")
+        if result.returncode != 0 or problems:
+            failures.append(f"{service}: " + "; ".join(problems or [f"exit {result.returncode}"]))
         else:
             say(f"  promtool check metrics: {service} OK")
-    return failures, pending
+    return failures
 
 
 def run(args, cluster):
@@ -183,12 +170,8 @@ def run(args, cluster):
     prometheus_port = int(port_line.rsplit(":", 1)[1])
     say(f"cluster up (every server healthy); Prometheus on 127.0.0.1:{prometheus_port}")
 
-    trainer_metrics = trainers_serve_metrics(cluster)
-    targets = SERVERS + (TRAINERS if trainer_metrics else [])
+    targets = SERVERS + TRAINERS
     notes = []
-    if not trainer_metrics:
-        notes.append("the trainers serve no /metrics yet (issue 17 section 6, branch metrics): "
-                     "their targets are not counted")
 
     def all_up():
         result = prometheus_query(prometheus_port, 'up{job=~"overseer-.*"}')
@@ -197,8 +180,7 @@ def run(args, cluster):
 
     up = await_condition("Prometheus to scrape every target", all_up, args.timeout)
     say(f"Prometheus scraped every target: {', '.join(sorted(up & set(targets)))}")
-    failures, pending = check_metrics(cluster, targets)
-    notes += pending
+    failures = check_metrics(cluster, targets)
 
     step = await_condition(f"global step {args.kill_at_step}",
                            lambda: (s := max_step(trainer_lines(cluster, "chief"))) >= args.kill_at_step and s,
