@@ -419,12 +419,12 @@ class RunOptionsHook : public SessionRunHook {
     options_.set_trace_level(trace_level);
     options_.set_timeout_in_ms(timeout_in_ms);
   }
-  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* context) override {
+  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* /*context*/) override {
     SessionRunArgs args;
     args.options = options_;
     return args;
   }
-  absl::Status AfterRun(SessionRunContext* context, const SessionRunValues& values) override {
+  absl::Status AfterRun(SessionRunContext* /*context*/, const SessionRunValues& values) override {
     options_seen.push_back(values.options);
     metadata_seen.push_back(values.run_metadata);
     return absl::OkStatus();

@@ -108,7 +108,7 @@ absl::StatusOr<int64_t> SummaryWriterServiceImpl::WriteEvents(const WriteEventsR
 }
 
 absl::Status SummaryWriterServiceImpl::FlushWriter(const FlushWriterRequest& request,
-                                                   FlushWriterResponse* response) {
+                                                   FlushWriterResponse* /*response*/) {
   ASSIGN_OR_RETURN(std::shared_ptr<EventFileWriter> writer, Find(request.writer_id()));
   const absl::Time start = env_.clock->Now();
   const absl::Status s = writer->Flush();
@@ -119,7 +119,7 @@ absl::Status SummaryWriterServiceImpl::FlushWriter(const FlushWriterRequest& req
 }
 
 absl::Status SummaryWriterServiceImpl::CloseWriter(const CloseWriterRequest& request,
-                                                   CloseWriterResponse* response) {
+                                                   CloseWriterResponse* /*response*/) {
   std::shared_ptr<EventFileWriter> writer;
   {
     absl::MutexLock lock(&mu_);
