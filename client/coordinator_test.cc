@@ -181,8 +181,8 @@ TEST(CoordinatorTest, JoinGraceExpiresOnTheInjectedClock) {
   test::ManualClock clock;
   CoordinatorOptions options;
   options.clock = &clock;
+  absl::Notification release;  // Outlives coord, whose destructor waits for the sleeper.
   Coordinator coord(options);
-  absl::Notification release;
   coord.RegisterThread(BlockUntil("sleeper", &release));
   ASSERT_TRUE(coord.RequestStop().ok());
   const absl::Time start = clock.Now();
@@ -332,9 +332,9 @@ TEST(CoordinatorTest, TheFirstStopRequestWinsEvenWithoutAnError) {
 }
 
 TEST(CoordinatorTest, ThreadsRegisteredDuringJoinAreLeftForTheNextJoin) {
+  absl::Notification release;  // Outlives coord, whose destructor waits for "late".
   Coordinator coord;
   EXPECT_TRUE(coord.Join().ok());
-  absl::Notification release;
   auto late = BlockUntil("late", &release);
   coord.RegisterThread(late);
   ASSERT_TRUE(coord.RequestStop().ok());
