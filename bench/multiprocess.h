@@ -52,7 +52,6 @@ class RawServer {
 
  private:
   pid_t pid_ = -1;
-  int stdin_fd_ = -1;
   std::unique_ptr<BenchPing::Stub> stub_;
 };
 
