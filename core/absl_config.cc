@@ -5,9 +5,10 @@
 // time two mutexes are taken in opposite orders (a potential deadlock, even if the
 // run did not deadlock). It costs about 120 ns instead of 40 ns per lock/unlock here,
 // which sits on the executor's and the event writer's per-step paths, so it is off in
-// binaries. Under `bazel test` (TEST_TMPDIR is set, and the servers the multi-process
+// binaries. Under `bazel test` (TEST_TARGET is set, and the servers the multi-process
 // tests start inherit it) it stays on, so every test checks the lock order of the code
-// it runs. The ABSL_GUARDED_BY annotations are checked at compile time by clang's
+// it runs (not keyed on TEST_TMPDIR: bench/multiprocess sets that for the servers it
+// times). The ABSL_GUARDED_BY annotations are checked at compile time by clang's
 // -Wthread-safety (`./dev check`).
 
 #include <cstdlib>
@@ -18,7 +19,7 @@ namespace overseer {
 namespace {
 
 const bool kConfigured = [] {
-  const bool under_test = std::getenv("TEST_TMPDIR") != nullptr;
+  const bool under_test = std::getenv("TEST_TARGET") != nullptr;
   absl::SetMutexDeadlockDetectionMode(under_test ? absl::OnDeadlockCycle::kAbort
                                                  : absl::OnDeadlockCycle::kIgnore);
   return true;
