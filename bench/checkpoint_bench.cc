@@ -111,7 +111,7 @@ void Save(CheckpointStoreInterface* store, const std::string& run, int64_t step,
 void Restore(CheckpointStoreInterface* store, const std::string& run, int64_t step) {
   int64_t bytes = 0;
   absl::Status read = store->ReadTensors(run, absl::StrCat("model.ckpt-", step), {},
-                                         [&](const TensorHeader& header, absl::string_view data) {
+                                         [&](const TensorHeader&, absl::string_view data) {
                                            bytes += static_cast<int64_t>(data.size());
                                            return absl::OkStatus();
                                          });

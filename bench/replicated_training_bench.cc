@@ -164,4 +164,4 @@ int Run(const char* argv0) {
 }  // namespace
 }  // namespace overseer
 
-int main(int argc, char** argv) { return overseer::Run(argv[0]); }
+int main(int /*argc*/, char** argv) { return overseer::Run(argv[0]); }

@@ -59,7 +59,7 @@ class StringSource : public leveldb::RandomAccessFile {
  public:
   explicit StringSource(std::string contents) : contents_(std::move(contents)) {}
   leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result,
-                       char* scratch) const override {
+                       char* /*scratch*/) const override {
     if (offset > contents_.size()) {
       *result = leveldb::Slice();
       return leveldb::Status::IOError("read past the end of the index");

@@ -35,7 +35,10 @@ class DirectReadTest : public ::testing::Test {
     data_.resize(kSize);
     for (uint64_t i = 0; i < kSize; ++i) data_[i] = static_cast<char>((i * 7919) >> 3);
     WriteFile(kOffset + kSize);
-    dst_.reset(static_cast<char*>(std::aligned_alloc(kDirectReadAlignment, kSize + 4096 * 2)));
+    // aligned_alloc wants a multiple of the alignment (ASan enforces it).
+    constexpr uint64_t kDstBytes =
+        (kSize + 4096 * 2 + kDirectReadAlignment - 1) / kDirectReadAlignment * kDirectReadAlignment;
+    dst_.reset(static_cast<char*>(std::aligned_alloc(kDirectReadAlignment, kDstBytes)));
   }
 
   // Writes 4096 bytes of 0xAB, then the tensor, cut at `length` bytes; fsyncs the file

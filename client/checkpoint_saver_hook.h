@@ -31,16 +31,18 @@ class CheckpointSaverListener {
   virtual ~CheckpointSaverListener() = default;
 
   // From the hook's Begin; may add nodes to the graph.
-  virtual absl::Status Begin(const Scope& scope) { return absl::OkStatus(); }
-  virtual absl::Status BeforeSave(ClientSession* session, int64_t global_step) {
+  virtual absl::Status Begin(const Scope& /*scope*/) { return absl::OkStatus(); }
+  virtual absl::Status BeforeSave(ClientSession* /*session*/, int64_t /*global_step*/) {
     return absl::OkStatus();
   }
   // Returns true to request that training stop (the chief should be the one to).
-  virtual absl::StatusOr<bool> AfterSave(ClientSession* session, int64_t global_step) {
+  virtual absl::StatusOr<bool> AfterSave(ClientSession* /*session*/, int64_t /*global_step*/) {
     return false;
   }
   // From the hook's End, after the last save.
-  virtual absl::Status End(ClientSession* session, int64_t global_step) { return absl::OkStatus(); }
+  virtual absl::Status End(ClientSession* /*session*/, int64_t /*global_step*/) {
+    return absl::OkStatus();
+  }
 };
 
 // Where the hook's Saver comes from when it is not given directly (e.g. a Scaffold's

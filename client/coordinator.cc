@@ -79,7 +79,10 @@ bool Coordinator::ShouldStop() const {
 }
 
 bool Coordinator::WaitForStop(absl::Duration timeout) {
-  const absl::Time deadline = clock_->Now() + timeout;
+  return WaitForStopUntil(clock_->Now() + timeout);
+}
+
+bool Coordinator::WaitForStopUntil(absl::Time deadline) {
   absl::MutexLock lock(&state_->mu);
   return clock_->AwaitWithDeadline(&state_->mu, absl::Condition(&state_->stop_requested), deadline);
 }

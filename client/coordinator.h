@@ -80,6 +80,8 @@ class Coordinator {
   // negative timeout only checks; absl::InfiniteDuration() waits without limit).
   // Returns ShouldStop().
   bool WaitForStop(absl::Duration timeout = absl::InfiniteDuration());
+  // The same until `deadline` on the clock (a past deadline only checks).
+  bool WaitForStopUntil(absl::Time deadline);
 
   // TensorFlow's `with coord.stop_on_exception(): body`: runs `body`, and if it returns
   // an error, requests a stop with it. Returns the body's status.

@@ -4,6 +4,7 @@
 
 #include "client/coordinator.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -181,8 +182,8 @@ TEST(CoordinatorTest, JoinGraceExpiresOnTheInjectedClock) {
   test::ManualClock clock;
   CoordinatorOptions options;
   options.clock = &clock;
+  absl::Notification release;  // Outlives coord, whose destructor waits for the sleeper.
   Coordinator coord(options);
-  absl::Notification release;
   coord.RegisterThread(BlockUntil("sleeper", &release));
   ASSERT_TRUE(coord.RequestStop().ok());
   const absl::Time start = clock.Now();
@@ -332,9 +333,9 @@ TEST(CoordinatorTest, TheFirstStopRequestWinsEvenWithoutAnError) {
 }
 
 TEST(CoordinatorTest, ThreadsRegisteredDuringJoinAreLeftForTheNextJoin) {
+  absl::Notification release;  // Outlives coord, whose destructor waits for "late".
   Coordinator coord;
   EXPECT_TRUE(coord.Join().ok());
-  absl::Notification release;
   auto late = BlockUntil("late", &release);
   coord.RegisterThread(late);
   ASSERT_TRUE(coord.RequestStop().ok());
@@ -457,6 +458,67 @@ class CallLog {
   absl::Mutex mu_;
   std::vector<absl::Time> times_ ABSL_GUARDED_BY(mu_);
 };
+
+// A clock on which every reading takes a second, so that code reading it twice sees
+// it move in between. A wait with a deadline is recorded and ends at once, the clock
+// moved on to the deadline; a wait without one blocks on its condition.
+class TickingClock : public Clock {
+ public:
+  explicit TickingClock(absl::Time start) : now_(start) {}
+  absl::Time Now() override {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = now_;
+    now_ += absl::Seconds(1);
+    return now;
+  }
+  void SleepFor(absl::Duration d) override {
+    absl::MutexLock lock(&mu_);
+    now_ += d;
+  }
+  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) override {
+    if (deadline == absl::InfiniteFuture()) {
+      mu->Await(cond);
+      return true;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      deadlines_.push_back(deadline);
+      now_ = std::max(now_, deadline);
+    }
+    return cond.Eval();
+  }
+  std::vector<absl::Time> deadlines() {
+    absl::MutexLock lock(&mu_);
+    return deadlines_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::Time now_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Time> deadlines_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(LooperThreadTest, WaitsUntilTheDueTimeHoweverTheClockMovesMeanwhile) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  TickingClock clock(t0);
+  CoordinatorOptions options;
+  options.clock = &clock;
+  Coordinator coord(options);
+  int calls = 0;
+  std::shared_ptr<ManagedThread> looper = LooperThread::Loop(&coord, absl::Seconds(10), [&] {
+    if (++calls == 3) {
+      EXPECT_TRUE(coord.RequestStop().ok());
+    }
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(looper->WaitUntilFinished(Clock::Real(), absl::InfiniteFuture()));
+  // Due at t0 (Loop read the clock once), then every 10 s from there: not 10 s from
+  // wherever the clock stood when the looper turned its due time into a wait.
+  EXPECT_THAT(clock.deadlines(),
+              ::testing::ElementsAre(t0, t0 + absl::Seconds(10), t0 + absl::Seconds(20),
+                                     t0 + absl::Seconds(30)));
+}
 
 TEST(LooperThreadTest, CallsOnIntervalBoundariesOfTheInjectedClock) {
   test::ManualClock clock;

@@ -17,7 +17,7 @@ namespace {
 using grad_util::GradOrZeros;
 using grad_util::ToInt32;
 
-absl::Status IdentityGrad(const Scope& scope, const Operation& op,
+absl::Status IdentityGrad(const Scope& scope, const Operation& /*op*/,
                           const std::vector<Output>& grads, std::vector<Output>* out) {
   out->push_back(grads[0]);
   return scope.status();
@@ -157,8 +157,8 @@ absl::Status BroadcastToGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("BroadcastTo", BroadcastToGrad);
 
-absl::Status FillGrad(const Scope& scope, const Operation& op,
-                      const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status FillGrad(const Scope& scope, const Operation& /*op*/, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
   // Every element came from the one value.
   out->push_back(Output());
   out->push_back(ops::Sum(scope, ops::Reshape(scope, grads[0], {-1}), 0));

@@ -76,8 +76,8 @@ absl::Status AddNGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("AddN", AddNGrad);
 
-absl::Status NegGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status NegGrad(const Scope& scope, const Operation& /*op*/, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   out->push_back(ops::Neg(scope, grads[0]));
   return scope.status();
 }

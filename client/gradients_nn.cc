@@ -12,7 +12,7 @@
 namespace overseer {
 namespace {
 
-absl::Status BiasAddGrad(const Scope& scope, const Operation& op,
+absl::Status BiasAddGrad(const Scope& scope, const Operation& /*op*/,
                          const std::vector<Output>& grads, std::vector<Output>* out) {
   out->push_back(grads[0]);
   out->push_back(ops::BiasAddGrad(scope, grads[0]));

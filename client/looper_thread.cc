@@ -34,7 +34,9 @@ void LooperThread::RunLoop(Coordinator* coord, absl::Duration interval,
   absl::Time due = first_due;
   coord
       ->StopOnException([&]() -> absl::Status {
-        while (!coord->WaitForStop(due - clock->Now())) {
+        // An absolute deadline: `due - Now()` turned back into a deadline would move it
+        // by however far the clock went on between the two readings.
+        while (!coord->WaitForStopUntil(due)) {
           absl::Status status = fn();
           if (!status.ok()) return status;
           due = std::max(due + interval, clock->Now());

@@ -142,12 +142,12 @@ struct Stages {
 class StagesHook : public SessionRunHook {
  public:
   explicit StagesHook(const Stages* stages) : stages_(stages) {}
-  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* context) override {
+  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* /*context*/) override {
     SessionRunArgs args;
     args.fetches = {stages_->stage_1_0};
     return args;
   }
-  absl::Status AfterRun(SessionRunContext* context, const SessionRunValues& values) override {
+  absl::Status AfterRun(SessionRunContext* context, const SessionRunValues& /*values*/) override {
     std::vector<Tensor> out;
     RETURN_IF_ERROR(context->session()->Run({stages_->var.value}, &out));
     EXPECT_NEAR(out[0].scalar<float>(), 0.3f + 0.5f + 0.7f, 0.01);
@@ -289,7 +289,7 @@ class StopCoordinatorWithError : public SessionRunHook {
  public:
   StopCoordinatorWithError(int calls_before_stopping, absl::Status error, bool fail_training)
       : calls_(calls_before_stopping), error_(std::move(error)), fail_training_(fail_training) {}
-  absl::Status AfterCreateSession(ClientSession* session, Coordinator* coord) override {
+  absl::Status AfterCreateSession(ClientSession* /*session*/, Coordinator* coord) override {
     coord_ = coord;
     if (thread_ != nullptr) return absl::OkStatus();
     thread_ = ManagedThread::Start("stop_with_error", [this, coord] {
@@ -303,7 +303,8 @@ class StopCoordinatorWithError : public SessionRunHook {
     coord->RegisterThread(thread_);
     return absl::OkStatus();
   }
-  absl::Status AfterRun(SessionRunContext* context, const SessionRunValues& values) override {
+  absl::Status AfterRun(SessionRunContext* /*context*/,
+                        const SessionRunValues& /*values*/) override {
     if (--calls_ == 0) {
       go_.Notify();
       stored_.WaitForNotification();

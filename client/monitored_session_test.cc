@@ -382,7 +382,7 @@ TEST_F(MonitoredSessionTest, AnEndErrorIsReturnedAndTheSessionStillCloses) {
 class FailsEndOnce : public SessionRunHook {
  public:
   explicit FailsEndOnce(absl::Status error) : error_(std::move(error)) {}
-  absl::Status End(ClientSession* session) override {
+  absl::Status End(ClientSession* /*session*/) override {
     return ++ends == 1 ? error_ : absl::OkStatus();
   }
   int ends = 0;
@@ -451,12 +451,12 @@ class RunOptionsHook : public SessionRunHook {
     options_.set_trace_level(trace_level);
     options_.set_timeout_in_ms(timeout_in_ms);
   }
-  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* context) override {
+  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* /*context*/) override {
     SessionRunArgs args;
     args.options = options_;
     return args;
   }
-  absl::Status AfterRun(SessionRunContext* context, const SessionRunValues& values) override {
+  absl::Status AfterRun(SessionRunContext* /*context*/, const SessionRunValues& values) override {
     options_seen.push_back(values.options);
     metadata_seen.push_back(values.run_metadata);
     return absl::OkStatus();

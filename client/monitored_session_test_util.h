@@ -41,7 +41,7 @@ inline std::string FreshTestDir(const std::string& suffix = "") {
 // for `request` before each run.
 class FakeHook : public SessionRunHook {
  public:
-  absl::Status Begin(const Scope& scope) override {
+  absl::Status Begin(const Scope& /*scope*/) override {
     calls["begin"]++;
     order.push_back("begin");
     return absl::OkStatus();
@@ -53,7 +53,7 @@ class FakeHook : public SessionRunHook {
     last_coord = coord;
     return absl::OkStatus();
   }
-  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* context) override {
+  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* /*context*/) override {
     calls["before_run"]++;
     order.push_back("before_run");
     return request;
@@ -65,7 +65,7 @@ class FakeHook : public SessionRunHook {
     if (should_stop) context->RequestStop();
     return absl::OkStatus();
   }
-  absl::Status End(ClientSession* session) override {
+  absl::Status End(ClientSession* /*session*/) override {
     calls["end"]++;
     order.push_back("end");
     return end_status;
@@ -85,7 +85,7 @@ class FakeHook : public SessionRunHook {
 class RaiseOnceAtCountN : public SessionRunHook {
  public:
   RaiseOnceAtCountN(int n, absl::Status error) : n_(n), error_(std::move(error)) {}
-  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* context) override {
+  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* /*context*/) override {
     if (--n_ == 0 && !raised) {
       raised = true;
       if (before_failing) before_failing();

@@ -32,7 +32,7 @@ class RestartLogHook : public SessionRunHook {
     return absl::OkStatus();
   }
 
-  absl::Status AfterCreateSession(ClientSession* session, Coordinator* coord) override {
+  absl::Status AfterCreateSession(ClientSession* session, Coordinator* /*coord*/) override {
     ++creations_;
     const std::optional<std::string>& restored = creator_->last_restored_checkpoint();
     if (!restored.has_value() || (creations_ == 1 && summary_hook_logs_first_start_)) {

@@ -378,7 +378,7 @@ TEST_F(MonitoredTrainingSessionTest, TheChiefSignalsJobDoneOnACleanEndOnly) {
     options.master = "fake://master";
     options.is_chief = is_chief;
     options.readiness_channel = &channel;
-    options.job_done_signal = [&](const std::string& master, const std::string& reason) {
+    options.job_done_signal = [&](const std::string& master, const std::string& /*reason*/) {
       signalled.push_back(master);
       return absl::OkStatus();
     };

@@ -67,7 +67,7 @@ class Optimizer {
 
   // Creates the slots and other variables the updates of `vars` need (those not yet
   // created). `scope` has no name scope and no control dependencies.
-  virtual absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
+  virtual absl::Status CreateSlots(const Scope& /*scope*/, const std::vector<Variable>& /*vars*/) {
     return absl::OkStatus();
   }
   // The update of `var` by `grad`.

@@ -40,11 +40,12 @@ class RecordingClock : public test::ManualClock {
 
 // A layer over a ClientSession that fails its run after `runs` successful ones with
 // `error` (TensorFlow's AbortAtNSession); its stop condition and close are scripted.
+// Each Close adds one to *closes, which outlives the layer.
 class FakeLayer : public WrappedSession {
  public:
-  FakeLayer(ClientSession* session, int runs,
+  FakeLayer(ClientSession* session, int runs, int* closes,
             absl::Status error = absl::AbortedError("Aborted at N"))
-      : session_(session), runs_(runs), error_(std::move(error)) {}
+      : session_(session), runs_(runs), closes_(closes), error_(std::move(error)) {}
   absl::Status Run(const RunOptions& options, const std::vector<FeedPair>& feeds,
                    const std::vector<Output>& fetches, const std::vector<Operation>& targets,
                    std::vector<Tensor>* outputs, RunMetadata* metadata) override {
@@ -58,6 +59,7 @@ class FakeLayer : public WrappedSession {
   }
   absl::Status Close() override {
     closed = true;
+    ++*closes_;
     return close_error;
   }
   ClientGraph* graph() const override { return session_->graph(); }
@@ -69,6 +71,7 @@ class FakeLayer : public WrappedSession {
  private:
   ClientSession* const session_;
   int runs_;
+  int* const closes_;
   const absl::Status error_;
 };
 
@@ -92,7 +95,9 @@ class RecoverableSessionTest : public ::testing::Test {
       return std::unique_ptr<WrappedSession>(std::move(*next));
     };
   }
-  void Push(int runs) { to_use_.push_back(std::make_unique<FakeLayer>(session_.get(), runs)); }
+  void Push(int runs) {
+    to_use_.push_back(std::make_unique<FakeLayer>(session_.get(), runs, &closes_));
+  }
   void PushError(absl::Status error, int times = 1) {
     for (int i = 0; i < times; ++i) to_use_.push_back(error);
   }
@@ -112,7 +117,8 @@ class RecoverableSessionTest : public ::testing::Test {
   std::unique_ptr<ClientSession> session_;
   RecordingClock clock_;
   std::deque<absl::StatusOr<std::unique_ptr<FakeLayer>>> to_use_;
-  FakeLayer* last_ = nullptr;
+  FakeLayer* last_ = nullptr;  // Deleted when the recoverable session replaces it.
+  int closes_ = 0;             // Close calls on every FakeLayer.
   int created_ = 0;
 };
 
@@ -159,7 +165,7 @@ TEST_F(RecoverableSessionTest, Recovery) {
 
 TEST_F(RecoverableSessionTest, RecoversOnUnavailableToo) {
   to_use_.push_back(
-      std::make_unique<FakeLayer>(session_.get(), 0, absl::UnavailableError("ps down")));
+      std::make_unique<FakeLayer>(session_.get(), 0, &closes_, absl::UnavailableError("ps down")));
   Push(5);
   auto recoverable = Create();
   EXPECT_EQ(*RunV(*recoverable, 7), 7);
@@ -169,7 +175,8 @@ TEST_F(RecoverableSessionTest, RecoversOnUnavailableToo) {
 }
 
 TEST_F(RecoverableSessionTest, NonRecoverableErrorsEndTheRun) {
-  to_use_.push_back(std::make_unique<FakeLayer>(session_.get(), 0, absl::InternalError("broken")));
+  to_use_.push_back(
+      std::make_unique<FakeLayer>(session_.get(), 0, &closes_, absl::InternalError("broken")));
   Push(5);
   auto recoverable = Create();
   absl::StatusOr<int32_t> r = RunV(*recoverable, 7);
@@ -195,7 +202,7 @@ TEST_F(RecoverableSessionTest, CreationRetriesRecoverableErrorsWithCappedExponen
 }
 
 TEST_F(RecoverableSessionTest, ARecoverableRunErrorThenFailingCreationsAreOneSeries) {
-  to_use_.push_back(std::make_unique<FakeLayer>(session_.get(), 0));
+  to_use_.push_back(std::make_unique<FakeLayer>(session_.get(), 0, &closes_));
   PushError(absl::AbortedError("again"), 2);
   Push(5);
   auto recoverable = Create();
@@ -206,7 +213,7 @@ TEST_F(RecoverableSessionTest, ARecoverableRunErrorThenFailingCreationsAreOneSer
 }
 
 TEST_F(RecoverableSessionTest, GivesUpAfterMaxAttemptsWithTheLastError) {
-  to_use_.push_back(std::make_unique<FakeLayer>(session_.get(), 0));
+  to_use_.push_back(std::make_unique<FakeLayer>(session_.get(), 0, &closes_));
   PushError(absl::AbortedError("first"), 1);
   PushError(absl::AbortedError("second"), 1);
   PushError(absl::UnavailableError("the last one"), 1);
@@ -255,7 +262,7 @@ TEST_F(RecoverableSessionTest, ShouldStopRecreatesOnARecoverableStopError) {
   FakeLayer* first = last_;
   first->stop_error = absl::AbortedError("coordinator aborted");
   EXPECT_FALSE(*recoverable->ShouldStop());
-  EXPECT_TRUE(first->closed);
+  EXPECT_EQ(closes_, 1);  // The first layer was closed (and deleted).
   EXPECT_NE(last_, first);
   EXPECT_EQ(recoverable->recoveries(), 1);
   EXPECT_EQ(*RunV(*recoverable, 4), 4);

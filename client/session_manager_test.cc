@@ -74,7 +74,7 @@ class FakeChannel : public ReadinessChannel {
     withdrawals_.push_back(key);
     return absl::OkStatus();
   }
-  absl::StatusOr<bool> WaitForReady(const std::string &key, absl::Duration timeout) override {
+  absl::StatusOr<bool> WaitForReady(const std::string & /*key*/, absl::Duration timeout) override {
     {
       absl::MutexLock lock(&mu_);
       waits_.push_back(timeout);

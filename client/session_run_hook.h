@@ -102,27 +102,28 @@ class SessionRunHook {
 
   // Called once before the session is created. The hook may look up nodes of
   // `scope`'s graph and add new ones (TensorFlow's hooks use the default graph here).
-  virtual absl::Status Begin(const Scope& scope) { return absl::OkStatus(); }
+  virtual absl::Status Begin(const Scope& /*scope*/) { return absl::OkStatus(); }
 
   // Called after the session is created, and again after each recreation (recovery).
   // `coord` is the session's coordinator, or null where there is none.
-  virtual absl::Status AfterCreateSession(ClientSession* session, Coordinator* coord) {
+  virtual absl::Status AfterCreateSession(ClientSession* /*session*/, Coordinator* /*coord*/) {
     return absl::OkStatus();
   }
 
   // Called before each run; returns what to add to it (empty args: nothing).
-  virtual absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* context) {
+  virtual absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* /*context*/) {
     return SessionRunArgs();
   }
 
   // Called after each successful run with the results of this hook's fetches.
-  virtual absl::Status AfterRun(SessionRunContext* context, const SessionRunValues& values) {
+  virtual absl::Status AfterRun(SessionRunContext* /*context*/,
+                                const SessionRunValues& /*values*/) {
     return absl::OkStatus();
   }
 
   // Called once at the end of training, only when it ends without an error (stop
   // requested, end of input). The session may still be run.
-  virtual absl::Status End(ClientSession* session) { return absl::OkStatus(); }
+  virtual absl::Status End(ClientSession* /*session*/) { return absl::OkStatus(); }
 };
 
 }  // namespace overseer

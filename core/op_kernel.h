@@ -77,7 +77,7 @@ class OpKernel {
   OpKernel& operator=(const OpKernel&) = delete;
 
   // Reads attrs and checks them. Called once after construction.
-  virtual absl::Status Init(OpKernelConstruction* c) { return absl::OkStatus(); }
+  virtual absl::Status Init(OpKernelConstruction* /*c*/) { return absl::OkStatus(); }
   // Computes the outputs from the inputs; every output must be set on success.
   virtual absl::Status Compute(OpKernelContext* ctx) = 0;
 

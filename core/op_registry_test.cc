@@ -121,7 +121,10 @@ TEST(ShapeInferenceTest, RunsShapeFnAndNamesNode) {
 
   OpDef binary;
   binary.name = "B";
-  binary.outputs.push_back(ArgDef{"z", DT_FLOAT});
+  ArgDef z;
+  z.name = "z";
+  z.type = DT_FLOAT;
+  binary.outputs.push_back(z);
   binary.shape_fn = shape_fn::BroadcastBinary;
   NodeDef b;
   b.set_name("adder");

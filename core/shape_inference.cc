@@ -39,7 +39,7 @@ absl::Status Unknown(ShapeContext* c) {
   return absl::OkStatus();
 }
 
-absl::Status NoOutputs(ShapeContext* c) { return absl::OkStatus(); }
+absl::Status NoOutputs(ShapeContext* /*c*/) { return absl::OkStatus(); }
 
 absl::Status Scalar(ShapeContext* c) {
   for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialShape::Scalar());

@@ -117,19 +117,19 @@ class ProgressHook : public SessionRunHook {
   ProgressHook(Output global_step, Output loss, int64_t log_every)
       : global_step_(global_step), loss_(loss), log_every_(log_every) {}
 
-  absl::Status AfterCreateSession(ClientSession* session, Coordinator* coord) override {
+  absl::Status AfterCreateSession(ClientSession* session, Coordinator* /*coord*/) override {
     ++sessions_;
     std::vector<Tensor> out;
     RETURN_IF_ERROR(session->Run({global_step_}, &out));
     Emit(FormatSessionLine(sessions_, out[0].scalar<int64_t>(), sessions_ - 1, WallSeconds()));
     return absl::OkStatus();
   }
-  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* context) override {
+  absl::StatusOr<SessionRunArgs> BeforeRun(SessionRunContext* /*context*/) override {
     SessionRunArgs args;
     args.fetches = {global_step_, loss_};
     return args;
   }
-  absl::Status AfterRun(SessionRunContext* context, const SessionRunValues& values) override {
+  absl::Status AfterRun(SessionRunContext* /*context*/, const SessionRunValues& values) override {
     if (++runs_ % log_every_ == 0) {
       Emit(FormatStepLine(values.results[0].scalar<int64_t>(), values.results[1].scalar<float>(),
                           sessions_ - 1, WallSeconds()));

@@ -307,7 +307,7 @@ void Master::RunStepAsync(const RunStepRequest* request, RunStepResponse* respon
 }
 
 absl::Status Master::CloseSession(const CloseSessionRequest& request,
-                                  CloseSessionResponse* response) {
+                                  CloseSessionResponse* /*response*/) {
   std::shared_ptr<MasterSession> session;
   {
     absl::MutexLock lock(&mu_);
@@ -339,7 +339,7 @@ absl::Status Master::ListDevices(const ListDevicesRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status Master::Reset(const ResetRequest& request, ResetResponse* response) {
+absl::Status Master::Reset(const ResetRequest& request, ResetResponse* /*response*/) {
   ASSIGN_OR_RETURN(std::vector<std::string> tasks, FilterTasks(request.device_filters()));
   std::map<std::string, Entry> sessions;
   {
@@ -387,7 +387,7 @@ void Master::RunCallableAsync(const RunCallableRequest* request, RunCallableResp
 }
 
 absl::Status Master::ReleaseCallable(const ReleaseCallableRequest& request,
-                                     ReleaseCallableResponse* response) {
+                                     ReleaseCallableResponse* /*response*/) {
   ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
   return session->ReleaseCallable(request.handle());
 }

@@ -49,7 +49,7 @@ class MasterReadinessInterface {
   // The default waits as WaitForReady does, whatever `cancellation` says.
   virtual absl::Status WaitForReadyCancellable(const WaitForReadyRequest& request,
                                                WaitForReadyResponse* response,
-                                               CancellationManager* cancellation) {
+                                               CancellationManager* /*cancellation*/) {
     return WaitForReady(request, response);
   }
 

@@ -18,11 +18,11 @@ constexpr char kPs[] = "/job:ps/replica:0/task:0";
 // Records the tracker's events; tests wait on them instead of sleeping.
 class RecordingListener : public ReadinessListener {
  public:
-  void Marked(const std::string& key) override {
+  void Marked(const std::string& /*key*/) override {
     absl::MutexLock lock(&mu_);
     ++marks_;
   }
-  void Withdrawn(const std::string& key, const std::string& reason) override {
+  void Withdrawn(const std::string& /*key*/, const std::string& reason) override {
     absl::MutexLock lock(&mu_);
     withdrawals_.push_back(reason);
   }

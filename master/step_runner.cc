@@ -94,6 +94,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       if (slots.emplace(f.key, slots.size()).second) requests_[f.task].add_recv_key(f.key);
     }
     for (const auto& [task, r] : requests_) responses_[task];
+    absl::MutexLock lock(&mu_);  // Not shared yet, but pending_ is guarded.
     pending_ = static_cast<int>(requests_.size());
     return absl::OkStatus();
   }

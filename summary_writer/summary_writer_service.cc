@@ -122,13 +122,13 @@ absl::StatusOr<int64_t> SummaryWriterServiceImpl::WriteEvents(const WriteEventsR
 }
 
 absl::Status SummaryWriterServiceImpl::FlushWriter(const FlushWriterRequest& request,
-                                                   FlushWriterResponse* response) {
+                                                   FlushWriterResponse* /*response*/) {
   ASSIGN_OR_RETURN(std::shared_ptr<EventFileWriter> writer, Find(request.writer_id()));
   return writer->Flush();
 }
 
 absl::Status SummaryWriterServiceImpl::CloseWriter(const CloseWriterRequest& request,
-                                                   CloseWriterResponse* response) {
+                                                   CloseWriterResponse* /*response*/) {
   std::shared_ptr<EventFileWriter> writer;
   {
     absl::MutexLock lock(&mu_);

@@ -239,11 +239,11 @@ TEST_F(ChaosTest, TrainingSurvivesTheCrashOfEachKindOfServer) {
   ASSERT_FALSE(checkpoints->empty());
   for (const CheckpointInfo& info : *checkpoints) {
     int tensors = 0;
-    absl::Status read = store->ReadTensors("chaos", info.name(), {},
-                                           [&](const TensorHeader& header, absl::string_view data) {
-                                             ++tensors;
-                                             return absl::OkStatus();
-                                           });
+    absl::Status read =
+        store->ReadTensors("chaos", info.name(), {}, [&](const TensorHeader&, absl::string_view) {
+          ++tensors;
+          return absl::OkStatus();
+        });
     EXPECT_TRUE(read.ok()) << info.name() << ": " << read;
     EXPECT_GT(tensors, 0) << info.name();
   }

@@ -42,7 +42,9 @@ class ShardAppender {
   bool Push(std::unique_ptr<WriteShardRequest> request) {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
-        +[](ShardAppender* a) { return !a->status_.ok() || a->queue_.size() < kMaxQueued; },
+        +[](ShardAppender* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(a->mu_) {
+          return !a->status_.ok() || a->queue_.size() < kMaxQueued;
+        },
         this));
     if (!status_.ok()) return false;
     queue_.push_back(std::move(request));
@@ -81,7 +83,9 @@ class ShardAppender {
       {
         absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(
-            +[](ShardAppender* a) { return a->done_ || !a->queue_.empty(); }, this));
+            +[](ShardAppender* a)
+                 ABSL_EXCLUSIVE_LOCKS_REQUIRED(a->mu_) { return a->done_ || !a->queue_.empty(); },
+            this));
         if (queue_.empty()) return;
         request = std::move(queue_.front());
         queue_.pop_front();
@@ -140,7 +144,7 @@ class TensorPipe : public TensorReceiver {
       absl::MutexLock lock(&mu_);
       wanted_ = size;
       mu_.Await(absl::Condition(
-          +[](TensorPipe* p) {
+          +[](TensorPipe* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
             return p->cancelled_ || p->in_flight_ == 0 ||
                    p->in_flight_ + p->wanted_ <= kMaxBytesInFlight;
           },
@@ -174,7 +178,9 @@ class TensorPipe : public TensorReceiver {
   std::optional<Tensor> Next() {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
-        +[](TensorPipe* p) { return p->closed_ || !p->ready_.empty(); }, this));
+        +[](TensorPipe* p)
+             ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) { return p->closed_ || !p->ready_.empty(); },
+        this));
     if (ready_.empty()) return std::nullopt;
     Tensor t = std::move(ready_.front());
     ready_.pop_front();

@@ -82,7 +82,7 @@ REGISTER_KERNEL(AddOneOp, "TestAddOne");
 class FailOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status Compute(OpKernelContext* /*ctx*/) override {
     std::string message;
     if (auto s = GetNodeAttr(def(), "message", &message); !s.ok()) return s;
     return absl::InvalidArgumentError(message);

@@ -71,24 +71,25 @@ struct AsyncUnaryCall {
 // Requests the next call with `request_call(context, request, responder, tag)` and, as
 // it arrives, requests the one after it and runs `serve(call)` with the loop held.
 // When the server shuts down, the request completes with !ok, perhaps after the
-// service is gone: then only the call is freed.
+// service is gone: then only the call and its end's tag are freed.
 template <typename Request, typename Response, typename RequestCall, typename Serve>
 void AwaitUnaryCall(CompletionQueueLoop* loop, RequestCall request_call,
                     std::string cancelled_message, Serve serve) {
   using Call = AsyncUnaryCall<Request, Response>;
   auto* call = new Call;
-  call->context.AsyncNotifyWhenDone(
-      CompletionQueueLoop::NewTag([loop, call, cancelled_message](bool) {
-        if (call->context.IsCancelled()) {
-          call->cancellation.StartCancel(absl::CancelledError(cancelled_message));
-        }
-        call->Unref(loop);
-      }));
+  void* done_tag = CompletionQueueLoop::NewTag([loop, call, cancelled_message](bool) {
+    if (call->context.IsCancelled()) {
+      call->cancellation.StartCancel(absl::CancelledError(cancelled_message));
+    }
+    call->Unref(loop);
+  });
+  call->context.AsyncNotifyWhenDone(done_tag);
   request_call(&call->context, &call->request, &call->responder,
-               CompletionQueueLoop::NewTag([loop, call, request_call,
+               CompletionQueueLoop::NewTag([loop, call, done_tag, request_call,
                                             cancelled_message = std::move(cancelled_message),
                                             serve](bool ok) {
-                 if (!ok) {
+                 if (!ok) {  // The call never started: gRPC keeps done_tag.
+                   CompletionQueueLoop::FreeTag(done_tag);
                    delete call;
                    return;
                  }

@@ -120,6 +120,9 @@ TEST_F(CallWatchTest, ACallThatEndsNormallyNeverFires) {
   service_.release.Notify();
   call.join();
   EXPECT_TRUE(status.ok());
+  // The reply came after the handler set returned_cancelled, but through a socket, which
+  // orders nothing for ThreadSanitizer: its notification does.
+  service_.returned.WaitForNotification();
   EXPECT_FALSE(service_.returned_cancelled);
   EXPECT_EQ(service_.fired_calls.load(), 0);
   EXPECT_EQ(CallWatch::NumWatched(), 0);

@@ -20,6 +20,8 @@ void* CompletionQueueLoop::NewTag(std::function<void(bool ok)> done) {
   return new FunctionTag(std::move(done));
 }
 
+void CompletionQueueLoop::FreeTag(void* tag) { delete static_cast<FunctionTag*>(tag); }
+
 CompletionQueueLoop::~CompletionQueueLoop() { Shutdown(); }
 
 void CompletionQueueLoop::Attach(grpc::ServerBuilder* builder) {

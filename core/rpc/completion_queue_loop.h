@@ -43,6 +43,10 @@ class CompletionQueueLoop {
   // runs `done(ok)` (ok as gRPC reports it) and frees the tag. Every tag given to
   // gRPC must complete exactly once, as gRPC guarantees for started operations.
   static void* NewTag(std::function<void(bool ok)> done);
+  // Frees a tag that gRPC will never return, without running it: the
+  // AsyncNotifyWhenDone tag of a call whose request completed !ok (the call never
+  // started, and gRPC 1.51 returns that tag only for started calls, grpc/grpc#10136).
+  static void FreeTag(void* tag);
 
   // Adds the queue to `builder`. Before the server is built.
   void Attach(grpc::ServerBuilder* builder);

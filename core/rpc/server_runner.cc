@@ -309,7 +309,16 @@ void ServerRunner::RequestTermination() {
 
 int ServerRunner::WaitForTermination() {
   if (server_ == nullptr) return 0;
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer runs a signal's handler only once the thread that took the signal
+  // (Linux picks the main thread, which waits here) is in, or next enters, a function
+  // TSan intercepts; an absl futex wait is none, so SIGTERM would wait for ever. The
+  // wait is cut into slices, whose clock readings let the handler run.
+  while (!terminate_.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+  }
+#else
   terminate_.WaitForNotification();
+#endif
   LOG(INFO) << options_.component << ": "
             << (signal_ != 0 ? absl::StrCat("signal ", signal_) : std::string("termination"))
             << " received; draining calls for up to " << absl::FormatDuration(options_.drain_timeout);

@@ -30,7 +30,7 @@ class FakeClock : public Clock {
     return now_;
   }
   void SleepFor(absl::Duration d) override { Advance(d); }
-  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
+  bool AwaitWithDeadline(absl::Mutex* /*mu*/, const absl::Condition& cond,
                          absl::Time deadline) override {
     if (cond.Eval()) return true;
     absl::MutexLock l(&mu_);

@@ -212,10 +212,11 @@ TEST_F(GrpcSummaryWriterTest, WriterIdsOfAnotherIncarnationAreUnknown) {
   const int port = runner_->port();
   StopServer();
   ASSERT_TRUE(StartServer(port).ok());
+  AwaitChannelReady();  // Else Open may find the channel backing off: UNAVAILABLE.
   // Another client opens a writer on the new server; the old client's writes must not
   // land in its file.
   auto other = GrpcEventSink::Open(channel_, "run", {});
-  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(other.ok()) << other.status();
   ASSERT_TRUE((*sink)->WriteEvent(Scalar(1)).ok());
   ASSERT_TRUE((*sink)->Flush().ok());
   ASSERT_TRUE((*other)->Flush().ok());

@@ -47,7 +47,7 @@ class PlaceholderOp : public OpKernel {
     return c->GetAttr("shape", &shape_);
   }
   // Only runs when nothing was fed: the executor substitutes fed values.
-  absl::Status Compute(OpKernelContext* ctx) override {
+  absl::Status Compute(OpKernelContext* /*ctx*/) override {
     std::string message = absl::StrCat("You must feed a value for placeholder tensor '", name(),
                                        "' with dtype ", DataTypeString(dtype_));
     if (shape_.known_rank()) absl::StrAppend(&message, " and shape ", shape_.DebugString());
@@ -99,7 +99,7 @@ class NoOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   bool IsExpensive() const override { return false; }
-  absl::Status Compute(OpKernelContext* ctx) override { return absl::OkStatus(); }
+  absl::Status Compute(OpKernelContext* /*ctx*/) override { return absl::OkStatus(); }
 };
 REGISTER_KERNEL(NoOp, "NoOp");
 

@@ -194,7 +194,9 @@ absl::Status FIFOQueue::Validate(const Tuple& tuple, bool batched) const {
 template <typename Ready>
 absl::Status FIFOQueue::WaitFor(const Turn& turn, const Waiter& waiter, Ready ready,
                                 const QueueWait& wait, absl::string_view what) {
-  auto cond = [&]() { return waiter.cancelled() || (turn.AtHead() && ready()); };
+  auto cond = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return waiter.cancelled() || (turn.AtHead() && ready());
+  };
   const bool done = wait.clock->AwaitWithDeadline(&mu_, absl::Condition(&cond), wait.deadline);
   if (waiter.cancelled()) {
     return absl::CancelledError(absl::StrCat(what, " on FIFOQueue '", name_, "' was cancelled"));

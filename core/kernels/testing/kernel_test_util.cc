@@ -55,7 +55,7 @@ absl::Status KernelRunner::Init() {
   absl::MutexLock lock(&mu_);
   if (init_done_) return init_status_;
   init_done_ = true;
-  init_status_ = [this]() -> absl::Status {
+  init_status_ = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
     ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global()->Lookup(def_.op()));
     RETURN_IF_ERROR(AddDefaultsAndValidateAttrs(*op, &def_));
     if (def_.input_size() == 0) {

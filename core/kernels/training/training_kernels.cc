@@ -28,8 +28,8 @@ class ApplyOpBase : public OpKernel {
 
  protected:
   // Reads ref inputs `var_inputs`, scalar inputs `scalar_inputs` and the gradient
-  // `grad_input`, locks the variables and calls update(TypeTag<T>, vars, scalars, grad)
-  // with every variable prepared for an in-place write.
+  // `grad_input`, locks the variables and calls update(TypeTag<T>, tensors, scalars,
+  // grad) with the variables' tensors, each prepared for an in-place write.
   template <typename Update>
   absl::Status Apply(OpKernelContext* ctx, const std::vector<int>& var_inputs,
                      const std::vector<int>& scalar_inputs, int grad_input, Update&& update) {
@@ -58,8 +58,11 @@ class ApplyOpBase : public OpKernel {
     }
     {
       VarLocks locks(vars);
+      std::vector<Tensor*> tensors;
       for (size_t k = 0; k < vars.size(); ++k) {
         Var* v = vars[k];
+        // `locks` holds it: a set taken at run time, which the analysis cannot follow.
+        v->mu()->AssertHeld();
         if (!v->tensor()->IsInitialized()) return UninitializedError(*ctx, var_inputs[k]);
         if (v->tensor()->shape() != grad.shape() || v->dtype() != grad.dtype()) {
           return absl::InvalidArgumentError(
@@ -69,9 +72,13 @@ class ApplyOpBase : public OpKernel {
                            grad.shape().DebugString()));
         }
       }
-      for (Var* v : vars) v->PrepareForUpdate();
+      for (Var* v : vars) {
+        v->mu()->AssertHeld();
+        v->PrepareForUpdate();
+        tensors.push_back(v->tensor());
+      }
       RETURN_IF_ERROR(VisitFloatTypes(grad.dtype(), type_string(), [&](auto tag) {
-        update(tag, vars, scalars, grad);
+        update(tag, tensors, scalars, grad);
         return absl::OkStatus();
       }));
     }
@@ -87,10 +94,10 @@ class ApplyGradientDescentOp : public ApplyOpBase {
   using ApplyOpBase::ApplyOpBase;
   absl::Status Compute(OpKernelContext* ctx) override {
     return Apply(ctx, {0}, {1}, 2,
-                 [](auto tag, const std::vector<Var*>& vars, const std::vector<Tensor>& s,
+                 [](auto tag, const std::vector<Tensor*>& vars, const std::vector<Tensor>& s,
                     const Tensor& delta) {
                    using T = typename decltype(tag)::type;
-                   auto var = vars[0]->tensor()->flat<T>();
+                   auto var = vars[0]->flat<T>();
                    var -= delta.flat<T>() * s[0].scalar<T>();
                  });
   }
@@ -103,11 +110,11 @@ class ApplyMomentumOp : public ApplyOpBase {
   absl::Status Compute(OpKernelContext* ctx) override {
     const bool nesterov = use_nesterov_;
     return Apply(ctx, {0, 1}, {2, 4}, 3,
-                 [nesterov](auto tag, const std::vector<Var*>& vars, const std::vector<Tensor>& s,
-                            const Tensor& grad_t) {
+                 [nesterov](auto tag, const std::vector<Tensor*>& vars,
+                            const std::vector<Tensor>& s, const Tensor& grad_t) {
                    using T = typename decltype(tag)::type;
-                   auto var = vars[0]->tensor()->flat<T>();
-                   auto accum = vars[1]->tensor()->flat<T>();
+                   auto var = vars[0]->flat<T>();
+                   auto accum = vars[1]->flat<T>();
                    auto grad = grad_t.flat<T>();
                    const T lr = s[0].scalar<T>(), momentum = s[1].scalar<T>();
                    accum = accum * momentum + grad;
@@ -127,12 +134,12 @@ class ApplyAdamOp : public ApplyOpBase {
   absl::Status Compute(OpKernelContext* ctx) override {
     const bool nesterov = use_nesterov_;
     return Apply(ctx, {0, 1, 2}, {3, 4, 5, 6, 7, 8}, 9,
-                 [nesterov](auto tag, const std::vector<Var*>& vars, const std::vector<Tensor>& s,
-                            const Tensor& grad_t) {
+                 [nesterov](auto tag, const std::vector<Tensor*>& vars,
+                            const std::vector<Tensor>& s, const Tensor& grad_t) {
                    using T = typename decltype(tag)::type;
-                   auto var = vars[0]->tensor()->flat<T>();
-                   auto m = vars[1]->tensor()->flat<T>();
-                   auto v = vars[2]->tensor()->flat<T>();
+                   auto var = vars[0]->flat<T>();
+                   auto m = vars[1]->flat<T>();
+                   auto v = vars[2]->flat<T>();
                    auto grad = grad_t.flat<T>();
                    const T beta1_power = s[0].scalar<T>(), beta2_power = s[1].scalar<T>();
                    const T lr = s[2].scalar<T>(), beta1 = s[3].scalar<T>();

@@ -1,0 +1,41 @@
+// Suppressions for what the sanitizers (--config=asan, --config=tsan; docs/building.md)
+// find in Debian's libraries, not in Overseer's code. The sanitizer runtimes call these
+// functions at start-up, so every binary carries them (//third_party:absl, which all of
+// Overseer's code uses, depends on this), the servers the tests start included, without
+// a file to point them at. Each entry names a library and says why the finding is not
+// ours to fix. Without a sanitizer nothing calls them.
+
+// Defined and exported under its C name, whatever the optimiser sees.
+#define OVERSEER_SANITIZER_HOOK extern "C" __attribute__((used, visibility("default")))
+
+// LeakSanitizer (part of --config=asan).
+OVERSEER_SANITIZER_HOOK const char* __lsan_default_suppressions() {
+  return
+      // c-ares 1.18.1 (Debian 12's libc-ares2) leaks the copy of a name that
+      // ares_gethostbyname answers from /etc/hosts (c-ares issue #439, fixed in later
+      // releases); gRPC's default resolver looks up "localhost" that way, 10 bytes a
+      // time. The stack has no frame of ours below gRPC.
+      "leak:libcares.so.2\n";
+}
+
+// ThreadSanitizer (--config=tsan). Debian's gRPC (libgrpc, libgrpc++, libgpr, libupb) is
+// not instrumented: TSan sees none of its own loads and stores, nor the happens-before
+// that its lock-free queues and atomics create when it hands closures, slices and
+// statuses from one of its threads to another (third_party/grpc_tsan_annotations.cc
+// states the one handoff that carries our data: a completion queue's tag). What TSan
+// does see of gRPC is its calls to intercepted functions (memcpy, sendmsg, recvmsg,
+// operator new and delete), which then look unordered; every such report here had both
+// accesses made by gRPC. A called_from_lib entry ignores exactly the intercepted calls
+// that the named library makes itself; every access of Overseer's code stays checked.
+OVERSEER_SANITIZER_HOOK const char* __tsan_default_suppressions() {
+  return "called_from_lib:libgrpc.so\n"
+         "called_from_lib:libgrpc++.so\n"
+         "called_from_lib:libgpr.so\n"
+         "called_from_lib:libupb.so\n"
+         // Abseil's LowLevelAlloc maps the pages of a thread's absl::Mutex wait record
+         // with mmap, which TSan counts as a write by that thread; the record then
+         // reaches the thread that wakes it through the mutex's own wait queue, whose
+         // accesses Abseil's TSan annotations hide from TSan (on purpose: they are the
+         // lock's implementation). The mmap is the only access TSan sees unordered.
+         "called_from_lib:libabsl_malloc_internal.so\n";
+}
