@@ -206,9 +206,8 @@ int Main() {
   std::string received(static_cast<size_t>(kTotalBytes), '\0');
   bench::Rounds restores("checkpoint restore");
   const int raw_read = restores.Add("raw_read", [&] {
-    return MbPerSecond(bench::SecondsOf([&] {
-      CHECK(RawRead(dir + "/embedded", embedded_step, &buffer) >= kTotalBytes);
-    }));
+    return MbPerSecond(bench::SecondsOf(
+        [&] { CHECK(RawRead(dir + "/embedded", embedded_step, &buffer) >= kTotalBytes); }));
   });
   const int restore_embedded = restores.Add("embedded", [&] {
     return MbPerSecond(bench::SecondsOf([&] { Restore(embedded->get(), "", embedded_step); }));

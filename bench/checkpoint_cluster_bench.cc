@@ -93,7 +93,7 @@ constexpr absl::Duration kQuietTraining = absl::Seconds(2);
 // The raw direct reads: pieces and pieces in flight per file, as the ps's local reads.
 constexpr int64_t kPieceBytes = 8 << 20;
 constexpr int kReadersPerFile = 4;
-constexpr int64_t kStreamChunkBytes = 4 << 20;  // The store's ReadTensors messages.
+constexpr int64_t kStreamChunkBytes = 4 << 20;     // The store's ReadTensors messages.
 constexpr int kStoreStreamWindowBytes = 64 << 20;  // GrpcCheckpointStore::Connect's.
 
 void Progress(const std::string& what) { bench::Progress(what); }
@@ -131,11 +131,10 @@ Model BuildModel() {
   std::vector<Operation> updates;
   for (int k = 0; k < kPsTasks; ++k) {
     Scope ps = root.WithDevice(PsDevice(k));
-    Variable bias = MakeVariable(ps.WithOpName(absl::StrCat("bias", k)),
-                                 ops::Fill(ps, {kBiasFloats}, 0.0f));
+    Variable bias =
+        MakeVariable(ps.WithOpName(absl::StrCat("bias", k)), ops::Fill(ps, {kBiasFloats}, 0.0f));
     Output grad = ops::Fill(ps, {kBiasFloats}, 1.0f);
-    updates.push_back(
-        Operation(ops::ApplyGradientDescent(ps, bias.ref, 0.001f, grad).node()));
+    updates.push_back(Operation(ops::ApplyGradientDescent(ps, bias.ref, 0.001f, grad).node()));
   }
   m.train = ops::NoOp(root.WithOpName("train").WithControlDependencies(updates)).name();
   m.init = GlobalVariablesInitializer(root).name();
@@ -288,7 +287,7 @@ struct AlignedBuffer {
   explicit AlignedBuffer(size_t bytes) {
     CHECK(::posix_memalign(reinterpret_cast<void**>(&data), 1 << 21, bytes) == 0);
     ::madvise(data, bytes, MADV_HUGEPAGE);  // Advice only; may be refused.
-    std::memset(data, 0, bytes);  // Fault the pages in once, before any round.
+    std::memset(data, 0, bytes);            // Fault the pages in once, before any round.
   }
   ~AlignedBuffer() { std::free(data); }
   char* data = nullptr;
@@ -338,7 +337,8 @@ int Run(const char* argv0) {
 
   Progress("saves and raw writes");
   bench::Rounds saves("checkpoint_cluster save");
-  const int raw_write = saves.Add("raw_write", [&] { return GbPerSecond(RawWrite(raw_paths, buffer)); });
+  const int raw_write =
+      saves.Add("raw_write", [&] { return GbPerSecond(RawWrite(raw_paths, buffer)); });
   const int timed_save = saves.Add("save", [&] { return GbPerSecond(bench::SecondsOf(save)); });
   saves.Run(kSaveRounds);
 
@@ -402,8 +402,8 @@ int Run(const char* argv0) {
                      saves.samples(raw_write));
   bench::PrintFigure("checkpoint.restore_gbps", "GB/s", restores.samples(local_restore),
                      restores.samples(raw_read));
-  bench::PrintFigure("checkpoint.restore_gbps_streamed", "GB/s",
-                     restores.samples(streamed_restore), restores.samples(raw_grpc));
+  bench::PrintFigure("checkpoint.restore_gbps_streamed", "GB/s", restores.samples(streamed_restore),
+                     restores.samples(raw_grpc));
   bench::PrintFigure("checkpoint.train_steps_per_sec_during_save", "steps/s",
                      training.samples(during_save), training.samples(quiet));
 

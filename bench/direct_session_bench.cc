@@ -42,8 +42,7 @@ GraphDef Chain(int length, const Tensor& value) {
   GraphDef g;
   SetNodeAttr(AddNode(&g, "n0", "Const", {}, value.dtype()), "value", value);
   for (int i = 1; i < length; ++i) {
-    AddNode(&g, "n" + std::to_string(i), "Neg", {"n" + std::to_string(i - 1)},
-            value.dtype());
+    AddNode(&g, "n" + std::to_string(i), "Neg", {"n" + std::to_string(i - 1)}, value.dtype());
   }
   return g;
 }
@@ -99,8 +98,9 @@ void RunOverhead(int length, const std::string& name) {
                      },
                      kOverheadWindow);
   });
-  const int kernels = rounds.Add(
-      "kernels", [&] { return 1e6 * bench::MeanSecondsPerCall([&] { direct.Run(); }, kOverheadWindow); });
+  const int kernels = rounds.Add("kernels", [&] {
+    return 1e6 * bench::MeanSecondsPerCall([&] { direct.Run(); }, kOverheadWindow);
+  });
   rounds.Run(kOverheadRounds);
   bench::PrintFigure(name, "us", rounds.samples(in_session), rounds.samples(kernels));
 }

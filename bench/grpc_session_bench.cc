@@ -64,17 +64,15 @@ int Run(const char* argv0) {
     CHECK(s.ok()) << s;
   };
   bench::Rounds rounds("grpc_session.run_step_us");
-  const int ping = rounds.Add("ping", [&] {
-    return 1e6 * bench::MeanSecondsPerCall([&] { raw.Ping(); }, kWindowSeconds);
-  });
+  const int ping = rounds.Add(
+      "ping", [&] { return 1e6 * bench::MeanSecondsPerCall([&] { raw.Ping(); }, kWindowSeconds); });
   const int steps =
       rounds.Add("step", [&] { return 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds); });
   rounds.Run(kRounds);
   CHECK(out.size() == 1 && out[0].scalar<float>() == 1.0f);
   absl::Status closed = (*session)->Close();
   CHECK(closed.ok()) << closed;
-  bench::PrintFigure("grpc_session.run_step_us", "us", rounds.samples(steps),
-                     rounds.samples(ping));
+  bench::PrintFigure("grpc_session.run_step_us", "us", rounds.samples(steps), rounds.samples(ping));
   return 0;
 }
 

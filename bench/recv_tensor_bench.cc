@@ -73,8 +73,7 @@ void AddTransfer(GraphDef* g, const std::string& suffix, int64_t floats) {
   NodeDef* init = AddNode(g, "init" + suffix, "Assign", {"v" + suffix, "fill" + suffix}, kTask0);
   SetNodeAttr(init, "T", DT_FLOAT);
   SetNodeAttr(AddNode(g, "read" + suffix, "Identity", {"v" + suffix}, kTask0), "T", DT_FLOAT);
-  SetNodeAttr(AddNode(g, "shape" + suffix, "Shape", {"read" + suffix}, kTask1), "T",
-              DT_FLOAT);
+  SetNodeAttr(AddNode(g, "shape" + suffix, "Shape", {"read" + suffix}, kTask1), "T", DT_FLOAT);
 }
 
 struct Size {
@@ -139,8 +138,8 @@ int Run(const char* argv0) {
     CHECK(out.size() == 1 && out[0].flat<int32_t>()(0) == size.bytes / 4);
     bench::PrintFigure("recv_tensor.gbps_" + size.name, "GB/s", rounds.samples(step),
                        rounds.samples(tcp));
-    bench::PrintFigure("recv_tensor.gbps_" + size.name + "_vs_grpc", "GB/s",
-                       rounds.samples(step), rounds.samples(raw_grpc));
+    bench::PrintFigure("recv_tensor.gbps_" + size.name + "_vs_grpc", "GB/s", rounds.samples(step),
+                       rounds.samples(raw_grpc));
   }
   s = (*session)->Close();
   CHECK(s.ok()) << s;

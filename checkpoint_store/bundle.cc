@@ -64,8 +64,8 @@ class StringSource : public leveldb::RandomAccessFile {
       *result = leveldb::Slice();
       return leveldb::Status::IOError("read past the end of the index");
     }
-    *result = leveldb::Slice(contents_.data() + offset,
-                             std::min<size_t>(n, contents_.size() - offset));
+    *result =
+        leveldb::Slice(contents_.data() + offset, std::min<size_t>(n, contents_.size() - offset));
     return leveldb::Status::OK();
   }
 
@@ -161,10 +161,9 @@ absl::Status DataFileWriter::BeginTensor(const TensorHeader& header) {
 absl::Status DataFileWriter::Append(absl::string_view data) {
   if (data.empty()) return absl::OkStatus();
   if (current_ == nullptr || static_cast<int64_t>(data.size()) > current_remaining_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(data.size(), " bytes written to ", path_, " beyond the declared size of ",
-                     current_ == nullptr ? std::string("any tensor")
-                                         : absl::StrCat("tensor ", current_name_)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        data.size(), " bytes written to ", path_, " beyond the declared size of ",
+        current_ == nullptr ? std::string("any tensor") : absl::StrCat("tensor ", current_name_)));
   }
   RETURN_IF_ERROR(file_->Append(data));
   current_crc_ = crc32c::Extend(current_crc_, data);
@@ -237,8 +236,8 @@ absl::StatusOr<std::unique_ptr<BundleReader>> BundleReader::Open(FileSystem* fs,
   leveldb::Table* raw_table = nullptr;
   leveldb::Status opened = leveldb::Table::Open(TableOptions(), &source, size, &raw_table);
   if (!opened.ok()) {
-    return absl::DataLossError(absl::StrCat("checkpoint index ", path,
-                                            " is not a valid table: ", opened.ToString()));
+    return absl::DataLossError(
+        absl::StrCat("checkpoint index ", path, " is not a valid table: ", opened.ToString()));
   }
   std::unique_ptr<leveldb::Table> table(raw_table);
   leveldb::ReadOptions read_options;
@@ -289,8 +288,7 @@ absl::StatusOr<std::unique_ptr<BundleReader>> BundleReader::Open(FileSystem* fs,
 absl::StatusOr<const BundleEntryProto*> BundleReader::Lookup(absl::string_view name) const {
   auto it = entries_.find(std::string(name));
   if (it == entries_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("tensor ", name, " is not in checkpoint ", prefix_));
+    return absl::NotFoundError(absl::StrCat("tensor ", name, " is not in checkpoint ", prefix_));
   }
   return &it->second;
 }
@@ -318,15 +316,14 @@ absl::StatusOr<const BundleEntryProto*> BundleReader::CheckedEntry(absl::string_
   RETURN_IF_ERROR(CheckStorableDtype(entry->dtype(), name));
   const int num_shards = header_.num_shards();
   if (entry->shard_id() < 0 || entry->shard_id() >= num_shards) {
-    return absl::DataLossError(absl::StrCat("tensor ", name, " in ", prefix_,
-                                            " names shard ", entry->shard_id(), " of ",
-                                            num_shards));
+    return absl::DataLossError(absl::StrCat("tensor ", name, " in ", prefix_, " names shard ",
+                                            entry->shard_id(), " of ", num_shards));
   }
   auto elements = NumElements(entry->shape(), name);
   if (!elements.ok() || entry->offset() < 0 ||
       entry->size() != *elements * static_cast<int64_t>(DataTypeSize(entry->dtype()))) {
-    return absl::DataLossError(absl::StrCat("invalid size in bundle entry of tensor ", name,
-                                            " (", entry->size(), " bytes) in ", prefix_));
+    return absl::DataLossError(absl::StrCat("invalid size in bundle entry of tensor ", name, " (",
+                                            entry->size(), " bytes) in ", prefix_));
   }
   return entry;
 }
@@ -376,20 +373,20 @@ absl::Status ReadVerifiedTensor(const RandomAccessFile& file, const std::string&
   return CheckTensorCrc(path, name, masked_crc32c, actual);
 }
 
-absl::Status TruncatedTensorError(const std::string& path, absl::string_view name,
-                                  uint64_t offset, uint64_t size, uint64_t got) {
+absl::Status TruncatedTensorError(const std::string& path, absl::string_view name, uint64_t offset,
+                                  uint64_t size, uint64_t got) {
   return absl::DataLossError(absl::StrCat("data file ", path, " is truncated: tensor ", name,
-                                          " needs bytes [", offset, ", ", offset + size,
-                                          "), got ", got));
+                                          " needs bytes [", offset, ", ", offset + size, "), got ",
+                                          got));
 }
 
-absl::Status CheckTensorCrc(const std::string& path, absl::string_view name,
-                            uint32_t masked_crc32c, uint32_t actual) {
+absl::Status CheckTensorCrc(const std::string& path, absl::string_view name, uint32_t masked_crc32c,
+                            uint32_t actual) {
   const uint32_t stored = crc32c::Unmask(masked_crc32c);
   if (stored == actual) return absl::OkStatus();
-  return absl::DataLossError(absl::StrFormat(
-      "checksum of tensor %s does not match in %s: stored %08x vs. calculated %08x", name, path,
-      stored, actual));
+  return absl::DataLossError(
+      absl::StrFormat("checksum of tensor %s does not match in %s: stored %08x vs. calculated %08x",
+                      name, path, stored, actual));
 }
 
 }  // namespace overseer

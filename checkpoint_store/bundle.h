@@ -43,8 +43,7 @@ constexpr int64_t kTensorAlignment = 4096;
 class DataFileWriter {
  public:
   // Creates `path` (which must not exist) for shard `shard_id`.
-  static absl::StatusOr<std::unique_ptr<DataFileWriter>> Create(FileSystem* fs,
-                                                                std::string path,
+  static absl::StatusOr<std::unique_ptr<DataFileWriter>> Create(FileSystem* fs, std::string path,
                                                                 int shard_id);
 
   // Starts a tensor whose header.size bytes follow through Append. INVALID_ARGUMENT on
@@ -97,10 +96,10 @@ absl::Status ReadVerifiedTensor(const RandomAccessFile& file, const std::string&
 // The errors every reader of a tensor's bytes gives, so that all read paths word them
 // alike: DATA_LOSS for data file `path` ending after `got` of the tensor's `size` bytes
 // at `offset`, and for a CRC32C `actual` that differs from `masked_crc32c`.
-absl::Status TruncatedTensorError(const std::string& path, absl::string_view name,
-                                  uint64_t offset, uint64_t size, uint64_t got);
-absl::Status CheckTensorCrc(const std::string& path, absl::string_view name,
-                            uint32_t masked_crc32c, uint32_t actual);
+absl::Status TruncatedTensorError(const std::string& path, absl::string_view name, uint64_t offset,
+                                  uint64_t size, uint64_t got);
+absl::Status CheckTensorCrc(const std::string& path, absl::string_view name, uint32_t masked_crc32c,
+                            uint32_t actual);
 
 // Reads a bundle given its prefix. Every tensor read is CRC32C-verified. Thread-safe.
 class BundleReader {
@@ -108,8 +107,7 @@ class BundleReader {
   // Parses "<prefix>.index" with block checksums verified. NOT_FOUND if it does not
   // exist; DATA_LOSS naming the file for a truncated or corrupted table, a bad magic
   // or a bad header; FAILED_PRECONDITION for a big-endian or too new bundle.
-  static absl::StatusOr<std::unique_ptr<BundleReader>> Open(FileSystem* fs,
-                                                            std::string prefix);
+  static absl::StatusOr<std::unique_ptr<BundleReader>> Open(FileSystem* fs, std::string prefix);
 
   const BundleHeaderProto& header() const { return header_; }
   const std::map<std::string, BundleEntryProto>& entries() const { return entries_; }

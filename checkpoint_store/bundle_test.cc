@@ -1,10 +1,10 @@
 #include "checkpoint_store/bundle.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-
-#include <unistd.h>
 
 #include "core/types.h"
 #include "gtest/gtest.h"
@@ -205,8 +205,7 @@ TEST_F(BundleTest, DamagedIndexIsDataLoss) {
   flipped[5] ^= 0x40;  // Inside the data block: its checksum fails.
   rewrite(flipped);
   EXPECT_EQ(BundleReader::Open(fs_, prefix_).status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(BundleReader::Open(fs_, dir_ + "/absent").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(BundleReader::Open(fs_, dir_ + "/absent").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(BundleTest, BadTensorsAreInvalidArgument) {

@@ -57,16 +57,14 @@ absl::Status ValidateCheckpointRun(absl::string_view run) {
 }
 
 absl::Status ValidateCheckpointName(absl::string_view name) {
-  if (name.empty() || name.size() > 255 || name == "." || name == ".." ||
-      name == kStateFilename || absl::StrContains(name, kTempMarker) ||
-      absl::StartsWith(name, kStateTempPrefix)) {
+  if (name.empty() || name.size() > 255 || name == "." || name == ".." || name == kStateFilename ||
+      absl::StrContains(name, kTempMarker) || absl::StartsWith(name, kStateTempPrefix)) {
     return absl::InvalidArgumentError(absl::StrCat("invalid checkpoint name '", name, "'"));
   }
   for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' &&
-        c != '-') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "invalid checkpoint name '", name, "': only [A-Za-z0-9._-] may appear"));
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid checkpoint name '", name, "': only [A-Za-z0-9._-] may appear"));
     }
   }
   return absl::OkStatus();
@@ -140,15 +138,16 @@ CheckpointStore::CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
   };
   auto histogram = [&](const char* name, const char* help) {
     return &prometheus::BuildHistogram().Name(name).Help(help).Register(*metrics).Add(
-        {}, prometheus::Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                                                    5, 10, 25, 60, 120, 300});
+        {}, prometheus::Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+                                                    10, 25, 60, 120, 300});
   };
   committed_ = counter("overseer_checkpoint_store_checkpoints_committed_total",
                        "Checkpoints published by a commit.");
-  bytes_written_ = counter("overseer_checkpoint_store_bytes_written_total",
-                           "Bytes written to data files (tensors and the zeros that align large ones).");
-  bytes_read_ = counter("overseer_checkpoint_store_bytes_read_total",
-                        "Tensor bytes read and verified.");
+  bytes_written_ =
+      counter("overseer_checkpoint_store_bytes_written_total",
+              "Bytes written to data files (tensors and the zeros that align large ones).");
+  bytes_read_ =
+      counter("overseer_checkpoint_store_bytes_read_total", "Tensor bytes read and verified.");
   crc_failures_ = counter("overseer_checkpoint_store_crc_failures_total",
                           "Tensor reads that failed CRC32C verification.");
   save_seconds_ = histogram("overseer_checkpoint_store_save_duration_seconds",
@@ -157,13 +156,15 @@ CheckpointStore::CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
                                "Time a ReadTensors call takes.");
   latest_step_ = &prometheus::BuildGauge()
                       .Name("overseer_checkpoint_store_latest_checkpoint_step")
-                      .Help("The global step of each run's newest complete checkpoint (-1 if "
-                            "its name has none).")
+                      .Help(
+                          "The global step of each run's newest complete checkpoint (-1 if "
+                          "its name has none).")
                       .Register(*metrics);
   latest_timestamp_ = &prometheus::BuildGauge()
                            .Name("overseer_checkpoint_store_latest_checkpoint_timestamp_seconds")
-                           .Help("When each run's newest complete checkpoint was committed, "
-                                 "Unix seconds.")
+                           .Help(
+                               "When each run's newest complete checkpoint was committed, "
+                               "Unix seconds.")
                            .Register(*metrics);
 }
 
@@ -203,8 +204,7 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
   if (root.empty()) return absl::InvalidArgumentError("the checkpoint store root is empty");
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   RETURN_IF_ERROR(fs->CreateDirs(root));
-  std::unique_ptr<CheckpointStore> store(
-      new CheckpointStore(fs, std::move(root), clock, metrics));
+  std::unique_ptr<CheckpointStore> store(new CheckpointStore(fs, std::move(root), clock, metrics));
   RETURN_IF_ERROR(store->RemoveLeftovers(store->root_));
   if (metrics != nullptr) store->RecordLatestOfRuns(store->root_, "");
   return store;
@@ -306,8 +306,7 @@ absl::StatusOr<std::unique_ptr<ShardWriter>> CheckpointStore::OpenShard(
 }
 
 void CheckpointStore::ShardClosed(const std::string& id, int shard_id, bool ok,
-                                  std::map<std::string, BundleEntryProto> entries,
-                                  int64_t bytes) {
+                                  std::map<std::string, BundleEntryProto> entries, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   auto it = pending_.find(id);
   if (it == pending_.end()) return;  // Aborted meanwhile.
@@ -332,10 +331,9 @@ absl::StatusOr<std::shared_ptr<CheckpointStore::Pending>> CheckpointStore::TakeP
       if (!it->second->shards[i].closed) missing.push_back(absl::StrCat(i));
     }
     if (!missing.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("checkpoint ", it->second->name, " cannot be committed: shard(s) ",
-                       absl::StrJoin(missing, ", "), " of ", it->second->num_shards,
-                       " not written yet"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint ", it->second->name, " cannot be committed: shard(s) ",
+          absl::StrJoin(missing, ", "), " of ", it->second->num_shards, " not written yet"));
     }
   }
   std::shared_ptr<Pending> pending = it->second;
@@ -375,8 +373,7 @@ int CheckpointStore::pending_checkpoints() const {
   return static_cast<int>(pending_.size());
 }
 
-absl::StatusOr<CheckpointInfo> CheckpointStore::CommitCheckpoint(
-    const std::string& checkpoint_id) {
+absl::StatusOr<CheckpointInfo> CheckpointStore::CommitCheckpoint(const std::string& checkpoint_id) {
   std::string dir;
   {
     absl::MutexLock lock(&mu_);
@@ -404,8 +401,8 @@ absl::Status CheckpointStore::Publish(const Pending& pending, CheckpointInfo* in
   for (const Shard& shard : pending.shards) {
     for (const auto& [name, entry] : shard.entries) {
       if (!entries.emplace(name, entry).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "tensor ", name, " is in two shards of checkpoint ", pending.name));
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor ", name, " is in two shards of checkpoint ", pending.name));
       }
     }
   }
@@ -451,8 +448,8 @@ absl::Status CheckpointStore::UpdateState(const Pending& pending, double timesta
   if (old.ok() && old->has_value()) {
     const CheckpointState& state = **old;
     last_preserved = state.last_preserved_timestamp();
-    const bool timed = state.all_model_checkpoint_timestamps_size() ==
-                       state.all_model_checkpoint_paths_size();
+    const bool timed =
+        state.all_model_checkpoint_timestamps_size() == state.all_model_checkpoint_paths_size();
     for (int i = 0; i < state.all_model_checkpoint_paths_size(); ++i) {
       // Entries without timestamps (TF1's Saver) are preserved, as TF's manager does.
       list.emplace_back(Basename(state.all_model_checkpoint_paths(i)),
@@ -563,8 +560,8 @@ absl::StatusOr<std::vector<TensorHeader>> CheckpointStore::ListTensors(const std
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<BundleReader>> CheckpointStore::OpenBundle(
-    const std::string& run, const std::string& name) {
+absl::StatusOr<std::unique_ptr<BundleReader>> CheckpointStore::OpenBundle(const std::string& run,
+                                                                          const std::string& name) {
   RETURN_IF_ERROR(ValidateCheckpointRun(run));
   RETURN_IF_ERROR(ValidateCheckpointName(name));
   return BundleReader::Open(fs_, absl::StrCat(RunDir(run), "/", name));
@@ -613,12 +610,13 @@ absl::Status CheckpointStore::DeleteCheckpoint(const std::string& run, const std
   if (state.has_value()) {
     CheckpointState kept;
     kept.set_last_preserved_timestamp(state->last_preserved_timestamp());
-    const bool timed = state->all_model_checkpoint_timestamps_size() ==
-                       state->all_model_checkpoint_paths_size();
+    const bool timed =
+        state->all_model_checkpoint_timestamps_size() == state->all_model_checkpoint_paths_size();
     for (int i = 0; i < state->all_model_checkpoint_paths_size(); ++i) {
       if (Basename(state->all_model_checkpoint_paths(i)) == name) continue;
       kept.add_all_model_checkpoint_paths(state->all_model_checkpoint_paths(i));
-      if (timed) kept.add_all_model_checkpoint_timestamps(state->all_model_checkpoint_timestamps(i));
+      if (timed)
+        kept.add_all_model_checkpoint_timestamps(state->all_model_checkpoint_timestamps(i));
     }
     if (kept.all_model_checkpoint_paths_size() > 0) {
       kept.set_model_checkpoint_path(

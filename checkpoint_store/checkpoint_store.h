@@ -50,10 +50,9 @@ class CheckpointStore : public CheckpointStoreInterface {
   // Opens the store at `root` (created if missing) and removes what a crash left
   // behind under it: temp files and data files without an index. `fs` and `clock` are
   // borrowed and must outlive the store; `metrics` may be null.
-  static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(FileSystem* fs, std::string root,
-                                                               Clock* clock = Clock::Real(),
-                                                               prometheus::Registry* metrics =
-                                                                   nullptr);
+  static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(
+      FileSystem* fs, std::string root, Clock* clock = Clock::Real(),
+      prometheus::Registry* metrics = nullptr);
   ~CheckpointStore() override;
 
   absl::StatusOr<std::string> BeginCheckpoint(const BeginCheckpointRequest& request) override;
@@ -89,8 +88,7 @@ class CheckpointStore : public CheckpointStoreInterface {
   struct Pending;
   class LocalShardWriter;
 
-  CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
-                  prometheus::Registry* metrics);
+  CheckpointStore(FileSystem* fs, std::string root, Clock* clock, prometheus::Registry* metrics);
   std::string RunDir(const std::string& run) const;
   absl::Mutex* RunMutex(const std::string& dir);
   absl::StatusOr<std::shared_ptr<Pending>> TakePending(const std::string& id, bool require_closed);

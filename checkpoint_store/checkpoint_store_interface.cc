@@ -42,8 +42,7 @@ class ConsumerReceiver : public TensorReceiver {
 
 }  // namespace
 
-absl::Status CheckpointStoreInterface::ReadTensors(const std::string& run,
-                                                   const std::string& name,
+absl::Status CheckpointStoreInterface::ReadTensors(const std::string& run, const std::string& name,
                                                    const std::vector<std::string>& tensor_names,
                                                    const TensorConsumer& consumer) {
   ConsumerReceiver receiver(&consumer);

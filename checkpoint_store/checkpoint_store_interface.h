@@ -68,8 +68,8 @@ class CheckpointStoreInterface {
   virtual absl::StatusOr<std::string> BeginCheckpoint(const BeginCheckpointRequest& request) = 0;
   // Opens shard `shard_id` of a begun checkpoint. NOT_FOUND for an unknown id;
   // FAILED_PRECONDITION if the shard was already opened.
-  virtual absl::StatusOr<std::unique_ptr<ShardWriter>> OpenShard(
-      const std::string& checkpoint_id, int shard_id) = 0;
+  virtual absl::StatusOr<std::unique_ptr<ShardWriter>> OpenShard(const std::string& checkpoint_id,
+                                                                 int shard_id) = 0;
   // Publishes the checkpoint once every shard is closed (FAILED_PRECONDITION naming the
   // missing shards otherwise, and the checkpoint stays pending), updates the state file
   // and applies the retention policy. Commits of one run are serialised.

@@ -3,11 +3,11 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "checkpoint_store/bundle.h"
 #include "checkpoint_store/state_file.h"
 #include "checkpoint_store/testing/crashing_file_system.h"
 #include "checkpoint_store/testing/tensor_headers.h"
-#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
@@ -55,8 +55,8 @@ class CheckpointStoreTest : public ::testing::Test {
       if (!writer.ok()) return writer.status();
       for (int t = 0; t < 2; ++t) {
         const std::string tensor = "ps" + std::to_string(shard) + "/w" + std::to_string(t);
-        absl::Status s = (*writer)->AddTensor(FloatHeader(tensor, 1000 + t),
-                                              Bytes(1000 + t, seed + shard + t));
+        absl::Status s =
+            (*writer)->AddTensor(FloatHeader(tensor, 1000 + t), Bytes(1000 + t, seed + shard + t));
         if (!s.ok()) return s;
       }
       absl::Status s = (*writer)->Close();
@@ -69,13 +69,14 @@ class CheckpointStoreTest : public ::testing::Test {
   void ExpectContents(CheckpointStoreInterface* store, const std::string& run,
                       const std::string& name, char seed) {
     int seen = 0;
-    absl::Status s = store->ReadTensors(run, name, {}, [&](const TensorHeader& h, absl::string_view data) {
-      const int shard = h.name()[2] - '0';
-      const int t = h.name()[5] - '0';
-      EXPECT_EQ(data, Bytes(1000 + t, seed + shard + t)) << h.name();
-      ++seen;
-      return absl::OkStatus();
-    });
+    absl::Status s =
+        store->ReadTensors(run, name, {}, [&](const TensorHeader& h, absl::string_view data) {
+          const int shard = h.name()[2] - '0';
+          const int t = h.name()[5] - '0';
+          EXPECT_EQ(data, Bytes(1000 + t, seed + shard + t)) << h.name();
+          ++seen;
+          return absl::OkStatus();
+        });
     EXPECT_TRUE(s.ok()) << s;
     EXPECT_EQ(seen, 4);
   }
@@ -106,7 +107,8 @@ TEST_F(CheckpointStoreTest, SaveLatestListRead) {
   ASSERT_TRUE(latest.ok() && latest->has_value());
   EXPECT_EQ((*latest)->name(), "model.ckpt-20");
   EXPECT_EQ((*latest)->step(), 20);
-  EXPECT_EQ(Names(store.get(), "train"), (std::vector<std::string>{"model.ckpt-10", "model.ckpt-20"}));
+  EXPECT_EQ(Names(store.get(), "train"),
+            (std::vector<std::string>{"model.ckpt-10", "model.ckpt-20"}));
   ExpectContents(store.get(), "train", "model.ckpt-10", 'a');
   ExpectContents(store.get(), "train", "model.ckpt-20", 'b');
   // TensorFlow's files and state file.
@@ -122,12 +124,14 @@ TEST_F(CheckpointStoreTest, SaveLatestListRead) {
   EXPECT_EQ(tensors->size(), 4u);
   // A subset.
   int seen = 0;
-  ASSERT_TRUE(store->ReadTensors("train", "model.ckpt-20", {"ps1/w0"},
-                                 [&](const TensorHeader& h, absl::string_view) {
-                                   EXPECT_EQ(h.name(), "ps1/w0");
-                                   ++seen;
-                                   return absl::OkStatus();
-                                 }).ok());
+  ASSERT_TRUE(store
+                  ->ReadTensors("train", "model.ckpt-20", {"ps1/w0"},
+                                [&](const TensorHeader& h, absl::string_view) {
+                                  EXPECT_EQ(h.name(), "ps1/w0");
+                                  ++seen;
+                                  return absl::OkStatus();
+                                })
+                  .ok());
   EXPECT_EQ(seen, 1);
   EXPECT_EQ(store->ReadTensors("train", "model.ckpt-20", {"nope"}, nullptr).code(),
             absl::StatusCode::kNotFound);
@@ -236,9 +240,7 @@ TEST_F(CheckpointStoreTest, DeleteRemovesFilesAndEntry) {
 // set by commits and deletes, and found again by a restarted store.
 TEST_F(CheckpointStoreTest, MetricsNameEachRunsNewestCheckpoint) {
   prometheus::Registry registry;
-  auto metrics = [&registry] {
-    return prometheus::TextSerializer().Serialize(registry.Collect());
-  };
+  auto metrics = [&registry] { return prometheus::TextSerializer().Serialize(registry.Collect()); };
   const std::string step = "overseer_checkpoint_store_latest_checkpoint_step";
   const std::string time = "overseer_checkpoint_store_latest_checkpoint_timestamp_seconds";
   {
@@ -294,7 +296,9 @@ TEST_F(CheckpointStoreTest, CrashAtEveryPointLeavesNoTornCheckpoint) {
     auto listed = store->ListCheckpoints("r");
     ASSERT_TRUE(listed.ok());
     for (const auto& info : *listed) {
-      const char seed = info.name() == "model.ckpt-1" ? 'a' : info.name() == "model.ckpt-2" ? 'b' : 'c';
+      const char seed = info.name() == "model.ckpt-1"   ? 'a'
+                        : info.name() == "model.ckpt-2" ? 'b'
+                                                        : 'c';
       ExpectContents(store.get(), "r", info.name(), seed);
     }
     auto files = fs_->ListDir(root_ + "/r");

@@ -77,8 +77,8 @@ struct ReadResult {
 ReadResult PreadFully(int fd, char* dst, uint64_t n, uint64_t offset) {
   ReadResult result;
   while (result.got < n) {
-    const ssize_t r = ::pread(fd, dst + result.got, n - result.got,
-                              static_cast<off_t>(offset + result.got));
+    const ssize_t r =
+        ::pread(fd, dst + result.got, n - result.got, static_cast<off_t>(offset + result.got));
     if (r < 0 && errno == EINTR) continue;
     // O_DIRECT refuses a read that starts inside the block where the file ends.
     if (r < 0 && errno == EINVAL && result.got > 0) break;
@@ -116,8 +116,8 @@ absl::Status ReadVerifiedTensorDirect(int fd, const std::string& path, absl::str
   }
   const DirectMode direct(fd);
   if (!direct.on()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot read ", path, " with O_DIRECT: ", std::strerror(errno)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read ", path, " with O_DIRECT: ", std::strerror(errno)));
   }
   // The whole blocks go straight into `dst`, piece by piece; the last partial block
   // (if any) through an aligned bounce buffer.
@@ -145,7 +145,8 @@ absl::Status ReadVerifiedTensorDirect(int fd, const std::string& path, absl::str
     ReadResult result;
     {
       absl::MutexLock lock(&mu);
-      mu.Await(absl::Condition(+[](Piece* p) { return p->done; }, &state[i]));
+      mu.Await(absl::Condition(
+          +[](Piece* p) { return p->done; }, &state[i]));
       result = state[i].result;
     }
     const uint64_t begin = i * kPieceBytes;

@@ -49,8 +49,7 @@ class DirectReadTest : public ::testing::Test {
     contents.resize(length);
     const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, contents.data(), contents.size()),
-              static_cast<ssize_t>(contents.size()));
+    ASSERT_EQ(::write(fd, contents.data(), contents.size()), static_cast<ssize_t>(contents.size()));
     ASSERT_EQ(::fsync(fd), 0);
     ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
     ::close(fd);
@@ -68,8 +67,7 @@ class DirectReadTest : public ::testing::Test {
 
   absl::Status Read(uint32_t masked_crc, char* dst) {
     if (fd_ < 0) Open();
-    return ReadVerifiedTensorDirect(fd_, path_, "layer/weights", kOffset, kSize, masked_crc,
-                                    dst);
+    return ReadVerifiedTensorDirect(fd_, path_, "layer/weights", kOffset, kSize, masked_crc, dst);
   }
 
   uint32_t Crc() const { return crc32c::Mask(crc32c::Value(data_)); }
@@ -106,7 +104,7 @@ TEST_F(DirectReadTest, ReadsTheTensorPastThePageCache) {
 TEST_F(DirectReadTest, ShouldReadDirectOnlyLargeAlignedUncachedTensors) {
   const int fd = Open();
   EXPECT_TRUE(ShouldReadDirect(fd, kOffset, kSize));
-  EXPECT_FALSE(ShouldReadDirect(fd, kOffset + 1, kSize - 1));             // Unaligned.
+  EXPECT_FALSE(ShouldReadDirect(fd, kOffset + 1, kSize - 1));               // Unaligned.
   EXPECT_FALSE(ShouldReadDirect(fd, kOffset, kDirectReadMinBytes - 4096));  // Small.
   std::vector<char> buffer(kSize);
   ASSERT_EQ(::pread(fd, buffer.data(), kSize, kOffset), static_cast<ssize_t>(kSize));
@@ -130,7 +128,8 @@ TEST_F(DirectReadTest, AFileEndingInsideAPieceIsTruncated) {
   const absl::Status read = Read(Crc(), dst_.get());
   if (absl::IsFailedPrecondition(read)) GTEST_SKIP() << "no direct I/O here: " << read;
   EXPECT_TRUE(absl::IsDataLoss(read)) << read;
-  EXPECT_NE(read.message().find(absl::StrCat("data file ", path_, " is truncated: tensor "
+  EXPECT_NE(read.message().find(absl::StrCat("data file ", path_,
+                                             " is truncated: tensor "
                                              "layer/weights needs bytes [4096, ",
                                              kOffset + kSize, "), got ", (10 << 20) + 5)),
             std::string::npos)

@@ -33,9 +33,9 @@ absl::Status SocketAddress(const std::string& address, sockaddr_un* addr, sockle
     return absl::InvalidArgumentError("empty local read socket address");
   }
   if (address.size() >= sizeof(addr->sun_path)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("local read socket address ", address, " is longer than ",
-                     sizeof(addr->sun_path) - 1, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("local read socket address ", address,
+                                                   " is longer than ", sizeof(addr->sun_path) - 1,
+                                                   " bytes"));
   }
   std::memcpy(addr->sun_path, address.data(), address.size());
   if (address[0] == '@') addr->sun_path[0] = '\0';  // The abstract namespace.
@@ -63,8 +63,7 @@ constexpr uint64_t kUpfrontPrefetchBytes = uint64_t{1} << 30;
 class DescriptorFile : public RandomAccessFile {
  public:
   DescriptorFile(int fd, const std::string* path) : fd_(fd), path_(path) {}
-  absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
-                                         char* scratch) const override {
+  absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n, char* scratch) const override {
     size_t done = 0;
     while (done < n) {
       const ssize_t r = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
@@ -229,8 +228,7 @@ absl::StatusOr<std::vector<UniqueFd>> RedeemLocalReadToken(const std::string& ad
     const size_t before = fds.size();
     RETURN_IF_ERROR(ReceiveLocalReadPacket(socket.get(), &text, &fds));
     if (text != "+" || fds.size() == before) {
-      return absl::DataLossError(
-          absl::StrCat("malformed answer from local read socket ", address));
+      return absl::DataLossError(absl::StrCat("malformed answer from local read socket ", address));
     }
   }
   if (static_cast<int>(fds.size()) != total) {
@@ -246,8 +244,8 @@ absl::Status ReadTensorsLocally(const std::string& checkpoint, const OpenLocalRe
   *allocated = false;
   if (static_cast<size_t>(grant.files_size()) != files.size()) {
     return absl::DataLossError(absl::StrCat("local read of checkpoint ", checkpoint, " got ",
-                                            files.size(), " descriptors for ",
-                                            grant.files_size(), " files"));
+                                            files.size(), " descriptors for ", grant.files_size(),
+                                            " files"));
   }
   for (const LocalReadTensor& t : grant.tensors()) {
     const absl::Status header = ValidateTensorHeader(t.tensor());

@@ -70,8 +70,7 @@ LocalReadServer::LocalReadServer(CheckpointStore* store, LocalReadServerOptions 
   CHECK(wake_.valid()) << "eventfd: " << std::strerror(errno);
   if (options_.metrics != nullptr) {
     auto counter = [&](const char* name, const char* help) {
-      return &prometheus::BuildCounter().Name(name).Help(help).Register(*options_.metrics).Add(
-          {});
+      return &prometheus::BuildCounter().Name(name).Help(help).Register(*options_.metrics).Add({});
     };
     reads_counter_ = counter("overseer_checkpoint_store_local_reads_total",
                              "Local reads served: tokens redeemed for data file descriptors.");
@@ -192,8 +191,7 @@ void LocalReadServer::Redeem(int connection) {
   if (!found) {
     ++tokens_refused_;
     if (refused_counter_ != nullptr) refused_counter_->Increment();
-    SendLocalReadPacket(connection, "ERR unknown, expired or already used token", {})
-        .IgnoreError();
+    SendLocalReadPacket(connection, "ERR unknown, expired or already used token", {}).IgnoreError();
     return;
   }
   // Counted before the descriptors go, so that a reader that has them sees the count.
@@ -209,8 +207,8 @@ void LocalReadServer::Redeem(int connection) {
       connection, absl::StrCat("OK ", fds.size()),
       absl::MakeConstSpan(fds).subspan(0, std::min<size_t>(fds.size(), kMaxFdsPerPacket)));
   for (size_t i = kMaxFdsPerPacket; sent.ok() && i < fds.size(); i += kMaxFdsPerPacket) {
-    sent = SendLocalReadPacket(connection, "+",
-                               absl::MakeConstSpan(fds).subspan(i, kMaxFdsPerPacket));
+    sent =
+        SendLocalReadPacket(connection, "+", absl::MakeConstSpan(fds).subspan(i, kMaxFdsPerPacket));
   }
   if (!sent.ok()) LOG(WARNING) << "cannot hand out local read descriptors: " << sent;
 }

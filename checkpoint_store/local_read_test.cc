@@ -276,8 +276,7 @@ TEST_F(LocalReadTest, ManyShardsAndOffsetsBeyondFourGiB) {
   {
     const int fd = ::open(DataFilename(prefix, 0, 1).c_str(), O_CREAT | O_WRONLY, 0644);
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(::pwrite(fd, bytes.data(), bytes.size(), offset),
-              static_cast<ssize_t>(bytes.size()));
+    ASSERT_EQ(::pwrite(fd, bytes.data(), bytes.size(), offset), static_cast<ssize_t>(bytes.size()));
     ::close(fd);
   }
   BundleEntryProto entry;

@@ -49,8 +49,8 @@ absl::Status CheckGraph(const ClientGraph* graph, Node* node, const std::string&
         absl::StrCat("a ", what, " is null (a failed builder or no gradient)"));
   }
   if (node->graph() != graph) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " '", name, "' belongs to a different graph than this session's"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", name, "' belongs to a different graph than this session's"));
   }
   return absl::OkStatus();
 }
@@ -59,8 +59,8 @@ absl::Status CheckGraph(const ClientGraph* graph, Node* node, const std::string&
 
 absl::Status ClientSession::Run(const RunOptions& options, const std::vector<FeedPair>& feeds,
                                 const std::vector<Output>& fetches,
-                                const std::vector<Operation>& targets,
-                                std::vector<Tensor>* outputs, RunMetadata* metadata) {
+                                const std::vector<Operation>& targets, std::vector<Tensor>* outputs,
+                                RunMetadata* metadata) {
   std::vector<std::pair<std::string, Tensor>> feed_names;
   for (const auto& [t, value] : feeds) {
     RETURN_IF_ERROR(CheckGraph(graph_.get(), t.node(), "tensor", t.valid() ? t.name() : ""));
@@ -73,8 +73,7 @@ absl::Status ClientSession::Run(const RunOptions& options, const std::vector<Fee
   }
   std::vector<std::string> target_names;
   for (const Operation& op : targets) {
-    RETURN_IF_ERROR(
-        CheckGraph(graph_.get(), op.node(), "operation", op.valid() ? op.name() : ""));
+    RETURN_IF_ERROR(CheckGraph(graph_.get(), op.node(), "operation", op.valid() ? op.name() : ""));
     target_names.push_back(op.name());
   }
   RETURN_IF_ERROR(ExtendIfNeeded());
@@ -88,14 +87,12 @@ absl::Status ClientSession::Run(const std::vector<FeedPair>& feeds,
   return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
 }
 
-absl::Status ClientSession::Run(const std::vector<Output>& fetches,
-                                std::vector<Tensor>* outputs) {
+absl::Status ClientSession::Run(const std::vector<Output>& fetches, std::vector<Tensor>* outputs) {
   return Run(RunOptions(), {}, fetches, {}, outputs, nullptr);
 }
 
 absl::Status ClientSession::Run(const std::vector<FeedPair>& feeds,
-                                const std::vector<Output>& fetches,
-                                std::vector<Tensor>* outputs) {
+                                const std::vector<Output>& fetches, std::vector<Tensor>* outputs) {
   return Run(RunOptions(), feeds, fetches, {}, outputs, nullptr);
 }
 

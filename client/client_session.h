@@ -36,11 +36,10 @@ class ClientSession {
  public:
   // A session for `scope`'s graph (kept alive by the session) on `options.target`
   // ("" in-process). Errors of NewSession (unknown target scheme) are returned.
-  static absl::StatusOr<std::unique_ptr<ClientSession>> Create(
-      const Scope& scope, const SessionOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<ClientSession>> Create(const Scope& scope,
+                                                               const SessionOptions& options = {});
   // As Create, with an existing session that holds no graph yet; takes ownership.
-  static std::unique_ptr<ClientSession> Wrap(const Scope& scope,
-                                             std::unique_ptr<Session> session);
+  static std::unique_ptr<ClientSession> Wrap(const Scope& scope, std::unique_ptr<Session> session);
   ~ClientSession();
 
   ClientSession(const ClientSession&) = delete;

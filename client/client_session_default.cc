@@ -59,8 +59,7 @@ absl::Status RunOp(const Operation& op, const std::vector<FeedPair>& feeds) {
 
 absl::StatusOr<std::unique_ptr<InteractiveSession>> InteractiveSession::Create(
     const Scope& scope, const SessionOptions& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<ClientSession> session,
-                   ClientSession::Create(scope, options));
+  ASSIGN_OR_RETURN(std::unique_ptr<ClientSession> session, ClientSession::Create(scope, options));
   return std::unique_ptr<InteractiveSession>(new InteractiveSession(std::move(session)));
 }
 

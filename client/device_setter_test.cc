@@ -41,9 +41,9 @@ TEST(ReplicaDeviceSetterTest, GreedyPutsEachVariableOnTheLightestTask) {
   EXPECT_EQ(setter.NextPsDevice(TensorShape({100, 10})), "/job:ps/task:0");  // 4000 B
   EXPECT_EQ(setter.NextPsDevice(TensorShape({10})), "/job:ps/task:1");       // 40 B
   EXPECT_EQ(setter.NextPsDevice(TensorShape({10, 10}), DT_DOUBLE), "/job:ps/task:2");
-  EXPECT_EQ(setter.NextPsDevice(TensorShape({20})), "/job:ps/task:1");  // 40 < 800
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({20})), "/job:ps/task:1");   // 40 < 800
   EXPECT_EQ(setter.NextPsDevice(TensorShape({500})), "/job:ps/task:1");  // 120 < 800
-  EXPECT_EQ(setter.NextPsDevice(TensorShape({1})), "/job:ps/task:2");   // 800 < 2120
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({1})), "/job:ps/task:2");    // 800 < 2120
   EXPECT_EQ(setter.BytesPerTask(), (std::vector<int64_t>{4000, 2120, 804}));
 }
 

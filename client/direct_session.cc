@@ -17,10 +17,10 @@ namespace {
 std::atomic<int64_t> g_next_step_id{1};
 
 const bool kRegistered = [] {
-  RegisterSessionFactory("", [](const SessionOptions& options)
-                                 -> absl::StatusOr<std::unique_ptr<Session>> {
-    return std::unique_ptr<Session>(std::make_unique<DirectSession>(options));
-  });
+  RegisterSessionFactory(
+      "", [](const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+        return std::unique_ptr<Session>(std::make_unique<DirectSession>(options));
+      });
   return true;
 }();
 
@@ -36,9 +36,7 @@ void SignatureKey(const Feeds& feeds, NameOf name_of, const std::vector<std::str
   for (const auto& t : targets) key->append(t).push_back('\0');
 }
 
-absl::Status ClosedError() {
-  return absl::FailedPreconditionError("the session is closed");
-}
+absl::Status ClosedError() { return absl::FailedPreconditionError("the session is closed"); }
 
 }  // namespace
 
@@ -47,8 +45,7 @@ DirectSession::DirectSession(const SessionOptions& options)
       resource_mgr_(options.resource_mgr != nullptr ? options.resource_mgr
                                                     : ResourceMgr::Default()),
       own_pool_(options.config.inter_op_parallelism_threads() > 0
-                    ? std::make_unique<ThreadPool>(
-                          options.config.inter_op_parallelism_threads())
+                    ? std::make_unique<ThreadPool>(options.config.inter_op_parallelism_threads())
                     : nullptr),
       pool_(own_pool_ != nullptr ? own_pool_.get() : ThreadPool::Default()) {}
 
@@ -90,8 +87,7 @@ absl::Status DirectSession::Extend(const GraphDef& graph) {
 absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::BuildSignature(
     const ValidatedGraph& graph, const std::vector<std::string>& feed_names,
     const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
-  ASSIGN_OR_RETURN(PrunedGraph pruned,
-                   PruneGraph(*graph.graph, feed_names, fetches, targets));
+  ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph.graph, feed_names, fetches, targets));
   auto sig = std::make_shared<Signature>();
   for (const std::string& name : feed_names) {
     ASSIGN_OR_RETURN(Endpoint e, ResolveTensor(*graph.graph, name, "feed"));
@@ -111,9 +107,9 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
     if (def.op() != "Placeholder") continue;
     DataType dtype = GetNodeAttrOr(def, "dtype", DT_INVALID);
     PartialShape shape = GetNodeAttrOr(def, "shape", PartialShape::Unknown());
-    return absl::InvalidArgumentError(absl::StrCat(
-        "You must feed a value for placeholder tensor '", def.name(), "' with dtype ",
-        DataTypeString(dtype), " and shape ", shape.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("You must feed a value for placeholder tensor '", def.name(), "' with dtype ",
+                     DataTypeString(dtype), " and shape ", shape.DebugString()));
   }
   ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, pool_));
   return std::shared_ptr<const Signature>(std::move(sig));
@@ -135,9 +131,9 @@ absl::Status DirectSession::CheckFeeds(const Signature& sig,
           DataTypeString(check.dtype)));
     }
     if (check.placeholder && !check.shape.IsCompatibleWith(value.shape())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feed for '", check.name, "' has shape ", value.shape().DebugString(),
-          " but the placeholder wants ", check.shape.DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("feed for '", check.name, "' has shape ", value.shape().DebugString(),
+                       " but the placeholder wants ", check.shape.DebugString()));
     }
   }
   return absl::OkStatus();
@@ -167,8 +163,8 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::G
 
 absl::Status DirectSession::RunSignature(const Signature& sig,
                                          absl::Span<const Tensor* const> feeds,
-                                         const RunOptions& options,
-                                         std::vector<Tensor>* outputs, RunMetadata* metadata) {
+                                         const RunOptions& options, std::vector<Tensor>* outputs,
+                                         RunMetadata* metadata) {
   RETURN_IF_ERROR(CheckFeeds(sig, feeds));
   ExecutorRunArgs args;
   args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
@@ -189,8 +185,7 @@ absl::Status DirectSession::Run(const RunOptions& options,
                                 std::vector<Tensor>* outputs, RunMetadata* metadata) {
   thread_local std::string key;
   SignatureKey(
-      feeds, [](const auto& f) -> const std::string& { return f.first; }, fetches, targets,
-      &key);
+      feeds, [](const auto& f) -> const std::string& { return f.first; }, fetches, targets, &key);
   auto feed_names = [&feeds] {
     std::vector<std::string> names;
     names.reserve(feeds.size());
@@ -210,10 +205,10 @@ absl::StatusOr<CallableHandle> DirectSession::MakeCallable(const CallableOptions
   const std::vector<std::string> targets(options.target().begin(), options.target().end());
   std::string key;
   SignatureKey(
-      feeds, [](const std::string& f) -> const std::string& { return f; }, fetches, targets,
-      &key);
+      feeds, [](const std::string& f) -> const std::string& { return f; }, fetches, targets, &key);
   ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig,
-                   GetSignature(key, [&feeds] { return feeds; }, fetches, targets));
+                   GetSignature(
+                       key, [&feeds] { return feeds; }, fetches, targets));
   absl::MutexLock lock(&mu_);
   if (closed_) return ClosedError();
   const CallableHandle handle = next_callable_++;
@@ -229,15 +224,15 @@ absl::Status DirectSession::RunCallable(CallableHandle handle, const std::vector
     if (closed_) return ClosedError();
     auto it = callables_.find(handle);
     if (it == callables_.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "no callable with handle ", handle, " in this session (released or never made)"));
+      return absl::InvalidArgumentError(absl::StrCat("no callable with handle ", handle,
+                                                     " in this session (released or never made)"));
     }
     callable = it->second;
   }
   if (feeds.size() != callable.signature->feeds.size()) {
     return absl::InvalidArgumentError(absl::StrCat("callable ", handle, " takes ",
-                                                   callable.signature->feeds.size(),
-                                                   " feeds, got ", feeds.size()));
+                                                   callable.signature->feeds.size(), " feeds, got ",
+                                                   feeds.size()));
   }
   if (fetches == nullptr && callable.num_fetches > 0) {
     return absl::InvalidArgumentError(absl::StrCat("callable ", handle, " has ",

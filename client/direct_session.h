@@ -49,9 +49,8 @@ class DirectSession : public Session {
   // FAILED_PRECONDITION before Create and after Close.
   absl::Status Run(const RunOptions& options,
                    const std::vector<std::pair<std::string, Tensor>>& feeds,
-                   const std::vector<std::string>& fetches,
-                   const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
-                   RunMetadata* metadata) override;
+                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                   std::vector<Tensor>* outputs, RunMetadata* metadata) override;
   // See Session. A callable shares the executor of its signature with Run.
   absl::StatusOr<CallableHandle> MakeCallable(const CallableOptions& options) override;
   absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,

@@ -67,11 +67,12 @@ TEST(NewSessionTest, UnknownSchemeNamesTargetAndKnownSchemes) {
 
 TEST(NewSessionTest, RegisteredSchemesAreUsed) {
   int made = 0;
-  RegisterSessionFactory("test-scheme://", [&made](const SessionOptions& o)
-                                               -> absl::StatusOr<std::unique_ptr<Session>> {
-    ++made;
-    return std::unique_ptr<Session>(std::make_unique<DirectSession>(o));
-  });
+  RegisterSessionFactory(
+      "test-scheme://",
+      [&made](const SessionOptions& o) -> absl::StatusOr<std::unique_ptr<Session>> {
+        ++made;
+        return std::unique_ptr<Session>(std::make_unique<DirectSession>(o));
+      });
   SessionOptions options;
   options.target = "test-scheme://somewhere";
   auto session = NewSession(options);

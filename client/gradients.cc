@@ -68,8 +68,7 @@ namespace {
 class SymbolicGradientBuilder {
  public:
   SymbolicGradientBuilder(const Scope& scope, const std::vector<Output>& outputs,
-                          const std::vector<Output>& inputs,
-                          const std::vector<Output>& grad_inputs)
+                          const std::vector<Output>& inputs, const std::vector<Output>& grad_inputs)
       : scope_(scope), outputs_(outputs), inputs_(inputs), grad_inputs_(grad_inputs) {}
 
   absl::Status Run(std::vector<Output>* grad_outputs);
@@ -99,8 +98,8 @@ absl::Status SymbolicGradientBuilder::Validate() const {
           absl::StrCat("AddSymbolicGradients: ", what, " ", i, " is a null Output"));
     }
     if (t.node()->graph() != graph) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "AddSymbolicGradients: ", what, " '", t.name(), "' belongs to another graph"));
+      return absl::InvalidArgumentError(absl::StrCat("AddSymbolicGradients: ", what, " '", t.name(),
+                                                     "' belongs to another graph"));
     }
     return absl::OkStatus();
   };
@@ -108,17 +107,17 @@ absl::Status SymbolicGradientBuilder::Validate() const {
   for (size_t i = 0; i < inputs_.size(); ++i) RETURN_IF_ERROR(check(inputs_[i], "input", i));
   if (!grad_inputs_.empty()) {
     if (grad_inputs_.size() != outputs_.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("AddSymbolicGradients: ", grad_inputs_.size(),
-                       " grad_inputs for ", outputs_.size(), " outputs"));
+      return absl::InvalidArgumentError(absl::StrCat("AddSymbolicGradients: ", grad_inputs_.size(),
+                                                     " grad_inputs for ", outputs_.size(),
+                                                     " outputs"));
     }
     for (size_t i = 0; i < grad_inputs_.size(); ++i) {
       RETURN_IF_ERROR(check(grad_inputs_[i], "grad_input", i));
       if (RemoveRefType(grad_inputs_[i].dtype()) != RemoveRefType(outputs_[i].dtype())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "AddSymbolicGradients: grad_input '", grad_inputs_[i].name(), "' has dtype ",
-            DataTypeString(grad_inputs_[i].dtype()), " but output '", outputs_[i].name(),
-            "' has dtype ", DataTypeString(outputs_[i].dtype())));
+        return absl::InvalidArgumentError(
+            absl::StrCat("AddSymbolicGradients: grad_input '", grad_inputs_[i].name(),
+                         "' has dtype ", DataTypeString(grad_inputs_[i].dtype()), " but output '",
+                         outputs_[i].name(), "' has dtype ", DataTypeString(outputs_[i].dtype())));
       }
     }
   }
@@ -173,8 +172,7 @@ Output SymbolicGradientBuilder::SumGradients(const Scope& scope, std::vector<Out
   return ops::AddN(scope, list);
 }
 
-absl::Status SymbolicGradientBuilder::Backprop(Node* node,
-                                               const std::vector<Output>& out_grads,
+absl::Status SymbolicGradientBuilder::Backprop(Node* node, const std::vector<Output>& out_grads,
                                                std::vector<Output>* in_grads) {
   in_grads->assign(node->num_inputs(), Output());
   bool any_grad = false;
@@ -184,10 +182,10 @@ absl::Status SymbolicGradientBuilder::Backprop(Node* node,
   if (!any_grad || !feeds_between) return absl::OkStatus();
   absl::StatusOr<GradFunc> fn = GradientRegistry::Global()->Lookup(node->op());
   if (!fn.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no gradient is registered for op '", node->op(), "' (node '", node->name(),
-        "'), which is on a path from the inputs to the outputs; wrap the input in "
-        "StopGradient if none is needed"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no gradient is registered for op '", node->op(), "' (node '", node->name(),
+                     "'), which is on a path from the inputs to the outputs; wrap the input in "
+                     "StopGradient if none is needed"));
   }
   if (!*fn) return absl::OkStatus();  // Registered as having no gradient.
   std::vector<Output> result;
@@ -195,10 +193,9 @@ absl::Status SymbolicGradientBuilder::Backprop(Node* node,
   RETURN_IF_ERROR((*fn)(op_scope, Operation(node), out_grads, &result));
   RETURN_IF_ERROR(scope_.status());
   if (static_cast<int>(result.size()) != node->num_inputs()) {
-    return absl::InternalError(absl::StrCat("the gradient function of op '", node->op(),
-                                            "' returned ", result.size(),
-                                            " gradients for ", node->num_inputs(),
-                                            " inputs (node '", node->name(), "')"));
+    return absl::InternalError(
+        absl::StrCat("the gradient function of op '", node->op(), "' returned ", result.size(),
+                     " gradients for ", node->num_inputs(), " inputs (node '", node->name(), "')"));
   }
   *in_grads = std::move(result);
   return absl::OkStatus();
@@ -258,8 +255,7 @@ absl::Status AddSymbolicGradients(const Scope& scope, const std::vector<Output>&
                                   const std::vector<Output>& grad_inputs,
                                   std::vector<Output>* grad_outputs) {
   if (!scope.ok()) return scope.status();
-  SymbolicGradientBuilder builder(scope.NewSubScope("gradients"), outputs, inputs,
-                                  grad_inputs);
+  SymbolicGradientBuilder builder(scope.NewSubScope("gradients"), outputs, inputs, grad_inputs);
   absl::Status s = builder.Run(grad_outputs);
   if (!s.ok()) grad_outputs->assign(inputs.size(), Output());
   return s;

@@ -26,8 +26,8 @@ REGISTER_GRADIENT("Identity", IdentityGrad);
 REGISTER_GRADIENT("PlaceholderWithDefault", IdentityGrad);
 
 // Reshape and ExpandDims: the gradient takes the input's shape back.
-absl::Status ReshapeGrad(const Scope& scope, const Operation& op,
-                         const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status ReshapeGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                         std::vector<Output>* out) {
   out->push_back(ops::Reshape(scope, grads[0], ops::Shape(scope, op.input(0))));
   out->push_back(Output());
   return scope.status();
@@ -35,15 +35,15 @@ absl::Status ReshapeGrad(const Scope& scope, const Operation& op,
 REGISTER_GRADIENT("Reshape", ReshapeGrad);
 REGISTER_GRADIENT("ExpandDims", ReshapeGrad);
 
-absl::Status SqueezeGrad(const Scope& scope, const Operation& op,
-                         const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status SqueezeGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                         std::vector<Output>* out) {
   out->push_back(ops::Reshape(scope, grads[0], ops::Shape(scope, op.input(0))));
   return scope.status();
 }
 REGISTER_GRADIENT("Squeeze", SqueezeGrad);
 
-absl::Status CastGrad(const Scope& scope, const Operation& op,
-                      const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status CastGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
   const DataType src = RemoveRefType(op.input(0).dtype());
   const DataType dst = op.output(0).dtype();
   if (IsFloatingType(src) && IsFloatingType(dst)) {
@@ -55,8 +55,8 @@ absl::Status CastGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("Cast", CastGrad);
 
-absl::Status SelectGrad(const Scope& scope, const Operation& op,
-                        const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status SelectGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                        std::vector<Output>* out) {
   Output c = op.input(0);
   Output zeros = ops::ZerosLike(scope, grads[0]);
   out->push_back(Output());
@@ -66,8 +66,8 @@ absl::Status SelectGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("Select", SelectGrad);
 
-absl::Status PackGrad(const Scope& scope, const Operation& op,
-                      const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status PackGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
   int64_t axis = 0;
   RETURN_IF_ERROR(GetNodeAttr(op.node()->def(), "axis", &axis));
   *out = ops::Unpack(scope, grads[0], op.num_inputs(), axis);
@@ -75,8 +75,8 @@ absl::Status PackGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("Pack", PackGrad);
 
-absl::Status UnpackGrad(const Scope& scope, const Operation& op,
-                        const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status UnpackGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                        std::vector<Output>* out) {
   int64_t axis = 0;
   RETURN_IF_ERROR(GetNodeAttr(op.node()->def(), "axis", &axis));
   InputList parts;
@@ -100,8 +100,8 @@ Output NonNegativeConcatDim(const Scope& scope, const Output& axis, const Output
   return ops::Add(scope, ops::ConstOfType(scope, DT_INT32, static_cast<double>(a)), rank);
 }
 
-absl::Status ConcatV2Grad(const Scope& scope, const Operation& op,
-                          const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status ConcatV2Grad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                          std::vector<Output>* out) {
   const int n = op.num_inputs() - 1;
   Output concat_dim = NonNegativeConcatDim(scope, op.input(n), op.input(0));
   InputList shapes;
@@ -125,8 +125,8 @@ absl::Status TransposeGrad(const Scope& scope, const Operation& op,
   Output perm = op.input(1);
   const Tensor* value = perm.index() == 0 ? perm.node()->constant_value() : nullptr;
   if (value == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "node '", op.name(), "': the gradient of Transpose needs a constant perm"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", op.name(), "': the gradient of Transpose needs a constant perm"));
   }
   std::vector<int64_t> p(value->NumElements());
   for (int64_t i = 0; i < value->NumElements(); ++i) {

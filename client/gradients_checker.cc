@@ -47,10 +47,9 @@ absl::StatusOr<JacobianPair> ComputeJacobians(const Scope& scope, const std::vec
   for (const Output& y : ys) RETURN_IF_ERROR(CheckFloating(y, "y"));
   for (size_t i = 0; i < xs.size(); ++i) {
     if (x_values[i].dtype() != RemoveRefType(xs[i].dtype())) {
-      return absl::InvalidArgumentError(absl::StrCat("x_values[", i, "] has dtype ",
-                                                     DataTypeString(x_values[i].dtype()),
-                                                     " but x '", xs[i].name(), "' has ",
-                                                     DataTypeString(xs[i].dtype())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("x_values[", i, "] has dtype ", DataTypeString(x_values[i].dtype()),
+                       " but x '", xs[i].name(), "' has ", DataTypeString(xs[i].dtype())));
     }
   }
   // One fed output gradient per y, and the symbolic gradients they drive.
@@ -103,9 +102,8 @@ absl::StatusOr<JacobianPair> ComputeJacobians(const Scope& scope, const std::vec
         const size_t xi = fetched_x[k];
         if (out[k].NumElements() != x_values[xi].NumElements()) {
           return absl::InternalError(absl::StrCat(
-              "the gradient for x '", xs[xi].name(), "' has shape ",
-              out[k].shape().DebugString(), " but x has ",
-              x_values[xi].shape().DebugString()));
+              "the gradient for x '", xs[xi].name(), "' has shape ", out[k].shape().DebugString(),
+              " but x has ", x_values[xi].shape().DebugString()));
         }
         for (int64_t i = 0; i < out[k].NumElements(); ++i) {
           jac.symbolic[(x_offset[xi] + i) * jac.y_size + y_offset[yi] + e] = Get(out[k], i);

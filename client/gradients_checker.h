@@ -32,14 +32,12 @@ struct JacobianPair {
 // arguments or a non-floating x/y; session and gradient errors otherwise.
 absl::StatusOr<JacobianPair> ComputeJacobians(const Scope& scope, const std::vector<Output>& xs,
                                               const std::vector<Tensor>& x_values,
-                                              const std::vector<Output>& ys,
-                                              double delta = 1e-3);
+                                              const std::vector<Output>& ys, double delta = 1e-3);
 
 // The largest absolute difference between the two Jacobians.
 absl::StatusOr<double> ComputeGradientError(const Scope& scope, const std::vector<Output>& xs,
                                             const std::vector<Tensor>& x_values,
-                                            const std::vector<Output>& ys,
-                                            double delta = 1e-3);
+                                            const std::vector<Output>& ys, double delta = 1e-3);
 
 }  // namespace overseer
 

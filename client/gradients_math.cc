@@ -16,28 +16,28 @@ using grad_util::BroadcastBinaryGrads;
 using grad_util::ScalarLike;
 using grad_util::ToInt32;
 
-absl::Status AddGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status AddGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   return BroadcastBinaryGrads(scope, op, grads[0], grads[0], out);
 }
 REGISTER_GRADIENT("Add", AddGrad);
 
-absl::Status SubGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status SubGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   return BroadcastBinaryGrads(scope, op, grads[0], ops::Neg(scope, grads[0]), out);
 }
 REGISTER_GRADIENT("Sub", SubGrad);
 
-absl::Status MulGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status MulGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   const Output& g = grads[0];
   return BroadcastBinaryGrads(scope, op, ops::Mul(scope, g, op.input(1)),
                               ops::Mul(scope, op.input(0), g), out);
 }
 REGISTER_GRADIENT("Mul", MulGrad);
 
-absl::Status DivGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status DivGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   // d(x/y)/dx = 1/y; d(x/y)/dy = -x/y^2.
   const Output& g = grads[0];
   Output x = op.input(0), y = op.input(1);
@@ -55,22 +55,22 @@ absl::Status MaxMinGrad(const Scope& scope, const Operation& op, const Output& g
                               ops::Select(scope, x_wins, zeros, g), out);
 }
 
-absl::Status MaximumGrad(const Scope& scope, const Operation& op,
-                         const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status MaximumGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                         std::vector<Output>* out) {
   Output mask = ops::GreaterEqual(scope, op.input(0), op.input(1));
   return MaxMinGrad(scope, op, grads[0], mask, out);
 }
 REGISTER_GRADIENT("Maximum", MaximumGrad);
 
-absl::Status MinimumGrad(const Scope& scope, const Operation& op,
-                         const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status MinimumGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                         std::vector<Output>* out) {
   Output mask = ops::LessEqual(scope, op.input(0), op.input(1));
   return MaxMinGrad(scope, op, grads[0], mask, out);
 }
 REGISTER_GRADIENT("Minimum", MinimumGrad);
 
-absl::Status AddNGrad(const Scope& scope, const Operation& op,
-                      const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status AddNGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
   out->assign(op.num_inputs(), grads[0]);
   return scope.status();
 }
@@ -83,30 +83,30 @@ absl::Status NegGrad(const Scope& scope, const Operation& /*op*/, const std::vec
 }
 REGISTER_GRADIENT("Neg", NegGrad);
 
-absl::Status SquareGrad(const Scope& scope, const Operation& op,
-                        const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status SquareGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                        std::vector<Output>* out) {
   Output x = op.input(0);
   out->push_back(ops::Mul(scope, grads[0], ops::Mul(scope, ScalarLike(scope, x, 2), x)));
   return scope.status();
 }
 REGISTER_GRADIENT("Square", SquareGrad);
 
-absl::Status SqrtGrad(const Scope& scope, const Operation& op,
-                      const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status SqrtGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
   out->push_back(ops::SqrtGrad(scope, op.output(0), grads[0]));
   return scope.status();
 }
 REGISTER_GRADIENT("Sqrt", SqrtGrad);
 
-absl::Status ExpGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status ExpGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   out->push_back(ops::Mul(scope, grads[0], op.output(0)));
   return scope.status();
 }
 REGISTER_GRADIENT("Exp", ExpGrad);
 
-absl::Status LogGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status LogGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   out->push_back(ops::Mul(scope, grads[0], ops::Reciprocal(scope, op.input(0))));
   return scope.status();
 }
@@ -120,22 +120,22 @@ absl::Status ReciprocalGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
 
-absl::Status SigmoidGrad(const Scope& scope, const Operation& op,
-                         const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status SigmoidGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                         std::vector<Output>* out) {
   out->push_back(ops::SigmoidGrad(scope, op.output(0), grads[0]));
   return scope.status();
 }
 REGISTER_GRADIENT("Sigmoid", SigmoidGrad);
 
-absl::Status TanhGrad(const Scope& scope, const Operation& op,
-                      const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status TanhGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
   out->push_back(ops::TanhGrad(scope, op.output(0), grads[0]));
   return scope.status();
 }
 REGISTER_GRADIENT("Tanh", TanhGrad);
 
-absl::Status MatMulGrad(const Scope& scope, const Operation& op,
-                        const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status MatMulGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                        std::vector<Output>* out) {
   bool ta = false, tb = false;
   RETURN_IF_ERROR(GetNodeAttr(op.node()->def(), "transpose_a", &ta));
   RETURN_IF_ERROR(GetNodeAttr(op.node()->def(), "transpose_b", &tb));
@@ -166,16 +166,16 @@ Output BroadcastReducedGrad(const Scope& scope, const Operation& op, const Outpu
   return ops::BroadcastTo(scope, ops::Reshape(scope, g, kept), input_shape);
 }
 
-absl::Status SumGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status SumGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   out->push_back(BroadcastReducedGrad(scope, op, grads[0]));
   out->push_back(Output());
   return scope.status();
 }
 REGISTER_GRADIENT("Sum", SumGrad);
 
-absl::Status MeanGrad(const Scope& scope, const Operation& op,
-                      const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status MeanGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
   const DataType t = RemoveRefType(op.input(0).dtype());
   Output in_size = ops::Cast(scope, ops::Size(scope, op.input(0)), t);
   Output out_size = ops::Maximum(scope, ops::Cast(scope, ops::Size(scope, op.output(0)), t),
@@ -187,8 +187,8 @@ absl::Status MeanGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("Mean", MeanGrad);
 
-absl::Status MaxGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status MaxGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
   // The gradient is split evenly among the elements equal to the maximum.
   Output x = op.input(0), axes = op.input(1);
   Output kept = ops::ReducedShape(scope, ops::Shape(scope, x), ToInt32(scope, axes));

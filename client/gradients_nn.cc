@@ -20,16 +20,16 @@ absl::Status BiasAddGrad(const Scope& scope, const Operation& /*op*/,
 }
 REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
 
-absl::Status ReluGrad(const Scope& scope, const Operation& op,
-                      const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status ReluGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
   // relu(x) > 0 exactly where x > 0, so the output serves as the features.
   out->push_back(ops::ReluGrad(scope, grads[0], op.output(0)));
   return scope.status();
 }
 REGISTER_GRADIENT("Relu", ReluGrad);
 
-absl::Status SoftmaxGrad(const Scope& scope, const Operation& op,
-                         const std::vector<Output>& grads, std::vector<Output>* out) {
+absl::Status SoftmaxGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                         std::vector<Output>* out) {
   // (g - sum(g * y, -1)) * y.
   Output y = op.output(0);
   Output sum = ops::Sum(scope, ops::Mul(scope, grads[0], y), -1, /*keep_dims=*/true);
@@ -48,8 +48,7 @@ absl::Status LogSoftmaxGrad(const Scope& scope, const Operation& op,
 REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
 
 absl::Status SoftmaxCrossEntropyGrad(const Scope& scope, const Operation& op,
-                                     const std::vector<Output>& grads,
-                                     std::vector<Output>* out) {
+                                     const std::vector<Output>& grads, std::vector<Output>* out) {
   // loss = -sum(labels * log_softmax(features)); backprop = softmax(features) - labels.
   const Output& g_loss = grads[0];
   const Output& g_backprop = grads[1];
@@ -79,9 +78,10 @@ absl::Status SparseSoftmaxCrossEntropyGrad(const Scope& scope, const Operation& 
                                            const std::vector<Output>& grads,
                                            std::vector<Output>* out) {
   if (grads[1].valid()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "node '", op.name(), "': the gradient of the backprop output of "
-        "SparseSoftmaxCrossEntropyWithLogits (a second derivative) is not supported"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", op.name(),
+                     "': the gradient of the backprop output of "
+                     "SparseSoftmaxCrossEntropyWithLogits (a second derivative) is not supported"));
   }
   out->push_back(ops::Mul(scope, ops::ExpandDims(scope, grads[0], -1), op.output(1)));
   out->push_back(Output());

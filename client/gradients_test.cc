@@ -44,7 +44,8 @@ class GradientTest : public ::testing::Test {
     std::vector<int64_t> order(n);
     for (int64_t i = 0; i < n; ++i) order[i] = i;
     std::shuffle(order.begin(), order.end(), rng_);
-    for (int64_t i = 0; i < n; ++i) t.flat<double>()(i) = 0.1 * (order[i] - n / 2.0) + offset + 0.05;
+    for (int64_t i = 0; i < n; ++i)
+      t.flat<double>()(i) = 0.1 * (order[i] - n / 2.0) + offset + 0.05;
     return t;
   }
 
@@ -73,13 +74,19 @@ TEST_F(GradientTest, BinaryOpsSameShapeAndBroadcast) {
   for (const auto& [sx, sy] : shapes) {
     SCOPED_TRACE(sx.DebugString() + " vs " + sy.DebugString());
     Tensor x = Random(sx), y = Random(sy, 0.5, 2);
-    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Add(s, in[0], in[1]); }, {x, y}), kTol);
-    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Sub(s, in[0], in[1]); }, {x, y}), kTol);
-    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Mul(s, in[0], in[1]); }, {x, y}), kTol);
-    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Div(s, in[0], in[1]); }, {x, y}), kTol);
+    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Add(s, in[0], in[1]); }, {x, y}),
+              kTol);
+    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Sub(s, in[0], in[1]); }, {x, y}),
+              kTol);
+    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Mul(s, in[0], in[1]); }, {x, y}),
+              kTol);
+    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Div(s, in[0], in[1]); }, {x, y}),
+              kTol);
     Tensor a = Distinct(sx), b = Distinct(sy, 0.02);
-    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Maximum(s, in[0], in[1]); }, {a, b}), kTol);
-    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Minimum(s, in[0], in[1]); }, {a, b}), kTol);
+    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Maximum(s, in[0], in[1]); }, {a, b}),
+              kTol);
+    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Minimum(s, in[0], in[1]); }, {a, b}),
+              kTol);
   }
 }
 
@@ -93,10 +100,14 @@ TEST_F(GradientTest, UnaryOps) {
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Reciprocal(s, in[0]); }, {pos}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Sigmoid(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Tanh(s, in[0]); }, {x}), kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Relu(s, in[0]); }, {Distinct({2, 3})}), kTol);
+  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Relu(s, in[0]); }, {Distinct({2, 3})}),
+            kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Identity(s, in[0]); }, {x}), kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::AddN(s, {in[0], in[1], in[0]}); },
-                  {x, Random({2, 3})}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::AddN(s, {in[0], in[1], in[0]});
+                },
+                {x, Random({2, 3})}),
             kTol);
 }
 
@@ -106,10 +117,10 @@ TEST_F(GradientTest, MatMulAllTransposes) {
       SCOPED_TRACE(testing::Message() << "ta=" << ta << " tb=" << tb);
       Tensor a = Random(ta ? TensorShape({3, 2}) : TensorShape({2, 3}));
       Tensor b = Random(tb ? TensorShape({4, 3}) : TensorShape({3, 4}));
-      EXPECT_LT(Error([ta, tb](const Scope& s, auto& in) {
-                  return ops::MatMul(s, in[0], in[1], ta, tb);
-                }, {a, b}),
-                kTol);
+      EXPECT_LT(
+          Error([ta, tb](const Scope& s, auto& in) { return ops::MatMul(s, in[0], in[1], ta, tb); },
+                {a, b}),
+          kTol);
     }
   }
 }
@@ -118,25 +129,31 @@ TEST_F(GradientTest, NnOps) {
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::BiasAdd(s, in[0], in[1]); },
                   {Random({3, 4}), Random({4})}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Softmax(s, in[0]); }, {Random({2, 4})}),
-            kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::LogSoftmax(s, in[0]); }, {Random({2, 4})}),
-            kTol);
+  EXPECT_LT(
+      Error([](const Scope& s, auto& in) { return ops::Softmax(s, in[0]); }, {Random({2, 4})}),
+      kTol);
+  EXPECT_LT(
+      Error([](const Scope& s, auto& in) { return ops::LogSoftmax(s, in[0]); }, {Random({2, 4})}),
+      kTol);
   // Loss with respect to features and labels. As in TensorFlow, backprop (and so the
   // features' gradient) assumes each row of labels sums to 1.
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              return ops::SoftmaxCrossEntropyWithLogits(s, in[0], in[1]).loss;
-            }, {Random({3, 4}), Distributions(3, 4)}),
+  EXPECT_LT(Error([](const Scope& s,
+                     auto& in) { return ops::SoftmaxCrossEntropyWithLogits(s, in[0], in[1]).loss; },
+                  {Random({3, 4}), Distributions(3, 4)}),
             kTol);
   // Both outputs at once (the backprop output's own gradient).
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              auto r = ops::SoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
-              return ops::Add(s, ops::ExpandDims(s, r.loss, -1), ops::Square(s, r.backprop));
-            }, {Random({2, 3}), Distributions(2, 3)}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  auto r = ops::SoftmaxCrossEntropyWithLogits(s, in[0], in[1]);
+                  return ops::Add(s, ops::ExpandDims(s, r.loss, -1), ops::Square(s, r.backprop));
+                },
+                {Random({2, 3}), Distributions(2, 3)}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              return ops::SparseSoftmaxCrossEntropyWithLogits(s, in[0], {2, 0, 1}).loss;
-            }, {Random({3, 4})}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::SparseSoftmaxCrossEntropyWithLogits(s, in[0], {2, 0, 1}).loss;
+                },
+                {Random({3, 4})}),
             kTol);
 }
 
@@ -144,39 +161,75 @@ TEST_F(GradientTest, Reductions) {
   Tensor x = Random({2, 3, 2});
   for (bool keep : {false, true}) {
     SCOPED_TRACE(keep);
-    EXPECT_LT(Error([keep](const Scope& s, auto& in) { return ops::Sum(s, in[0], 1, keep); }, {x}), kTol);
-    EXPECT_LT(Error([keep](const Scope& s, auto& in) { return ops::Sum(s, in[0], {0, 2}, keep); }, {x}), kTol);
-    EXPECT_LT(Error([keep](const Scope& s, auto& in) { return ops::Mean(s, in[0], -1, keep); }, {x}), kTol);
-    EXPECT_LT(Error([keep](const Scope& s, auto& in) { return ops::Mean(s, in[0], {0, 1, 2}, keep); }, {x}), kTol);
+    EXPECT_LT(Error([keep](const Scope& s, auto& in) { return ops::Sum(s, in[0], 1, keep); }, {x}),
+              kTol);
+    EXPECT_LT(Error(
+                  [keep](const Scope& s, auto& in) {
+                    return ops::Sum(s, in[0], {0, 2}, keep);
+                  },
+                  {x}),
+              kTol);
+    EXPECT_LT(
+        Error([keep](const Scope& s, auto& in) { return ops::Mean(s, in[0], -1, keep); }, {x}),
+        kTol);
+    EXPECT_LT(Error(
+                  [keep](const Scope& s, auto& in) {
+                    return ops::Mean(s, in[0], {0, 1, 2}, keep);
+                  },
+                  {x}),
+              kTol);
     EXPECT_LT(Error([keep](const Scope& s, auto& in) { return ops::Max(s, in[0], {1}, keep); },
                     {Distinct({2, 3, 2})}),
               kTol);
-    EXPECT_LT(Error([keep](const Scope& s, auto& in) {
-                return ops::Max(s, in[0], Tensor::FromVector<int64_t>({0, 2}), keep);
-              }, {Distinct({2, 3, 2})}),
+    EXPECT_LT(Error(
+                  [keep](const Scope& s, auto& in) {
+                    return ops::Max(s, in[0], Tensor::FromVector<int64_t>({0, 2}), keep);
+                  },
+                  {Distinct({2, 3, 2})}),
               kTol);
   }
 }
 
 TEST_F(GradientTest, ShapeOps) {
   Tensor x = Random({2, 3});
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Reshape(s, in[0], {3, 2}); }, {x}), kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::ExpandDims(s, in[0], 1); }, {x}), kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Squeeze(s, in[0]); }, {Random({2, 1, 3})}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::Reshape(s, in[0], {3, 2});
+                },
+                {x}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Transpose(s, in[0], {1, 0}); }, {x}), kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Transpose(s, in[0], {2, 0, 1}); },
-                  {Random({2, 3, 4})}),
+  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::ExpandDims(s, in[0], 1); }, {x}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::BroadcastTo(s, in[0], {4, 2, 3}); },
-                  {Random({2, 1})}),
+  EXPECT_LT(
+      Error([](const Scope& s, auto& in) { return ops::Squeeze(s, in[0]); }, {Random({2, 1, 3})}),
+      kTol);
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::Transpose(s, in[0], {1, 0});
+                },
+                {x}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Fill(s, {2, 3}, in[0]); },
-                  {Random({})}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::Transpose(s, in[0], {2, 0, 1});
+                },
+                {Random({2, 3, 4})}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              return ops::Mul(s, ops::PlaceholderWithDefault(s, in[0]), 3.0);
-            }, {x}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::BroadcastTo(s, in[0], {4, 2, 3});
+                },
+                {Random({2, 1})}),
+            kTol);
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::Fill(s, {2, 3}, in[0]);
+                },
+                {Random({})}),
+            kTol);
+  EXPECT_LT(Error([](const Scope& s,
+                     auto& in) { return ops::Mul(s, ops::PlaceholderWithDefault(s, in[0]), 3.0); },
+                  {x}),
             kTol);
 }
 
@@ -184,54 +237,77 @@ TEST_F(GradientTest, PackUnpackConcat) {
   Tensor a = Random({2, 3}), b = Random({2, 3}), c = Random({2, 1});
   for (int axis : {0, 1, -1}) {
     SCOPED_TRACE(axis);
-    EXPECT_LT(Error([axis](const Scope& s, auto& in) { return ops::Pack(s, {in[0], in[1]}, axis); },
-                    {a, b}),
+    EXPECT_LT(Error(
+                  [axis](const Scope& s, auto& in) {
+                    return ops::Pack(s, {in[0], in[1]}, axis);
+                  },
+                  {a, b}),
               kTol);
   }
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Unpack(s, in[0], 3, 1)[2]; }, {a}), kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              std::vector<Output> parts = ops::Unpack(s, in[0], 2, 0);
-              return ops::Mul(s, parts[0], parts[1]);
-            }, {a}),
+  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Unpack(s, in[0], 3, 1)[2]; }, {a}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::ConcatV2(s, {in[0], in[1]}, 0); },
-                  {a, b}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  std::vector<Output> parts = ops::Unpack(s, in[0], 2, 0);
+                  return ops::Mul(s, parts[0], parts[1]);
+                },
+                {a}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::ConcatV2(s, {in[0], in[1]}, -1); },
-                  {a, c}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::ConcatV2(s, {in[0], in[1]}, 0);
+                },
+                {a, b}),
             kTol);
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              return ops::ConcatV2(s, {in[0], in[1], in[0]}, int64_t{1});
-            }, {a, c}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::ConcatV2(s, {in[0], in[1]}, -1);
+                },
+                {a, c}),
+            kTol);
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::ConcatV2(s, {in[0], in[1], in[0]}, int64_t{1});
+                },
+                {a, c}),
             kTol);
 }
 
 TEST_F(GradientTest, CastAndSelect) {
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              return ops::Cast(s, ops::Mul(s, ops::Cast(s, in[0], DT_FLOAT), 2.0f), DT_DOUBLE);
-            }, {Random({3})}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::Cast(s, ops::Mul(s, ops::Cast(s, in[0], DT_FLOAT), 2.0f), DT_DOUBLE);
+                },
+                {Random({3})}),
             1e-3);
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              Output cond = ops::Const(s, {{true, false, true}, {false, false, true}});
-              return ops::Select(s, cond, in[0], in[1]);
-            }, {Random({2, 3}), Random({2, 3})}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  Output cond = ops::Const(s, {{true, false, true}, {false, false, true}});
+                  return ops::Select(s, cond, in[0], in[1]);
+                },
+                {Random({2, 3}), Random({2, 3})}),
             kTol);
 }
 
 TEST_F(GradientTest, MultiplePathsAreSummed) {
   // y = x * x + sigmoid(x) * x, reaching x along four edges.
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              Output x = in[0];
-              return ops::Add(s, ops::Mul(s, x, x), ops::Mul(s, ops::Sigmoid(s, x), x));
-            }, {Random({4})}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  Output x = in[0];
+                  return ops::Add(s, ops::Mul(s, x, x), ops::Mul(s, ops::Sigmoid(s, x), x));
+                },
+                {Random({4})}),
             kTol);
   // A two-layer network with a softmax loss.
-  EXPECT_LT(Error([](const Scope& s, auto& in) {
-              Output h = ops::Relu(s, ops::BiasAdd(s, ops::MatMul(s, in[0], in[1]), in[2]));
-              Output logits = ops::MatMul(s, h, in[3]);
-              Output labels = ops::Const(s, {{1.0, 0.0}, {0.0, 1.0}, {0.5, 0.5}});
-              return ops::Mean(s, ops::SoftmaxCrossEntropyWithLogits(s, logits, labels).loss, 0);
-            }, {Random({3, 4}), Random({4, 5}), Random({5}, 0.5, 1), Random({5, 2})}),
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  Output h = ops::Relu(s, ops::BiasAdd(s, ops::MatMul(s, in[0], in[1]), in[2]));
+                  Output logits = ops::MatMul(s, h, in[3]);
+                  Output labels = ops::Const(s, {{1.0, 0.0}, {0.0, 1.0}, {0.5, 0.5}});
+                  return ops::Mean(s, ops::SoftmaxCrossEntropyWithLogits(s, logits, labels).loss,
+                                   0);
+                },
+                {Random({3, 4}), Random({4, 5}), Random({5}, 0.5, 1), Random({5, 2})}),
             kTol);
 }
 

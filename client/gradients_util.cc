@@ -7,8 +7,8 @@
 namespace overseer {
 namespace grad_util {
 
-absl::Status BroadcastBinaryGrads(const Scope& scope, const Operation& op, Output gx,
-                                  Output gy, std::vector<Output>* grad_outputs) {
+absl::Status BroadcastBinaryGrads(const Scope& scope, const Operation& op, Output gx, Output gy,
+                                  std::vector<Output>* grad_outputs) {
   const Output x = op.input(0);
   const Output y = op.input(1);
   const PartialShape& sx = x.shape();
@@ -37,8 +37,8 @@ Output ToInt32(const Scope& scope, const Output& t) {
   return ops::Cast(scope, t, DT_INT32);
 }
 
-Output GradOrZeros(const Scope& scope, const Operation& op,
-                   const std::vector<Output>& grads, int i) {
+Output GradOrZeros(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                   int i) {
   if (grads[i].valid()) return grads[i];
   return ops::ZerosLike(scope, op.output(i));
 }

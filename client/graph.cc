@@ -59,8 +59,7 @@ absl::Status ClientGraph::Validate(NodeDef* def, Node* node) const {
   const OpDef* op = OpRegistry::Global()->Find(def->op());
   if (op == nullptr) return NodeError(*def, absl::StrCat("unknown op '", def->op(), "'"));
   RETURN_IF_ERROR(AddDefaultsAndValidateAttrs(*op, def));
-  RETURN_IF_ERROR(
-      InOutTypesForNode(*def, *op, &node->input_types_, &node->output_types_));
+  RETURN_IF_ERROR(InOutTypesForNode(*def, *op, &node->input_types_, &node->output_types_));
   bool seen_control = false;
   for (const std::string& input : def->input()) {
     absl::StatusOr<TensorId> id = ParseTensorName(input);
@@ -79,14 +78,14 @@ absl::Status ClientGraph::Validate(NodeDef* def, Node* node) const {
       return NodeError(*def, "data inputs must come before control inputs");
     }
     if (id->index >= src->num_outputs()) {
-      return NodeError(*def, absl::StrCat("input '", input, "': node '", src->name(),
-                                          "' has only ", src->num_outputs(), " outputs"));
+      return NodeError(*def, absl::StrCat("input '", input, "': node '", src->name(), "' has only ",
+                                          src->num_outputs(), " outputs"));
     }
     node->inputs_.emplace_back(src, id->index);
   }
   if (node->inputs_.size() != node->input_types_.size()) {
-    return NodeError(*def, absl::StrCat("the op takes ", node->input_types_.size(),
-                                        " inputs but ", node->inputs_.size(), " were given"));
+    return NodeError(*def, absl::StrCat("the op takes ", node->input_types_.size(), " inputs but ",
+                                        node->inputs_.size(), " were given"));
   }
   for (size_t i = 0; i < node->inputs_.size(); ++i) {
     const DataType want = node->input_types_[i];
@@ -94,9 +93,9 @@ absl::Status ClientGraph::Validate(NodeDef* def, Node* node) const {
     // A ref feeds a value input; a value cannot feed a ref input.
     const bool ok = IsRefType(want) ? got == want : RemoveRefType(got) == want;
     if (!ok) {
-      return NodeError(*def, absl::StrCat("input ", i, " ('", node->inputs_[i].name(),
-                                          "') has dtype ", DataTypeString(got),
-                                          " but the op expects ", DataTypeString(want)));
+      return NodeError(
+          *def, absl::StrCat("input ", i, " ('", node->inputs_[i].name(), "') has dtype ",
+                             DataTypeString(got), " but the op expects ", DataTypeString(want)));
     }
   }
   std::vector<PartialShape> shapes;
@@ -116,8 +115,7 @@ absl::Status ClientGraph::Validate(NodeDef* def, Node* node) const {
     node->constant_value_ = value;
     node->output_shapes_[0] = PartialShape(value.shape());
   } else if ((def->op() == "Shape" || def->op() == "Size") && !node->inputs_.empty()) {
-    node->constant_value_ =
-        FoldShapeOp(*def, node->inputs_[0].shape(), node->output_types_[0]);
+    node->constant_value_ = FoldShapeOp(*def, node->inputs_[0].shape(), node->output_types_[0]);
   }
   return absl::OkStatus();
 }
@@ -127,8 +125,8 @@ absl::StatusOr<Node*> ClientGraph::AddNode(NodeDef def) {
   absl::MutexLock lock(&mu_);
   if (finalized_) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "Graph is finalized and cannot be modified: adding node '", def.name(), "' (op ",
-        def.op(), ") after Finalize (a Scaffold or monitored session finalized it)"));
+        "Graph is finalized and cannot be modified: adding node '", def.name(), "' (op ", def.op(),
+        ") after Finalize (a Scaffold or monitored session finalized it)"));
   }
   RETURN_IF_ERROR(Validate(&def, node.get()));
   node->graph_ = this;

@@ -138,16 +138,16 @@ struct GraphKeys {
 // What the graph remembers about a variable created by the variables helper. Names are
 // node names ("w", "w/Assign") or tensor names ("w/initial_value:0").
 struct VariableRecord {
-  std::string var_node;            // The VariableV2 node.
-  std::string initializer_node;    // The Assign that initialises it.
-  std::string initial_value;       // Tensor name of the initial value.
-  std::string snapshot;            // Tensor name of its read ("w/read:0").
+  std::string var_node;          // The VariableV2 node.
+  std::string initializer_node;  // The Assign that initialises it.
+  std::string initial_value;     // Tensor name of the initial value.
+  std::string snapshot;          // Tensor name of its read ("w/read:0").
   bool trainable = true;
 };
 
 // A graph under construction (TensorFlow's tf.Graph; named ClientGraph to keep it
-// apart from the runtime's index over a GraphDef, core/graph/graph.h). Thread-safe: nodes may be added from several threads
-// (the API is usually driven from one) while a ClientSession reads it.
+// apart from the runtime's index over a GraphDef, core/graph/graph.h). Thread-safe: nodes may be
+// added from several threads (the API is usually driven from one) while a ClientSession reads it.
 class ClientGraph {
  public:
   ClientGraph();

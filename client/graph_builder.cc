@@ -5,8 +5,7 @@
 
 namespace overseer {
 
-NodeBuilder::NodeBuilder(const Scope& scope, absl::string_view op,
-                         absl::string_view default_name)
+NodeBuilder::NodeBuilder(const Scope& scope, absl::string_view op, absl::string_view default_name)
     : scope_(scope), default_name_(default_name.empty() ? op : default_name) {
   def_.set_op(std::string(op));
 }
@@ -36,8 +35,7 @@ NodeBuilder& NodeBuilder::Attr(absl::string_view name, const AttrValue& value) {
   return *this;
 }
 
-NodeBuilder& NodeBuilder::Attr(absl::string_view name,
-                               const std::vector<std::string>& value) {
+NodeBuilder& NodeBuilder::Attr(absl::string_view name, const std::vector<std::string>& value) {
   AttrValue v;
   auto* list = v.mutable_list();
   for (const std::string& s : value) list->add_s(s);
@@ -63,7 +61,8 @@ Operation NodeBuilder::Finalize() {
     for (size_t k = 0; k < args_[a].tensors.size(); ++k) {
       const Output& t = args_[a].tensors[k];
       if (!t.valid()) {
-        return fail(absl::StrCat("input ", a, " is a null Output (no tensor: an earlier "
+        return fail(absl::StrCat("input ", a,
+                                 " is a null Output (no tensor: an earlier "
                                  "error, or no gradient)"));
       }
       if (t.node()->graph() != graph) {
@@ -73,8 +72,8 @@ Operation NodeBuilder::Finalize() {
   }
   if (const OpDef* op = OpRegistry::Global()->Find(def_.op()); op != nullptr) {
     if (op->inputs.size() != args_.size()) {
-      return fail(absl::StrCat("the op has ", op->inputs.size(), " input args but ",
-                               args_.size(), " were given"));
+      return fail(absl::StrCat("the op has ", op->inputs.size(), " input args but ", args_.size(),
+                               " were given"));
     }
     auto& attrs = *def_.mutable_attr();
     for (size_t a = 0; a < args_.size(); ++a) {

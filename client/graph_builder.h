@@ -65,9 +65,7 @@ class NodeBuilder {
 };
 
 // Output 0 of `op`, or a null Output when `op` is null.
-inline Output FirstOutput(const Operation& op) {
-  return op.valid() ? op.output(0) : Output();
-}
+inline Output FirstOutput(const Operation& op) { return op.valid() ? op.output(0) : Output(); }
 
 // Every output of `op` (empty when `op` is null).
 std::vector<Output> AllOutputs(const Operation& op);

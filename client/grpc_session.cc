@@ -43,32 +43,24 @@ absl::Status NoGraphError() {
 std::string NewRequestId() {
   // One generator per thread: no lock on every step of concurrent trainers.
   thread_local absl::BitGen gen;
-  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen),
-                         absl::Uniform<uint64_t>(gen));
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
 }
 
-absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(
-    const SessionOptions& options, GrpcSessionOptions grpc_options) {
-  if (!absl::StartsWith(options.target, kScheme) ||
-      options.target.size() == sizeof(kScheme) - 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "target '", options.target, "' is not of the form grpc://host:port"));
+absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(const SessionOptions& options,
+                                                                  GrpcSessionOptions grpc_options) {
+  if (!absl::StartsWith(options.target, kScheme) || options.target.size() == sizeof(kScheme) - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target '", options.target, "' is not of the form grpc://host:port"));
   }
   const std::string address = options.target.substr(sizeof(kScheme) - 1);
   auto master = std::make_unique<GrpcMaster>(NewMasterChannel(address, grpc_options.keepalive),
-                                             grpc_options.rpc_timeout,
-                                             grpc_options.max_step_time);
-  return std::make_unique<GrpcSession>(options, std::move(master), Clock::Real(),
-                                       grpc_options);
+                                             grpc_options.rpc_timeout, grpc_options.max_step_time);
+  return std::make_unique<GrpcSession>(options, std::move(master), Clock::Real(), grpc_options);
 }
 
-GrpcSession::GrpcSession(const SessionOptions& options,
-                         std::unique_ptr<MasterInterface> master, Clock* clock,
-                         GrpcSessionOptions grpc_options)
-    : options_(options),
-      grpc_options_(grpc_options),
-      master_(std::move(master)),
-      clock_(clock) {}
+GrpcSession::GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master,
+                         Clock* clock, GrpcSessionOptions grpc_options)
+    : options_(options), grpc_options_(grpc_options), master_(std::move(master)), clock_(clock) {}
 
 GrpcSession::~GrpcSession() { Close().IgnoreError(); }
 
@@ -148,15 +140,14 @@ absl::StatusOr<std::string> GrpcSession::RunnableHandle() const {
 absl::Status GrpcSession::Run(const RunOptions& options,
                               const std::vector<std::pair<std::string, Tensor>>& feeds,
                               const std::vector<std::string>& fetches,
-                              const std::vector<std::string>& targets,
-                              std::vector<Tensor>* outputs, RunMetadata* metadata) {
+                              const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                              RunMetadata* metadata) {
   ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
   MessageBudget budget(grpc_options_.max_message_tensor_bytes);
   for (const auto& feed : feeds) budget.Add(EncodedTensorBytes(feed.second));
   if (!budget.fits()) {
-    return budget.Error("the RunStep request (the step's feeds)", kFeedHint, [&](size_t i) {
-      return absl::StrCat("feed '", feeds[i].first, "'");
-    });
+    return budget.Error("the RunStep request (the step's feeds)", kFeedHint,
+                        [&](size_t i) { return absl::StrCat("feed '", feeds[i].first, "'"); });
   }
   RunStepRequest request;
   request.set_session_handle(handle);
@@ -173,11 +164,11 @@ absl::Status GrpcSession::Run(const RunOptions& options,
   }
   request.set_request_id(NewRequestId());
   RunStepResponse response;
-  RETURN_IF_ERROR(RetryUnavailable(
-      clock_, grpc_options_.retry, CallDeadline(request.options().timeout_in_ms()), [&] {
-        response.Clear();
-        return master_->RunStep(request, &response);
-      }));
+  RETURN_IF_ERROR(RetryUnavailable(clock_, grpc_options_.retry,
+                                   CallDeadline(request.options().timeout_in_ms()), [&] {
+                                     response.Clear();
+                                     return master_->RunStep(request, &response);
+                                   }));
   if (response.tensor_size() != static_cast<int>(fetches.size())) {
     return absl::InternalError(absl::StrCat("the master returned ", response.tensor_size(),
                                             " tensors for ", fetches.size(), " fetches"));
@@ -188,8 +179,8 @@ absl::Status GrpcSession::Run(const RunOptions& options,
     for (const NamedTensorProto& t : response.tensor()) {
       absl::StatusOr<Tensor> value = Tensor::FromProto(t.tensor());
       if (!value.ok()) {
-        return absl::InternalError(absl::StrCat("fetch '", t.name(), "' from the master: ",
-                                                value.status().message()));
+        return absl::InternalError(
+            absl::StrCat("fetch '", t.name(), "' from the master: ", value.status().message()));
       }
       outputs->push_back(*std::move(value));
     }
@@ -220,8 +211,8 @@ absl::Status GrpcSession::RunCallable(CallableHandle callable, const std::vector
   for (const Tensor& feed : feeds) budget.Add(EncodedTensorBytes(feed));
   if (!budget.fits()) {
     return budget.Error(
-        absl::StrCat("the RunCallable request (the feeds of callable ", callable, ")"),
-        kFeedHint, [](size_t i) { return absl::StrCat("feed ", i); });
+        absl::StrCat("the RunCallable request (the feeds of callable ", callable, ")"), kFeedHint,
+        [](size_t i) { return absl::StrCat("feed ", i); });
   }
   RunCallableRequest request;
   request.set_session_handle(handle);

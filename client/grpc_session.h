@@ -59,12 +59,12 @@ class GrpcSession : public Session {
  public:
   // Connects to `options.target` ("grpc://host:port"). INVALID_ARGUMENT for another
   // form of target. Connecting is lazy: an unreachable master fails the first call.
-  static absl::StatusOr<std::unique_ptr<GrpcSession>> Connect(
-      const SessionOptions& options, GrpcSessionOptions grpc_options = {});
+  static absl::StatusOr<std::unique_ptr<GrpcSession>> Connect(const SessionOptions& options,
+                                                              GrpcSessionOptions grpc_options = {});
 
   // Over any master (tests use one in-process). `clock` (not owned) paces retries.
-  GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master,
-              Clock* clock, GrpcSessionOptions grpc_options = {});
+  GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master, Clock* clock,
+              GrpcSessionOptions grpc_options = {});
   // Closes the master session (errors ignored).
   ~GrpcSession() override;
   GrpcSession(const GrpcSession&) = delete;
@@ -74,9 +74,8 @@ class GrpcSession : public Session {
   absl::Status Extend(const GraphDef& graph) override;
   absl::Status Run(const RunOptions& options,
                    const std::vector<std::pair<std::string, Tensor>>& feeds,
-                   const std::vector<std::string>& fetches,
-                   const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
-                   RunMetadata* metadata) override;
+                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                   std::vector<Tensor>* outputs, RunMetadata* metadata) override;
   using Session::Run;
   // See Session; over the master's MakeCallable / RunCallable / ReleaseCallable, each
   // retried on UNAVAILABLE (MakeCallable and RunCallable carry request ids, so a retry

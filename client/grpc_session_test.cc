@@ -27,8 +27,10 @@ class InProcessCluster {
  public:
   InProcessCluster() {
     WorkerEnv env;
-    env.worker_cache_factory = [this](const ClusterDef&)
-        -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> { return NewCache(); };
+    env.worker_cache_factory =
+        [this](const ClusterDef&) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+      return NewCache();
+    };
     WorkerOptions ps_options;
     ps_options.job_name = "ps";
     ps_ = std::make_unique<Worker>(ps_options, env);
@@ -96,9 +98,9 @@ class FlakyMaster : public MasterInterface {
  public:
   FlakyMaster(MasterInterface* master, int failures, bool after)
       : master_(master), failures_(failures), after_(after) {}
-#define OVERSEER_FLAKY(Method)                                              \
+#define OVERSEER_FLAKY(Method)                                                  \
   absl::Status Method(const Method##Request& q, Method##Response* r) override { \
-    return Flaky([&] { return master_->Method(q, r); });                    \
+    return Flaky([&] { return master_->Method(q, r); });                        \
   }
   OVERSEER_FLAKY(CreateSession)
   OVERSEER_FLAKY(ExtendSession)
@@ -217,9 +219,9 @@ TEST(GrpcSessionTest, FeedsAndGraphsOverTheMessageLimitFailBeforeAnythingIsSent)
   // Each feed fits; together they do not.
   const Tensor half(DT_FLOAT, TensorShape({120}));
   std::vector<Tensor> out;
-  ASSERT_TRUE(session.Run({{"x", half}, {"y", Tensor(DT_FLOAT, TensorShape({120}))}}, {"sum"},
-                          {}, &out)
-                  .ok());
+  ASSERT_TRUE(
+      session.Run({{"x", half}, {"y", Tensor(DT_FLOAT, TensorShape({120}))}}, {"sum"}, {}, &out)
+          .ok());
   const Tensor too_big(DT_FLOAT, TensorShape({200}));
   s = session.Run({{"x", too_big}, {"y", too_big}}, {"sum"}, {}, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;

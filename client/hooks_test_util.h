@@ -41,10 +41,10 @@ struct StepModel {
     global_step = *GetOrCreateGlobalStep(root);
     // As TensorFlow's _increment_global_step: the increment waits for the step's read,
     // so a hook fetching the read with the train op sees the step before the run.
-    train_op = Operation(ops::AssignAdd(root.WithOpName("train_op").WithControlDependencies(
-                                            global_step.value),
-                                        global_step.ref, steps_per_run)
-                             .node());
+    train_op = Operation(
+        ops::AssignAdd(root.WithOpName("train_op").WithControlDependencies(global_step.value),
+                       global_step.ref, steps_per_run)
+            .node());
     SessionOptions options;
     options.resource_mgr = &resources;
     session = *ClientSession::Create(root, options);

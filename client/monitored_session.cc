@@ -46,12 +46,13 @@ absl::Status MonitoredSession::Init(bool should_recover) {
   }
   for (SessionRunHook* hook : hooks_) RETURN_IF_ERROR(hook->Begin(scope_));
   if (should_recover) {
-    ASSIGN_OR_RETURN(std::unique_ptr<RecoverableSession> recoverable,
-                     RecoverableSession::Create(
-                         [this] { return CreateCoordinatedSession(); }, options_.recovery,
-                         options_.clock, [metrics = options_.metrics](const absl::Status& cause) {
-                           if (metrics != nullptr) metrics->Recovered(cause);
-                         }));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<RecoverableSession> recoverable,
+        RecoverableSession::Create([this] { return CreateCoordinatedSession(); }, options_.recovery,
+                                   options_.clock,
+                                   [metrics = options_.metrics](const absl::Status& cause) {
+                                     if (metrics != nullptr) metrics->Recovered(cause);
+                                   }));
     recoverable_ = recoverable.get();
     stack_ = std::move(recoverable);
   } else {

@@ -47,8 +47,7 @@ Output Shape(const Scope& scope, Input input, DataType out_type) {
 }
 
 Output Size(const Scope& scope, Input input, DataType out_type) {
-  return FirstOutput(
-      NodeBuilder(scope, "Size").Input(input).Attr("out_type", out_type).Finalize());
+  return FirstOutput(NodeBuilder(scope, "Size").Input(input).Attr("out_type", out_type).Finalize());
 }
 
 Output Fill(const Scope& scope, Input dims, Input value) {
@@ -68,8 +67,7 @@ Output Cast(const Scope& scope, Input x, DataType dst_type) {
 }
 
 Output Select(const Scope& scope, Input condition, Input t, Input e) {
-  return FirstOutput(
-      NodeBuilder(scope, "Select").Input(condition).Input(t).Input(e).Finalize());
+  return FirstOutput(NodeBuilder(scope, "Select").Input(condition).Input(t).Input(e).Finalize());
 }
 
 Output Pack(const Scope& scope, const InputList& values, int64_t axis) {
@@ -77,11 +75,8 @@ Output Pack(const Scope& scope, const InputList& values, int64_t axis) {
 }
 
 std::vector<Output> Unpack(const Scope& scope, Input value, int64_t num, int64_t axis) {
-  return AllOutputs(NodeBuilder(scope, "Unpack")
-                        .Input(value)
-                        .Attr("num", num)
-                        .Attr("axis", axis)
-                        .Finalize());
+  return AllOutputs(
+      NodeBuilder(scope, "Unpack").Input(value).Attr("num", num).Attr("axis", axis).Finalize());
 }
 
 Output ConcatV2(const Scope& scope, const InputList& values, Input axis) {
@@ -98,8 +93,7 @@ Output Squeeze(const Scope& scope, Input input, const std::vector<int64_t>& sque
 }
 
 Output Slice(const Scope& scope, Input input, Input begin, Input size) {
-  return FirstOutput(
-      NodeBuilder(scope, "Slice").Input(input).Input(begin).Input(size).Finalize());
+  return FirstOutput(NodeBuilder(scope, "Slice").Input(input).Input(begin).Input(size).Finalize());
 }
 
 Output BroadcastTo(const Scope& scope, Input input, Input shape) {
@@ -116,15 +110,12 @@ BroadcastGradientArgsOutput BroadcastGradientArgs(const Scope& scope, Input s0, 
   return {op.output(0), op.output(1)};
 }
 
-std::vector<Output> ConcatOffset(const Scope& scope, Input concat_dim,
-                                 const InputList& shape) {
-  return AllOutputs(
-      NodeBuilder(scope, "ConcatOffset").Input(concat_dim).Input(shape).Finalize());
+std::vector<Output> ConcatOffset(const Scope& scope, Input concat_dim, const InputList& shape) {
+  return AllOutputs(NodeBuilder(scope, "ConcatOffset").Input(concat_dim).Input(shape).Finalize());
 }
 
 Output ReducedShape(const Scope& scope, Input input_shape, Input axes) {
-  return FirstOutput(
-      NodeBuilder(scope, "ReducedShape").Input(input_shape).Input(axes).Finalize());
+  return FirstOutput(NodeBuilder(scope, "ReducedShape").Input(input_shape).Input(axes).Finalize());
 }
 
 }  // namespace ops

@@ -15,14 +15,13 @@ Output Input::ToOutput(const Scope& scope) const {
   return ops::Const(scope.WithOpName(""), value_);
 }
 
-absl::StatusOr<Tensor> FilledTensor(DataType dtype, const TensorShape& shape,
-                                    double value) {
+absl::StatusOr<Tensor> FilledTensor(DataType dtype, const TensorShape& shape, double value) {
   Tensor t(DT_FLOAT, TensorShape());
   switch (dtype) {
-#define FILL_CASE(T)                                      \
-  case DataTypeToEnum<T>::value:                          \
-    t = Tensor(dtype, shape);                             \
-    t.flat<T>().setConstant(static_cast<T>(value));       \
+#define FILL_CASE(T)                                \
+  case DataTypeToEnum<T>::value:                    \
+    t = Tensor(dtype, shape);                       \
+    t.flat<T>().setConstant(static_cast<T>(value)); \
     return t;
     OVERSEER_FOR_NUMERIC_TYPES(FILL_CASE)
 #undef FILL_CASE
@@ -31,8 +30,8 @@ absl::StatusOr<Tensor> FilledTensor(DataType dtype, const TensorShape& shape,
       t.flat<bool>().setConstant(value != 0);
       return t;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot make a constant of dtype ", DataTypeString(dtype), " from a number"));
+      return absl::InvalidArgumentError(absl::StrCat("cannot make a constant of dtype ",
+                                                     DataTypeString(dtype), " from a number"));
   }
 }
 
@@ -44,10 +43,9 @@ Output Const(const Scope& scope, const Input& value) {
     return Output();
   }
   if (!value.is_value()) {
-    scope.UpdateStatus(absl::InvalidArgumentError(
-        absl::StrCat("Const in name scope '", scope.name_scope(),
-                     "' needs a value, not the tensor '",
-                     value.output().valid() ? value.output().name() : "<null>", "'")));
+    scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
+        "Const in name scope '", scope.name_scope(), "' needs a value, not the tensor '",
+        value.output().valid() ? value.output().name() : "<null>", "'")));
     return Output();
   }
   return FirstOutput(NodeBuilder(scope, "Const")
@@ -60,8 +58,7 @@ Output ConstOfType(const Scope& scope, DataType dtype, double value) {
   return ConstFilled(scope, dtype, TensorShape(), value);
 }
 
-Output ConstFilled(const Scope& scope, DataType dtype, const TensorShape& shape,
-                   double value) {
+Output ConstFilled(const Scope& scope, DataType dtype, const TensorShape& shape, double value) {
   absl::StatusOr<Tensor> t = FilledTensor(RemoveRefType(dtype), shape, value);
   if (!t.ok()) {
     scope.UpdateStatus(t.status());

@@ -25,22 +25,21 @@ class Scope;
 namespace internal {
 template <typename T>
 struct IsConstElement
-    : std::integral_constant<bool, std::is_same<T, float>::value ||
-                                       std::is_same<T, double>::value ||
-                                       std::is_same<T, int32_t>::value ||
-                                       std::is_same<T, int64_t>::value ||
-                                       std::is_same<T, bool>::value> {};
+    : std::integral_constant<bool,
+                             std::is_same<T, float>::value || std::is_same<T, double>::value ||
+                                 std::is_same<T, int32_t>::value ||
+                                 std::is_same<T, int64_t>::value || std::is_same<T, bool>::value> {
+};
 }  // namespace internal
 
 // A value type; cheap to copy (tensors share buffers).
 class Input {
  public:
-  Input(const Output& output) : output_(output) {}  // NOLINT: implicit by design.
+  Input(const Output& output) : output_(output) {}                // NOLINT: implicit by design.
   Input(const Tensor& value) : value_(value), is_value_(true) {}  // NOLINT
-  template <typename T,
-            typename = std::enable_if_t<internal::IsConstElement<T>::value>>
+  template <typename T, typename = std::enable_if_t<internal::IsConstElement<T>::value>>
   Input(T scalar) : value_(Tensor::Scalar<T>(scalar)), is_value_(true) {}  // NOLINT
-  Input(const char* s)  // NOLINT
+  Input(const char* s)                                                     // NOLINT
       : value_(Tensor::Scalar<std::string>(s)), is_value_(true) {}
   Input(const std::string& s)  // NOLINT
       : value_(Tensor::Scalar<std::string>(s)), is_value_(true) {}
@@ -93,8 +92,7 @@ Output Const(const Scope& scope, const Input& value);
 // A Const scalar of `dtype` (float, double, int32, int64) holding `value` converted.
 Output ConstOfType(const Scope& scope, DataType dtype, double value);
 // A Const of `dtype` and `shape` filled with `value`.
-Output ConstFilled(const Scope& scope, DataType dtype, const TensorShape& shape,
-                   double value);
+Output ConstFilled(const Scope& scope, DataType dtype, const TensorShape& shape, double value);
 
 }  // namespace ops
 

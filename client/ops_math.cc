@@ -5,13 +5,13 @@
 namespace overseer {
 namespace ops {
 
-#define OVERSEER_CLIENT_UNARY(Name)                                          \
-  Output Name(const Scope& scope, Input x) {                                 \
-    return FirstOutput(NodeBuilder(scope, #Name).Input(x).Finalize());       \
+#define OVERSEER_CLIENT_UNARY(Name)                                    \
+  Output Name(const Scope& scope, Input x) {                           \
+    return FirstOutput(NodeBuilder(scope, #Name).Input(x).Finalize()); \
   }
-#define OVERSEER_CLIENT_BINARY(Name)                                              \
-  Output Name(const Scope& scope, Input x, Input y) {                             \
-    return FirstOutput(NodeBuilder(scope, #Name).Input(x).Input(y).Finalize());   \
+#define OVERSEER_CLIENT_BINARY(Name)                                            \
+  Output Name(const Scope& scope, Input x, Input y) {                           \
+    return FirstOutput(NodeBuilder(scope, #Name).Input(x).Input(y).Finalize()); \
   }
 
 OVERSEER_CLIENT_BINARY(Add)

@@ -37,8 +37,7 @@ Output MatMul(const Scope& scope, Input a, Input b, bool transpose_a = false,
 Output Sum(const Scope& scope, Input input, Input axes, bool keep_dims = false);
 Output Mean(const Scope& scope, Input input, Input axes, bool keep_dims = false);
 Output Max(const Scope& scope, Input input, Input axes, bool keep_dims = false);
-Output ArgMax(const Scope& scope, Input input, Input dimension,
-              DataType output_type = DT_INT64);
+Output ArgMax(const Scope& scope, Input input, Input dimension, DataType output_type = DT_INT64);
 
 // Comparisons, giving bool.
 Output Equal(const Scope& scope, Input x, Input y);

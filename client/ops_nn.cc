@@ -18,8 +18,7 @@ Output Relu(const Scope& scope, Input features) {
 }
 
 Output ReluGrad(const Scope& scope, Input gradients, Input features) {
-  return FirstOutput(
-      NodeBuilder(scope, "ReluGrad").Input(gradients).Input(features).Finalize());
+  return FirstOutput(NodeBuilder(scope, "ReluGrad").Input(gradients).Input(features).Finalize());
 }
 
 Output Softmax(const Scope& scope, Input logits) {
@@ -39,14 +38,12 @@ SoftmaxCrossEntropyOutput TwoOutputs(const Operation& op) {
 
 SoftmaxCrossEntropyOutput SoftmaxCrossEntropyWithLogits(const Scope& scope, Input features,
                                                         Input labels) {
-  return TwoOutputs(NodeBuilder(scope, "SoftmaxCrossEntropyWithLogits")
-                        .Input(features)
-                        .Input(labels)
-                        .Finalize());
+  return TwoOutputs(
+      NodeBuilder(scope, "SoftmaxCrossEntropyWithLogits").Input(features).Input(labels).Finalize());
 }
 
-SoftmaxCrossEntropyOutput SparseSoftmaxCrossEntropyWithLogits(const Scope& scope,
-                                                              Input features, Input labels) {
+SoftmaxCrossEntropyOutput SparseSoftmaxCrossEntropyWithLogits(const Scope& scope, Input features,
+                                                              Input labels) {
   return TwoOutputs(NodeBuilder(scope, "SparseSoftmaxCrossEntropyWithLogits")
                         .Input(features)
                         .Input(labels)

@@ -30,8 +30,8 @@ struct SoftmaxCrossEntropyOutput {
 SoftmaxCrossEntropyOutput SoftmaxCrossEntropyWithLogits(const Scope& scope, Input features,
                                                         Input labels);
 // `labels` [batch] class indices (int32 or int64).
-SoftmaxCrossEntropyOutput SparseSoftmaxCrossEntropyWithLogits(const Scope& scope,
-                                                              Input features, Input labels);
+SoftmaxCrossEntropyOutput SparseSoftmaxCrossEntropyWithLogits(const Scope& scope, Input features,
+                                                              Input labels);
 
 }  // namespace ops
 }  // namespace overseer

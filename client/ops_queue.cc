@@ -35,8 +35,7 @@ Operation QueueEnqueueMany(const Scope& scope, Input handle, const InputList& co
 }
 
 std::vector<Output> QueueDequeue(const Scope& scope, Input handle,
-                                 const std::vector<DataType>& component_types,
-                                 int64_t timeout_ms) {
+                                 const std::vector<DataType>& component_types, int64_t timeout_ms) {
   return AllOutputs(NodeBuilder(scope, "QueueDequeue")
                         .Input(handle)
                         .Attr("component_types", component_types)

@@ -18,8 +18,7 @@ Output RandomOp(const Scope& scope, const char* op, const Input& shape, DataType
 }
 }  // namespace
 
-Output RandomUniform(const Scope& scope, Input shape, DataType dtype,
-                     const RandomSeeds& seeds) {
+Output RandomUniform(const Scope& scope, Input shape, DataType dtype, const RandomSeeds& seeds) {
   return RandomOp(scope, "RandomUniform", shape, dtype, seeds);
 }
 
@@ -28,16 +27,15 @@ Output RandomStandardNormal(const Scope& scope, Input shape, DataType dtype,
   return RandomOp(scope, "RandomNormal", shape, dtype, seeds);
 }
 
-Output RandomNormal(const Scope& scope, Input shape, DataType dtype, double mean,
-                    double stddev, const RandomSeeds& seeds) {
+Output RandomNormal(const Scope& scope, Input shape, DataType dtype, double mean, double stddev,
+                    const RandomSeeds& seeds) {
   Scope s = scope.NewSubScope(scope.op_name().empty() ? "random_normal" : scope.op_name());
   Output normal = RandomStandardNormal(s, shape, dtype, seeds);
   Output scaled = Mul(s.WithOpName("mul"), normal, ConstOfType(s, dtype, stddev));
   return Add(s.WithOpName("add"), scaled, ConstOfType(s, dtype, mean));
 }
 
-Output TruncatedNormal(const Scope& scope, Input shape, DataType dtype,
-                       const RandomSeeds& seeds) {
+Output TruncatedNormal(const Scope& scope, Input shape, DataType dtype, const RandomSeeds& seeds) {
   return RandomOp(scope, "TruncatedNormal", shape, dtype, seeds);
 }
 

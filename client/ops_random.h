@@ -27,8 +27,8 @@ Output RandomUniform(const Scope& scope, Input shape, DataType dtype,
 Output RandomStandardNormal(const Scope& scope, Input shape, DataType dtype,
                             const RandomSeeds& seeds = {});
 // Normal with `mean` and `stddev` (RandomStandardNormal * stddev + mean).
-Output RandomNormal(const Scope& scope, Input shape, DataType dtype, double mean,
-                    double stddev, const RandomSeeds& seeds = {});
+Output RandomNormal(const Scope& scope, Input shape, DataType dtype, double mean, double stddev,
+                    const RandomSeeds& seeds = {});
 // Standard normal with values beyond two standard deviations redrawn.
 Output TruncatedNormal(const Scope& scope, Input shape, DataType dtype,
                        const RandomSeeds& seeds = {});

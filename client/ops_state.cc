@@ -15,8 +15,7 @@ Output VariableV2(const Scope& scope, const PartialShape& shape, DataType dtype,
                          .Finalize());
 }
 
-Output Assign(const Scope& scope, Input ref, Input value, bool validate_shape,
-              bool use_locking) {
+Output Assign(const Scope& scope, Input ref, Input value, bool validate_shape, bool use_locking) {
   return FirstOutput(NodeBuilder(scope, "Assign")
                          .Input(ref)
                          .Input(value)

@@ -36,7 +36,8 @@ TEST_F(OpsTest, FifoQueueEnqueueDequeueClose) {
   attrs.capacity = 10;
   Output q = ops::FIFOQueue(root_.WithOpName("q"), {DT_FLOAT, DT_INT32}, attrs);
   Operation enqueue_many = ops::QueueEnqueueMany(
-      root_, q, {ops::Const(root_, {1.0f, 2.0f, 3.0f}), ops::Const(root_, {{1, 2}, {3, 4}, {5, 6}})});
+      root_, q,
+      {ops::Const(root_, {1.0f, 2.0f, 3.0f}), ops::Const(root_, {{1, 2}, {3, 4}, {5, 6}})});
   Output x = ops::Placeholder(root_, DT_FLOAT);
   Operation enqueue = ops::QueueEnqueue(root_, q, {x, ops::Const(root_, {7, 8})});
   Output size = ops::QueueSize(root_, q);
@@ -103,7 +104,8 @@ TEST_F(OpsTest, DefaultsGroupsAndVariableChecks) {
   EXPECT_TRUE(out[0].Equals(Tensor::FromVector<float>({2, 4})));
   EXPECT_FALSE(out[1].scalar<bool>());
   EXPECT_TRUE(out[2].Equals(Tensor::FromVector<int64_t>({1, 0})));
-  ASSERT_TRUE(Session()->Run({{d, Tensor::FromVector<float>({3, 3})}}, {doubled}, {both}, &out).ok());
+  ASSERT_TRUE(
+      Session()->Run({{d, Tensor::FromVector<float>({3, 3})}}, {doubled}, {both}, &out).ok());
   EXPECT_TRUE(out[0].Equals(Tensor::FromVector<float>({6, 6})));
   ASSERT_TRUE(Session()->Run({s, is_init}, &out).ok());
   EXPECT_FLOAT_EQ(out[0].scalar<float>(), 3.0f);

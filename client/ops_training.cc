@@ -29,8 +29,8 @@ Output ApplyMomentum(const Scope& scope, Input var, Input accum, Input lr, Input
 }
 
 Output ApplyAdam(const Scope& scope, Input var, Input m, Input v, Input beta1_power,
-                 Input beta2_power, Input lr, Input beta1, Input beta2, Input epsilon,
-                 Input grad, bool use_locking, bool use_nesterov) {
+                 Input beta2_power, Input lr, Input beta1, Input beta2, Input epsilon, Input grad,
+                 bool use_locking, bool use_nesterov) {
   return FirstOutput(NodeBuilder(scope, "ApplyAdam")
                          .Input(var)
                          .Input(m)

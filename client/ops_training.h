@@ -20,8 +20,8 @@ Output ApplyMomentum(const Scope& scope, Input var, Input accum, Input lr, Input
                      Input momentum, bool use_locking = false, bool use_nesterov = false);
 // Adam: m, v moments; beta1_power, beta2_power the bias-correction powers.
 Output ApplyAdam(const Scope& scope, Input var, Input m, Input v, Input beta1_power,
-                 Input beta2_power, Input lr, Input beta1, Input beta2, Input epsilon,
-                 Input grad, bool use_locking = false, bool use_nesterov = false);
+                 Input beta2_power, Input lr, Input beta1, Input beta2, Input epsilon, Input grad,
+                 bool use_locking = false, bool use_nesterov = false);
 
 }  // namespace ops
 }  // namespace overseer

@@ -18,12 +18,12 @@ namespace overseer {
 absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
     const Scope& scope, const Output& loss, const std::vector<Variable>& var_list) {
   RETURN_IF_ERROR(scope.status());
-  std::vector<Variable> vars =
-      var_list.empty() ? TrainableVariables(*scope.graph()) : var_list;
+  std::vector<Variable> vars = var_list.empty() ? TrainableVariables(*scope.graph()) : var_list;
   if (vars.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name_, ": no variables to optimize (the graph has no trainable "
-                            "variables and no var_list was given)"));
+        absl::StrCat(name_,
+                     ": no variables to optimize (the graph has no trainable "
+                     "variables and no var_list was given)"));
   }
   if (!loss.valid()) return absl::InvalidArgumentError(absl::StrCat(name_, ": null loss"));
   std::vector<Output> xs;
@@ -40,9 +40,9 @@ absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
   return result;
 }
 
-absl::StatusOr<Operation> Optimizer::ApplyGradients(
-    const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
-    const Variable* global_step) {
+absl::StatusOr<Operation> Optimizer::ApplyGradients(const Scope& scope,
+                                                    const std::vector<GradAndVar>& grads_and_vars,
+                                                    const Variable* global_step) {
   RETURN_IF_ERROR(scope.status());
   std::vector<GradAndVar> pairs;
   std::vector<Variable> vars;
@@ -54,25 +54,25 @@ absl::StatusOr<Operation> Optimizer::ApplyGradients(
     names.push_back(gv.var.name());
     if (!gv.grad.valid()) continue;
     if (RemoveRefType(gv.grad.dtype()) != gv.var.dtype()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name_, ": the gradient '", gv.grad.name(), "' of variable '", gv.var.name(),
-          "' has dtype ", DataTypeString(gv.grad.dtype()), " but the variable has ",
-          DataTypeString(gv.var.dtype())));
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": the gradient '", gv.grad.name(), "' of variable '", gv.var.name(),
+                       "' has dtype ", DataTypeString(gv.grad.dtype()), " but the variable has ",
+                       DataTypeString(gv.var.dtype())));
     }
     pairs.push_back(gv);
     vars.push_back(gv.var);
   }
   if (pairs.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name_, ": no gradients provided for any variable; check the graph for ops "
-               "without gradients between the variables [",
-        absl::StrJoin(names, ", "), "] and the loss"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name_,
+                     ": no gradients provided for any variable; check the graph for ops "
+                     "without gradients between the variables [",
+                     absl::StrJoin(names, ", "), "] and the loss"));
   }
   if (global_step != nullptr && !global_step->valid()) {
     return absl::InvalidArgumentError(absl::StrCat(name_, ": invalid global step"));
   }
-  const Scope plain =
-      scope.WithNameScope("").WithNoControlDependencies().ClearColocation();
+  const Scope plain = scope.WithNameScope("").WithNoControlDependencies().ClearColocation();
   RETURN_IF_ERROR(CreateSlots(plain, vars));
   RETURN_IF_ERROR(scope.status());
   const Scope opt_scope = scope.NewSubScope(name_);
@@ -98,8 +98,7 @@ absl::StatusOr<Operation> Optimizer::ApplyGradients(
             .ColocateWith(global_step->ref);
     Output one = ops::ConstOfType(inc, global_step->dtype(), 1);
     train_op = Operation(
-        ops::AssignAdd(inc.WithExactOpName(opt_scope.name_scope()), global_step->ref, one)
-            .node());
+        ops::AssignAdd(inc.WithExactOpName(opt_scope.name_scope()), global_step->ref, one).node());
   }
   RETURN_IF_ERROR(scope.status());
   return train_op;
@@ -112,8 +111,7 @@ absl::StatusOr<Operation> Optimizer::Minimize(const Scope& scope, const Output& 
   return ApplyGradients(scope, grads, global_step);
 }
 
-absl::StatusOr<Variable> Optimizer::GetSlot(const Variable& var,
-                                            const std::string& slot) const {
+absl::StatusOr<Variable> Optimizer::GetSlot(const Variable& var, const std::string& slot) const {
   auto it = slots_.find(slot);
   if (it != slots_.end() && var.valid()) {
     auto v = it->second.find(var.name());
@@ -127,8 +125,7 @@ Operation Optimizer::Finish(const Scope& scope, const std::vector<Operation>& up
   return ops::Group(scope, updates);
 }
 
-Variable Optimizer::ZerosSlot(const Scope& scope, const Variable& var,
-                              const std::string& slot) {
+Variable Optimizer::ZerosSlot(const Scope& scope, const Variable& var, const std::string& slot) {
   auto& per_var = slots_[slot];
   auto it = per_var.find(var.name());
   if (it != per_var.end()) return it->second;
@@ -140,8 +137,8 @@ Variable Optimizer::ZerosSlot(const Scope& scope, const Variable& var,
     v = MakeVariable(s, ZerosInitializer(var.shape().ToTensorShape(), var.dtype()), options);
   } else {
     const Output like = var.initial_value;
-    v = MakeVariable(s, [like](const Scope& init) { return ops::ZerosLike(init, like); },
-                     options);
+    v = MakeVariable(
+        s, [like](const Scope& init) { return ops::ZerosLike(init, like); }, options);
   }
   if (v.valid()) per_var[var.name()] = v;
   return v;
@@ -156,21 +153,18 @@ Output GradientDescentOptimizer::ApplyDense(const Scope& scope, const Output& gr
   return ops::ApplyGradientDescent(scope, var.ref, lr, grad);
 }
 
-MomentumOptimizer::MomentumOptimizer(double learning_rate, double momentum,
-                                     bool use_nesterov)
+MomentumOptimizer::MomentumOptimizer(double learning_rate, double momentum, bool use_nesterov)
     : Optimizer("Momentum"),
       learning_rate_(learning_rate),
       momentum_(momentum),
       use_nesterov_(use_nesterov) {}
 
-absl::Status MomentumOptimizer::CreateSlots(const Scope& scope,
-                                            const std::vector<Variable>& vars) {
+absl::Status MomentumOptimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
   for (const Variable& v : vars) ZerosSlot(scope, v, "momentum");
   return scope.status();
 }
 
-Output MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad,
-                                     const Variable& var) {
+Output MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
   absl::StatusOr<Variable> accum = GetSlot(var, "momentum");
   if (!accum.ok()) {
     scope.UpdateStatus(accum.status());
@@ -182,20 +176,18 @@ Output MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad,
                             /*use_locking=*/false, use_nesterov_);
 }
 
-AdamOptimizer::AdamOptimizer(double learning_rate, double beta1, double beta2,
-                             double epsilon)
+AdamOptimizer::AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon)
     : Optimizer("Adam"),
       learning_rate_(learning_rate),
       beta1_(beta1),
       beta2_(beta2),
       epsilon_(epsilon) {}
 
-absl::Status AdamOptimizer::CreateSlots(const Scope& scope,
-                                        const std::vector<Variable>& vars) {
+absl::Status AdamOptimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
   if (!beta1_power_.valid()) {
-    const Variable& first = *std::min_element(
-        vars.begin(), vars.end(),
-        [](const Variable& a, const Variable& b) { return a.name() < b.name(); });
+    const Variable& first =
+        *std::min_element(vars.begin(), vars.end(),
+                          [](const Variable& a, const Variable& b) { return a.name() < b.name(); });
     const Scope s = scope.ColocateWith(first.ref);
     VariableOptions options;
     options.trainable = false;
@@ -222,23 +214,20 @@ Output AdamOptimizer::ApplyDense(const Scope& scope, const Output& grad, const V
   auto power = [&](const Variable& p) -> Output {
     return p.dtype() == t ? p.value : ops::Cast(scope, p.value, t);
   };
-  return ops::ApplyAdam(scope, var.ref, m->ref, v->ref, power(beta1_power_),
-                        power(beta2_power_), ops::ConstOfType(scope, t, learning_rate_),
+  return ops::ApplyAdam(scope, var.ref, m->ref, v->ref, power(beta1_power_), power(beta2_power_),
+                        ops::ConstOfType(scope, t, learning_rate_),
                         ops::ConstOfType(scope, t, beta1_), ops::ConstOfType(scope, t, beta2_),
                         ops::ConstOfType(scope, t, epsilon_), grad);
 }
 
 Operation AdamOptimizer::Finish(const Scope& scope, const std::vector<Operation>& updates) {
-  const Scope deps = scope.WithOpName("")
-                         .WithControlDependencies(updates)
-                         .ColocateWith(beta1_power_.ref);
+  const Scope deps =
+      scope.WithOpName("").WithControlDependencies(updates).ColocateWith(beta1_power_.ref);
   const DataType t = beta1_power_.dtype();
-  Output update1 = ops::Assign(
-      deps, beta1_power_.ref,
-      ops::Mul(deps, beta1_power_.ref, ops::ConstOfType(deps, t, beta1_)));
-  Output update2 = ops::Assign(
-      deps, beta2_power_.ref,
-      ops::Mul(deps, beta2_power_.ref, ops::ConstOfType(deps, t, beta2_)));
+  Output update1 = ops::Assign(deps, beta1_power_.ref,
+                               ops::Mul(deps, beta1_power_.ref, ops::ConstOfType(deps, t, beta1_)));
+  Output update2 = ops::Assign(deps, beta2_power_.ref,
+                               ops::Mul(deps, beta2_power_.ref, ops::ConstOfType(deps, t, beta2_)));
   std::vector<Operation> all = updates;
   all.push_back(Operation(update1.node()));
   all.push_back(Operation(update2.node()));

@@ -112,8 +112,8 @@ class MomentumOptimizer : public Optimizer {
 
 class AdamOptimizer : public Optimizer {
  public:
-  explicit AdamOptimizer(double learning_rate = 0.001, double beta1 = 0.9,
-                         double beta2 = 0.999, double epsilon = 1e-8);
+  explicit AdamOptimizer(double learning_rate = 0.001, double beta1 = 0.9, double beta2 = 0.999,
+                         double epsilon = 1e-8);
 
  protected:
   absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;

@@ -39,13 +39,11 @@ class InProcessReadinessChannel : public ReadinessChannel {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<bool> WaitForReady(const std::string& key,
-                                    absl::Duration timeout) override {
+  absl::StatusOr<bool> WaitForReady(const std::string& key, absl::Duration timeout) override {
     InProcessTable* t = Table();
     absl::MutexLock lock(&t->mu);
-    auto is_ready = [t, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) {
-      return t->ready.count(key) > 0;
-    };
+    auto is_ready = [t, &key]()
+                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) { return t->ready.count(key) > 0; };
     return t->mu.AwaitWithTimeout(absl::Condition(&is_ready), timeout);
   }
 };
@@ -62,15 +60,13 @@ ChannelRegistry* Registry() {
 
 }  // namespace
 
-void RegisterReadinessChannelFactory(const std::string& prefix,
-                                     ReadinessChannelFactory factory) {
+void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannelFactory factory) {
   ChannelRegistry* r = Registry();
   absl::MutexLock lock(&r->mu);
   r->factories[prefix] = std::move(factory);
 }
 
-absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(
-    const std::string& target) {
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target) {
   if (target.empty()) return std::make_unique<InProcessReadinessChannel>();
   ReadinessChannelFactory factory;
   std::string known = "\"\" (in-process)";
@@ -87,9 +83,9 @@ absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(
     }
   }
   if (factory == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no readiness channel for target '", target, "'; known targets: ",
-                     known, " (link //client:grpc_session for grpc://)"));
+    return absl::InvalidArgumentError(absl::StrCat("no readiness channel for target '", target,
+                                                   "'; known targets: ", known,
+                                                   " (link //client:grpc_session for grpc://)"));
   }
   return factory(target);
 }

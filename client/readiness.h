@@ -38,22 +38,19 @@ class ReadinessChannel {
   // that restarted has no record: the wait simply times out, and the caller falls back
   // to its ready op. UNAVAILABLE when the master cannot be reached; never blocks much
   // longer than `timeout`.
-  virtual absl::StatusOr<bool> WaitForReady(const std::string& key,
-                                            absl::Duration timeout) = 0;
+  virtual absl::StatusOr<bool> WaitForReady(const std::string& key, absl::Duration timeout) = 0;
 };
 
 // The channel for a session target: "" is the in-process table; a registered scheme
 // ("grpc://", registered by //client:grpc_session) its implementation. INVALID_ARGUMENT
 // naming the target otherwise.
-absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(
-    const std::string& target);
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target);
 
 // Registers the implementation for targets starting with `prefix`. Called from a
 // static initialiser of the implementing library. Thread-safe.
 using ReadinessChannelFactory =
     std::function<absl::StatusOr<std::unique_ptr<ReadinessChannel>>(const std::string&)>;
-void RegisterReadinessChannelFactory(const std::string& prefix,
-                                     ReadinessChannelFactory factory);
+void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannelFactory factory);
 
 // Clears the in-process table (tests that share a process).
 void ResetInProcessReadiness();

@@ -30,9 +30,9 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
   for (const Variable& v : options.var_list) {
     if (!v.valid()) return absl::InvalidArgumentError("Saver: an invalid variable");
     if (v.dtype() == DT_STRING) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Saver: variable ", v.name(), " is DT_STRING; checkpoints hold numeric "
-                       "and bool tensors"));
+      return absl::InvalidArgumentError(absl::StrCat("Saver: variable ", v.name(),
+                                                     " is DT_STRING; checkpoints hold numeric "
+                                                     "and bool tensors"));
     }
     const std::string device = options.sharded ? v.ref.node()->def().device() : "";
     if (groups.count(device) == 0) devices.push_back(device);
@@ -80,8 +80,7 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
     }
   }
   Operation save_all = ops::NoOp(s.WithOpName("save_all").WithControlDependencies(saves));
-  Operation restore_all =
-      ops::NoOp(s.WithOpName("restore_all").WithControlDependencies(restores));
+  Operation restore_all = ops::NoOp(s.WithOpName("restore_all").WithControlDependencies(restores));
   RETURN_IF_ERROR(scope.status());
   saver->options_ = std::move(options);
   saver->num_shards_ = static_cast<int>(devices.size());
@@ -107,10 +106,9 @@ absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& pre
   begin.mutable_retention()->set_keep_checkpoint_every_n_hours(
       options_.keep_checkpoint_every_n_hours);
   ASSIGN_OR_RETURN(std::string id, where.store->BeginCheckpoint(begin));
-  const absl::Status ran = session->Run(
-      {{location_feed_, Tensor::Scalar<std::string>(location)},
-       {id_feed_, Tensor::Scalar<std::string>(id)}},
-      {}, {save_target_}, nullptr);
+  const absl::Status ran = session->Run({{location_feed_, Tensor::Scalar<std::string>(location)},
+                                         {id_feed_, Tensor::Scalar<std::string>(id)}},
+                                        {}, {save_target_}, nullptr);
   if (!ran.ok()) {
     where.store->AbortCheckpoint(id).IgnoreError();
     return ran;
@@ -141,8 +139,7 @@ absl::Status Saver::RecoverLastCheckpoints(const std::string& location) {
 
 absl::StatusOr<std::optional<std::string>> LatestCheckpoint(const std::string& location) {
   ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
-  ASSIGN_OR_RETURN(std::optional<CheckpointInfo> latest,
-                   where.store->LatestCheckpoint(where.run));
+  ASSIGN_OR_RETURN(std::optional<CheckpointInfo> latest, where.store->LatestCheckpoint(where.run));
   if (!latest.has_value()) return std::optional<std::string>();
   return std::optional<std::string>(Join(location, latest->name()));
 }

@@ -62,9 +62,9 @@ class Saver {
 
   SaverOptions options_;
   int num_shards_ = 1;
-  std::string location_feed_;   // "save/location:0"
-  std::string id_feed_;         // "save/checkpoint_id:0"
-  std::string checkpoint_feed_; // "save/checkpoint:0"
+  std::string location_feed_;    // "save/location:0"
+  std::string id_feed_;          // "save/checkpoint_id:0"
+  std::string checkpoint_feed_;  // "save/checkpoint:0"
   std::string save_target_;
   std::string restore_target_;
   std::vector<std::string> last_checkpoints_;

@@ -39,8 +39,8 @@ absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& option
       absl::StrAppend(&known, known.empty() ? "" : ", ",
                       prefix.empty() ? "\"\" (in-process)" : absl::StrCat("\"", prefix, "\""));
       // "" names the in-process session only; other prefixes match the longest.
-      const bool matches = prefix.empty() ? options.target.empty()
-                                          : absl::StartsWith(options.target, prefix);
+      const bool matches =
+          prefix.empty() ? options.target.empty() : absl::StartsWith(options.target, prefix);
       if (matches && (factory == nullptr || prefix.size() > best)) {
         factory = f;
         best = prefix.size();
@@ -48,9 +48,9 @@ absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& option
     }
   }
   if (factory == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no session implementation for target '", options.target, "'; known targets: ",
-        known.empty() ? "none (link //client:direct_session for \"\")" : known));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no session implementation for target '", options.target, "'; known targets: ",
+                     known.empty() ? "none (link //client:direct_session for \"\")" : known));
   }
   return factory(options);
 }

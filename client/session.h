@@ -57,13 +57,13 @@ class Session {
   virtual absl::Status Run(const RunOptions& options,
                            const std::vector<std::pair<std::string, Tensor>>& feeds,
                            const std::vector<std::string>& fetches,
-                           const std::vector<std::string>& targets,
-                           std::vector<Tensor>* outputs, RunMetadata* metadata) = 0;
+                           const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                           RunMetadata* metadata) = 0;
 
   // Run with default options and no metadata.
   absl::Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                   const std::vector<std::string>& fetches,
-                   const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
+                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                   std::vector<Tensor>* outputs) {
     return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
   }
 

@@ -155,8 +155,7 @@ TEST_P(SessionConformanceTest, MissingFeedIsInvalidArgument) {
   auto session = MakeSession();
   ASSERT_TRUE(session->Create(AddGraph().def()).ok());
   std::vector<Tensor> out;
-  ExpectError(session->Run({}, {"c"}, {}, &out), absl::StatusCode::kInvalidArgument,
-              "'b'");
+  ExpectError(session->Run({}, {"c"}, {}, &out), absl::StatusCode::kInvalidArgument, "'b'");
 }
 
 TEST_P(SessionConformanceTest, FeedsAreCheckedAgainstThePlaceholder) {
@@ -168,12 +167,10 @@ TEST_P(SessionConformanceTest, FeedsAreCheckedAgainstThePlaceholder) {
   std::vector<Tensor> out;
   ExpectError(session->Run({{"b", Tensor::Scalar<int32_t>(1)}}, {"c"}, {}, &out),
               absl::StatusCode::kInvalidArgument, "'b:0' has dtype int32");
-  ExpectError(session->Run({{"vec", Tensor(DT_FLOAT, TensorShape({3}))}}, {"vec_id"}, {},
-                           &out),
+  ExpectError(session->Run({{"vec", Tensor(DT_FLOAT, TensorShape({3}))}}, {"vec_id"}, {}, &out),
               absl::StatusCode::kInvalidArgument, "'vec");
   ASSERT_TRUE(
-      session->Run({{"vec", Tensor(DT_FLOAT, TensorShape({3, 2}))}}, {"vec_id"}, {}, &out)
-          .ok());
+      session->Run({{"vec", Tensor(DT_FLOAT, TensorShape({3, 2}))}}, {"vec_id"}, {}, &out).ok());
   EXPECT_EQ(out[0].shape(), TensorShape({3, 2}));
 }
 
@@ -181,12 +178,12 @@ TEST_P(SessionConformanceTest, UnknownFetchFeedOrTargetIsNamed) {
   auto session = MakeSession();
   ASSERT_TRUE(session->Create(AddGraph().def()).ok());
   std::vector<Tensor> out;
-  ExpectError(session->Run({{"b", S(1)}}, {"nope:0"}, {}, &out),
-              absl::StatusCode::kInvalidArgument, "nope");
-  ExpectError(session->Run({{"b", S(1)}}, {"c:7"}, {}, &out),
-              absl::StatusCode::kInvalidArgument, "c:7");
-  ExpectError(session->Run({{"b", S(1)}}, {}, {"ghost"}, &out),
-              absl::StatusCode::kInvalidArgument, "ghost");
+  ExpectError(session->Run({{"b", S(1)}}, {"nope:0"}, {}, &out), absl::StatusCode::kInvalidArgument,
+              "nope");
+  ExpectError(session->Run({{"b", S(1)}}, {"c:7"}, {}, &out), absl::StatusCode::kInvalidArgument,
+              "c:7");
+  ExpectError(session->Run({{"b", S(1)}}, {}, {"ghost"}, &out), absl::StatusCode::kInvalidArgument,
+              "ghost");
   ExpectError(session->Run({{"phantom:0", S(1)}}, {"a"}, {}, &out),
               absl::StatusCode::kInvalidArgument, "phantom");
 }
@@ -276,9 +273,9 @@ TEST_P(SessionConformanceTest, KernelErrorsNameNodeAndOp) {
   auto session = MakeSession();
   ASSERT_TRUE(session->Create(g.def()).ok());
   std::vector<Tensor> out;
-  absl::Status s = session->Run({{"x", Tensor(DT_FLOAT, TensorShape({2}))},
-                                 {"y", Tensor(DT_FLOAT, TensorShape({3}))}},
-                                {"sum"}, {}, &out);
+  absl::Status s = session->Run(
+      {{"x", Tensor(DT_FLOAT, TensorShape({2}))}, {"y", Tensor(DT_FLOAT, TensorShape({3}))}},
+      {"sum"}, {}, &out);
   ExpectError(s, absl::StatusCode::kInvalidArgument, "node 'sum' (op 'Add'): ");
 }
 
@@ -451,8 +448,7 @@ TEST_P(SessionConformanceTest, ReleasedOrUnknownCallableIsInvalidArgument) {
               absl::StatusCode::kInvalidArgument, "callable");
   // Releasing twice is harmless; a handle never made is not.
   EXPECT_TRUE(session->ReleaseCallable(*handle).ok());
-  EXPECT_EQ(session->ReleaseCallable(*handle + 1000).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(session->ReleaseCallable(*handle + 1000).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(session->RunCallable(*handle + 1000, {S(1)}, &out, nullptr).code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -466,8 +462,8 @@ TEST_P(SessionConformanceTest, CallableFeedsAreCheckedByCountAndType) {
   absl::StatusOr<CallableHandle> handle = session->MakeCallable(options);
   ASSERT_TRUE(handle.ok()) << handle.status();
   std::vector<Tensor> out;
-  ExpectError(session->RunCallable(*handle, {}, &out, nullptr),
-              absl::StatusCode::kInvalidArgument, "1 feeds, got 0");
+  ExpectError(session->RunCallable(*handle, {}, &out, nullptr), absl::StatusCode::kInvalidArgument,
+              "1 feeds, got 0");
   ExpectError(session->RunCallable(*handle, {S(1), S(2)}, &out, nullptr),
               absl::StatusCode::kInvalidArgument, "1 feeds, got 2");
   ExpectError(session->RunCallable(*handle, {Tensor::Scalar<int32_t>(1)}, &out, nullptr),
@@ -482,20 +478,17 @@ TEST_P(SessionConformanceTest, MakeCallableChecksTheSignature) {
   CallableOptions options;
   options.add_fetch("c");
   // No graph yet.
-  EXPECT_EQ(session->MakeCallable(options).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session->MakeCallable(options).status().code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(session->Create(AddGraph().def()).ok());
   // c needs the placeholder b.
-  ExpectError(session->MakeCallable(options).status(), absl::StatusCode::kInvalidArgument,
-              "'b'");
+  ExpectError(session->MakeCallable(options).status(), absl::StatusCode::kInvalidArgument, "'b'");
   CallableOptions unknown;
   unknown.add_fetch("nope:0");
-  ExpectError(session->MakeCallable(unknown).status(), absl::StatusCode::kInvalidArgument,
-              "nope");
+  ExpectError(session->MakeCallable(unknown).status(), absl::StatusCode::kInvalidArgument, "nope");
   CallableOptions unknown_target;
   unknown_target.add_target("ghost");
-  ExpectError(session->MakeCallable(unknown_target).status(),
-              absl::StatusCode::kInvalidArgument, "ghost");
+  ExpectError(session->MakeCallable(unknown_target).status(), absl::StatusCode::kInvalidArgument,
+              "ghost");
 }
 
 TEST_P(SessionConformanceTest, CallablesRunConcurrentlyAndSurviveExtend) {
@@ -566,8 +559,7 @@ TEST_P(SessionConformanceTest, CallablesEndWithTheSession) {
   std::vector<Tensor> out;
   EXPECT_EQ(session->RunCallable(*handle, {}, &out, nullptr).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(session->MakeCallable(options).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session->MakeCallable(options).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(session->ReleaseCallable(*handle).code(), absl::StatusCode::kFailedPrecondition);
 }
 

@@ -15,13 +15,14 @@ Output Collect(const Scope& scope, Output summary) {
 }  // namespace
 
 Output ScalarSummary(const Scope& scope, Input tags, Input values) {
-  return Collect(scope,
-                 FirstOutput(NodeBuilder(scope, "ScalarSummary").Input(tags).Input(values).Finalize()));
+  return Collect(
+      scope, FirstOutput(NodeBuilder(scope, "ScalarSummary").Input(tags).Input(values).Finalize()));
 }
 
 Output HistogramSummary(const Scope& scope, Input tag, Input values) {
   return Collect(
-      scope, FirstOutput(NodeBuilder(scope, "HistogramSummary").Input(tag).Input(values).Finalize()));
+      scope,
+      FirstOutput(NodeBuilder(scope, "HistogramSummary").Input(tag).Input(values).Finalize()));
 }
 
 Output TensorSummaryV2(const Scope& scope, Input tag, Input tensor,

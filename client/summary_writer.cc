@@ -25,9 +25,9 @@ constexpr char kGrpcScheme[] = "grpc://";
 absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
     const std::string& logdir, const SummaryWriterOptions& options) {
   if (options.flush_secs < 1 || options.max_queue < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "flush_secs and max_queue must be at least 1, got ", options.flush_secs, " and ",
-        options.max_queue));
+    return absl::InvalidArgumentError(
+        absl::StrCat("flush_secs and max_queue must be at least 1, got ", options.flush_secs,
+                     " and ", options.max_queue));
   }
   if (logdir.empty()) return absl::InvalidArgumentError("empty logdir");
   SinkFactory factory;
@@ -42,8 +42,8 @@ absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
     const std::string run = rest.substr(slash + 1);
     RETURN_IF_ERROR(ValidateRunName(run));
     auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
-    factory = [channel, run, options](std::optional<int64_t> start_step)
-        -> absl::StatusOr<std::unique_ptr<EventSink>> {
+    factory = [channel, run, options](
+                  std::optional<int64_t> start_step) -> absl::StatusOr<std::unique_ptr<EventSink>> {
       GrpcEventSinkOptions sink_options;
       sink_options.flush_secs = options.flush_secs;
       sink_options.max_queue = options.max_queue;
@@ -54,8 +54,8 @@ absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
       return std::unique_ptr<EventSink>(std::move(sink));
     };
   } else {
-    factory = [logdir, options](std::optional<int64_t> start_step)
-        -> absl::StatusOr<std::unique_ptr<EventSink>> {
+    factory = [logdir, options](
+                  std::optional<int64_t> start_step) -> absl::StatusOr<std::unique_ptr<EventSink>> {
       EventFileWriterOptions file_options;
       file_options.flush_interval = absl::Seconds(options.flush_secs);
       file_options.max_queue = options.max_queue;

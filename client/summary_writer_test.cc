@@ -205,8 +205,8 @@ TEST(SummaryWriterTest, CloseRacingWritesRefusesCleanly) {
 }
 
 TEST(SummaryWriterTest, BadLogdirs) {
-  for (const char* logdir : {"", "grpc://", "grpc://host:1", "grpc://host:1/", "grpc:///run",
-                             "grpc://host:1/../x"}) {
+  for (const char* logdir :
+       {"", "grpc://", "grpc://host:1", "grpc://host:1/", "grpc:///run", "grpc://host:1/../x"}) {
     EXPECT_TRUE(absl::IsInvalidArgument(SummaryWriter::Create(logdir).status())) << logdir;
   }
   auto writer = SummaryWriter::Create(TempDir("bad"));

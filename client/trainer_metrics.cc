@@ -73,12 +73,13 @@ TrainerMetrics::TrainerMetrics(std::shared_ptr<prometheus::Registry> registry)
   recoveries_unavailable_ = &recoveries_->Add({{"code", "UNAVAILABLE"}});
   readiness_wait_ = &prometheus::BuildHistogram()
                          .Name("overseer_trainer_readiness_wait_seconds")
-                         .Help("Each wait of this (non-chief) trainer for the chief to make "
-                               "the model ready, observed when it ends.")
+                         .Help(
+                             "Each wait of this (non-chief) trainer for the chief to make "
+                             "the model ready, observed when it ends.")
                          .Register(r)
                          .Add({}, prometheus::Histogram::BucketBoundaries{
-                                      0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60,
-                                      300, 900, 1800, 3600, 7200});
+                                      0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300,
+                                      900, 1800, 3600, 7200});
   waiting_for_ready_ = &prometheus::BuildGauge()
                             .Name("overseer_trainer_waiting_for_ready")
                             .Help("1 while this trainer waits for the model to be ready.")
@@ -86,13 +87,15 @@ TrainerMetrics::TrainerMetrics(std::shared_ptr<prometheus::Registry> registry)
                             .Add({});
   last_checkpoint_step_ = &prometheus::BuildGauge()
                                .Name("overseer_trainer_last_checkpoint_step")
-                               .Help("The global step of the last checkpoint this trainer "
-                                     "saved.")
+                               .Help(
+                                   "The global step of the last checkpoint this trainer "
+                                   "saved.")
                                .Register(r);
   last_checkpoint_time_ = &prometheus::BuildGauge()
                                .Name("overseer_trainer_last_checkpoint_timestamp_seconds")
-                               .Help("When this trainer saved its last checkpoint, Unix "
-                                     "seconds.")
+                               .Help(
+                                   "When this trainer saved its last checkpoint, Unix "
+                                   "seconds.")
                                .Register(r);
 }
 

@@ -70,10 +70,9 @@ TEST(TrainerMetricsTest, ServesOnAFreePortAndWritesItToThePortFile) {
   (*metrics)->StepDone(7);
   auto page = test::HttpGet((*metrics)->port(), "/metrics");
   ASSERT_TRUE(page.ok()) << page.status();
-  for (const char* line :
-       {"overseer_trainer_steps_total 1", "overseer_trainer_global_step 7",
-        "overseer_build_info{component=\"trainer\",version=\"", "process_cpu_seconds_total ",
-        "process_open_fds "}) {
+  for (const char* line : {"overseer_trainer_steps_total 1", "overseer_trainer_global_step 7",
+                           "overseer_build_info{component=\"trainer\",version=\"",
+                           "process_cpu_seconds_total ", "process_open_fds "}) {
     EXPECT_TRUE(absl::StrContains(*page, line)) << line << "\n" << *page;
   }
   // The port is taken now.

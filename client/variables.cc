@@ -32,8 +32,8 @@ Variable BuildVariable(const Scope& scope,
   v.value = ops::Identity(with_var.WithOpName("read"), v.ref);
   if (!v.initializer.valid() || !v.value.valid()) return Variable();
   ClientGraph* graph = scope.graph();
-  graph->AddVariableRecord({name, v.initializer.name(), v.initial_value.name(),
-                            v.value.name(), options.trainable});
+  graph->AddVariableRecord(
+      {name, v.initializer.name(), v.initial_value.name(), v.value.name(), options.trainable});
   graph->AddToCollection(GraphKeys::kGlobalVariables, name);
   if (options.trainable) graph->AddToCollection(GraphKeys::kTrainableVariables, name);
   for (const std::string& key : options.collections) graph->AddToCollection(key, name);
@@ -67,8 +67,7 @@ Variable MakeVariable(const Scope& scope, const Input& initial_value,
 Variable MakeVariable(const Scope& scope, const InitializerFn& initializer,
                       const VariableOptions& options) {
   return BuildVariable(
-      scope, [&](const Scope& s) { return initializer(s.NewSubScope("Initializer")); },
-      options);
+      scope, [&](const Scope& s) { return initializer(s.NewSubScope("Initializer")); }, options);
 }
 
 absl::StatusOr<Variable> LookupVariable(const ClientGraph& graph, absl::string_view var_node) {
@@ -123,8 +122,8 @@ Output ReportUninitializedVariables(const Scope& scope, const std::vector<Variab
     flags.push_back(ops::IsVariableInitialized(s.ColocateWith(v.ref), v.ref));
     names.push_back(v.name());
   }
-  return ops::ReportUninitializedVariables(s.WithOpName("ReportUninitializedVariables"),
-                                           flags, names);
+  return ops::ReportUninitializedVariables(s.WithOpName("ReportUninitializedVariables"), flags,
+                                           names);
 }
 
 Output ReportUninitializedVariables(const Scope& scope) {
@@ -138,8 +137,8 @@ absl::StatusOr<Variable> CreateGlobalStep(const Scope& scope) {
   VariableOptions options;
   options.trainable = false;
   options.collections = {GraphKeys::kGlobalStep};
-  Variable v = MakeVariable(scope.WithNameScope("").WithOpName("global_step"),
-                            Input(int64_t{0}), options);
+  Variable v =
+      MakeVariable(scope.WithNameScope("").WithOpName("global_step"), Input(int64_t{0}), options);
   RETURN_IF_ERROR(scope.status());
   return v;
 }

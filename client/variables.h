@@ -24,9 +24,9 @@ namespace overseer {
 
 // Handles to a variable's nodes. A value type; invalid (!valid()) when creation failed.
 struct Variable {
-  Output ref;              // The VariableV2 output (a ref): what Assign/Apply* take.
-  Output value;            // The snapshot "w/read": what computations read.
-  Operation initializer;   // "w/Assign".
+  Output ref;             // The VariableV2 output (a ref): what Assign/Apply* take.
+  Output value;           // The snapshot "w/read": what computations read.
+  Operation initializer;  // "w/Assign".
   Output initial_value;
   bool trainable = true;
 

@@ -30,13 +30,11 @@ InitializerFn ZerosInitializer(const TensorShape& shape, DataType dtype) {
 
 InitializerFn ConstantInitializer(const TensorShape& shape, double value, DataType dtype) {
   return [=](const Scope& scope) {
-    return ops::ConstFilled(scope.WithOpName(value == 0 ? "zeros" : "Const"), dtype, shape,
-                            value);
+    return ops::ConstFilled(scope.WithOpName(value == 0 ? "zeros" : "Const"), dtype, shape, value);
   };
 }
 
-InitializerFn GlorotUniformInitializer(const TensorShape& shape, int64_t seed,
-                                       DataType dtype) {
+InitializerFn GlorotUniformInitializer(const TensorShape& shape, int64_t seed, DataType dtype) {
   return [=](const Scope& scope) {
     double fan_in = 1, fan_out = 1;
     const int rank = shape.dims();
@@ -55,8 +53,8 @@ InitializerFn GlorotUniformInitializer(const TensorShape& shape, int64_t seed,
   };
 }
 
-InitializerFn TruncatedNormalInitializer(const TensorShape& shape, double stddev,
-                                         int64_t seed, double mean, DataType dtype) {
+InitializerFn TruncatedNormalInitializer(const TensorShape& shape, double stddev, int64_t seed,
+                                         double mean, DataType dtype) {
   return [=](const Scope& scope) {
     const Scope s = scope.NewSubScope("truncated_normal");
     Output n = ops::TruncatedNormal(s, ShapeTensor(shape), dtype, {seed, 0});

@@ -22,9 +22,8 @@ InitializerFn ConstantInitializer(const TensorShape& shape, double value,
 InitializerFn GlorotUniformInitializer(const TensorShape& shape, int64_t seed,
                                        DataType dtype = DT_FLOAT);
 // Normal(mean, stddev) with values beyond two standard deviations redrawn.
-InitializerFn TruncatedNormalInitializer(const TensorShape& shape, double stddev,
-                                         int64_t seed, double mean = 0.0,
-                                         DataType dtype = DT_FLOAT);
+InitializerFn TruncatedNormalInitializer(const TensorShape& shape, double stddev, int64_t seed,
+                                         double mean = 0.0, DataType dtype = DT_FLOAT);
 // Normal(mean, stddev).
 InitializerFn RandomNormalInitializer(const TensorShape& shape, double stddev, int64_t seed,
                                       double mean = 0.0, DataType dtype = DT_FLOAT);

@@ -26,8 +26,7 @@ absl::Status CancellationManager::status() const {
   return reason_;
 }
 
-CancellationManager::Token CancellationManager::RegisterCallback(
-    std::function<void()> callback) {
+CancellationManager::Token CancellationManager::RegisterCallback(std::function<void()> callback) {
   absl::MutexLock lock(&mu_);
   if (cancelled_) return kInvalidToken;
   const Token token = next_token_++;

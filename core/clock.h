@@ -22,8 +22,7 @@ class Clock {
   // Waits until `cond` holds (evaluated with `mu` held; the caller holds `mu`) or
   // until `deadline`. Returns whether `cond` holds. The condition must be signalled
   // by state changes made under `mu`, as with absl::Mutex::AwaitWithDeadline.
-  virtual bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
-                                 absl::Time deadline)
+  virtual bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond, absl::Time deadline)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
 
   // The process-wide real clock. Never null; never deleted.

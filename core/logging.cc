@@ -20,9 +20,7 @@ const char* Basename(const char* path) {
 
 }  // namespace
 
-void SetMinLogSeverity(LogSeverity severity) {
-  g_min_severity.store(static_cast<int>(severity));
-}
+void SetMinLogSeverity(LogSeverity severity) { g_min_severity.store(static_cast<int>(severity)); }
 
 LogSeverity MinLogSeverity() {
   return static_cast<LogSeverity>(g_min_severity.load(std::memory_order_relaxed));
@@ -41,9 +39,8 @@ LogMessage::~LogMessage() {
   localtime_r(&tv.tv_sec, &tm);
   char prefix[64];
   std::snprintf(prefix, sizeof(prefix), "%c%02d%02d %02d:%02d:%02d.%06ld %s:%d] ",
-                kLetters[static_cast<int>(severity_)], tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long>(tv.tv_usec),
-                Basename(file_), line_);
+                kLetters[static_cast<int>(severity_)], tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                tm.tm_min, tm.tm_sec, static_cast<long>(tv.tv_usec), Basename(file_), line_);
   std::string line = prefix + stream_.str() + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   if (severity_ == LogSeverity::kFatal) {

@@ -47,20 +47,19 @@ struct LogVoidify {
 #define OVERSEER_LOG_SEVERITY_ERROR ::overseer::LogSeverity::kError
 #define OVERSEER_LOG_SEVERITY_FATAL ::overseer::LogSeverity::kFatal
 
-#define LOG(severity)                                                        \
-  (OVERSEER_LOG_SEVERITY_##severity < ::overseer::MinLogSeverity())          \
-      ? (void)0                                                              \
-      : ::overseer::internal::LogVoidify() &                                 \
-            ::overseer::internal::LogMessage(__FILE__, __LINE__,             \
-                                             OVERSEER_LOG_SEVERITY_##severity) \
+#define LOG(severity)                                                                              \
+  (OVERSEER_LOG_SEVERITY_##severity < ::overseer::MinLogSeverity())                                \
+      ? (void)0                                                                                    \
+      : ::overseer::internal::LogVoidify() &                                                       \
+            ::overseer::internal::LogMessage(__FILE__, __LINE__, OVERSEER_LOG_SEVERITY_##severity) \
                 .stream()
 
-#define CHECK(condition)                                                \
-  (condition) ? (void)0                                                 \
-              : ::overseer::internal::LogVoidify() &                    \
-                    ::overseer::internal::LogMessage(                   \
-                        __FILE__, __LINE__, ::overseer::LogSeverity::kFatal) \
-                            .stream()                                   \
-                        << "Check failed: " #condition " "
+#define CHECK(condition)                                                                          \
+  (condition)                                                                                     \
+      ? (void)0                                                                                   \
+      : ::overseer::internal::LogVoidify() &                                                      \
+            ::overseer::internal::LogMessage(__FILE__, __LINE__, ::overseer::LogSeverity::kFatal) \
+                    .stream()                                                                     \
+                << "Check failed: " #condition " "
 
 #endif  // OVERSEER_CORE_LOGGING_H_

@@ -18,7 +18,7 @@
 namespace overseer {
 namespace {
 
-constexpr int kMmapThresholdBytes = 32 << 20;   // glibc's maximum on 64-bit hosts.
+constexpr int kMmapThresholdBytes = 32 << 20;  // glibc's maximum on 64-bit hosts.
 constexpr int kTrimThresholdBytes = 256 << 20;
 
 const bool kConfigured = [] {

@@ -43,10 +43,10 @@ absl::Status MessageBudget::Error(absl::string_view message, absl::string_view h
   if (order.size() > kNamedTensors) {
     named.push_back(absl::StrCat(order.size() - kNamedTensors, " more"));
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      message, " would carry ", Bytes(total_), " of tensors (", absl::StrJoin(named, ", "),
-      "), over the limit of ", Bytes(limit_),
-      " per message (protobuf cannot encode a message of 2 GiB or more); ", hint));
+  return absl::InvalidArgumentError(
+      absl::StrCat(message, " would carry ", Bytes(total_), " of tensors (",
+                   absl::StrJoin(named, ", "), "), over the limit of ", Bytes(limit_),
+                   " per message (protobuf cannot encode a message of 2 GiB or more); ", hint));
 }
 
 }  // namespace overseer

@@ -8,11 +8,9 @@
 namespace overseer {
 namespace {
 
-absl::Status AttrError(const NodeDef& node, absl::string_view name,
-                       absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat("node '", node.name(), "' (op '",
-                                                 node.op(), "'): attr '", name, "' ",
-                                                 what));
+absl::Status AttrError(const NodeDef& node, absl::string_view name, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("node '", node.name(), "' (op '", node.op(), "'): attr '", name, "' ", what));
 }
 
 absl::StatusOr<const AttrValue*> FindAttr(const NodeDef& node, absl::string_view name) {
@@ -21,25 +19,35 @@ absl::StatusOr<const AttrValue*> FindAttr(const NodeDef& node, absl::string_view
   return &it->second;
 }
 
-absl::Status WrongType(const NodeDef& node, absl::string_view name,
-                       absl::string_view want) {
+absl::Status WrongType(const NodeDef& node, absl::string_view name, absl::string_view want) {
   return AttrError(node, name, absl::StrCat("is not of type ", want));
 }
 
 // The attr type name of `v`'s set oneof, as in op specs.
 std::string AttrValueType(const AttrValue& v) {
   switch (v.value_case()) {
-    case AttrValue::kS: return "string";
-    case AttrValue::kI: return "int";
-    case AttrValue::kF: return "float";
-    case AttrValue::kB: return "bool";
-    case AttrValue::kType: return "type";
-    case AttrValue::kShape: return "shape";
-    case AttrValue::kTensor: return "tensor";
-    case AttrValue::kList: return "list";
-    case AttrValue::kFunc: return "func";
-    case AttrValue::kPlaceholder: return "placeholder";
-    default: return "unset";
+    case AttrValue::kS:
+      return "string";
+    case AttrValue::kI:
+      return "int";
+    case AttrValue::kF:
+      return "float";
+    case AttrValue::kB:
+      return "bool";
+    case AttrValue::kType:
+      return "type";
+    case AttrValue::kShape:
+      return "shape";
+    case AttrValue::kTensor:
+      return "tensor";
+    case AttrValue::kList:
+      return "list";
+    case AttrValue::kFunc:
+      return "func";
+    case AttrValue::kPlaceholder:
+      return "placeholder";
+    default:
+      return "unset";
   }
 }
 
@@ -99,8 +107,7 @@ absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name, DataType* 
 }
 
 template <>
-absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name,
-                         PartialShape* value) {
+absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name, PartialShape* value) {
   auto v = FindAttr(node, name);
   if (!v.ok()) return v.status();
   if ((*v)->value_case() != AttrValue::kShape) return WrongType(node, name, "shape");
@@ -143,8 +150,7 @@ absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name,
 }
 
 template <>
-absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name,
-                         std::vector<int64_t>* value) {
+absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name, std::vector<int64_t>* value) {
   auto v = FindAttr(node, name);
   if (!v.ok()) return v.status();
   if ((*v)->value_case() != AttrValue::kList) return WrongType(node, name, "list(int)");
@@ -153,8 +159,7 @@ absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name,
 }
 
 template <>
-absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name,
-                         std::vector<int32_t>* value) {
+absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name, std::vector<int32_t>* value) {
   std::vector<int64_t> v;
   if (auto s = GetNodeAttr(node, name, &v); !s.ok()) return s;
   value->assign(v.begin(), v.end());
@@ -216,26 +221,22 @@ void SetNodeAttr(NodeDef* node, absl::string_view name, const PartialShape& valu
 void SetNodeAttr(NodeDef* node, absl::string_view name, const Tensor& value) {
   value.ToProto(Slot(node, name).mutable_tensor());
 }
-void SetNodeAttr(NodeDef* node, absl::string_view name,
-                 const std::vector<DataType>& value) {
+void SetNodeAttr(NodeDef* node, absl::string_view name, const std::vector<DataType>& value) {
   auto* list = Slot(node, name).mutable_list();
   list->Clear();
   for (DataType t : value) list->add_type(t);
 }
-void SetNodeAttr(NodeDef* node, absl::string_view name,
-                 const std::vector<int64_t>& value) {
+void SetNodeAttr(NodeDef* node, absl::string_view name, const std::vector<int64_t>& value) {
   auto* list = Slot(node, name).mutable_list();
   list->Clear();
   for (int64_t i : value) list->add_i(i);
 }
-void SetNodeAttr(NodeDef* node, absl::string_view name,
-                 const std::vector<PartialShape>& value) {
+void SetNodeAttr(NodeDef* node, absl::string_view name, const std::vector<PartialShape>& value) {
   auto* list = Slot(node, name).mutable_list();
   list->Clear();
   for (const auto& s : value) s.ToProto(list->add_shape());
 }
-void SetNodeAttr(NodeDef* node, absl::string_view name,
-                 const std::vector<std::string>& value) {
+void SetNodeAttr(NodeDef* node, absl::string_view name, const std::vector<std::string>& value) {
   auto* list = Slot(node, name).mutable_list();
   list->Clear();
   for (const auto& s : value) list->add_s(s);
@@ -263,9 +264,9 @@ absl::Status AddDefaultsAndValidateAttrs(const OpDef& op, NodeDef* node) {
     }
     if (def.type == "type") {
       if (!IsSupportedDataType(v.type())) {
-        return AttrError(*node, def.name,
-                         absl::StrCat("is ", DataTypeString(v.type()),
-                                      ", which Overseer does not support"));
+        return AttrError(
+            *node, def.name,
+            absl::StrCat("is ", DataTypeString(v.type()), ", which Overseer does not support"));
       }
       if (!def.allowed_types.empty()) {
         bool allowed = false;
@@ -275,17 +276,17 @@ absl::Status AddDefaultsAndValidateAttrs(const OpDef& op, NodeDef* node) {
           absl::StrAppend(&names, names.empty() ? "" : ", ", DataTypeString(t));
         }
         if (!allowed) {
-          return AttrError(*node, def.name,
-                           absl::StrCat("is ", DataTypeString(v.type()),
-                                        ", not one of {", names, "}"));
+          return AttrError(
+              *node, def.name,
+              absl::StrCat("is ", DataTypeString(v.type()), ", not one of {", names, "}"));
         }
       }
     }
     if (def.minimum.has_value()) {
-      int64_t n = def.type == "int" ? v.i()
-                  : def.type == "list(type)" ? v.list().type_size()
-                  : def.type == "list(int)" ? v.list().i_size()
-                  : def.type == "list(shape)" ? v.list().shape_size()
+      int64_t n = def.type == "int"            ? v.i()
+                  : def.type == "list(type)"   ? v.list().type_size()
+                  : def.type == "list(int)"    ? v.list().i_size()
+                  : def.type == "list(shape)"  ? v.list().shape_size()
                   : def.type == "list(string)" ? v.list().s_size()
                                                : *def.minimum;
       if (n < *def.minimum) {
@@ -325,8 +326,7 @@ static absl::Status ExpandArgs(const NodeDef& node, const std::vector<ArgDef>& a
   return absl::OkStatus();
 }
 
-absl::Status InOutTypesForNode(const NodeDef& node, const OpDef& op,
-                               std::vector<DataType>* inputs,
+absl::Status InOutTypesForNode(const NodeDef& node, const OpDef& op, std::vector<DataType>* inputs,
                                std::vector<DataType>* outputs) {
   if (auto s = ExpandArgs(node, op.inputs, inputs); !s.ok()) return s;
   return ExpandArgs(node, op.outputs, outputs);

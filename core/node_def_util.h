@@ -43,14 +43,10 @@ void SetNodeAttr(NodeDef* node, absl::string_view name, DataType value);
 void SetNodeAttr(NodeDef* node, absl::string_view name, const TensorShape& value);
 void SetNodeAttr(NodeDef* node, absl::string_view name, const PartialShape& value);
 void SetNodeAttr(NodeDef* node, absl::string_view name, const Tensor& value);
-void SetNodeAttr(NodeDef* node, absl::string_view name,
-                 const std::vector<DataType>& value);
-void SetNodeAttr(NodeDef* node, absl::string_view name,
-                 const std::vector<int64_t>& value);
-void SetNodeAttr(NodeDef* node, absl::string_view name,
-                 const std::vector<PartialShape>& value);
-void SetNodeAttr(NodeDef* node, absl::string_view name,
-                 const std::vector<std::string>& value);
+void SetNodeAttr(NodeDef* node, absl::string_view name, const std::vector<DataType>& value);
+void SetNodeAttr(NodeDef* node, absl::string_view name, const std::vector<int64_t>& value);
+void SetNodeAttr(NodeDef* node, absl::string_view name, const std::vector<PartialShape>& value);
+void SetNodeAttr(NodeDef* node, absl::string_view name, const std::vector<std::string>& value);
 
 // Adds the defaults of `op` for attrs `node` lacks, then checks that every attr is
 // present with the declared type and allowed value. INVALID_ARGUMENT naming the node,
@@ -59,14 +55,13 @@ absl::Status AddDefaultsAndValidateAttrs(const OpDef& op, NodeDef* node);
 
 // The dtypes of the node's inputs and outputs, list args expanded, refs as *_REF.
 // Precondition: attrs validated. INVALID_ARGUMENT if an attr needed is absent.
-absl::Status InOutTypesForNode(const NodeDef& node, const OpDef& op,
-                               std::vector<DataType>* inputs,
+absl::Status InOutTypesForNode(const NodeDef& node, const OpDef& op, std::vector<DataType>* inputs,
                                std::vector<DataType>* outputs);
 
 // A parsed NodeDef input: "node", "node:2" or "^node".
 struct TensorId {
   std::string node;
-  int index = 0;        // -1 for a control input.
+  int index = 0;  // -1 for a control input.
   bool IsControl() const { return index < 0; }
   std::string ToString() const;  // "node:2" / "node:0" / "^node"
 };

@@ -22,7 +22,6 @@ KernelRegistry* GlobalKernelRegistry() {
 
 std::vector<DataType> InputTypes(OpKernelConstruction* c) { return c->input_types(); }
 
-
 }  // namespace
 
 OpKernel::OpKernel(OpKernelConstruction* c)
@@ -41,8 +40,8 @@ absl::StatusOr<Tensor> OpKernelContext::input_value(int i) {
   if (!v.is_ref()) return v.tensor;
   absl::MutexLock lock(v.ref->mu());
   if (!v.ref->is_initialized()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Attempting to use uninitialized value ", kernel().def().input(i)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Attempting to use uninitialized value ", kernel().def().input(i)));
   }
   return *v.ref->tensor();
 }
@@ -82,16 +81,14 @@ const Eigen::ThreadPoolDevice& OpKernelContext::eigen_device() const {
 const Eigen::ThreadPoolDevice& DefaultEigenDevice() {
   static Eigen::ThreadPool* pool =
       new Eigen::ThreadPool(std::max(1u, std::thread::hardware_concurrency()));
-  static Eigen::ThreadPoolDevice* device =
-      new Eigen::ThreadPoolDevice(pool, pool->NumThreads());
+  static Eigen::ThreadPoolDevice* device = new Eigen::ThreadPoolDevice(pool, pool->NumThreads());
   return *device;
 }
 
 void RegisterKernelFactory(const std::string& op_name, KernelFactory factory) {
   KernelRegistry* r = GlobalKernelRegistry();
   absl::MutexLock lock(&r->mu);
-  CHECK(r->factories.count(op_name) == 0) << "kernel for op " << op_name
-                                           << " registered twice";
+  CHECK(r->factories.count(op_name) == 0) << "kernel for op " << op_name << " registered twice";
   r->factories[op_name] = std::move(factory);
 }
 

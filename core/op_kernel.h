@@ -38,8 +38,7 @@ namespace overseer {
 // What a kernel's Init sees. Not thread-safe.
 class OpKernelConstruction {
  public:
-  OpKernelConstruction(const NodeDef& def, const OpDef& op_def,
-                       std::vector<DataType> input_types,
+  OpKernelConstruction(const NodeDef& def, const OpDef& op_def, std::vector<DataType> input_types,
                        std::vector<DataType> output_types)
       : def_(def),
         op_def_(op_def),
@@ -195,10 +194,10 @@ struct KernelRegistrar {
 
 #define REGISTER_KERNEL(cls, op_name) REGISTER_KERNEL_UNIQ_HELPER(__COUNTER__, cls, op_name)
 #define REGISTER_KERNEL_UNIQ_HELPER(ctr, cls, op_name) REGISTER_KERNEL_UNIQ(ctr, cls, op_name)
-#define REGISTER_KERNEL_UNIQ(ctr, cls, op_name)                                    \
-  static ::overseer::internal::KernelRegistrar overseer_kernel_registrar_##ctr     \
-      __attribute__((unused))(op_name, [](::overseer::OpKernelConstruction* c) {   \
-        return std::unique_ptr<::overseer::OpKernel>(std::make_unique<cls>(c));    \
+#define REGISTER_KERNEL_UNIQ(ctr, cls, op_name)                                   \
+  static ::overseer::internal::KernelRegistrar overseer_kernel_registrar_##ctr    \
+      __attribute__((unused)) (op_name, [](::overseer::OpKernelConstruction* c) { \
+        return std::unique_ptr<::overseer::OpKernel>(std::make_unique<cls>(c));   \
       })
 
 }  // namespace overseer

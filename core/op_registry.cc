@@ -15,10 +15,8 @@
 namespace overseer {
 namespace {
 
-absl::Status SpecError(const std::string& op, const std::string& spec,
-                       absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("op ", op, ": bad spec '", spec, "': ", why));
+absl::Status SpecError(const std::string& op, const std::string& spec, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("op ", op, ": bad spec '", spec, "': ", why));
 }
 
 // Splits "name: rest" into its two trimmed halves.
@@ -165,17 +163,17 @@ absl::StatusOr<AttrDef> ParseAttr(const std::string& op, const std::string& spec
   }
   if (!type_text.empty() && type_text.front() == '{') {
     if (type_text.back() != '}') return SpecError(op, spec, "unclosed type set");
-    for (absl::string_view t : absl::StrSplit(type_text.substr(1, type_text.size() - 2),
-                                              ',', absl::SkipWhitespace())) {
+    for (absl::string_view t :
+         absl::StrSplit(type_text.substr(1, type_text.size() - 2), ',', absl::SkipWhitespace())) {
       auto dt = DataTypeFromString(absl::StripAsciiWhitespace(t));
       if (!dt.ok()) return SpecError(op, spec, dt.status().message());
       attr.allowed_types.push_back(*dt);
     }
     type_text = "type";
   }
-  static const char* kTypes[] = {"type",        "int",        "float",        "bool",
-                                 "string",      "shape",      "tensor",       "list(type)",
-                                 "list(int)",   "list(float)", "list(bool)",  "list(string)",
+  static const char* kTypes[] = {"type",        "int",         "float",      "bool",
+                                 "string",      "shape",       "tensor",     "list(type)",
+                                 "list(int)",   "list(float)", "list(bool)", "list(string)",
                                  "list(shape)", "list(tensor)"};
   bool known = false;
   for (const char* t : kTypes) known |= type_text == t;

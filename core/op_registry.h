@@ -44,9 +44,9 @@ using ShapeFn = std::function<absl::Status(ShapeContext* c)>;
 struct ArgDef {
   std::string name;
   DataType type = DT_INVALID;  // Fixed type, or DT_INVALID when type_attr is set.
-  std::string type_attr;        // "T"
-  std::string number_attr;      // "N" for "N * T"
-  std::string type_list_attr;   // "Tcomponents"
+  std::string type_attr;       // "T"
+  std::string number_attr;     // "N" for "N * T"
+  std::string type_list_attr;  // "Tcomponents"
   bool is_ref = false;
 };
 
@@ -119,9 +119,9 @@ struct OpRegistrar {
 
 #define REGISTER_OP(name) REGISTER_OP_UNIQ_HELPER(__COUNTER__, name)
 #define REGISTER_OP_UNIQ_HELPER(ctr, name) REGISTER_OP_UNIQ(ctr, name)
-#define REGISTER_OP_UNIQ(ctr, name)                                        \
-  static ::overseer::internal::OpRegistrar overseer_op_registrar_##ctr \
-      __attribute__((unused)) = ::overseer::OpDefBuilder(name)
+#define REGISTER_OP_UNIQ(ctr, name)                                                              \
+  static ::overseer::internal::OpRegistrar overseer_op_registrar_##ctr __attribute__((unused)) = \
+      ::overseer::OpDefBuilder(name)
 
 }  // namespace overseer
 

@@ -32,8 +32,7 @@ absl::Status LocalRendezvous::Send(const RendezvousKey& key, const Tensor& value
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key,
-                                             const RendezvousWait& wait) {
+absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key, const RendezvousWait& wait) {
   // Set (under mu_) by the cancellation callback, which may outlive this call.
   auto cancelled = std::make_shared<bool>(false);
   CancellationManager::Token token = CancellationManager::kInvalidToken;
@@ -43,9 +42,8 @@ absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key,
       *cancelled = true;
     });
     if (token == CancellationManager::kInvalidToken) {
-      return absl::CancelledError(
-          absl::StrCat("receive of '", key.full, "' cancelled: ",
-                       wait.cancellation->status().message()));
+      return absl::CancelledError(absl::StrCat(
+          "receive of '", key.full, "' cancelled: ", wait.cancellation->status().message()));
     }
   }
   absl::StatusOr<Tensor> result;
@@ -71,13 +69,12 @@ absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key,
         if (!abort_status_.ok()) {
           result = abort_status_;
         } else if (*cancelled) {
-          result = absl::CancelledError(
-              absl::StrCat("receive of '", key.full, "' cancelled: ",
-                           wait.cancellation->status().message()));
+          result = absl::CancelledError(absl::StrCat(
+              "receive of '", key.full, "' cancelled: ", wait.cancellation->status().message()));
         } else if (!done) {
           result = absl::DeadlineExceededError(
-              absl::StrCat("timed out waiting for tensor '", key.parsed.tensor_name,
-                           "' from ", key.parsed.src_device, " (rendezvous key '", key.full, "')"));
+              absl::StrCat("timed out waiting for tensor '", key.parsed.tensor_name, "' from ",
+                           key.parsed.src_device, " (rendezvous key '", key.full, "')"));
         }
         if (!now.has_value && !now.has_waiter) items_.erase(key.full);
       }

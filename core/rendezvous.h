@@ -68,8 +68,7 @@ class Rendezvous {
 
 // A rendezvous within one process. Create it with Create (callbacks registered with a
 // CancellationManager keep it alive).
-class LocalRendezvous : public Rendezvous,
-                        public std::enable_shared_from_this<LocalRendezvous> {
+class LocalRendezvous : public Rendezvous, public std::enable_shared_from_this<LocalRendezvous> {
  public:
   static std::shared_ptr<LocalRendezvous> Create();
 

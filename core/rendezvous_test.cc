@@ -8,10 +8,9 @@ namespace overseer {
 namespace {
 
 RendezvousKey Key(const std::string& name, uint64_t incarnation = 0x1234) {
-  auto key = RendezvousKey::Parse(MakeRendezvousKey("/job:ps/replica:0/task:0/device:CPU:0",
-                                                    incarnation,
-                                                    "/job:worker/replica:0/task:0/device:CPU:0",
-                                                    name));
+  auto key =
+      RendezvousKey::Parse(MakeRendezvousKey("/job:ps/replica:0/task:0/device:CPU:0", incarnation,
+                                             "/job:worker/replica:0/task:0/device:CPU:0", name));
   EXPECT_TRUE(key.ok()) << key.status();
   return *key;
 }

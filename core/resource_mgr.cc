@@ -8,9 +8,9 @@ void Var::PrepareForUpdate() {
 
 std::string Var::DebugString() const {
   absl::MutexLock lock(&mu_);
-  return absl::StrCat("variable of ", DataTypeString(dtype_), " ",
-                      tensor_.IsInitialized() ? tensor_.shape().DebugString()
-                                              : std::string("(uninitialized)"));
+  return absl::StrCat(
+      "variable of ", DataTypeString(dtype_), " ",
+      tensor_.IsInitialized() ? tensor_.shape().DebugString() : std::string("(uninitialized)"));
 }
 
 int64_t Var::MemoryUsed() const {
@@ -31,8 +31,7 @@ absl::StatusOr<std::shared_ptr<ResourceBase>> ResourceMgr::LookupBase(
     auto r = c->second.find(name);
     if (r != c->second.end()) return r->second;
   }
-  return absl::NotFoundError(
-      absl::StrCat("resource ", container, "/", name, " does not exist"));
+  return absl::NotFoundError(absl::StrCat("resource ", container, "/", name, " does not exist"));
 }
 
 void ResourceMgr::Cleanup(const std::string& container) {

@@ -39,9 +39,7 @@ class Var : public ResourceBase {
   absl::Mutex* mu() ABSL_LOCK_RETURNED(mu_) { return &mu_; }
   // The value; uninitialised (!IsInitialized()) until first assigned.
   Tensor* tensor() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return &tensor_; }
-  bool is_initialized() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return tensor_.IsInitialized();
-  }
+  bool is_initialized() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return tensor_.IsInitialized(); }
   // Makes tensor() the only holder of its buffer (copying it if shared), so that an
   // in-place update is invisible to earlier readers.
   void PrepareForUpdate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -100,9 +98,9 @@ absl::StatusOr<std::shared_ptr<T>> ResourceMgr::Lookup(const std::string& contai
   if (!base.ok()) return base.status();
   auto typed = std::dynamic_pointer_cast<T>(*base);
   if (typed == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resource ", container, "/", name, " is a ", (*base)->DebugString(),
-        ", not the type this op expects"));
+    return absl::InvalidArgumentError(absl::StrCat("resource ", container, "/", name, " is a ",
+                                                   (*base)->DebugString(),
+                                                   ", not the type this op expects"));
   }
   return typed;
 }
@@ -123,9 +121,9 @@ absl::StatusOr<std::shared_ptr<T>> ResourceMgr::LookupOrCreate(
   }
   auto typed = std::dynamic_pointer_cast<T>(slot);
   if (typed == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resource ", container, "/", name, " is a ", slot->DebugString(),
-        ", not the type this op expects"));
+    return absl::InvalidArgumentError(absl::StrCat("resource ", container, "/", name, " is a ",
+                                                   slot->DebugString(),
+                                                   ", not the type this op expects"));
   }
   return typed;
 }

@@ -26,8 +26,8 @@ absl::Status ShapeContext::Error(absl::string_view message) const {
 absl::Status ShapeContext::WithRank(int i, int rank) const {
   const PartialShape& s = inputs_[i];
   if (s.known_rank() && s.rank() != rank) {
-    return Error(absl::StrCat("input ", i, " must have rank ", rank, " but has shape ",
-                              s.DebugString()));
+    return Error(
+        absl::StrCat("input ", i, " must have rank ", rank, " but has shape ", s.DebugString()));
   }
   return absl::OkStatus();
 }

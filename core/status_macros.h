@@ -10,9 +10,9 @@
 #define OVERSEER_STATUS_CONCAT_(a, b) OVERSEER_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function with the status of `expr` if it is not OK.
-#define RETURN_IF_ERROR(expr)                        \
-  do {                                               \
-    const absl::Status _overseer_status = (expr);    \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    const absl::Status _overseer_status = (expr);        \
     if (!_overseer_status.ok()) return _overseer_status; \
   } while (0)
 

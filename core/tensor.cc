@@ -110,13 +110,20 @@ class LargeBuffers {
 // Element `i` of `t` as text, for DebugString.
 std::string ElementString(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DT_FLOAT: return absl::StrCat(t.data<float>()[i]);
-    case DT_DOUBLE: return absl::StrCat(t.data<double>()[i]);
-    case DT_INT32: return absl::StrCat(t.data<int32_t>()[i]);
-    case DT_INT64: return absl::StrCat(t.data<int64_t>()[i]);
-    case DT_BOOL: return t.data<bool>()[i] ? "true" : "false";
-    case DT_STRING: return absl::StrCat("\"", t.data<std::string>()[i], "\"");
-    default: return "?";
+    case DT_FLOAT:
+      return absl::StrCat(t.data<float>()[i]);
+    case DT_DOUBLE:
+      return absl::StrCat(t.data<double>()[i]);
+    case DT_INT32:
+      return absl::StrCat(t.data<int32_t>()[i]);
+    case DT_INT64:
+      return absl::StrCat(t.data<int64_t>()[i]);
+    case DT_BOOL:
+      return t.data<bool>()[i] ? "true" : "false";
+    case DT_STRING:
+      return absl::StrCat("\"", t.data<std::string>()[i], "\"");
+    default:
+      return "?";
   }
 }
 
@@ -133,9 +140,9 @@ template <typename Field>
 absl::Status CheckFieldSize(const Field& field, int64_t n, const TensorShape& shape) {
   // Fewer values than elements repeat the last one, as TensorFlow does.
   if (field.size() > n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TensorProto has ", field.size(), " values for shape ", shape.DebugString(),
-        " (", n, " elements)"));
+    return absl::InvalidArgumentError(absl::StrCat("TensorProto has ", field.size(),
+                                                   " values for shape ", shape.DebugString(), " (",
+                                                   n, " elements)"));
   }
   return absl::OkStatus();
 }
@@ -218,10 +225,9 @@ bool Tensor::CopyFrom(const Tensor& other, const TensorShape& shape) {
 absl::StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
   Tensor out;
   if (!out.CopyFrom(*this, shape)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot reshape a tensor with ", num_elements_, " elements (shape ",
-                     shape_.DebugString(), ") to shape ", shape.DebugString(), " (",
-                     shape.num_elements(), " elements)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot reshape a tensor with ", num_elements_, " elements (shape ", shape_.DebugString(),
+        ") to shape ", shape.DebugString(), " (", shape.num_elements(), " elements)"));
   }
   return out;
 }
@@ -242,9 +248,9 @@ Tensor Tensor::DeepCopy() const {
 absl::StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
   const DataType dtype = proto.dtype();
   if (!IsSupportedDataType(dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TensorProto has unsupported dtype ", DataTypeString(dtype),
-        "; supported: float, double, int32, int64, bool, string"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TensorProto has unsupported dtype ", DataTypeString(dtype),
+                     "; supported: float, double, int32, int64, bool, string"));
   }
   auto shape_or = TensorShape::FromProto(proto.tensor_shape());
   if (!shape_or.ok()) {
@@ -257,9 +263,8 @@ absl::StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
     const size_t want = DataTypeSize(dtype) * static_cast<size_t>(n);
     if (proto.tensor_content().size() != want) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "TensorProto tensor_content has ", proto.tensor_content().size(),
-          " bytes but shape ", shape_or->DebugString(), " of ", DataTypeString(dtype),
-          " needs ", want));
+          "TensorProto tensor_content has ", proto.tensor_content().size(), " bytes but shape ",
+          shape_or->DebugString(), " of ", DataTypeString(dtype), " needs ", want));
     }
     std::memcpy(t.buffer_->data(), proto.tensor_content().data(), want);
     return t;
@@ -337,8 +342,8 @@ void Tensor::ToProto(TensorProto* proto, bool use_typed_fields) const {
 }
 
 std::string Tensor::DebugString(int max_entries) const {
-  std::string out = absl::StrCat("Tensor<", DataTypeString(dtype_), ", ",
-                                 shape_.DebugString(), ">");
+  std::string out =
+      absl::StrCat("Tensor<", DataTypeString(dtype_), ", ", shape_.DebugString(), ">");
   if (!IsInitialized()) return out + ": <uninitialized>";
   out += ":";
   const int64_t n = std::min<int64_t>(num_elements_, max_entries);

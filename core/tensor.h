@@ -45,8 +45,8 @@ class TensorBuffer {
 class Tensor {
  public:
   template <typename T, int N>
-  using EigenTensor = Eigen::TensorMap<Eigen::Tensor<T, N, Eigen::RowMajor, Eigen::DenseIndex>,
-                                       Eigen::Aligned>;
+  using EigenTensor =
+      Eigen::TensorMap<Eigen::Tensor<T, N, Eigen::RowMajor, Eigen::DenseIndex>, Eigen::Aligned>;
   template <typename T, int N>
   using ConstEigenTensor =
       Eigen::TensorMap<Eigen::Tensor<const T, N, Eigen::RowMajor, Eigen::DenseIndex>,

@@ -27,12 +27,12 @@ absl::StatusOr<TensorShape> TensorShape::FromDims(absl::Span<const int64_t> dims
   int64_t n = 1;
   for (int64_t d : dims) {
     if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dimension ", d, " in shape [", absl::StrJoin(dims, ","), "] is negative"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dimension ", d, " in shape [", absl::StrJoin(dims, ","), "] is negative"));
     }
     if (d > 0 && n > kMaxElements / d) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shape [", absl::StrJoin(dims, ","), "] has too many elements"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape [", absl::StrJoin(dims, ","), "] has too many elements"));
     }
     n *= d;
   }
@@ -91,25 +91,21 @@ bool PartialShape::IsCompatibleWith(const TensorShape& shape) const {
   return IsCompatibleWith(PartialShape(shape));
 }
 
-bool PartialShape::IsCompatibleWith(const PartialShape& other) const {
-  return Merge(other).ok();
-}
+bool PartialShape::IsCompatibleWith(const PartialShape& other) const { return Merge(other).ok(); }
 
 absl::StatusOr<PartialShape> PartialShape::Merge(const PartialShape& other) const {
   if (!known_rank_) return other;
   if (!other.known_rank_) return *this;
   if (rank() != other.rank()) {
     return absl::InvalidArgumentError(absl::StrCat("shapes ", DebugString(), " and ",
-                                                   other.DebugString(),
-                                                   " have different ranks"));
+                                                   other.DebugString(), " have different ranks"));
   }
   std::vector<int64_t> dims(dims_.size());
   for (size_t i = 0; i < dims_.size(); ++i) {
     int64_t a = dims_[i], b = other.dims_[i];
     if (a >= 0 && b >= 0 && a != b) {
-      return absl::InvalidArgumentError(absl::StrCat("shapes ", DebugString(), " and ",
-                                                     other.DebugString(),
-                                                     " differ in dimension ", i));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shapes ", DebugString(), " and ", other.DebugString(), " differ in dimension ", i));
     }
     dims[i] = a >= 0 ? a : b;
   }
@@ -133,15 +129,14 @@ absl::StatusOr<TensorShape> BroadcastShapes(const TensorShape& a, const TensorSh
     } else if (da == 1) {
       dims[i] = db;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Incompatible shapes: ", a.DebugString(), " vs. ", b.DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Incompatible shapes: ", a.DebugString(), " vs. ", b.DebugString()));
     }
   }
   return TensorShape(std::move(dims));
 }
 
-absl::StatusOr<PartialShape> BroadcastShapes(const PartialShape& a,
-                                             const PartialShape& b) {
+absl::StatusOr<PartialShape> BroadcastShapes(const PartialShape& a, const PartialShape& b) {
   if (!a.known_rank() || !b.known_rank()) return PartialShape::Unknown();
   const int rank = std::max(a.rank(), b.rank());
   std::vector<int64_t> dims(rank);
@@ -160,8 +155,8 @@ absl::StatusOr<PartialShape> BroadcastShapes(const PartialShape& a,
     } else if (da == db) {
       dims[i] = da;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Incompatible shapes: ", a.DebugString(), " vs. ", b.DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Incompatible shapes: ", a.DebugString(), " vs. ", b.DebugString()));
     }
   }
   return PartialShape(std::move(dims));

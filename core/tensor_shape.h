@@ -51,10 +51,8 @@ class PartialShape {
  public:
   PartialShape() = default;  // Unknown rank.
   PartialShape(std::initializer_list<int64_t> dims) : known_rank_(true), dims_(dims) {}
-  explicit PartialShape(std::vector<int64_t> dims)
-      : known_rank_(true), dims_(std::move(dims)) {}
-  explicit PartialShape(const TensorShape& shape)
-      : known_rank_(true), dims_(shape.dim_sizes()) {}
+  explicit PartialShape(std::vector<int64_t> dims) : known_rank_(true), dims_(std::move(dims)) {}
+  explicit PartialShape(const TensorShape& shape) : known_rank_(true), dims_(shape.dim_sizes()) {}
 
   static PartialShape Unknown() { return PartialShape(); }
   static PartialShape Scalar() { return PartialShape(std::vector<int64_t>{}); }
@@ -92,8 +90,7 @@ class PartialShape {
 // Numpy broadcasting of two shapes. INVALID_ARGUMENT naming both shapes if they are
 // incompatible.
 absl::StatusOr<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b);
-absl::StatusOr<PartialShape> BroadcastShapes(const PartialShape& a,
-                                             const PartialShape& b);
+absl::StatusOr<PartialShape> BroadcastShapes(const PartialShape& a, const PartialShape& b);
 
 }  // namespace overseer
 

@@ -168,8 +168,8 @@ TEST(TensorTest, UninitializedTensorsTakeCachedMemoryWithoutWriting) {
   Tensor small = Tensor::Uninitialized(DT_DOUBLE, TensorShape({2, 3}));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data<double>()) % 64, 0u);
   small.flat<double>().setConstant(1.5);
-  EXPECT_TRUE(small.Equals(Tensor::FromVector<double>({1.5, 1.5, 1.5, 1.5, 1.5, 1.5},
-                                                      TensorShape({2, 3}))));
+  EXPECT_TRUE(small.Equals(
+      Tensor::FromVector<double>({1.5, 1.5, 1.5, 1.5, 1.5, 1.5}, TensorShape({2, 3}))));
   EXPECT_EQ(Tensor::Uninitialized(DT_BOOL, TensorShape({0})).NumElements(), 0);
 }
 

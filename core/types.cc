@@ -8,13 +8,20 @@ namespace overseer {
 std::string DataTypeString(DataType dtype) {
   if (IsRefType(dtype)) return DataTypeString(RemoveRefType(dtype)) + "_ref";
   switch (dtype) {
-    case DT_FLOAT: return "float";
-    case DT_DOUBLE: return "double";
-    case DT_INT32: return "int32";
-    case DT_INT64: return "int64";
-    case DT_BOOL: return "bool";
-    case DT_STRING: return "string";
-    case DT_INVALID: return "invalid";
+    case DT_FLOAT:
+      return "float";
+    case DT_DOUBLE:
+      return "double";
+    case DT_INT32:
+      return "int32";
+    case DT_INT64:
+      return "int64";
+    case DT_BOOL:
+      return "bool";
+    case DT_STRING:
+      return "string";
+    case DT_INVALID:
+      return "invalid";
     default: {
       const std::string& name = DataType_Name(dtype);
       if (!name.empty()) return absl::AsciiStrToLower(name.substr(3));
@@ -31,8 +38,7 @@ absl::StatusOr<DataType> DataTypeFromString(absl::string_view name) {
   if (name == "bool") return DT_BOOL;
   if (name == "string") return DT_STRING;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown data type '", name,
-      "'; expected one of float, double, int32, int64, bool, string"));
+      "unknown data type '", name, "'; expected one of float, double, int32, int64, bool, string"));
 }
 
 bool IsRefType(DataType dtype) { return static_cast<int>(dtype) > 100; }
@@ -67,12 +73,18 @@ bool IsNumericType(DataType dtype) { return IsFloatingType(dtype) || IsIntegerTy
 
 size_t DataTypeSize(DataType dtype) {
   switch (dtype) {
-    case DT_FLOAT: return 4;
-    case DT_DOUBLE: return 8;
-    case DT_INT32: return 4;
-    case DT_INT64: return 8;
-    case DT_BOOL: return 1;
-    default: return 0;
+    case DT_FLOAT:
+      return 4;
+    case DT_DOUBLE:
+      return 8;
+    case DT_INT32:
+      return 4;
+    case DT_INT64:
+      return 8;
+    case DT_BOOL:
+      return 1;
+    default:
+      return 0;
   }
 }
 

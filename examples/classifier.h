@@ -39,8 +39,7 @@ struct Classifier {
 };
 
 // Builds the model in `scope`'s graph. Errors recorded in the scope are returned.
-absl::StatusOr<Classifier> BuildClassifier(const Scope& scope,
-                                           const ClassifierOptions& options);
+absl::StatusOr<Classifier> BuildClassifier(const Scope& scope, const ClassifierOptions& options);
 
 }  // namespace examples
 }  // namespace overseer

@@ -35,8 +35,9 @@ TEST(ClassifierTest, ConvergesOnSyntheticData) {
 
   Tensor x, y;
   data.test.Batch(0, data.test.num_examples, &x, &y);
-  ASSERT_TRUE((*session)->Run({{model->images, x}, {model->labels, y}},
-                              {model->accuracy, model->global_step.value}, &out)
+  ASSERT_TRUE((*session)
+                  ->Run({{model->images, x}, {model->labels, y}},
+                        {model->accuracy, model->global_step.value}, &out)
                   .ok());
   EXPECT_GE(out[0].scalar<float>(), 0.97f);
   EXPECT_EQ(out[1].scalar<int64_t>(), 300);

@@ -188,8 +188,7 @@ absl::Status ShutDown(TrainingJob& job, Display& display) {
     }
     stopped.push_back(name);
   }
-  display.Event(absl::StrCat("SIGTERM: ", absl::StrJoin(stopped, ", "),
-                             " drained and exited 0"));
+  display.Event(absl::StrCat("SIGTERM: ", absl::StrJoin(stopped, ", "), " drained and exited 0"));
   return absl::OkStatus();
 }
 
@@ -221,8 +220,10 @@ absl::Status RunDemo() {
     options.trainer_flags = {"--data_dir=" + absl::GetFlag(FLAGS_data_dir)};
   }
 
-  display.Event("starting a master, 2 ps, 2 workers, a checkpoint store and a summary writer "
-                "on loopback (output under " + out + ")");
+  display.Event(
+      "starting a master, 2 ps, 2 workers, a checkpoint store and a summary writer "
+      "on loopback (output under " +
+      out + ")");
   ASSIGN_OR_RETURN(std::unique_ptr<TrainingJob> job, TrainingJob::Start(options));
   ClusterLauncher& cluster = job->cluster();
   for (const auto& [name, index] : cluster.servers()) {
@@ -231,8 +232,8 @@ absl::Status RunDemo() {
   }
   display.Event(absl::StrCat(
       "training the classifier (variables sharded over both ps) with a chief and a non-chief "
-      "trainer until global step ", last_step, "; checkpoint every ",
-      options.save_checkpoint_steps, " steps"));
+      "trainer until global step ",
+      last_step, "; checkpoint every ", options.save_checkpoint_steps, " steps"));
 
   // What the display shows, updated from the trainers' lines.
   std::string phase = "training";
@@ -253,8 +254,8 @@ absl::Status RunDemo() {
       phase = "training (recovered)";
     }
     if (line.kind == TrainerLine::kFinal) {
-      display.Event(absl::StrFormat("%s finished: test accuracy %.4f", TrainerName(trainer),
-                                    line.accuracy));
+      display.Event(
+          absl::StrFormat("%s finished: test accuracy %.4f", TrainerName(trainer), line.accuracy));
     }
   });
   auto tick = [&] {
@@ -300,10 +301,11 @@ absl::Status RunDemo() {
   if (!chief.final_accuracy) return absl::InternalError("the chief printed no final accuracy");
   // The chief's last save is at the final global step.
   const std::vector<std::string> checkpoints = Checkpoints(job->checkpoint_dir());
-  display.Event(absl::StrCat(
-      "training finished", checkpoints.empty() ? "" : " (final checkpoint " + checkpoints.front() + ")",
-      " with ", chief.recoveries, " recovery(ies) of the chief and ", job->report(1).recoveries,
-      " of the non-chief"));
+  display.Event(
+      absl::StrCat("training finished",
+                   checkpoints.empty() ? "" : " (final checkpoint " + checkpoints.front() + ")",
+                   " with ", chief.recoveries, " recovery(ies) of the chief and ",
+                   job->report(1).recoveries, " of the non-chief"));
   RETURN_IF_ERROR(ShutDown(*job, display));
 
   std::printf("\ncheckpoints (TensorFlow's tensor-bundle format): %s\n",

@@ -160,11 +160,11 @@ class WorkersDoneHook : public SessionRunHook {
     attrs.shared_name = "workers_done";
     Output queue = ops::FIFOQueue(ps.WithOpName("workers_done"), {DT_INT32}, attrs);
     WorkersDoneHook hook(is_chief, num_non_chiefs, wait);
-    hook.enqueue_ = ops::QueueEnqueue(ps.WithOpName("workers_done/enqueue"), queue,
-                                      {ops::Const(ps, 1)});
-    hook.dequeue_ = ops::QueueDequeueMany(ps.WithOpName("workers_done/dequeue"), queue,
-                                          ops::Const(ps, std::max(num_non_chiefs, 1)),
-                                          {DT_INT32})[0];
+    hook.enqueue_ =
+        ops::QueueEnqueue(ps.WithOpName("workers_done/enqueue"), queue, {ops::Const(ps, 1)});
+    hook.dequeue_ =
+        ops::QueueDequeueMany(ps.WithOpName("workers_done/dequeue"), queue,
+                              ops::Const(ps, std::max(num_non_chiefs, 1)), {DT_INT32})[0];
     return hook;
   }
 
@@ -240,7 +240,8 @@ absl::Status RunTraining(const Scope& root, Operation train,
 }
 
 absl::Status CheckFlags() {
-  if (absl::GetFlag(FLAGS_master).empty()) return absl::InvalidArgumentError("--master is required");
+  if (absl::GetFlag(FLAGS_master).empty())
+    return absl::InvalidArgumentError("--master is required");
   if (absl::GetFlag(FLAGS_task_index) < 0 || absl::GetFlag(FLAGS_num_ps) < 1 ||
       absl::GetFlag(FLAGS_num_workers) < 1 || absl::GetFlag(FLAGS_wait_for_workers_seconds) < 0 ||
       absl::GetFlag(FLAGS_max_backoff_ms) < 1 || absl::GetFlag(FLAGS_max_recovery_seconds) < 1 ||
@@ -339,9 +340,9 @@ absl::Status Train() {
   training.save_summaries_steps = absl::GetFlag(FLAGS_save_summaries_steps);
   training.metrics = metrics.get();
   const int num_workers = absl::GetFlag(FLAGS_num_workers);
-  WorkersDoneHook workers_done = WorkersDoneHook::Create(
-      root, training.is_chief, num_workers - 1,
-      absl::Seconds(absl::GetFlag(FLAGS_wait_for_workers_seconds)));
+  WorkersDoneHook workers_done =
+      WorkersDoneHook::Create(root, training.is_chief, num_workers - 1,
+                              absl::Seconds(absl::GetFlag(FLAGS_wait_for_workers_seconds)));
   RETURN_IF_ERROR(root.status());
   training.recovery.max_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_max_backoff_ms));
   training.recovery.max_recovery_time = absl::Seconds(absl::GetFlag(FLAGS_max_recovery_seconds));

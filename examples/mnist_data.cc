@@ -40,8 +40,7 @@ void Dataset::Batch(int64_t start, int64_t count, Tensor* x, Tensor* y) const {
   }
 }
 
-absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
-                                const std::string& labels_path) {
+absl::StatusOr<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path) {
   auto images = ReadFile(images_path);
   if (!images.ok()) return images.status();
   auto labels = ReadFile(labels_path);
@@ -59,15 +58,15 @@ absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
   const int64_t rows = BigEndian32(*images, 8), cols = BigEndian32(*images, 12);
   d.num_features = rows * cols;
   if (images->size() != 16 + static_cast<size_t>(d.num_examples * d.num_features)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        images_path, " has ", images->size(), " bytes but its header promises ",
-        d.num_examples, " images of ", rows, "x", cols, " (truncated?)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, " has ", images->size(), " bytes but its header promises ",
+                     d.num_examples, " images of ", rows, "x", cols, " (truncated?)"));
   }
   if (BigEndian32(*labels, 4) != d.num_examples ||
       labels->size() != 8 + static_cast<size_t>(d.num_examples)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        labels_path, " does not hold one label for each of the ", d.num_examples,
-        " images of ", images_path));
+    return absl::InvalidArgumentError(absl::StrCat(labels_path,
+                                                   " does not hold one label for each of the ",
+                                                   d.num_examples, " images of ", images_path));
   }
   d.images.resize(d.num_examples * d.num_features);
   for (size_t i = 0; i < d.images.size(); ++i) {

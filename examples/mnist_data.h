@@ -16,9 +16,9 @@ namespace examples {
 
 struct Dataset {
   int64_t num_examples = 0;
-  int64_t num_features = 0;      // 784 for MNIST
-  std::vector<float> images;     // num_examples x num_features, values in [0, 1]
-  std::vector<int64_t> labels;   // num_examples values in [0, 10)
+  int64_t num_features = 0;     // 784 for MNIST
+  std::vector<float> images;    // num_examples x num_features, values in [0, 1]
+  std::vector<int64_t> labels;  // num_examples values in [0, 10)
 
   // Rows [start, start + count) (wrapping around) as a [count, features] float
   // tensor and a [count] int64 tensor.
@@ -33,8 +33,7 @@ struct TrainTest {
 // Reads an IDX image file (magic 0x00000803) and label file (0x00000801).
 // INVALID_ARGUMENT naming the file on a bad magic, a truncated file, mismatched
 // counts or a label outside [0, 10); NOT_FOUND if a file is missing.
-absl::StatusOr<Dataset> ReadIdx(const std::string& images_path,
-                                const std::string& labels_path);
+absl::StatusOr<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path);
 
 // Reads train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
 // t10k-labels-idx1-ubyte from `dir`.

@@ -37,8 +37,8 @@ absl::Status StopFileHook::AfterRun(SessionRunContext* context, const SessionRun
   text << in.rdbuf();
   int64_t step = 0;
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text.str()), &step) || step < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "stop file ", path_, " holds \"", text.str(), "\", not a global step to stop at"));
+    return absl::InvalidArgumentError(absl::StrCat("stop file ", path_, " holds \"", text.str(),
+                                                   "\", not a global step to stop at"));
   }
   StopAtStepHookOptions options;
   options.last_step = step;

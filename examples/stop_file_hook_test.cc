@@ -22,10 +22,10 @@ namespace {
 struct Model {
   Model() {
     global_step = *GetOrCreateGlobalStep(root);
-    train = Operation(ops::AssignAdd(root.WithOpName("train").WithControlDependencies(
-                                         global_step.value),
-                                     global_step.ref, int64_t{1})
-                          .node());
+    train = Operation(
+        ops::AssignAdd(root.WithOpName("train").WithControlDependencies(global_step.value),
+                       global_step.ref, int64_t{1})
+            .node());
     session = *ClientSession::Create(root);
     EXPECT_TRUE(session->Run({}, {}, {GlobalVariablesInitializer(root)}, nullptr).ok());
   }
@@ -41,9 +41,7 @@ std::string StopFile(const std::string& name) {
   return path;
 }
 
-void Write(const std::string& path, const std::string& content) {
-  std::ofstream(path) << content;
-}
+void Write(const std::string& path, const std::string& content) { std::ofstream(path) << content; }
 
 TEST(StopFileHookTest, TrainsOnUntilTheFileNamesAStepThenStopsThere) {
   Model m;

@@ -108,8 +108,8 @@ absl::Status Train() {
       const auto now = std::chrono::steady_clock::now();
       const double secs = std::chrono::duration<double>(now - window_start).count();
       std::printf("step %6lld  loss %.4f  batch accuracy %.4f  %.0f steps/s\n",
-                  static_cast<long long>(step), out[0].scalar<float>(),
-                  out[1].scalar<float>(), secs > 0 ? window_steps / secs : 0.0);
+                  static_cast<long long>(step), out[0].scalar<float>(), out[1].scalar<float>(),
+                  secs > 0 ? window_steps / secs : 0.0);
       std::fflush(stdout);
       window_start = now;
       window_steps = 0;

@@ -13,13 +13,13 @@ namespace examples {
 
 std::string FormatSessionLine(int64_t session, int64_t global_step, int64_t recoveries,
                               double time) {
-  return absl::StrFormat("session %d global_step %d recoveries %d time %.6f", session,
-                         global_step, recoveries, time);
+  return absl::StrFormat("session %d global_step %d recoveries %d time %.6f", session, global_step,
+                         recoveries, time);
 }
 
 std::string FormatStepLine(int64_t global_step, double loss, int64_t recoveries, double time) {
-  return absl::StrFormat("step %d loss %.4f recoveries %d time %.6f", global_step, loss,
-                         recoveries, time);
+  return absl::StrFormat("step %d loss %.4f recoveries %d time %.6f", global_step, loss, recoveries,
+                         time);
 }
 
 std::string FormatFinalLine(double accuracy) {
@@ -41,10 +41,10 @@ TrainerLine ParseTrainerLine(absl::string_view line) {
     parsed.kind = TrainerLine::kSession;
     return parsed;
   }
-  if (words.size() == 8 && words[0] == "step" && words[2] == "loss" &&
-      words[4] == "recoveries" && words[6] == "time" &&
-      absl::SimpleAtoi(words[1], &parsed.global_step) && absl::SimpleAtod(words[3], &parsed.loss) &&
-      absl::SimpleAtoi(words[5], &parsed.recoveries) && absl::SimpleAtod(words[7], &parsed.time)) {
+  if (words.size() == 8 && words[0] == "step" && words[2] == "loss" && words[4] == "recoveries" &&
+      words[6] == "time" && absl::SimpleAtoi(words[1], &parsed.global_step) &&
+      absl::SimpleAtod(words[3], &parsed.loss) && absl::SimpleAtoi(words[5], &parsed.recoveries) &&
+      absl::SimpleAtod(words[7], &parsed.time)) {
     parsed.kind = TrainerLine::kStep;
     return parsed;
   }

@@ -36,9 +36,9 @@ TEST(TrainerOutputTest, FinalLineRoundTrips) {
 }
 
 TEST(TrainerOutputTest, AnythingElseIsOther) {
-  for (const char* line : {"", "data: synthetic", "step x loss 1 recoveries 0 time 1",
-                           "step 1 loss 1 recoveries 0", "final accuracy: high",
-                           "session 1 global_step 2 recoveries 0 time 1 extra"}) {
+  for (const char* line :
+       {"", "data: synthetic", "step x loss 1 recoveries 0 time 1", "step 1 loss 1 recoveries 0",
+        "final accuracy: high", "session 1 global_step 2 recoveries 0 time 1 extra"}) {
     EXPECT_EQ(ParseTrainerLine(line).kind, TrainerLine::kOther) << line;
   }
 }

@@ -22,7 +22,8 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
 
   std::unique_ptr<TrainingJob> job(new TrainingJob(options));
   std::remove(job->stop_file().c_str());  // A previous job's in the same directory.
-  absl::StatusOr<std::unique_ptr<ClusterLauncher>> cluster = ClusterLauncher::Start(options.cluster);
+  absl::StatusOr<std::unique_ptr<ClusterLauncher>> cluster =
+      ClusterLauncher::Start(options.cluster);
   if (!cluster.ok()) return cluster.status();
   job->cluster_ = *std::move(cluster);
   absl::StatusOr<std::unique_ptr<DirectoryWatch>> watch =
@@ -74,9 +75,7 @@ absl::StatusOr<int> TrainingJob::TrainerMetricsPort(int trainer) const {
   return port;
 }
 
-std::string TrainingJob::stop_file() const {
-  return options_.cluster.log_dir + "/stop_at_step";
-}
+std::string TrainingJob::stop_file() const { return options_.cluster.log_dir + "/stop_at_step"; }
 
 absl::Status TrainingJob::StopAtStep(int64_t step) {
   const std::string tmp = stop_file() + ".tmp";
@@ -181,9 +180,9 @@ absl::Status TrainingJob::Await(const std::function<bool()>& done, absl::Duratio
     if (absl::Status s = CheckTrainers(/*all_exited_is_error=*/true, what); !s.ok()) return s;
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "still waiting for ", what, " after ", absl::FormatDuration(timeout),
-          " (global step ", CurrentStep(), ")"));
+      return absl::DeadlineExceededError(absl::StrCat("still waiting for ", what, " after ",
+                                                      absl::FormatDuration(timeout),
+                                                      " (global step ", CurrentStep(), ")"));
     }
     // A trainer's exit writes nothing to watch, hence the bound on one wait.
     watch_->Wait(std::min(left, absl::Milliseconds(100)));

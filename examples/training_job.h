@@ -52,7 +52,7 @@ struct TrainingJobOptions {
 
 // What one trainer has reported so far.
 struct TrainerReport {
-  std::vector<TrainerLine> lines;  // Its session and step lines, in order.
+  std::vector<TrainerLine> lines;   // Its session and step lines, in order.
   std::optional<TrainerLine> last;  // The latest of them.
   int64_t sessions = 0;
   int64_t recoveries = 0;
@@ -98,8 +98,7 @@ class TrainingJob {
                      absl::string_view what, const std::function<void()>& tick = nullptr);
 
   // Awaits every trainer's exit; INTERNAL with the log of one that exited non-zero.
-  absl::Status WaitForTrainers(absl::Duration timeout,
-                               const std::function<void()>& tick = nullptr);
+  absl::Status WaitForTrainers(absl::Duration timeout, const std::function<void()>& tick = nullptr);
 
   // The stderr of trainer `trainer` so far.
   std::string TrainerLog(int trainer) const;

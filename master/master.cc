@@ -141,8 +141,7 @@ absl::StatusOr<std::vector<std::string>> Master::FilterTasks(
   for (const std::string& f : filters) {
     auto d = DeviceName::Parse(f);
     if (!d.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device filter: ", d.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat("device filter: ", d.status().message()));
     }
     d->type.clear();
     d->has_id = false;
@@ -157,14 +156,14 @@ absl::StatusOr<std::vector<std::string>> Master::FilterTasks(
   }
   if (out.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the device filters [", absl::StrJoin(filters, ", "),
-        "] match no task of the cluster (", absl::StrJoin(env_.workers->ListTasks(), ", "), ")"));
+        "the device filters [", absl::StrJoin(filters, ", "), "] match no task of the cluster (",
+        absl::StrJoin(env_.workers->ListTasks(), ", "), ")"));
   }
   return out;
 }
 
-absl::StatusOr<std::vector<SessionTask>> Master::WaitForTasks(
-    const std::vector<std::string>& tasks, absl::Time deadline) {
+absl::StatusOr<std::vector<SessionTask>> Master::WaitForTasks(const std::vector<std::string>& tasks,
+                                                              absl::Time deadline) {
   std::map<std::string, SessionTask> answered;
   std::map<std::string, absl::Status> last_error;
   absl::Duration backoff = options_.wait_backoff;
@@ -207,8 +206,8 @@ absl::StatusOr<std::vector<SessionTask>> Master::WaitForTasks(
           absl::StrCat("CreateSession: these tasks did not answer before the deadline: ",
                        absl::StrJoin(missing, "; ")));
     }
-    env_.clock->SleepFor(std::min(backoff, std::max(absl::ZeroDuration(),
-                                                    deadline - env_.clock->Now())));
+    env_.clock->SleepFor(
+        std::min(backoff, std::max(absl::ZeroDuration(), deadline - env_.clock->Now())));
     backoff = std::min(backoff * 2, options_.wait_backoff_max);
   }
   std::vector<SessionTask> out;
@@ -231,9 +230,9 @@ absl::Status Master::DoCreateSession(const CreateSessionRequest& request,
     client_task = DefaultClientTask(tasks);
   } else if (std::none_of(tasks.begin(), tasks.end(),
                           [&](const SessionTask& t) { return t.name == client_task; })) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "client_task '", client_task, "' is not a task of the session (",
-        absl::StrJoin(task_names, ", "), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("client_task '", client_task,
+                                                   "' is not a task of the session (",
+                                                   absl::StrJoin(task_names, ", "), ")"));
   }
   const std::string handle = NewHandle();
   auto session = std::make_shared<MasterSession>(handle, request.config(), std::move(tasks),
@@ -299,8 +298,7 @@ void Master::RunStepAsync(const RunStepRequest* request, RunStepResponse* respon
                           std::function<void(absl::Status)> done) {
   RunInSessionAsync(
       request->request_id(), request->session_handle(), response,
-      [request, response, cancellation](MasterSession* s,
-                                        std::function<void(absl::Status)> ran) {
+      [request, response, cancellation](MasterSession* s, std::function<void(absl::Status)> ran) {
         s->RunAsync(request, response, cancellation, std::move(ran));
       },
       std::move(done));
@@ -321,8 +319,7 @@ absl::Status Master::CloseSession(const CloseSessionRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status Master::ListDevices(const ListDevicesRequest& request,
-                                 ListDevicesResponse* response) {
+absl::Status Master::ListDevices(const ListDevicesRequest& request, ListDevicesResponse* response) {
   if (!request.session_handle().empty()) {
     ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
     for (const SessionTask& t : session->tasks()) {
@@ -367,8 +364,7 @@ absl::Status Master::MakeCallable(const MakeCallableRequest& request,
   });
 }
 
-absl::Status Master::RunCallable(const RunCallableRequest& request,
-                                 RunCallableResponse* response) {
+absl::Status Master::RunCallable(const RunCallableRequest& request, RunCallableResponse* response) {
   return AwaitDone([&](std::function<void(absl::Status)> done) {
     RunCallableAsync(&request, response, nullptr, std::move(done));
   });
@@ -379,8 +375,7 @@ void Master::RunCallableAsync(const RunCallableRequest* request, RunCallableResp
                               std::function<void(absl::Status)> done) {
   RunInSessionAsync(
       request->request_id(), request->session_handle(), response,
-      [request, response, cancellation](MasterSession* s,
-                                        std::function<void(absl::Status)> ran) {
+      [request, response, cancellation](MasterSession* s, std::function<void(absl::Status)> ran) {
         s->RunCallableAsync(request, response, cancellation, std::move(ran));
       },
       std::move(done));

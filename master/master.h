@@ -151,8 +151,7 @@ class Master : public MasterInterface, public MasterReadinessInterface {
                                CreateSessionResponse* response);
   // RunStepAsync and RunCallableAsync: through the request-id dedup, finds the
   // request's session and calls run(session, ran), holding the session until `ran`.
-  using SessionRun =
-      std::function<void(MasterSession*, std::function<void(absl::Status)> ran)>;
+  using SessionRun = std::function<void(MasterSession*, std::function<void(absl::Status)> ran)>;
   void RunInSessionAsync(const std::string& request_id, const std::string& session_handle,
                          google::protobuf::Message* response, SessionRun run,
                          std::function<void(absl::Status)> done);

@@ -23,9 +23,8 @@ void MasterInterface::RunStepAsync(const RunStepRequest* request, RunStepRespons
 void MasterInterface::RunCallableAsync(const RunCallableRequest* request,
                                        RunCallableResponse* response, CancellationManager*,
                                        std::function<void(absl::Status)> done) {
-  SyncMasterThreads()->Schedule([this, request, response, done = std::move(done)] {
-    done(RunCallable(*request, response));
-  });
+  SyncMasterThreads()->Schedule(
+      [this, request, response, done = std::move(done)] { done(RunCallable(*request, response)); });
 }
 
 }  // namespace overseer

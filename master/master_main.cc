@@ -73,8 +73,7 @@ absl::StatusOr<ClusterSpec> ClusterFromFlagsOrEnv() {
   }
   absl::StatusOr<TfConfig> config = ParseTfConfig(tf_config);
   if (!config.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TF_CONFIG: ", config.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG: ", config.status().message()));
   }
   return config->cluster;
 }
@@ -113,8 +112,7 @@ int Main() {
       *cluster, std::make_unique<GrpcWorkerCache>(ToClusterDef(*cluster), probe_options));
   MasterOptions options;
   options.session_gc_idle = absl::Seconds(absl::GetFlag(FLAGS_session_gc_seconds));
-  options.create_session_wait =
-      absl::Seconds(absl::GetFlag(FLAGS_create_session_wait_seconds));
+  options.create_session_wait = absl::Seconds(absl::GetFlag(FLAGS_create_session_wait_seconds));
   options.readiness.check_period = absl::Milliseconds(absl::GetFlag(FLAGS_readiness_check_ms));
   options.readiness.max_wait = absl::Seconds(absl::GetFlag(FLAGS_max_ready_wait_seconds));
   ReadinessMetrics readiness_metrics(runner.metrics());

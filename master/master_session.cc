@@ -32,11 +32,9 @@ bool MayHaveRestarted(const absl::Status& error) {
 
 }  // namespace
 
-MasterSession::MasterSession(std::string handle, ConfigProto config,
-                             std::vector<SessionTask> tasks, std::string client_task,
-                             MasterWorkerCacheInterface* workers,
-                             std::atomic<int64_t>* next_step_id,
-                             int64_t max_message_tensor_bytes)
+MasterSession::MasterSession(std::string handle, ConfigProto config, std::vector<SessionTask> tasks,
+                             std::string client_task, MasterWorkerCacheInterface* workers,
+                             std::atomic<int64_t>* next_step_id, int64_t max_message_tensor_bytes)
     : handle_(std::move(handle)),
       config_(std::move(config)),
       tasks_(std::move(tasks)),
@@ -121,13 +119,12 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
   for (int id = 0; id < step.num_nodes(); ++id) {
     const NodeDef& def = *step.node(id).def;
     if (def.op() != "Placeholder") continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "You must feed a value for placeholder tensor '", def.name(), "' with dtype ",
-        DataTypeString(GetNodeAttrOr(def, "dtype", DT_INVALID)), " and shape ",
-        GetNodeAttrOr(def, "shape", PartialShape::Unknown()).DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("You must feed a value for placeholder tensor '", def.name(), "' with dtype ",
+                     DataTypeString(GetNodeAttrOr(def, "dtype", DT_INVALID)), " and shape ",
+                     GetNodeAttrOr(def, "shape", PartialShape::Unknown()).DebugString()));
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> devices,
-                   PlaceGraph(step, devices_, default_device_));
+  ASSIGN_OR_RETURN(std::vector<std::string> devices, PlaceGraph(step, devices_, default_device_));
   absl::flat_hash_map<std::string, uint64_t> incarnations;
   for (const SessionTask& t : tasks_) {
     for (const DeviceAttributes& d : t.devices) incarnations[d.name()] = t.incarnation;
@@ -183,8 +180,7 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Signature>> MasterSession::G
   return std::shared_ptr<const Signature>(*sig);
 }
 
-void MasterSession::WithSignature(std::vector<std::string> feeds,
-                                  std::vector<std::string> fetches,
+void MasterSession::WithSignature(std::vector<std::string> feeds, std::vector<std::string> fetches,
                                   std::vector<std::string> targets, SignatureCallback then) {
   absl::Status usable;
   std::shared_ptr<const Signature> cached;
@@ -203,16 +199,14 @@ void MasterSession::WithSignature(std::vector<std::string> feeds,
     return;
   }
   // Pruning, placing, partitioning and registering block: not on the caller's thread.
-  StepBlockingThreads()->Schedule([this, feeds = std::move(feeds), fetches = std::move(fetches),
-                                   targets = std::move(targets), then = std::move(then)] {
-    then(GetSignature(feeds, fetches, targets));
-  });
+  StepBlockingThreads()->Schedule(
+      [this, feeds = std::move(feeds), fetches = std::move(fetches), targets = std::move(targets),
+       then = std::move(then)] { then(GetSignature(feeds, fetches, targets)); });
 }
 
 void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
-                                      std::shared_ptr<PendingStep> step,
-                                      const RunOptions& options, RunMetadata* metadata,
-                                      CancellationManager* cancellation,
+                                      std::shared_ptr<PendingStep> step, const RunOptions& options,
+                                      RunMetadata* metadata, CancellationManager* cancellation,
                                       std::function<void(absl::Status)> done) {
   for (size_t i = 0; i < step->feeds.size(); ++i) {
     const FeedCheck& check = sig->feed_checks[i];
@@ -232,9 +226,9 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
         return;
       }
       if (!check.shape.IsCompatibleWith(*shape)) {
-        done(absl::InvalidArgumentError(absl::StrCat(
-            "feed for '", check.name, "' has shape ", shape->DebugString(),
-            " but the placeholder wants ", check.shape.DebugString())));
+        done(absl::InvalidArgumentError(
+            absl::StrCat("feed for '", check.name, "' has shape ", shape->DebugString(),
+                         " but the placeholder wants ", check.shape.DebugString())));
         return;
       }
     }
@@ -243,8 +237,8 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
   args.session_handle = handle_;
   args.step_id = next_step_id_->fetch_add(1);
   args.feeds = step->feeds;
-  args.timeout_in_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
-                                                   : config_.operation_timeout_in_ms();
+  args.timeout_in_ms =
+      options.timeout_in_ms() > 0 ? options.timeout_in_ms() : config_.operation_timeout_in_ms();
   args.trace = options.trace_level() != RunOptions::NO_TRACE && metadata != nullptr;
   StepStats* stats = args.trace ? metadata->mutable_step_stats() : nullptr;
   {
@@ -283,8 +277,7 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
             "separate steps",
             [&](size_t i) {
               return absl::StrCat("fetch '",
-                                  i < step->fetch_names.size() ? step->fetch_names[i] : "?",
-                                  "'");
+                                  i < step->fetch_names.size() ? step->fetch_names[i] : "?", "'");
             }));
       });
 }
@@ -299,8 +292,8 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
     GetStatusResponse resp;
     if (w == nullptr || !w->GetStatus(GetStatusRequest(), &resp).ok()) continue;
     if (resp.incarnation() != t.incarnation) {
-      restarted.push_back(absl::StrCat(t.name, " (incarnation ", absl::Hex(t.incarnation),
-                                       " -> ", absl::Hex(resp.incarnation()), ")"));
+      restarted.push_back(absl::StrCat(t.name, " (incarnation ", absl::Hex(t.incarnation), " -> ",
+                                       absl::Hex(resp.incarnation()), ")"));
     }
   }
   if (restarted.empty()) return error;
@@ -325,26 +318,26 @@ void MasterSession::RunAsync(const RunStepRequest* request, RunStepResponse* res
     step->feeds.push_back(&f.tensor());
   }
   std::vector<std::string> fetches = step->fetch_names;
-  WithSignature(
-      std::move(feeds), std::move(fetches), std::move(targets),
-      [this, request, response, cancellation, step,
-       done = std::move(done)](absl::StatusOr<std::shared_ptr<const Signature>> sig) {
-        if (!sig.ok()) {
-          done(sig.status());
-          return;
-        }
-        RunSignatureAsync(std::move(*sig), step, request->options(), response->mutable_metadata(),
-                          cancellation, [response, step, done](absl::Status s) {
-                            if (s.ok()) {
-                              for (size_t i = 0; i < step->fetches.size(); ++i) {
-                                NamedTensorProto* t = response->add_tensor();
-                                t->set_name(step->fetch_names[i]);
-                                t->mutable_tensor()->Swap(&step->fetches[i]);
-                              }
-                            }
-                            done(s);
-                          });
-      });
+  WithSignature(std::move(feeds), std::move(fetches), std::move(targets),
+                [this, request, response, cancellation, step,
+                 done = std::move(done)](absl::StatusOr<std::shared_ptr<const Signature>> sig) {
+                  if (!sig.ok()) {
+                    done(sig.status());
+                    return;
+                  }
+                  RunSignatureAsync(std::move(*sig), step, request->options(),
+                                    response->mutable_metadata(), cancellation,
+                                    [response, step, done](absl::Status s) {
+                                      if (s.ok()) {
+                                        for (size_t i = 0; i < step->fetches.size(); ++i) {
+                                          NamedTensorProto* t = response->add_tensor();
+                                          t->set_name(step->fetch_names[i]);
+                                          t->mutable_tensor()->Swap(&step->fetches[i]);
+                                        }
+                                      }
+                                      done(s);
+                                    });
+                });
 }
 
 absl::StatusOr<int64_t> MasterSession::MakeCallable(const CallableOptions& options) {
@@ -371,8 +364,8 @@ void MasterSession::RunCallableAsync(const RunCallableRequest* request,
     auto it = callables_.find(request->handle());
     if (usable.ok() && it == callables_.end()) {
       usable = absl::InvalidArgumentError(absl::StrCat("no callable with handle ",
-                                                       request->handle(), " in session ",
-                                                       handle_, " (released or never made)"));
+                                                       request->handle(), " in session ", handle_,
+                                                       " (released or never made)"));
     }
     if (usable.ok()) callable = it->second;
   }
@@ -383,8 +376,7 @@ void MasterSession::RunCallableAsync(const RunCallableRequest* request,
   const size_t num_feeds = callable.signature->feed_checks.size();
   if (static_cast<size_t>(request->feed_size()) != num_feeds) {
     done(absl::InvalidArgumentError(absl::StrCat("callable ", request->handle(), " takes ",
-                                                 num_feeds, " feeds, got ",
-                                                 request->feed_size())));
+                                                 num_feeds, " feeds, got ", request->feed_size())));
     return;
   }
   auto step = std::make_shared<PendingStep>();
@@ -405,8 +397,8 @@ absl::Status MasterSession::ReleaseCallable(int64_t handle) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Usable());
   if (handle <= 0 || handle >= next_callable_) {
-    return absl::InvalidArgumentError(absl::StrCat("no callable with handle ", handle,
-                                                   " was made in session ", handle_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no callable with handle ", handle, " was made in session ", handle_));
   }
   callables_.erase(handle);
   return absl::OkStatus();

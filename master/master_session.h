@@ -64,8 +64,7 @@ class MasterSession {
   // RunAsync for a callable. INVALID_ARGUMENT for a released or never made handle or a
   // wrong number of feeds.
   void RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
-                        CancellationManager* cancellation,
-                        std::function<void(absl::Status)> done);
+                        CancellationManager* cancellation, std::function<void(absl::Status)> done);
   // OK for a released handle; INVALID_ARGUMENT for one never made.
   absl::Status ReleaseCallable(int64_t handle);
   // Deregisters the graphs and deletes the worker sessions (errors ignored: a dead
@@ -99,8 +98,7 @@ class MasterSession {
     std::vector<TensorProto> fetches;
     std::shared_ptr<StepCleaner> cleaner;
   };
-  using SignatureCallback =
-      std::function<void(absl::StatusOr<std::shared_ptr<const Signature>>)>;
+  using SignatureCallback = std::function<void(absl::StatusOr<std::shared_ptr<const Signature>>)>;
 
   // The signature of (feeds, fetches, targets), built and registered on first use
   // (blocking).
@@ -118,8 +116,7 @@ class MasterSession {
   // its fetch_names name the fetches in errors (the reply's size is checked).
   void RunSignatureAsync(std::shared_ptr<const Signature> sig, std::shared_ptr<PendingStep> step,
                          const RunOptions& options, RunMetadata* metadata,
-                         CancellationManager* cancellation,
-                         std::function<void(absl::Status)> done);
+                         CancellationManager* cancellation, std::function<void(absl::Status)> done);
   // After a step failed with `error`: if a task restarted, the session is aborted for
   // good and that is the error; otherwise `error`.
   absl::Status CheckTasks(const absl::Status& error);

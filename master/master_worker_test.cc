@@ -44,10 +44,8 @@ class Tasks {
 #define OVERSEER_FORWARD(Method, Req, Resp) \
   absl::Status Method(const Req& q, Resp* r) override { return target->Method(q, r); }
     OVERSEER_FORWARD(GetStatus, GetStatusRequest, GetStatusResponse)
-    OVERSEER_FORWARD(CreateWorkerSession, CreateWorkerSessionRequest,
-                     CreateWorkerSessionResponse)
-    OVERSEER_FORWARD(DeleteWorkerSession, DeleteWorkerSessionRequest,
-                     DeleteWorkerSessionResponse)
+    OVERSEER_FORWARD(CreateWorkerSession, CreateWorkerSessionRequest, CreateWorkerSessionResponse)
+    OVERSEER_FORWARD(DeleteWorkerSession, DeleteWorkerSessionRequest, DeleteWorkerSessionResponse)
     OVERSEER_FORWARD(RegisterGraph, RegisterGraphRequest, RegisterGraphResponse)
     OVERSEER_FORWARD(DeregisterGraph, DeregisterGraphRequest, DeregisterGraphResponse)
     OVERSEER_FORWARD(RunGraph, RunGraphRequest, RunGraphResponse)
@@ -69,8 +67,10 @@ class Tasks {
     WorkerOptions options;
     options.job_name = job;
     WorkerEnv env;
-    env.worker_cache_factory = [this](const ClusterDef&)
-        -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> { return NewCache(); };
+    env.worker_cache_factory =
+        [this](const ClusterDef&) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+      return NewCache();
+    };
     proxy->target = std::make_unique<Worker>(options, env);
   }
 
@@ -120,8 +120,7 @@ class MasterWorkerTest : public ::testing::Test {
   }
 
   absl::Status Step(const std::string& handle, const std::vector<std::string>& fetches,
-                    const std::vector<std::string>& targets, float x,
-                    std::vector<float>* out) {
+                    const std::vector<std::string>& targets, float x, std::vector<float>* out) {
     RunStepRequest req;
     req.set_session_handle(handle);
     for (const std::string& f : fetches) req.add_fetch(f);

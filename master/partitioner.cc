@@ -66,9 +66,8 @@ class Partitioner {
 
 NodeDef* Partitioner::AddSendRecv(const std::string& op, const std::string& on_device,
                                   DataType dtype, const std::string& tensor_name,
-                                  const std::string& send_device,
-                                  const std::string& recv_device, bool client_terminated,
-                                  const std::string& name_base) {
+                                  const std::string& send_device, const std::string& recv_device,
+                                  bool client_terminated, const std::string& name_base) {
   NodeDef* n = PartitionOf(on_device).add_node();
   n->set_name(UniqueName(name_base));
   n->set_op(op);
@@ -119,11 +118,11 @@ std::string Partitioner::CrossTaskControl(const std::vector<int>& srcs,
   SetNodeAttr(dummy, "value", Tensor::Scalar<float>(0.0f));
   for (int src : srcs) dummy->add_input(absl::StrCat("^", graph_.node(src).name()));
   const std::string tensor_name = absl::StrCat("edge_", edge_counter_++, "_", base, "_ctrl");
-  NodeDef* send = AddSendRecv(kSendOp, src_device, DT_FLOAT, tensor_name, src_device,
-                              dst_device, false, absl::StrCat("_send_", base, "_ctrl"));
+  NodeDef* send = AddSendRecv(kSendOp, src_device, DT_FLOAT, tensor_name, src_device, dst_device,
+                              false, absl::StrCat("_send_", base, "_ctrl"));
   send->add_input(dummy->name());
-  NodeDef* recv = AddSendRecv(kRecvOp, dst_device, DT_FLOAT, tensor_name, src_device,
-                              dst_device, false, absl::StrCat("_recv_", base, "_ctrl"));
+  NodeDef* recv = AddSendRecv(kRecvOp, dst_device, DT_FLOAT, tensor_name, src_device, dst_device,
+                              false, absl::StrCat("_recv_", base, "_ctrl"));
   return control_recvs_[key] = recv->name();
 }
 
@@ -165,9 +164,8 @@ absl::StatusOr<PartitionedGraph> Partitioner::Run() {
                   static_cast<int64_t>(options_.incarnation(device)));
       SetNodeAttr(recv, "recv_device", device);
       SetNodeAttr(recv, "client_terminated", true);
-      out_.feeds[feed->second] = {task_of_[device],
-                                  MakeRendezvousKey(device, options_.incarnation(device),
-                                                    device, name)};
+      out_.feeds[feed->second] = {
+          task_of_[device], MakeRendezvousKey(device, options_.incarnation(device), device, name)};
       continue;
     }
     NodeDef copy = *n.def;

@@ -20,9 +20,7 @@ const char kWorker0[] = "/job:worker/replica:0/task:0/device:CPU:0";
 const char kPsTask[] = "/job:ps/replica:0/task:0";
 const char kWorkerTask[] = "/job:worker/replica:0/task:0";
 
-uint64_t Incarnation(const std::string& device) {
-  return device == kPs0 ? 0x11 : 0x22;
-}
+uint64_t Incarnation(const std::string& device) { return device == kPs0 ? 0x11 : 0x22; }
 
 struct Step {
   std::unique_ptr<Graph> full;
@@ -89,8 +87,7 @@ TEST(PartitionerTest, SingleTaskNeedsNoSendRecvExceptForFetches) {
   ASSERT_EQ(s->parts.fetches.size(), 1u);
   EXPECT_EQ(s->parts.fetches[0].task, kWorkerTask);
   EXPECT_EQ(s->parts.fetches[0].key, KeyOf(*sends[0]));
-  EXPECT_EQ(s->parts.fetches[0].key,
-            MakeRendezvousKey(kWorker0, 0x22, kWorker0, "b:0"));
+  EXPECT_EQ(s->parts.fetches[0].key, MakeRendezvousKey(kWorker0, 0x22, kWorker0, "b:0"));
   for (const NodeDef& n : w.node()) EXPECT_EQ(n.device(), kWorker0) << n.name();
 }
 

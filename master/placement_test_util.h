@@ -32,8 +32,7 @@ inline NodeDef* AddConst(GraphDef* g, const std::string& name, float v,
   return n;
 }
 
-inline NodeDef* AddVariable(GraphDef* g, const std::string& name,
-                            const std::string& device = "") {
+inline NodeDef* AddVariable(GraphDef* g, const std::string& name, const std::string& device = "") {
   NodeDef* n = AddNode(g, name, "VariableV2", {}, device);
   SetNodeAttr(n, "dtype", DT_FLOAT);
   SetNodeAttr(n, "shape", TensorShape({}));

@@ -84,9 +84,9 @@ absl::StatusOr<std::vector<std::string>> PlaceGraph(const Graph& graph,
     if (c.first_node.empty()) c.first_node = node.name();
     absl::Status merged = c.name.MergeFrom(*dn);
     if (!merged.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot colocate node '", node.name(), "' (device '", node.def->device(),
-          "') with node '", c.first_node, "': ", merged.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot colocate node '", node.name(), "' (device '", node.def->device(),
+                       "') with node '", c.first_node, "': ", merged.message()));
     }
   }
 
@@ -121,8 +121,8 @@ absl::StatusOr<std::vector<std::string>> PlaceGraph(const Graph& graph,
       if (device.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "node '", c->second.first_node, "' requests device '", c->second.name.ToString(),
-            "', which matches no device of the session (devices: ",
-            absl::StrJoin(devices, ", "), ")"));
+            "', which matches no device of the session (devices: ", absl::StrJoin(devices, ", "),
+            ")"));
       }
     }
     chosen[g] = device;

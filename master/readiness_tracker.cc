@@ -180,8 +180,8 @@ absl::Status ReadinessTracker::Wait(const std::string& key, absl::Duration timeo
                      " calls are waiting already (the limit); retry later"));
   }
   SetWaitersLocked(+1);
-  auto marked_stopping_or_cancelled = [this, &key, &cancelled]()
-                                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto marked_stopping_or_cancelled = [this, &key,
+                                       &cancelled]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || cancelled || records_.count(key) > 0;
   };
   bool ready = false;

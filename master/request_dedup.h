@@ -4,8 +4,9 @@
 // Makes a retried mutating call apply once: the result of a call with a non-empty
 // request id is remembered, and a later call with the same id gets that result without
 // running again; a duplicate that arrives while the first is still running waits for
-// it (RunAsync: is answered when the first finishes). Results are kept for the last `capacity` ids (and up to `max_bytes` of responses;
-// larger responses are not remembered, so such a retry runs again).
+// it (RunAsync: is answered when the first finishes). Results are kept for the last `capacity` ids
+// (and up to `max_bytes` of responses; larger responses are not remembered, so such a retry runs
+// again).
 
 #include <deque>
 #include <functional>

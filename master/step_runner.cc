@@ -28,8 +28,7 @@ namespace {
 // Sends CleanupGraph for `step_id` to every task of `step` at once and waits for all of
 // them (blocking): a task that does not answer (frozen, cut off) holds the step's end up
 // for its own call's deadline once, not once more for every such task.
-void CleanupAll(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
-                int64_t step_id) {
+void CleanupAll(MasterWorkerCacheInterface* workers, const RegisteredStep& step, int64_t step_id) {
   CleanupGraphRequest req;
   req.set_step_id(step_id);
   std::vector<WorkerInterface*> tasks;
@@ -71,8 +70,8 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   // Builds each task's request; INVALID_ARGUMENT for a wrong number of feeds.
   absl::Status Build(const StepArgs& args) {
     if (args.feeds.size() != step_.feeds.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("the step expects ", step_.feeds.size(),
-                                                     " feeds, got ", args.feeds.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("the step expects ", step_.feeds.size(), " feeds, got ", args.feeds.size()));
     }
     for (const auto& [task, handle] : step_.graph_handles) {
       RunGraphRequest& r = requests_[task];
@@ -209,8 +208,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
     if (!step_.peer_senders.empty()) {
       // The other tasks freed their state as RunGraph returned.
       cleaner_->Enqueue(
-          std::vector<std::string>(step_.peer_senders.begin(), step_.peer_senders.end()),
-          step_id_);
+          std::vector<std::string>(step_.peer_senders.begin(), step_.peer_senders.end()), step_id_);
     }
     Deliver(Collect());
   }
@@ -258,8 +256,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   CancellationManager::Token token_ = CancellationManager::kInvalidToken;
   absl::Mutex mu_;
   absl::Status first_ ABSL_GUARDED_BY(mu_);
-  enum { kNotCancelled, kCancelling, kCancelled } cancelling_ ABSL_GUARDED_BY(mu_) =
-      kNotCancelled;
+  enum { kNotCancelled, kCancelling, kCancelled } cancelling_ ABSL_GUARDED_BY(mu_) = kNotCancelled;
   // Set once, by Deliver; read after that without the lock.
   std::optional<absl::Status> result_;
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
@@ -282,9 +279,8 @@ StepCleaner::~StepCleaner() {
 
 void StepCleaner::Enqueue(std::vector<std::string> tasks, int64_t step_id) {
   absl::MutexLock lock(&mu_);
-  auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return pending_.size() < max_pending_;
-  };
+  auto has_room = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.size() < max_pending_; };
   mu_.Await(absl::Condition(&has_room));
   pending_.push_back(Pending{std::move(tasks), step_id});
 }
@@ -317,8 +313,8 @@ void RunRegisteredStepAsync(MasterWorkerCacheInterface* workers, const Registere
                             StepStats* stats, StepCleaner* cleaner,
                             CancellationManager* cancellation,
                             std::function<void(absl::Status)> done) {
-  auto call = std::make_shared<StepCall>(workers, step, args.step_id, fetches, stats, cleaner,
-                                         done);
+  auto call =
+      std::make_shared<StepCall>(workers, step, args.step_id, fetches, stats, cleaner, done);
   absl::Status built = call->Build(args);
   if (!built.ok()) {
     done(built);

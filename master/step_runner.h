@@ -98,13 +98,12 @@ void RunRegisteredStepAsync(MasterWorkerCacheInterface* workers, const Registere
                             CancellationManager* cancellation,
                             std::function<void(absl::Status)> done);
 
-// Runs the step and waits for it. On success `fetches` gets one tensor per RegisteredStep::fetches and
-// `stats` (optional) the step stats every task returned (with args.trace, one
-// DeviceStepStats per task, naming its device). Errors are those of the first task
-// that failed (CANCELLED ones from the cancellation are ignored), prefixed with the
-// task name, code kept. A task that is not in `workers` is UNAVAILABLE. A successful
-// step's cleanup goes to `cleaner` (null: cleaned up before returning); a failed step
-// is cancelled and cleaned up before returning.
+// Runs the step and waits for it. On success `fetches` gets one tensor per RegisteredStep::fetches
+// and `stats` (optional) the step stats every task returned (with args.trace, one DeviceStepStats
+// per task, naming its device). Errors are those of the first task that failed (CANCELLED ones from
+// the cancellation are ignored), prefixed with the task name, code kept. A task that is not in
+// `workers` is UNAVAILABLE. A successful step's cleanup goes to `cleaner` (null: cleaned up before
+// returning); a failed step is cancelled and cleaned up before returning.
 absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                                const StepArgs& args, std::vector<TensorProto>* fetches,
                                StepStats* stats, StepCleaner* cleaner = nullptr);

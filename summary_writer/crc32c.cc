@@ -86,8 +86,7 @@ inline uint32_t Shift(const ShiftTables& s, uint32_t reg) {
          s.t[3][reg >> 24];
 }
 
-__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t init_crc,
-                                                       absl::string_view data) {
+__attribute__((target("sse4.2"))) uint32_t ExtendSse42(uint32_t init_crc, absl::string_view data) {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   size_t n = data.size();
   uint64_t crc = init_crc ^ 0xFFFFFFFFu;
@@ -160,9 +159,8 @@ uint32_t ExtendPortable(uint32_t init_crc, absl::string_view data) {
   while (n >= 8) {
     const uint32_t lo = LoadLE32(p) ^ crc;
     const uint32_t hi = LoadLE32(p + 4);
-    crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
-          t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
-          t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+    crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+          t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
     p += 8;
     n -= 8;
   }

@@ -36,8 +36,7 @@ uint8_t* WriteHeader(double wall_time, int64_t step, size_t summary_size, uint8_
 
 }  // namespace
 
-void AppendSummaryEvent(double wall_time, int64_t step, const Summary& summary,
-                        std::string* out) {
+void AppendSummaryEvent(double wall_time, int64_t step, const Summary& summary, std::string* out) {
   const size_t summary_size = summary.ByteSizeLong();
   const size_t start = out->size();
   out->resize(start + kMaxHeaderSize + summary_size);

@@ -24,8 +24,7 @@ inline double EventWallTime(absl::Time time) {
 }
 
 // Appends the serialization of an Event with `wall_time`, `step` and `summary` set.
-void AppendSummaryEvent(double wall_time, int64_t step, const Summary& summary,
-                        std::string* out);
+void AppendSummaryEvent(double wall_time, int64_t step, const Summary& summary, std::string* out);
 
 // The same for a summary given serialized; `summary` is copied as is, so the caller
 // makes sure it is a valid serialized Summary.

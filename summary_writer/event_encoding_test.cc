@@ -33,8 +33,8 @@ std::vector<Summary> Summaries() {
 TEST(EventEncodingTest, MatchesProtobufSerialization) {
   const std::vector<double> wall_times = {0.0, -0.0, 1700000000.123456, -1.5,
                                           std::numeric_limits<double>::infinity()};
-  const std::vector<int64_t> steps = {0, 1, 127, 128, 1LL << 40, -1,
-                                      std::numeric_limits<int64_t>::min()};
+  const std::vector<int64_t> steps = {
+      0, 1, 127, 128, 1LL << 40, -1, std::numeric_limits<int64_t>::min()};
   for (const Summary& summary : Summaries()) {
     for (double wall_time : wall_times) {
       for (int64_t step : steps) {
@@ -49,8 +49,7 @@ TEST(EventEncodingTest, MatchesProtobufSerialization) {
         EXPECT_EQ(out, "prefix" + expected) << wall_time << " " << step;
 
         std::string from_bytes = "prefix";
-        AppendSerializedSummaryEvent(wall_time, step, summary.SerializeAsString(),
-                                     &from_bytes);
+        AppendSerializedSummaryEvent(wall_time, step, summary.SerializeAsString(), &from_bytes);
         EXPECT_EQ(from_bytes, "prefix" + expected) << wall_time << " " << step;
       }
     }

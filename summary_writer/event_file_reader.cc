@@ -27,8 +27,7 @@ absl::StatusOr<std::vector<Event>> ReadEventFile(FileSystem* fs, const std::stri
   return events;
 }
 
-absl::StatusOr<std::vector<std::string>> ListEventFiles(FileSystem* fs,
-                                                        const std::string& dir) {
+absl::StatusOr<std::vector<std::string>> ListEventFiles(FileSystem* fs, const std::string& dir) {
   ASSIGN_OR_RETURN(std::vector<std::string> names, fs->ListDir(dir));
   std::vector<std::string> event_files;
   for (std::string& name : names) {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "summary_writer/file_system.h"
 #include "proto/event.pb.h"
+#include "summary_writer/file_system.h"
 
 namespace overseer {
 
@@ -19,8 +19,7 @@ absl::StatusOr<std::vector<Event>> ReadEventFile(FileSystem* fs, const std::stri
 
 // The names of the event files (basename contains "tfevents") directly in `dir`, in
 // the order TensorBoard reads them (lexicographic).
-absl::StatusOr<std::vector<std::string>> ListEventFiles(FileSystem* fs,
-                                                        const std::string& dir);
+absl::StatusOr<std::vector<std::string>> ListEventFiles(FileSystem* fs, const std::string& dir);
 
 }  // namespace overseer
 

@@ -11,9 +11,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/arena.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
+#include "google/protobuf/arena.h"
 #include "summary_writer/event_encoding.h"
 #include "summary_writer/event_file_reader.h"
 #include "summary_writer/record.h"
@@ -49,10 +49,10 @@ double WallTime(Clock* clock) { return EventWallTime(clock->Now()); }
 
 }  // namespace
 
-std::string EventFileName(absl::Time time, absl::string_view hostname, int64_t pid,
-                          int64_t n, absl::string_view suffix) {
-  return absl::StrFormat("%s%010d.%s.%d.%d%s", kFilePrefix, absl::ToUnixSeconds(time),
-                         hostname, pid, n, suffix);
+std::string EventFileName(absl::Time time, absl::string_view hostname, int64_t pid, int64_t n,
+                          absl::string_view suffix) {
+  return absl::StrFormat("%s%010d.%s.%d.%d%s", kFilePrefix, absl::ToUnixSeconds(time), hostname,
+                         pid, n, suffix);
 }
 
 absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
@@ -176,8 +176,7 @@ absl::Status EventFileWriter::WriteEvent(const Event& event) {
   return QueueLocked([&](std::string* out) { event.AppendToString(out); });
 }
 
-absl::Status EventFileWriter::WriteEvents(
-    const google::protobuf::RepeatedPtrField<Event>& events) {
+absl::Status EventFileWriter::WriteEvents(const google::protobuf::RepeatedPtrField<Event>& events) {
   absl::MutexLock lock(&mu_);
   for (const Event& event : events) {
     if (event.wall_time() == 0) {
@@ -219,9 +218,8 @@ absl::StatusOr<int64_t> EventFileWriter::WriteRecords(absl::string_view records)
     if (n % kParsesPerArena == kParsesPerArena - 1) arena.Reset();
     Event* parsed = google::protobuf::Arena::CreateMessage<Event>(&arena);
     if (!parsed->ParseFromArray(data.data(), static_cast<int>(data.size()))) {
-      return absl::InvalidArgumentError(absl::StrCat("WriteEvents records: record ", n,
-                                                     " (at byte ", offset,
-                                                     ") is not a serialized Event"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "WriteEvents records: record ", n, " (at byte ", offset, ") is not a serialized Event"));
     }
   }
   absl::MutexLock lock(&mu_);
@@ -233,12 +231,10 @@ absl::StatusOr<int64_t> EventFileWriter::WriteRecords(absl::string_view records)
   return n;
 }
 
-absl::Status EventFileWriter::WriteSummary(double wall_time, int64_t step,
-                                           const Summary& summary) {
+absl::Status EventFileWriter::WriteSummary(double wall_time, int64_t step, const Summary& summary) {
   if (wall_time == 0) wall_time = WallTime(clock_);
   absl::MutexLock lock(&mu_);
-  return QueueLocked(
-      [&](std::string* out) { AppendSummaryEvent(wall_time, step, summary, out); });
+  return QueueLocked([&](std::string* out) { AppendSummaryEvent(wall_time, step, summary, out); });
 }
 
 absl::Status EventFileWriter::WriteSerializedSummary(double wall_time, int64_t step,

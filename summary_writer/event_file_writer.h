@@ -60,8 +60,8 @@ struct EventWriterEnv {
 inline constexpr char kEventWriterName[] = "overseer.summary_writer";
 
 // The file name for a file created at `time`.
-std::string EventFileName(absl::Time time, absl::string_view hostname, int64_t pid,
-                          int64_t n, absl::string_view suffix);
+std::string EventFileName(absl::Time time, absl::string_view hostname, int64_t pid, int64_t n,
+                          absl::string_view suffix);
 
 // Thread-safe.
 class EventFileWriter : public EventSink {

@@ -61,8 +61,7 @@ TEST_F(EventFileWriterTest, FileNameAndVersionRecord) {
   auto writer = Create();
   ASSERT_NE(writer, nullptr);
   const std::string name = writer->path().substr(dir_.size() + 1);
-  EXPECT_TRUE(absl::StartsWith(name, "events.out.tfevents.1700000000.testhost.42."))
-      << name;
+  EXPECT_TRUE(absl::StartsWith(name, "events.out.tfevents.1700000000.testhost.42.")) << name;
   // The version record is durable as soon as the writer exists.
   std::vector<Event> events = Read(writer->path());
   ASSERT_EQ(events.size(), 1u);

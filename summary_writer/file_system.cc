@@ -87,8 +87,7 @@ class PosixRandomAccessFile : public RandomAccessFile {
   PosixRandomAccessFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
   ~PosixRandomAccessFile() override { ::close(fd_); }
 
-  absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
-                                         char* scratch) const override {
+  absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n, char* scratch) const override {
     size_t done = 0;
     while (done < n) {
       const ssize_t r = ::pread(fd_, scratch + done, n - done, static_cast<off_t>(offset + done));
@@ -154,10 +153,8 @@ class PosixFileSystem : public FileSystem {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
-      const std::string& path) override {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
-                          0644);
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return ErrnoError(errno, "cannot create", path);
     auto file = std::make_unique<PosixWritableFile>(path, fd);
     // Make the new directory entry durable, so that a later Sync of the file leaves

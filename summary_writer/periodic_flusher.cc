@@ -2,8 +2,7 @@
 
 namespace overseer {
 
-PeriodicFlusher::PeriodicFlusher(Clock* clock, absl::Duration period,
-                                 std::function<void()> tick)
+PeriodicFlusher::PeriodicFlusher(Clock* clock, absl::Duration period, std::function<void()> tick)
     : clock_(clock), period_(period), tick_(std::move(tick)), start_(clock->Now()) {
   thread_ = std::thread([this] { Loop(); });
 }

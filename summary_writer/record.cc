@@ -17,13 +17,15 @@ void PutLE64(uint64_t v, char* p) {
 
 uint32_t GetLE32(const char* p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
 
 uint64_t GetLE64(const char* p) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
 
@@ -67,8 +69,7 @@ absl::Status RecordReader::ReadRecord(absl::string_view* record) {
     return absl::DataLossError(absl::StrCat("truncated record at ", offset_, ": header"));
   }
   if (remaining < kRecordHeaderSize) {
-    return absl::DataLossError(
-        absl::StrCat("truncated record at ", offset_, ": header crc"));
+    return absl::DataLossError(absl::StrCat("truncated record at ", offset_, ": header crc"));
   }
   const uint64_t length = GetLE64(p);
   if (crc32c::Unmask(GetLE32(p + 8)) != crc32c::Value(absl::string_view(p, 8))) {

@@ -9,17 +9,16 @@ namespace {
 constexpr size_t kMaxRunNameLength = 512;
 
 bool IsRunChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
 }
 
 }  // namespace
 
 absl::Status ValidateRunName(absl::string_view run) {
   const auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid run name '", run, "': ", why,
-                     "; use segments of [A-Za-z0-9._-] joined by '/'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid run name '", run, "': ", why, "; use segments of [A-Za-z0-9._-] joined by '/'"));
   };
   if (run.empty()) return bad("it is empty");
   if (run.size() > kMaxRunNameLength) {

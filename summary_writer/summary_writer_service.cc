@@ -39,13 +39,14 @@ SummaryWriterServiceImpl::SummaryWriterServiceImpl(SummaryWriterServiceOptions o
                         .Add({});
   flush_duration_ = &prometheus::BuildHistogram()
                          .Name("overseer_event_writer_flush_duration_seconds")
-                         .Help("Time each flush of an event file takes (write out and fsync): "
-                               "FlushWriter's, the periodic ones (every flush_secs) and "
-                               "those of closing.")
+                         .Help(
+                             "Time each flush of an event file takes (write out and fsync): "
+                             "FlushWriter's, the periodic ones (every flush_secs) and "
+                             "those of closing.")
                          .Register(*metrics)
                          .Add({}, prometheus::Histogram::BucketBoundaries{
-                                      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                      0.25, 0.5, 1, 2.5, 5});
+                                      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                      0.5, 1, 2.5, 5});
   open_writers_gauge_ = &prometheus::BuildGauge()
                              .Name("overseer_event_writer_files_open")
                              .Help("Event files open now (OpenWriter, not yet closed).")
@@ -68,8 +69,8 @@ absl::StatusOr<std::shared_ptr<EventFileWriter>> SummaryWriterServiceImpl::Find(
   absl::MutexLock lock(&mu_);
   auto it = writers_.find(writer_id);
   if (it == writers_.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no open summary writer with id ", writer_id, "; open one with OpenWriter"));
+    return absl::NotFoundError(
+        absl::StrCat("no open summary writer with id ", writer_id, "; open one with OpenWriter"));
   }
   return it->second;
 }
@@ -78,9 +79,9 @@ absl::Status SummaryWriterServiceImpl::OpenWriter(const OpenWriterRequest& reque
                                                   OpenWriterResponse* response) {
   RETURN_IF_ERROR(ValidateRunName(request.run()));
   if (request.flush_secs() < 0 || request.max_queue() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "flush_secs and max_queue must not be negative, got ", request.flush_secs(), " and ",
-        request.max_queue()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("flush_secs and max_queue must not be negative, got ", request.flush_secs(),
+                     " and ", request.max_queue()));
   }
   {
     absl::MutexLock lock(&mu_);
@@ -92,9 +93,9 @@ absl::Status SummaryWriterServiceImpl::OpenWriter(const OpenWriterRequest& reque
   options.max_queue = request.max_queue() > 0 ? request.max_queue() : options_.default_max_queue;
   options.filename_suffix = request.filename_suffix();
   if (request.write_start()) options.start_step = request.start_step();
-  ASSIGN_OR_RETURN(std::unique_ptr<EventFileWriter> writer,
-                   EventFileWriter::Create(RunDirectory(options_.logdir, request.run()),
-                                           options, env_));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<EventFileWriter> writer,
+      EventFileWriter::Create(RunDirectory(options_.logdir, request.run()), options, env_));
   response->set_file(writer->path().substr(options_.logdir.size() + 1));
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::UnavailableError("summary_writer is shutting down");

@@ -49,9 +49,7 @@ class SummaryWriterServiceTest : public ::testing::Test {
     return request;
   }
 
-  std::string Metrics() {
-    return prometheus::TextSerializer().Serialize(registry_.Collect());
-  }
+  std::string Metrics() { return prometheus::TextSerializer().Serialize(registry_.Collect()); }
 
   std::string logdir_;
   test::ManualClock clock_;

@@ -45,7 +45,8 @@ absl::StatusOr<std::string> FindBinary(const std::string& bin_dir, const std::st
   } else {
     for (const char* env : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
       const char* dir = std::getenv(env);
-      if (dir != nullptr && *dir != '\0') candidates.push_back(absl::StrCat(dir, "/overseer/", relative));
+      if (dir != nullptr && *dir != '\0')
+        candidates.push_back(absl::StrCat(dir, "/overseer/", relative));
     }
     const std::string self = SelfPath();
     if (!self.empty()) candidates.push_back(absl::StrCat(self, ".runfiles/overseer/", relative));
@@ -53,9 +54,9 @@ absl::StatusOr<std::string> FindBinary(const std::string& bin_dir, const std::st
   for (const std::string& path : candidates) {
     if (IsExecutableFile(path)) return path;
   }
-  return absl::NotFoundError(absl::StrCat(
-      "no executable ", relative, " (looked at ", absl::StrJoin(candidates, ", "),
-      "); build it, list it as data of this target, or pass its bazel-bin directory"));
+  return absl::NotFoundError(
+      absl::StrCat("no executable ", relative, " (looked at ", absl::StrJoin(candidates, ", "),
+                   "); build it, list it as data of this target, or pass its bazel-bin directory"));
 }
 
 std::string ReadWholeFile(const std::string& path) {
@@ -143,8 +144,8 @@ absl::StatusOr<int> ChildProcess::WaitForExit(absl::Duration timeout) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     const absl::Duration wait = pidfd >= 0 ? left : std::min(left, absl::Milliseconds(10));
-    const int wait_ms = static_cast<int>(
-        std::min<int64_t>(absl::ToInt64Milliseconds(wait) + 1, INT_MAX));
+    const int wait_ms =
+        static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(wait) + 1, INT_MAX));
     if (pidfd >= 0) {
       pollfd fd{pidfd, POLLIN, 0};
       ::poll(&fd, 1, wait_ms);
@@ -153,8 +154,8 @@ absl::StatusOr<int> ChildProcess::WaitForExit(absl::Duration timeout) {
     }
   }
   if (pidfd >= 0) ::close(pidfd);
-  return absl::DeadlineExceededError(absl::StrCat(argv_[0], " (pid ", pid_, ") still runs after ",
-                                                  absl::FormatDuration(timeout)));
+  return absl::DeadlineExceededError(
+      absl::StrCat(argv_[0], " (pid ", pid_, ") still runs after ", absl::FormatDuration(timeout)));
 }
 
 absl::StatusOr<int> ChildProcess::Stop(int signal, absl::Duration timeout) {
@@ -198,8 +199,8 @@ DirectoryWatch::~DirectoryWatch() { ::close(fd_); }
 
 bool DirectoryWatch::Wait(absl::Duration timeout) {
   pollfd fd{fd_, POLLIN, 0};
-  const int wait_ms = static_cast<int>(
-      std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, INT_MAX));
+  const int wait_ms =
+      static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, INT_MAX));
   if (::poll(&fd, 1, wait_ms) <= 0) return false;
   char events[4096];
   while (::read(fd_, events, sizeof(events)) > 0) {

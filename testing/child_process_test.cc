@@ -126,8 +126,7 @@ TEST(DirectoryWatchTest, WakesOnAWriteAndTimesOutWithoutOne) {
   Append(dir + "/a.txt", "x");
   EXPECT_TRUE((*watch)->Wait(absl::Seconds(60)));
   EXPECT_FALSE((*watch)->Wait(absl::ZeroDuration()));  // The change was consumed.
-  EXPECT_EQ(DirectoryWatch::Create(dir + "/missing").status().code(),
-            absl::StatusCode::kInternal);
+  EXPECT_EQ(DirectoryWatch::Create(dir + "/missing").status().code(), absl::StatusCode::kInternal);
 }
 
 }  // namespace

@@ -99,10 +99,9 @@ absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
     if (absl::Status s = l.cluster_.AddJob(job, addresses); !s.ok()) return s;
   }
 
-  std::vector<std::string> master_flags = {"--cluster_spec=" + l.cluster_.ToString(),
-                                           options.master_metrics || options.metrics
-                                               ? "--metrics_port=0"
-                                               : "--metrics_port=-1"};
+  std::vector<std::string> master_flags = {
+      "--cluster_spec=" + l.cluster_.ToString(),
+      options.master_metrics || options.metrics ? "--metrics_port=0" : "--metrics_port=-1"};
   master_flags.insert(master_flags.end(), options.master_flags.begin(), options.master_flags.end());
   if (absl::Status s = l.Add("master", 0, "master/master_server", std::move(master_flags));
       !s.ok()) {
@@ -169,16 +168,16 @@ absl::Status ClusterLauncher::ReadPorts(const std::string& job, int index) {
       return absl::OkStatus();
     }
     if (!process.IsRunning()) {
-      return absl::InternalError(absl::StrCat(
-          Key(job, index), " (", absl::StrJoin(process.argv(), " "), ") exited with code ",
-          process.last_exit_code(), " before serving; its log:\n",
-          ReadWholeFile(process.stderr_path())));
+      return absl::InternalError(
+          absl::StrCat(Key(job, index), " (", absl::StrJoin(process.argv(), " "),
+                       ") exited with code ", process.last_exit_code(),
+                       " before serving; its log:\n", ReadWholeFile(process.stderr_path())));
     }
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          Key(job, index), " (", process.argv()[0], ") wrote no port file (", server.port_file,
-          ") within ", absl::FormatDuration(options_.start_timeout), "; its log:\n",
-          ReadWholeFile(process.stderr_path())));
+      return absl::DeadlineExceededError(
+          absl::StrCat(Key(job, index), " (", process.argv()[0], ") wrote no port file (",
+                       server.port_file, ") within ", absl::FormatDuration(options_.start_timeout),
+                       "; its log:\n", ReadWholeFile(process.stderr_path())));
     }
     // Woken by the port file's creation (or any log line); the timeout only bounds how
     // late an exit without output is noticed.
@@ -201,10 +200,10 @@ absl::Status ClusterLauncher::WaitServing(const std::string& job, int index) {
   const absl::Time deadline = absl::Now() + options_.start_timeout;
   while (absl::Now() < deadline) {
     if (!process.IsRunning()) {
-      return absl::InternalError(absl::StrCat(
-          Key(job, index), " (", absl::StrJoin(process.argv(), " "), ") exited with code ",
-          process.last_exit_code(), " before serving; its log:\n",
-          ReadWholeFile(process.stderr_path())));
+      return absl::InternalError(
+          absl::StrCat(Key(job, index), " (", absl::StrJoin(process.argv(), " "),
+                       ") exited with code ", process.last_exit_code(),
+                       " before serving; its log:\n", ReadWholeFile(process.stderr_path())));
     }
     // Blocks until the server answers or the short deadline passes (no fixed sleep).
     grpc::ClientContext context;
@@ -217,10 +216,10 @@ absl::Status ClusterLauncher::WaitServing(const std::string& job, int index) {
       return absl::OkStatus();
     }
   }
-  return absl::DeadlineExceededError(absl::StrCat(
-      Key(job, index), " (", process.argv()[0], ") on ", server.address, " not SERVING after ",
-      absl::FormatDuration(options_.start_timeout), "; its log:\n",
-      ReadWholeFile(process.stderr_path())));
+  return absl::DeadlineExceededError(
+      absl::StrCat(Key(job, index), " (", process.argv()[0], ") on ", server.address,
+                   " not SERVING after ", absl::FormatDuration(options_.start_timeout),
+                   "; its log:\n", ReadWholeFile(process.stderr_path())));
 }
 
 ClusterLauncher::Server* ClusterLauncher::Find(const std::string& job, int index) {

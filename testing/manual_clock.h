@@ -12,8 +12,7 @@ namespace test {
 // A clock that moves only when told (Advance, SleepFor). Thread-safe.
 class ManualClock : public Clock {
  public:
-  explicit ManualClock(absl::Time start = absl::FromUnixSeconds(1700000000))
-      : now_(start) {}
+  explicit ManualClock(absl::Time start = absl::FromUnixSeconds(1700000000)) : now_(start) {}
 
   absl::Time Now() override {
     absl::MutexLock lock(&mu_);
@@ -32,8 +31,8 @@ class ManualClock : public Clock {
   // Returns as soon as `cond` holds or this clock reaches `deadline`. Waiters are not
   // woken by Advance, so the wait re-checks `cond` and the manual time every
   // millisecond of real time, releasing `mu` in between.
-  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond,
-                         absl::Time deadline) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  bool AwaitWithDeadline(absl::Mutex* mu, const absl::Condition& cond, absl::Time deadline) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     while (true) {
       if (cond.Eval()) return true;
       if (Now() >= deadline) return false;

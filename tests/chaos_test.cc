@@ -208,9 +208,9 @@ TEST_F(ChaosTest, TrainingSurvivesTheCrashOfEachKindOfServer) {
   // 4. The checkpoint store: training goes on and a later checkpoint is committed.
   ASSERT_NO_FATAL_FAILURE(KillAndRestart("store", 0));
   const int64_t store_restart_step = HighestBeforeKill();
-  absl::Status saved = job_->Await(
-      [&] { return NewestCheckpointStep(*store, "chaos") > store_restart_step; }, kWait,
-      "a checkpoint after the store's restart");
+  absl::Status saved =
+      job_->Await([&] { return NewestCheckpointStep(*store, "chaos") > store_restart_step; }, kWait,
+                  "a checkpoint after the store's restart");
   ASSERT_TRUE(saved.ok()) << saved;
   ExpectNoStepLost("store restart");
 
@@ -277,8 +277,8 @@ TEST_F(ChaosTest, TrainingSurvivesTheCrashOfEachKindOfServer) {
       }
     }
   }
-  ASSERT_EQ(start_steps.size(), 2u) << "START events at steps: "
-                                    << absl::StrJoin(start_steps, ", ");
+  ASSERT_EQ(start_steps.size(), 2u)
+      << "START events at steps: " << absl::StrJoin(start_steps, ", ");
   EXPECT_LT(start_steps[0], newest_checkpoint);
   // At the restored step, which the chief read after the restore.
   EXPECT_GE(start_steps[1], newest_checkpoint);

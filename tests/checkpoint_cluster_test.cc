@@ -65,8 +65,8 @@ struct Model {
                               ops::Const(worker, Tensor::Scalar<float>(0.1f)));
       updates.push_back(Operation(ops::AssignSub(ps, weights[k].ref, delta).node()));
     }
-    steps = MakeVariable(root.WithDevice(PsDevice(1)).WithOpName("steps"),
-                         Tensor::Scalar<int64_t>(0));
+    steps =
+        MakeVariable(root.WithDevice(PsDevice(1)).WithOpName("steps"), Tensor::Scalar<int64_t>(0));
     updates.push_back(Operation(
         ops::AssignAdd(root.WithDevice(PsDevice(1)), steps.ref, Tensor::Scalar<int64_t>(1))
             .node()));
@@ -94,9 +94,12 @@ bool BitIdentical(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
   const size_t n = static_cast<size_t>(a.NumElements()) * DataTypeSize(a.dtype());
   switch (a.dtype()) {
-    case DT_FLOAT: return std::memcmp(a.data<float>(), b.data<float>(), n) == 0;
-    case DT_INT64: return std::memcmp(a.data<int64_t>(), b.data<int64_t>(), n) == 0;
-    default: return false;
+    case DT_FLOAT:
+      return std::memcmp(a.data<float>(), b.data<float>(), n) == 0;
+    case DT_INT64:
+      return std::memcmp(a.data<int64_t>(), b.data<int64_t>(), n) == 0;
+    default:
+      return false;
   }
 }
 

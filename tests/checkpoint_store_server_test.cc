@@ -64,8 +64,8 @@ using test::FloatHeader;
 using Tensors = std::map<std::string, std::string>;
 
 // Saves `tensors` as checkpoint `name` of `run`, tensor k into shard k % num_shards.
-absl::Status Save(CheckpointStoreInterface* store, const std::string& run,
-                  const std::string& name, const Tensors& tensors, int num_shards) {
+absl::Status Save(CheckpointStoreInterface* store, const std::string& run, const std::string& name,
+                  const Tensors& tensors, int num_shards) {
   BeginCheckpointRequest begin;
   begin.set_run(run);
   begin.set_name(name);
@@ -141,9 +141,9 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
     latest_request.set_run(run);
     LatestCheckpointResponse latest_response;
     auto latest_context = NewClientContext();
-    EXPECT_EQ(stub->LatestCheckpoint(latest_context.get(), latest_request, &latest_response)
-                  .error_code(),
-              grpc::StatusCode::INVALID_ARGUMENT)
+    EXPECT_EQ(
+        stub->LatestCheckpoint(latest_context.get(), latest_request, &latest_response).error_code(),
+        grpc::StatusCode::INVALID_ARGUMENT)
         << run;
   }
   EXPECT_FALSE(std::filesystem::exists(TmpDir("escape")));
@@ -153,7 +153,8 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
   // Metrics name what happened.
   auto metrics = test::HttpGet(server.metrics_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_TRUE(absl::StrContains(*metrics, "overseer_checkpoint_store_checkpoints_committed_total 1"))
+  EXPECT_TRUE(
+      absl::StrContains(*metrics, "overseer_checkpoint_store_checkpoints_committed_total 1"))
       << *metrics;
   // The data file's bytes: the tensors, and zeros that align "weights" (1.2 MB) to 4 KiB.
   const auto data_bytes =
@@ -162,7 +163,8 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
   EXPECT_TRUE(absl::StrContains(
       *metrics, absl::StrCat("overseer_checkpoint_store_bytes_written_total ", data_bytes)))
       << *metrics;
-  EXPECT_TRUE(absl::StrContains(*metrics, "overseer_checkpoint_store_save_duration_seconds_count 1"))
+  EXPECT_TRUE(
+      absl::StrContains(*metrics, "overseer_checkpoint_store_save_duration_seconds_count 1"))
       << *metrics;
   EXPECT_TRUE(absl::StrContains(*metrics, "overseer_checkpoint_store_restore_duration_seconds"))
       << *metrics;
@@ -293,7 +295,8 @@ TEST(CheckpointStoreServerTest, KillDashNineDuringALargeSaveKeepsThePreviousChec
   }
 
   // Saving works again, into the same run.
-  const Tensors next = {{"layer0/bias", FloatBytes(6, 17)}, {"layer2/weights", FloatBytes(7, 5000)}};
+  const Tensors next = {{"layer0/bias", FloatBytes(6, 17)},
+                        {"layer2/weights", FloatBytes(7, 5000)}};
   ASSERT_TRUE(Save(store.get(), run, "model.ckpt-3", next, 2).ok());
   latest = store->LatestCheckpoint(run);
   ASSERT_TRUE(latest.ok() && latest->has_value());
@@ -315,8 +318,8 @@ TEST(CheckpointStoreServerTest, LocalReadsOnTheSameHost) {
   test::ServerProcess server(kServer, {"--root=" + root});
   ASSERT_GT(server.port(), 0) << server.log();
   auto store = GrpcCheckpointStore::Connect(server.target());
-  const Tensors tensors = {{"a", FloatBytes(1, 700000)}, {"b", FloatBytes(2, 3)},
-                           {"c", FloatBytes(3, 250000)}};
+  const Tensors tensors = {
+      {"a", FloatBytes(1, 700000)}, {"b", FloatBytes(2, 3)}, {"c", FloatBytes(3, 250000)}};
   ASSERT_TRUE(Save(store.get(), "exp", "model.ckpt-1", tensors, 2).ok());
   auto read = ReadAll(store.get(), "exp", "model.ckpt-1");
   ASSERT_TRUE(read.ok()) << read.status();
@@ -369,9 +372,11 @@ TEST(CheckpointStoreServerTest, LocalReadsOnTheSameHost) {
   EXPECT_EQ(deleted.got, tensors);
   EXPECT_EQ(RedeemLocalReadToken(grant.socket(), grant.token(), absl::Seconds(10)).status().code(),
             absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(RedeemLocalReadToken(grant.socket(), "0123456789abcdef0123456789abcdef",
-                                 absl::Seconds(10)).status().code(),
-            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(
+      RedeemLocalReadToken(grant.socket(), "0123456789abcdef0123456789abcdef", absl::Seconds(10))
+          .status()
+          .code(),
+      absl::StatusCode::kPermissionDenied);
 
   ASSERT_TRUE(Save(store.get(), "exp", "model.ckpt-2", tensors, 1).ok());
   read = ReadAll(store.get(), "exp", "model.ckpt-2");

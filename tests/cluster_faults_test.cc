@@ -13,9 +13,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "client/grpc_session.h"
 #include "client/ops.h"
 #include "client/scope.h"
-#include "client/grpc_session.h"
 #include "client/session.h"
 #include "gtest/gtest.h"
 #include "master/rpc/grpc_master.h"
@@ -252,8 +252,8 @@ TEST_F(ClusterFaultsTest, WrongFeedDtypeOrShapeIsInvalidArgumentNamingTheNode) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_TRUE(absl::StrContains(s.message(), "'x")) << s;
     // The session and the servers keep working.
-    absl::Status ok = session->Run({{"x:0", Tensor::FromVector<float>({1, 2})}},
-                                   {"x_plus_1:0"}, {}, &out);
+    absl::Status ok =
+        session->Run({{"x:0", Tensor::FromVector<float>({1, 2})}}, {"x_plus_1:0"}, {}, &out);
     ASSERT_TRUE(ok.ok()) << ok;
     EXPECT_EQ(out[0].vec<float>()(1), 3.0f);
   }

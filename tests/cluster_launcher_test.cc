@@ -2,6 +2,8 @@
 // and a summary writer come up SERVING on loopback; any of them can be killed and
 // restarted on its port; SIGTERM ends a server with exit 0; a missing binary is named.
 
+#include "testing/cluster_launcher.h"
+
 #include <signal.h>
 
 #include <cstdlib>
@@ -12,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
 #include "gtest/gtest.h"
-#include "testing/cluster_launcher.h"
 
 namespace overseer {
 namespace {

@@ -118,8 +118,7 @@ TEST_F(GrpcClusterTest, DeadTaskIsUnavailableWithinTheDeadline) {
   ASSERT_TRUE(session->Run({}, {}, {"init"}, &out).ok());
   ASSERT_TRUE(cluster_->Stop("ps", 0, SIGKILL).ok());
   absl::Status s = session->Run({}, {"loss:0"}, {}, &out);
-  EXPECT_TRUE(s.code() == absl::StatusCode::kUnavailable ||
-              s.code() == absl::StatusCode::kAborted)
+  EXPECT_TRUE(s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kAborted)
       << s;
   EXPECT_TRUE(absl::StrContains(s.message(), kPs)) << s;
 }

@@ -33,8 +33,7 @@ std::unique_ptr<Session> NewGrpcSession() {
 }
 
 INSTANTIATE_TEST_SUITE_P(GrpcCluster, SessionConformanceTest,
-                         ::testing::Values(SessionConformanceParam{"GrpcCluster",
-                                                                   NewGrpcSession}),
+                         ::testing::Values(SessionConformanceParam{"GrpcCluster", NewGrpcSession}),
                          SessionConformanceParamName);
 
 }  // namespace

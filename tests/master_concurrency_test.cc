@@ -72,8 +72,8 @@ TEST_F(MasterConcurrencyTest, OneOfManyConcurrentExtendsOnAVersionWins) {
       node->set_op("Const");
       node->set_device("/job:worker/task:0");
       (*node->mutable_attr())["dtype"].set_type(DT_FLOAT);
-      Tensor::Scalar<float>(static_cast<float>(i)).ToProto(
-          (*node->mutable_attr())["value"].mutable_tensor());
+      Tensor::Scalar<float>(static_cast<float>(i))
+          .ToProto((*node->mutable_attr())["value"].mutable_tensor());
       ExtendSessionResponse response;
       if (start->Block()) delete start;
       results[i] = master.ExtendSession(request, &response);

@@ -53,8 +53,7 @@ std::string Page(int port) {
 
 // `promtool check metrics` of `page` (on its stdin): its exit code and its output.
 std::pair<int, std::string> Promtool(const std::string& page) {
-  const std::string path =
-      absl::StrCat(std::getenv("TEST_TMPDIR"), "/page.", ::getpid(), ".txt");
+  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/page.", ::getpid(), ".txt");
   {
     std::ofstream out(path, std::ios::trunc);
     out << page;
@@ -105,10 +104,13 @@ std::vector<std::string> Families(const std::string& page) {
   return names;
 }
 
-const std::vector<std::string> kProcess = {
-    "process_cpu_seconds_total",  "process_resident_memory_bytes", "process_virtual_memory_bytes",
-    "process_open_fds",           "process_max_fds",               "process_start_time_seconds",
-    "overseer_build_info"};
+const std::vector<std::string> kProcess = {"process_cpu_seconds_total",
+                                           "process_resident_memory_bytes",
+                                           "process_virtual_memory_bytes",
+                                           "process_open_fds",
+                                           "process_max_fds",
+                                           "process_start_time_seconds",
+                                           "overseer_build_info"};
 const std::vector<std::string> kServer = {"overseer_server_serving"};
 
 // What docs/metrics.md lists for each component (besides kProcess, and kServer for
@@ -127,8 +129,7 @@ const std::map<std::string, std::vector<std::string>> kComponents = {
       "overseer_worker_rpc_errors_total"}},
     {"checkpoint_store",
      {"overseer_checkpoint_store_checkpoints_committed_total",
-      "overseer_checkpoint_store_bytes_written_total",
-      "overseer_checkpoint_store_bytes_read_total",
+      "overseer_checkpoint_store_bytes_written_total", "overseer_checkpoint_store_bytes_read_total",
       "overseer_checkpoint_store_crc_failures_total",
       "overseer_checkpoint_store_save_duration_seconds",
       "overseer_checkpoint_store_restore_duration_seconds",
@@ -253,8 +254,9 @@ TEST_F(MetricsTest, EveryPagePassesPromtoolAndSaysWhatHappened) {
   const std::string store = PageOf("store", 0);
   EXPECT_GE(Sum(store, "overseer_checkpoint_store_latest_checkpoint_step{run=\"metrics\"}"), 0)
       << store;
-  EXPECT_GT(Sum(store, "overseer_checkpoint_store_latest_checkpoint_timestamp_seconds{"
-                      "run=\"metrics\"}"),
+  EXPECT_GT(Sum(store,
+                "overseer_checkpoint_store_latest_checkpoint_timestamp_seconds{"
+                "run=\"metrics\"}"),
             1.5e9)
       << store;
   EXPECT_GE(Sum(PageOf("writer", 0), "overseer_event_writer_files_open"), 1);

@@ -71,9 +71,9 @@ absl::Status WaitForInitialised(ClientSession& session, const Output& report,
     if (absl::Now() > deadline) break;
     absl::SleepFor(absl::Milliseconds(100));  // The chief's recovery_wait, as in TF.
   }
-  return absl::DeadlineExceededError(absl::StrCat(
-      "variables still uninitialised after ", absl::FormatDuration(timeout), ": ",
-      absl::StrJoin(missing, ", ")));
+  return absl::DeadlineExceededError(absl::StrCat("variables still uninitialised after ",
+                                                  absl::FormatDuration(timeout), ": ",
+                                                  absl::StrJoin(missing, ", ")));
 }
 
 // The training loop both modes share: this trainer's part of the data, then the test
@@ -88,8 +88,8 @@ absl::Status TrainSteps(ClientSession& session, const examples::Classifier& mode
     Tensor x, y;
     // The trainers read different parts of the data.
     data.train.Batch((step * 2 + task) * batch, batch, &x, &y);
-    RETURN_IF_ERROR(session.Run({{model.images, x}, {model.labels, y}}, {model.loss},
-                                {model.train}, &out));
+    RETURN_IF_ERROR(
+        session.Run({{model.images, x}, {model.labels, y}}, {model.loss}, {model.train}, &out));
   }
   Tensor x, y;
   data.test.Batch(0, data.test.num_examples, &x, &y);
@@ -127,7 +127,8 @@ absl::Status TrainSupervised(const Scope& root, const examples::Classifier& mode
     // TensorFlow's Supervisor does not save on stop; trainers save their last step.
     ASSIGN_OR_RETURN(int64_t step, sv->GlobalStepValue(*session));
     RETURN_IF_ERROR(session->ExtendIfNeeded());
-    ASSIGN_OR_RETURN(std::string path, sv->saver()->Save(session->session(), sv->save_path(), step));
+    ASSIGN_OR_RETURN(std::string path,
+                     sv->saver()->Save(session->session(), sv->save_path(), step));
     std::printf("saved: %s\n", path.c_str());
   }
   if (!trained.ok()) sv->RequestStop(trained).IgnoreError();

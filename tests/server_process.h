@@ -2,9 +2,9 @@
 #define OVERSEER_TESTS_SERVER_PROCESS_H_
 
 // A server binary (a data dependency of the test) run in its own process with --port=0
-// and --metrics_port=0 (the server binds free ports itself). The constructor blocks on the server's stderr until its
-// ServerRunner start-up line names the bound ports (or the process exits), so no test
-// sleeps waiting for it. Not thread-safe.
+// and --metrics_port=0 (the server binds free ports itself). The constructor blocks on the server's
+// stderr until its ServerRunner start-up line names the bound ports (or the process exits), so no
+// test sleeps waiting for it. Not thread-safe.
 
 #include <signal.h>
 #include <sys/wait.h>

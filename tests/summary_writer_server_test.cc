@@ -40,9 +40,8 @@ class ServerProcess {
       ::close(fds[0]);
       ::close(fds[1]);
       const std::string logdir_flag = "--logdir=" + logdir;
-      ::execl(binary.c_str(), binary.c_str(), logdir_flag.c_str(), "--port=0",
-              "--metrics_port=0", "--flush_secs=3600", "--max_queue=1000",
-              static_cast<char*>(nullptr));
+      ::execl(binary.c_str(), binary.c_str(), logdir_flag.c_str(), "--port=0", "--metrics_port=0",
+              "--flush_secs=3600", "--max_queue=1000", static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(fds[1]);
@@ -112,8 +111,8 @@ TEST(SummaryWriterServerTest, ServesWritesAndFlushesOnSigterm) {
   // The client SummaryWriter: everything is durable after Flush.
   SummaryWriterOptions options;
   options.background_flush = false;
-  auto writer = SummaryWriter::Create(absl::StrCat("grpc://", server.target(), "/exp/train"),
-                                      options);
+  auto writer =
+      SummaryWriter::Create(absl::StrCat("grpc://", server.target(), "/exp/train"), options);
   ASSERT_TRUE(writer.ok()) << writer.status();
   for (int step = 0; step < 50; ++step) {
     Summary summary;

@@ -71,9 +71,9 @@ TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
   // The non-chief starts first: it must wait for the chief.
   test::TrainerProcess non_chief("trainer_1",
                                  args({"--task_index=1", absl::StrCat("--steps=", kSteps)}));
-  test::TrainerProcess chief("trainer_0", args({"--task_index=0", "--is_chief",
-                                                "--summary_dir=" + logs,
-                                                absl::StrCat("--steps=", kSteps)}));
+  test::TrainerProcess chief("trainer_0",
+                             args({"--task_index=0", "--is_chief", "--summary_dir=" + logs,
+                                   absl::StrCat("--steps=", kSteps)}));
   ASSERT_EQ(chief.Wait(), 0) << chief.Log();
   ASSERT_EQ(non_chief.Wait(), 0) << non_chief.Log();
   std::printf("chief:\n%s\nnon-chief:\n%s\n", chief.Log().c_str(), non_chief.Log().c_str());

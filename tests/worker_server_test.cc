@@ -147,8 +147,8 @@ TEST_F(WorkerServerTest, LargeTensorCrossesTasksThenKillAndTerm) {
   test::AddConst(&ps_graph, "value", Tensor::Scalar<float>(1.5f), kPsDevice);
   NodeDef* fill = test::AddNode(&ps_graph, "fill", "Fill", kPsDevice, {"dims", "value"});
   SetNodeAttr(fill, "T", DT_FLOAT);
-  test::AddSend(&ps_graph, "fill/_send", "fill", DT_FLOAT, "edge_fill", kPsDevice,
-                ps_incarnation, kWorkerDevice);
+  test::AddSend(&ps_graph, "fill/_send", "fill", DT_FLOAT, "edge_fill", kPsDevice, ps_incarnation,
+                kWorkerDevice);
   GraphDef worker_graph;
   test::AddRecv(&worker_graph, "fill/_recv", DT_FLOAT, "edge_fill", kPsDevice, ps_incarnation,
                 kWorkerDevice);
@@ -201,8 +201,7 @@ TEST_F(WorkerServerTest, LargeTensorCrossesTasksThenKillAndTerm) {
   ps_->Kill();
   RecvTensorRequest recv;
   recv.set_step_id(2);
-  recv.set_rendezvous_key(
-      MakeRendezvousKey(kPsDevice, ps_incarnation, kWorkerDevice, "edge_fill"));
+  recv.set_rendezvous_key(MakeRendezvousKey(kPsDevice, ps_incarnation, kWorkerDevice, "edge_fill"));
   recv.set_timeout_in_ms(30000);
   Tensor t;
   EXPECT_EQ(ps_client_->RecvTensor(recv, nullptr, &t).code(), absl::StatusCode::kUnavailable);

@@ -81,13 +81,12 @@ absl::StatusOr<std::string> GraphMgr::Register(GraphDef def) {
   return handle;
 }
 
-absl::StatusOr<std::shared_ptr<RegisteredGraph>> GraphMgr::Lookup(
-    const std::string& handle) const {
+absl::StatusOr<std::shared_ptr<RegisteredGraph>> GraphMgr::Lookup(const std::string& handle) const {
   absl::MutexLock lock(&mu_);
   auto it = graphs_.find(handle);
   if (it == graphs_.end()) {
-    return absl::NotFoundError(absl::StrCat("graph handle '", handle,
-                                            "' is not registered in this worker session"));
+    return absl::NotFoundError(
+        absl::StrCat("graph handle '", handle, "' is not registered in this worker session"));
   }
   return it->second;
 }
@@ -95,8 +94,8 @@ absl::StatusOr<std::shared_ptr<RegisteredGraph>> GraphMgr::Lookup(
 absl::Status GraphMgr::Deregister(const std::string& handle) {
   absl::MutexLock lock(&mu_);
   if (graphs_.erase(handle) == 0) {
-    return absl::NotFoundError(absl::StrCat("graph handle '", handle,
-                                            "' is not registered in this worker session"));
+    return absl::NotFoundError(
+        absl::StrCat("graph handle '", handle, "' is not registered in this worker session"));
   }
   return absl::OkStatus();
 }

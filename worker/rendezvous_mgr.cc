@@ -12,8 +12,7 @@ namespace overseer {
 absl::StatusOr<std::string> TaskOfDevice(absl::string_view device) {
   ASSIGN_OR_RETURN(DeviceName name, DeviceName::Parse(device));
   if (name.job.empty() || !name.has_task) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("device '", device, "' names no job and task"));
+    return absl::InvalidArgumentError(absl::StrCat("device '", device, "' names no job and task"));
   }
   return name.TaskName();
 }
@@ -110,8 +109,7 @@ absl::Status StepRendezvous::Send(const RendezvousKey& key, const Tensor& value)
   return state_.rendezvous->Send(key, value);
 }
 
-absl::StatusOr<Tensor> StepRendezvous::Recv(const RendezvousKey& key,
-                                            const RendezvousWait& wait) {
+absl::StatusOr<Tensor> StepRendezvous::Recv(const RendezvousKey& key, const RendezvousWait& wait) {
   ASSIGN_OR_RETURN(std::string task, TaskOfDevice(key.parsed.src_device));
   if (task == local_task_) return state_.rendezvous->Recv(key, wait);
   return RecvFromPeer(task, key, wait);
@@ -136,8 +134,8 @@ absl::StatusOr<Tensor> StepRendezvous::RecvFromPeer(const std::string& task,
   std::vector<Link> links;
   for (CancellationManager* parent : {wait.cancellation, state_.cancellation.get()}) {
     if (parent == nullptr) continue;
-    const CancellationManager::Token token = parent->RegisterCallback(
-        [cancel, parent] { cancel->StartCancel(parent->status()); });
+    const CancellationManager::Token token =
+        parent->RegisterCallback([cancel, parent] { cancel->StartCancel(parent->status()); });
     if (token == CancellationManager::kInvalidToken) {
       cancel->StartCancel(parent->status());
     } else {
@@ -162,9 +160,8 @@ absl::StatusOr<Tensor> StepRendezvous::RecvFromPeer(const std::string& task,
   }
   for (const Link& link : links) link.parent->DeregisterCallback(link.token);
   if (!status.ok()) {
-    return absl::Status(status.code(),
-                        absl::StrCat("receiving tensor '", key.parsed.tensor_name,
-                                     "' from task ", task, ": ", status.message()));
+    return absl::Status(status.code(), absl::StrCat("receiving tensor '", key.parsed.tensor_name,
+                                                    "' from task ", task, ": ", status.message()));
   }
   return value;
 }

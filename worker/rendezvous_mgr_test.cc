@@ -47,7 +47,7 @@ TEST(RendezvousMgrTest, AReceiverOfAnEarlierIncarnationOfTheStepLeavesTheNewOneA
   RendezvousMgr mgr;
   absl::StatusOr<StepState> old_receiver = mgr.FindForRecv(8);
   ASSERT_TRUE(old_receiver.ok());
-  mgr.Release(8);                            // Gone while the receiver still waits...
+  mgr.Release(8);                                        // Gone while the receiver still waits...
   absl::StatusOr<StepState> fresh = mgr.FindForRecv(8);  // ...and created again.
   ASSERT_TRUE(fresh.ok());
   mgr.EndRecv(8, *old_receiver);

@@ -47,8 +47,7 @@ Worker::Worker(WorkerOptions options, WorkerEnv env)
     : options_(std::move(options)),
       env_(std::move(env)),
       incarnation_(options_.incarnation != 0 ? options_.incarnation : NewIncarnation()),
-      task_name_(absl::StrCat("/job:", options_.job_name, "/replica:0/task:",
-                              options_.task_index)),
+      task_name_(absl::StrCat("/job:", options_.job_name, "/replica:0/task:", options_.task_index)),
       device_name_(FullDeviceName(options_.job_name, options_.task_index)) {}
 
 Worker::~Worker() = default;
@@ -97,11 +96,10 @@ absl::Status Worker::CreateWorkerSession(const CreateWorkerSessionRequest& reque
   }
   const ClusterDef& cluster =
       request.cluster().job_size() > 0 ? request.cluster() : options_.cluster;
-  if (cluster.job_size() > 0 &&
-      !ClusterHasTask(cluster, options_.job_name, options_.task_index)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CreateWorkerSession: the cluster of session '", request.session_handle(),
-        "' does not contain this task (", task_name_, ")"));
+  if (cluster.job_size() > 0 && !ClusterHasTask(cluster, options_.job_name, options_.task_index)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CreateWorkerSession: the cluster of session '", request.session_handle(),
+                     "' does not contain this task (", task_name_, ")"));
   }
   {
     absl::MutexLock lock(&mu_);
@@ -166,8 +164,7 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
 }
 
 absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& request,
-                              RunGraphResponse* response,
-                              CancellationManager* call_cancellation) {
+                              RunGraphResponse* response, CancellationManager* call_cancellation) {
   const Session* session = found.session_.get();
   RegisteredGraph* graph = found.graph_.get();
   // Parse everything before the step exists, so that a bad request leaves no state.
@@ -175,8 +172,7 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
   for (int i = 0; i < request.send_size(); ++i) {
     absl::StatusOr<RendezvousKey> key = RendezvousKey::Parse(request.send(i).name());
     if (!key.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("RunGraph send: ", key.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat("RunGraph send: ", key.status().message()));
     }
     sends[i].first = std::move(*key);
     RETURN_IF_ERROR(ParseTensor(request.send(i), &sends[i].second));
@@ -222,8 +218,7 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
     // CleanupGraph (the step failed elsewhere, or its master gave up) ends the run,
     // waking kernels that wait on something else than a tensor (a queue's dequeue).
     args.cancellation = state.cancellation.get();
-    const bool trace =
-        request.exec_opts().record_timeline() || request.exec_opts().record_costs();
+    const bool trace = request.exec_opts().record_timeline() || request.exec_opts().record_costs();
     const int recorded = response->step_stats().dev_stats_size();
     if (trace) args.stats = response->mutable_step_stats();
     const absl::Time start = absl::Now();
@@ -247,9 +242,9 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
   for (const RendezvousKey& key : recvs) {
     absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, now);
     if (!value.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "RunGraph recv_key '", key.full, "' was not sent by graph ", request.graph_handle(),
-          " (", value.status().message(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("RunGraph recv_key '", key.full, "' was not sent by graph ",
+                       request.graph_handle(), " (", value.status().message(), ")"));
     }
     budget.Add(EncodedTensorBytes(*value));
     values.push_back(*std::move(value));
@@ -301,8 +296,8 @@ absl::StatusOr<RendezvousKey> Worker::CheckProducerKey(const std::string& key_st
   return key;
 }
 
-absl::Status Worker::RecvTensor(const RecvTensorRequest& request,
-                                CancellationManager* cancellation, Tensor* tensor) {
+absl::Status Worker::RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
+                                Tensor* tensor) {
   ASSIGN_OR_RETURN(RendezvousKey key, CheckProducerKey(request.rendezvous_key()));
   ASSIGN_OR_RETURN(StepState state, rendezvous_.FindForRecv(request.step_id()));
   RendezvousWait wait;

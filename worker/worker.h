@@ -129,8 +129,7 @@ class Worker : public WorkerInterface {
 
  private:
   struct Session {
-    explicit Session(const std::string& task, uint64_t incarnation)
-        : graphs(task, incarnation) {}
+    explicit Session(const std::string& task, uint64_t incarnation) : graphs(task, incarnation) {}
     GraphMgr graphs;
     std::unique_ptr<WorkerCacheInterface> peers;  // May be null.
   };

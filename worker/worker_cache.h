@@ -26,8 +26,7 @@ class WorkerCacheInterface {
 
   // The worker of `task`. NOT_FOUND naming the task if the cluster has no such task.
   // The returned worker may be shared with other callers.
-  virtual absl::StatusOr<std::shared_ptr<WorkerInterface>> GetWorker(
-      const std::string& task) = 0;
+  virtual absl::StatusOr<std::shared_ptr<WorkerInterface>> GetWorker(const std::string& task) = 0;
 };
 
 // Builds the cache of a worker session from the cluster given to CreateWorkerSession.

@@ -17,8 +17,7 @@ ThreadPool* RunGraphThreads() {
 void WorkerInterface::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
                                     CancellationManager* cancellation,
                                     std::function<void(absl::Status)> done) {
-  RunGraphThreads()->Schedule([this, request, response, cancellation,
-                               done = std::move(done)] {
+  RunGraphThreads()->Schedule([this, request, response, cancellation, done = std::move(done)] {
     if (cancellation != nullptr && cancellation->IsCancelled()) {
       done(absl::CancelledError("RunGraph cancelled before it started"));
       return;

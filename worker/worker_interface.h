@@ -27,8 +27,7 @@ class WorkerInterface {
   virtual ~WorkerInterface() = default;
 
   // Devices ("/job:J/replica:0/task:I/device:CPU:0") and the process incarnation.
-  virtual absl::Status GetStatus(const GetStatusRequest& request,
-                                 GetStatusResponse* response) = 0;
+  virtual absl::Status GetStatus(const GetStatusRequest& request, GetStatusResponse* response) = 0;
 
   // Creates a worker session under the master's handle. Creating an existing handle
   // again is OK and keeps the existing session (idempotent). INVALID_ARGUMENT for an
@@ -61,8 +60,7 @@ class WorkerInterface {
   // DEADLINE_EXCEEDED after timeout_in_ms, CANCELLED if CleanupGraph cancelled the
   // step, or the error of a peer the step received from (UNAVAILABLE, ABORTED for a
   // restarted producer).
-  virtual absl::Status RunGraph(const RunGraphRequest& request,
-                                RunGraphResponse* response) = 0;
+  virtual absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response) = 0;
 
   // RunGraph without blocking the caller: `done` is called once, with what RunGraph
   // would return, on another thread (or on this one if the call fails before it

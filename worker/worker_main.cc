@@ -68,8 +68,7 @@ absl::StatusOr<Task> TaskFromFlags() {
   } else {
     absl::StatusOr<TfConfig> config = ParseTfConfig(tf_config);
     if (!config.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("TF_CONFIG: ", config.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG: ", config.status().message()));
     }
     task.cluster = config->cluster;
     if (task.job.empty()) task.job = config->task_type;
@@ -80,9 +79,9 @@ absl::StatusOr<Task> TaskFromFlags() {
   }
   if (task.index < 0) task.index = 0;
   if (!task.cluster.jobs().empty() && task.index >= task.cluster.NumTasks(task.job)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("task ", task.job, ":", task.index, " is not in the cluster (",
-                     task.cluster.ToString(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("task ", task.job, ":", task.index,
+                                                   " is not in the cluster (",
+                                                   task.cluster.ToString(), ")"));
   }
   return task;
 }
@@ -141,8 +140,9 @@ int Main() {
   };
   GrpcWorkerOptions peer_options;
   peer_options.keepalive = KeepaliveFromFlags();
-  env.worker_cache_factory = [peer_options](const ClusterDef& cluster)
-      -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+  env.worker_cache_factory =
+      [peer_options](
+          const ClusterDef& cluster) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
     return std::make_unique<GrpcWorkerCache>(cluster, peer_options);
   };
   Worker worker(options, env);

@@ -38,8 +38,8 @@ GraphDef FedNegation() {
   test::AddRecv(&g, "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
   NodeDef* neg = test::AddNode(&g, "neg", "Neg", kPsDevice, {"x"});
   SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation,
-                kPsDevice, true);
+  test::AddSend(&g, "neg/_fetch", "neg", DT_FLOAT, "neg:0", kPsDevice, kPsIncarnation, kPsDevice,
+                true);
   return g;
 }
 
@@ -47,8 +47,8 @@ class WorkerTest : public ::testing::Test {
  protected:
   WorkerTest() {
     WorkerEnv env;
-    env.worker_cache_factory = [this](const ClusterDef&)
-        -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+    env.worker_cache_factory =
+        [this](const ClusterDef&) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
       auto cache = std::make_unique<LocalWorkerCache>();
       cache->Add("/job:ps/replica:0/task:0", ps_.get());
       cache->Add("/job:worker/replica:0/task:0", worker_.get());
@@ -238,8 +238,8 @@ TEST_F(WorkerTest, AGraphThatMayWaitIsNeverQuick) {
   // the second one runs quickly and yet may wait another time.
   GraphDef sends_to_ps;
   test::AddConst(&sends_to_ps, "c", test::AsTensor<float>({1}), kWorkerDevice);
-  test::AddSend(&sends_to_ps, "c/_send", "c", DT_FLOAT, "edge_c", kWorkerDevice,
-                kWorkerIncarnation, kPsDevice);
+  test::AddSend(&sends_to_ps, "c/_send", "c", DT_FLOAT, "edge_c", kWorkerDevice, kWorkerIncarnation,
+                kPsDevice);
   GraphDef receives_from_worker;
   test::AddRecv(&receives_from_worker, "c/_recv", DT_FLOAT, "edge_c", kWorkerDevice,
                 kWorkerIncarnation, kPsDevice);
@@ -277,8 +277,7 @@ TEST_F(WorkerTest, ARunGraphGivenUpBeforeItStartsNeverRuns) {
   CreateSession(ps_.get(), "s");
   GraphDef g;
   test::AddConst(&g, "c", test::AsTensor<float>({1}), kPsDevice);
-  test::AddSend(&g, "c/_fetch", "c", DT_FLOAT, "c:0", kPsDevice, kPsIncarnation, kPsDevice,
-                true);
+  test::AddSend(&g, "c/_fetch", "c", DT_FLOAT, "c:0", kPsDevice, kPsIncarnation, kPsDevice, true);
   absl::StatusOr<std::string> handle = Register(ps_.get(), "s", g);
   ASSERT_TRUE(handle.ok()) << handle.status();
   RunGraphRequest request = RunRequest("s", *handle, 1);
@@ -384,8 +383,7 @@ TEST(WorkerLimitTest, FetchesOverTheReplyLimitAreInvalidArgumentNamingThem) {
   ASSERT_TRUE(ps.CreateWorkerSession(create, &created).ok());
   // x (fed) -> neg, both fetched: 2 x 64 bytes.
   GraphDef g = FedNegation();
-  test::AddSend(&g, "x/_fetch", "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice,
-                true);
+  test::AddSend(&g, "x/_fetch", "x", DT_FLOAT, "x:0", kPsDevice, kPsIncarnation, kPsDevice, true);
   RegisterGraphRequest reg;
   reg.set_session_handle("s");
   *reg.mutable_graph_def() = g;
@@ -450,8 +448,7 @@ TEST_F(WorkerTest, VariablesAreSharedAcrossSessionsUntilCleanupAll) {
   ASSERT_TRUE(read_handle.ok()) << read_handle.status();
 
   RunGraphRequest assign = RunRequest("chief", *init_handle, 1);
-  AddSend(&assign, LocalKey(kPsDevice, kPsIncarnation, "v_value"),
-          test::AsTensor<float>({3, 4}));
+  AddSend(&assign, LocalKey(kPsDevice, kPsIncarnation, "v_value"), test::AsTensor<float>({3, 4}));
   RunGraphResponse response;
   ASSERT_TRUE(ps_->RunGraph(assign, &response).ok());
   DeleteWorkerSessionRequest close;
@@ -512,8 +509,7 @@ class CrossTaskTest : public WorkerTest {
   }
 
   // A RecvTensor for the worker of tensor `edge` produced on the ps in step `step`.
-  static RecvTensorRequest PsRecv(int64_t step, const std::string& edge,
-                                  int64_t timeout_ms = 0) {
+  static RecvTensorRequest PsRecv(int64_t step, const std::string& edge, int64_t timeout_ms = 0) {
     RecvTensorRequest request;
     request.set_step_id(step);
     request.set_rendezvous_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, edge));
@@ -571,8 +567,7 @@ TEST_F(CrossTaskTest, RecvTensorChecksTheKey) {
   request.set_step_id(1);
   request.set_rendezvous_key("garbage");
   EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kInvalidArgument);
-  request.set_rendezvous_key(
-      MakeRendezvousKey(kWorkerDevice, kWorkerIncarnation, kPsDevice, "x"));
+  request.set_rendezvous_key(MakeRendezvousKey(kWorkerDevice, kWorkerIncarnation, kPsDevice, "x"));
   EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kInvalidArgument);
   request.set_rendezvous_key(MakeRendezvousKey(kPsDevice, 0x9999, kWorkerDevice, "x"));
   EXPECT_EQ(ps_->RecvTensor(request, nullptr, &t).code(), absl::StatusCode::kAborted);

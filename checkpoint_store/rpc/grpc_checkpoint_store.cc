@@ -104,8 +104,7 @@ class GrpcShardWriter : public ShardWriter {
 
 }  // namespace
 
-GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel,
-                                         bool local_reads)
+GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel, bool local_reads)
     : local_reads_enabled_(local_reads),
       channel_(std::move(channel)),
       stub_(CheckpointStoreService::NewStub(channel_)),
@@ -133,7 +132,8 @@ std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::str
 absl::StatusOr<std::string> GrpcCheckpointStore::BeginCheckpoint(
     const BeginCheckpointRequest& request) {
   BeginCheckpointResponse response;
-  absl::Status s = FromGrpcStatus(stub_->BeginCheckpoint(NewClientContext().get(), request, &response));
+  absl::Status s =
+      FromGrpcStatus(stub_->BeginCheckpoint(NewClientContext().get(), request, &response));
   if (!s.ok()) return s;
   return response.checkpoint_id();
 }
@@ -195,8 +195,7 @@ absl::StatusOr<std::vector<TensorHeader>> GrpcCheckpointStore::ListTensors(
   return std::vector<TensorHeader>(response.tensors().begin(), response.tensors().end());
 }
 
-absl::Status GrpcCheckpointStore::ReadTensorsInto(const std::string& run,
-                                                  const std::string& name,
+absl::Status GrpcCheckpointStore::ReadTensorsInto(const std::string& run, const std::string& name,
                                                   const std::vector<std::string>& tensor_names,
                                                   TensorReceiver* receiver) {
   if (local_reads_enabled_) {
@@ -236,8 +235,8 @@ absl::Status GrpcCheckpointStore::ReadLocally(const std::string& run, const std:
       FromGrpcStatus(stub_->OpenLocalRead(NewClientContext().get(), request, &grant));
   if (!opened.ok()) {
     // What a stream would report too (bad names, a missing or damaged checkpoint).
-    if (absl::IsNotFound(opened) || absl::IsInvalidArgument(opened) ||
-        absl::IsDataLoss(opened) || absl::IsFailedPrecondition(opened)) {
+    if (absl::IsNotFound(opened) || absl::IsInvalidArgument(opened) || absl::IsDataLoss(opened) ||
+        absl::IsFailedPrecondition(opened)) {
       *fall_back = false;
     }
     return opened;
@@ -303,8 +302,9 @@ absl::Status GrpcCheckpointStore::DeleteCheckpoint(const std::string& run,
 namespace {
 const bool kRegistered = [] {
   RegisterCheckpointStoreScheme(
-      "grpc", [](const std::string& authority)
-                  -> absl::StatusOr<std::unique_ptr<CheckpointStoreInterface>> {
+      "grpc",
+      [](const std::string& authority)
+          -> absl::StatusOr<std::unique_ptr<CheckpointStoreInterface>> {
         return std::unique_ptr<CheckpointStoreInterface>(GrpcCheckpointStore::Connect(authority));
       });
   return true;

@@ -19,7 +19,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
@@ -63,11 +62,10 @@ class GrpcCheckpointStore : public CheckpointStoreInterface {
  private:
   // The local path; *fall_back tells whether its error allows streaming instead.
   absl::Status ReadLocally(const std::string& run, const std::string& name,
-                           const std::vector<std::string>& tensor_names,
-                           TensorReceiver* receiver, bool* fall_back);
+                           const std::vector<std::string>& tensor_names, TensorReceiver* receiver,
+                           bool* fall_back);
   absl::Status ReadStreamed(const std::string& run, const std::string& name,
-                            const std::vector<std::string>& tensor_names,
-                            TensorReceiver* receiver);
+                            const std::vector<std::string>& tensor_names, TensorReceiver* receiver);
 
   const bool local_reads_enabled_;
   std::atomic<int64_t> local_reads_{0};

@@ -4,8 +4,8 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -35,8 +35,7 @@ constexpr size_t kMaxQueued = 4;
 // rest is dropped; Finish returns that error. Thread-safe (one pusher).
 class ShardAppender {
  public:
-  explicit ShardAppender(ShardWriter* writer)
-      : writer_(writer), thread_([this] { Run(); }) {}
+  explicit ShardAppender(ShardWriter* writer) : writer_(writer), thread_([this] { Run(); }) {}
   ~ShardAppender() { Finish().IgnoreError(); }
 
   bool Push(std::unique_ptr<WriteShardRequest> request) {
@@ -158,11 +157,11 @@ class TensorPipe : public TensorReceiver {
       buffer.resize(static_cast<size_t>(size));
     }
     std::shared_ptr<BufferPool> pool = pool_;
-    current_ = std::shared_ptr<std::string>(new std::string(std::move(buffer)),
-                                            [pool](std::string* b) {
-                                              pool->Give(std::move(*b));
-                                              delete b;
-                                            });
+    current_ =
+        std::shared_ptr<std::string>(new std::string(std::move(buffer)), [pool](std::string* b) {
+          pool->Give(std::move(*b));
+          delete b;
+        });
     return current_->data();
   }
 
@@ -222,17 +221,17 @@ class TensorPipe : public TensorReceiver {
 std::shared_ptr<RpcMetrics> CheckpointStoreRpcMetrics() {
   const std::vector<double> step = RpcMetrics::StepBuckets();
   const std::vector<double> slow = RpcMetrics::SlowBuckets();
-  return std::make_shared<RpcMetrics>(
-      "checkpoint_store", std::vector<RpcMethodOptions>{{"BeginCheckpoint", step},
-                                                        {"WriteShard", slow},
-                                                        {"CommitCheckpoint", slow},
-                                                        {"AbortCheckpoint", step},
-                                                        {"LatestCheckpoint", step},
-                                                        {"ListCheckpoints", step},
-                                                        {"ListTensors", step},
-                                                        {"ReadTensors", slow},
-                                                        {"DeleteCheckpoint", slow},
-                                                        {"OpenLocalRead", step}});
+  return std::make_shared<RpcMetrics>("checkpoint_store",
+                                      std::vector<RpcMethodOptions>{{"BeginCheckpoint", step},
+                                                                    {"WriteShard", slow},
+                                                                    {"CommitCheckpoint", slow},
+                                                                    {"AbortCheckpoint", step},
+                                                                    {"LatestCheckpoint", step},
+                                                                    {"ListCheckpoints", step},
+                                                                    {"ListTensors", step},
+                                                                    {"ReadTensors", slow},
+                                                                    {"DeleteCheckpoint", slow},
+                                                                    {"OpenLocalRead", step}});
 }
 
 // Runs a handler's `body` and records its call of `method`.
@@ -282,9 +281,9 @@ grpc::Status GrpcCheckpointStoreService::BeginCheckpoint(grpc::ServerContext*,
   });
 }
 
-grpc::Status GrpcCheckpointStoreService::WriteShard(
-    grpc::ServerContext* context, grpc::ServerReader<WriteShardRequest>* reader,
-    WriteShardResponse* response) {
+grpc::Status GrpcCheckpointStoreService::WriteShard(grpc::ServerContext* context,
+                                                    grpc::ServerReader<WriteShardRequest>* reader,
+                                                    WriteShardResponse* response) {
   return Timed(write_shard_, [&]() -> grpc::Status {
     auto first = std::make_unique<WriteShardRequest>();
     if (!reader->Read(first.get())) {

@@ -58,8 +58,9 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
 
  private:
   // ReadTensors: one request, then the stream of raw ReadTensorsResponse messages.
-  grpc::Status StreamTensors(grpc::ServerContext* context,
-                             grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream);
+  grpc::Status StreamTensors(
+      grpc::ServerContext* context,
+      grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream);
 
   CheckpointStoreInterface* const store_;
   LocalReadServer* const local_reads_;

@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <utility>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint_store/checkpoint_store.h"
@@ -35,8 +35,8 @@ TEST(GrpcCheckpointStoreTest, SaveReadLatestOverTheWire) {
   runner.AddService(&service);
   ASSERT_TRUE(runner.Start().ok());
 
-  auto where = ResolveCheckpointLocation("grpc://localhost:" + std::to_string(runner.port()) +
-                                         "/exp/run1");
+  auto where =
+      ResolveCheckpointLocation("grpc://localhost:" + std::to_string(runner.port()) + "/exp/run1");
   ASSERT_TRUE(where.ok()) << where.status();
   EXPECT_EQ(where->run, "exp/run1");
   BeginCheckpointRequest begin;
@@ -135,20 +135,18 @@ TEST(GrpcCheckpointStoreTest, ChunkedTensorsReadTwiceFromReusedBuffers) {
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<std::string> names;
     std::vector<std::string> got;
-    absl::Status read = remote->ReadTensors(
-        "big", "model.ckpt-1", {"t0", "t1", "t2", "t3"},
-        [&](const TensorHeader& h, absl::string_view data) {
-          names.push_back(h.name());
-          got.emplace_back(data);
-          return absl::OkStatus();
-        });
+    absl::Status read = remote->ReadTensors("big", "model.ckpt-1", {"t0", "t1", "t2", "t3"},
+                                            [&](const TensorHeader& h, absl::string_view data) {
+                                              names.push_back(h.name());
+                                              got.emplace_back(data);
+                                              return absl::OkStatus();
+                                            });
     ASSERT_TRUE(read.ok()) << read;
     EXPECT_EQ(names, (std::vector<std::string>{"t0", "t1", "t2", "t3"}));
     ASSERT_EQ(got.size(), contents.size());
     for (size_t t = 0; t < contents.size(); ++t) {
       EXPECT_TRUE(got[t] == contents[t]) << "tensor t" << t << " of pass " << pass << " has "
-                                         << got[t].size() << " bytes, wrote "
-                                         << contents[t].size();
+                                         << got[t].size() << " bytes, wrote " << contents[t].size();
     }
   }
   runner.RequestTermination();
@@ -316,11 +314,11 @@ TEST(GrpcCheckpointStoreTest, CorruptedTensorIsDataLossOverTheWire) {
 TEST(GrpcCheckpointStoreTest, ConsumerErrorCancelsTheStream) {
   ServedCheckpoint served("cancel", {4 << 20, 4 << 20, 4 << 20, 4 << 20});
   int calls = 0;
-  absl::Status read = served.remote()->ReadTensors(
-      "r", "model.ckpt-1", {}, [&](const TensorHeader&, absl::string_view) {
-        ++calls;
-        return absl::AbortedError("enough");
-      });
+  absl::Status read = served.remote()->ReadTensors("r", "model.ckpt-1", {},
+                                                   [&](const TensorHeader&, absl::string_view) {
+                                                     ++calls;
+                                                     return absl::AbortedError("enough");
+                                                   });
   EXPECT_EQ(read, absl::AbortedError("enough"));
   EXPECT_EQ(calls, 1);
   calls = 0;
@@ -373,8 +371,7 @@ TEST(GrpcCheckpointStoreTest, LocalReadsOnTheSameHostMatchTheStream) {
     EXPECT_TRUE((*local)[t].second == served.contents()[t]) << t;
   }
   // Errors of the checkpoint itself come back as the stream reports them.
-  EXPECT_EQ(ReadAll(served.remote(), {"t0", "nope"}).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadAll(served.remote(), {"t0", "nope"}).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(served.remote()->streamed_reads(), 0);
 }
 

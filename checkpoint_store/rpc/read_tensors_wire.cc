@@ -95,9 +95,8 @@ absl::Status ReadTensorsDecoder::Add(const grpc::ByteBuffer& message) {
   if (message.Valid()) {
     const grpc::Status dumped = message.Dump(&slices);
     if (!dumped.ok()) {
-      return absl::DataLossError(absl::StrCat("ReadTensors of ", checkpoint_,
-                                              " sent an unreadable message: ",
-                                              dumped.error_message()));
+      return absl::DataLossError(absl::StrCat(
+          "ReadTensors of ", checkpoint_, " sent an unreadable message: ", dumped.error_message()));
     }
   }
   auto malformed = [&](absl::string_view what) {

@@ -72,7 +72,8 @@ std::vector<std::string> Stream(const std::vector<std::pair<TensorHeader, std::s
     size_t pos = 0;
     do {
       const absl::string_view part = absl::string_view(*keep).substr(pos, chunk);
-      messages.push_back(Flatten(EncodeReadTensorsMessage(pos == 0 ? &header : nullptr, part, keep)));
+      messages.push_back(
+          Flatten(EncodeReadTensorsMessage(pos == 0 ? &header : nullptr, part, keep)));
       pos += part.size();
     } while (pos < data.size());
   }
@@ -84,8 +85,8 @@ TEST(ReadTensorsWireTest, EncodedMessagesAreProtobufReadTensorsResponses) {
   const std::string data = Pattern(1200, 1);
   auto keep = std::make_shared<std::string>(data);
   ReadTensorsResponse parsed;
-  ASSERT_TRUE(parsed.ParseFromString(Flatten(
-      EncodeReadTensorsMessage(&header, absl::string_view(*keep).substr(0, 1000), keep))));
+  ASSERT_TRUE(parsed.ParseFromString(
+      Flatten(EncodeReadTensorsMessage(&header, absl::string_view(*keep).substr(0, 1000), keep))));
   EXPECT_EQ(parsed.tensor().SerializeAsString(), header.SerializeAsString());
   EXPECT_EQ(parsed.data(), data.substr(0, 1000));
   ASSERT_TRUE(parsed.ParseFromString(
@@ -145,7 +146,7 @@ TEST(ReadTensorsWireTest, DecodesProtobufEncodedMessagesWithUnknownFields) {
   *message.mutable_tensor() = FloatHeader("w", 3);
   message.set_data(Pattern(12, 6));
   std::string bytes = message.SerializeAsString();
-  bytes += std::string("\x18\x96\x01", 3);       // Field 3, varint 150.
+  bytes += std::string("\x18\x96\x01", 3);          // Field 3, varint 150.
   bytes += std::string("\x25\x01\x02\x03\x04", 5);  // Field 4, fixed32.
   Collector collector;
   ReadTensorsDecoder decoder("ckpt", &collector);

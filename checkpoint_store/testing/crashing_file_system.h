@@ -25,8 +25,7 @@ class CrashingFileSystem : public FileSystem {
   bool crashed() const { return crashed_; }
   int operations() const { return ops_; }
 
-  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
-      const std::string& path) override {
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     if (Crash()) return Crashed("create", path);
     auto file = base_->NewWritableFile(path);
     if (!file.ok()) return file.status();

@@ -26,9 +26,9 @@ absl::StatusOr<ClusterSpec> FromClusterDef(const ClusterDef& def) {
     std::vector<std::string> addresses(job.tasks().size());
     for (const auto& [index, address] : job.tasks()) {
       if (index < 0 || index >= static_cast<int>(addresses.size())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "job '", job.name(), "' has task index ", index, " but only ",
-            addresses.size(), " tasks; indices must be 0..n-1"));
+        return absl::InvalidArgumentError(absl::StrCat("job '", job.name(), "' has task index ",
+                                                       index, " but only ", addresses.size(),
+                                                       " tasks; indices must be 0..n-1"));
       }
       addresses[index] = address;
     }

@@ -45,14 +45,13 @@ absl::Status ValidateAddress(absl::string_view address) {
     return bad("IPv6 hosts must be in brackets");
   }
   for (char c : host) {
-    if (absl::ascii_isspace(static_cast<unsigned char>(c)) || c == ',' || c == ';' ||
-        c == '=') {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c)) || c == ',' || c == ';' || c == '=') {
       return bad("bad character in host");
     }
   }
   int p = 0;
-  if (port.empty() || !std::all_of(port.begin(), port.end(),
-                                   [](char c) { return absl::ascii_isdigit(c); }) ||
+  if (port.empty() ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return absl::ascii_isdigit(c); }) ||
       !absl::SimpleAtoi(port, &p) || p < 1 || p > 65535) {
     return bad("port must be a number in 1..65535");
   }
@@ -135,8 +134,7 @@ absl::StatusOr<std::string> ClusterSpec::TaskAddress(absl::string_view job, int 
     std::vector<std::string> known;
     for (const auto& [j, a] : jobs_) known.push_back(absl::StrCat(j, " (", a.size(), " tasks)"));
     return absl::NotFoundError(absl::StrCat("no task /job:", job, "/task:", index,
-                                            " in the cluster; jobs: ",
-                                            absl::StrJoin(known, ", ")));
+                                            " in the cluster; jobs: ", absl::StrJoin(known, ", ")));
   }
   return it->second[index];
 }
@@ -147,9 +145,8 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
   Struct root;
   auto st = google::protobuf::util::JsonStringToMessage(std::string(json), &root);
   if (!st.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TF_CONFIG is not a JSON object: ", std::string(st.message().data(),
-                                                                     st.message().size())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TF_CONFIG is not a JSON object: ", std::string(st.message().data(), st.message().size())));
   }
   TfConfig config;
   auto cluster_it = root.fields().find("cluster");
@@ -165,15 +162,15 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
   for (const auto& [job, v] : cluster_it->second.struct_value().fields()) jobs[job] = &v;
   for (const auto& [job, v] : jobs) {
     if (v->kind_case() != Value::kListValue) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "TF_CONFIG cluster.", job, " must be a list of \"host:port\" strings"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("TF_CONFIG cluster.", job, " must be a list of \"host:port\" strings"));
     }
     std::vector<std::string> addrs;
     for (int i = 0; i < v->list_value().values_size(); ++i) {
       const Value& a = v->list_value().values(i);
       if (a.kind_case() != Value::kStringValue) {
-        return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG cluster.", job, "[", i,
-                                                       "] must be a \"host:port\" string"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("TF_CONFIG cluster.", job, "[", i, "] must be a \"host:port\" string"));
       }
       addrs.push_back(a.string_value());
     }
@@ -210,9 +207,9 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
     config.task_index = static_cast<int>(d);
   }
   if (config.task_index >= config.cluster.NumTasks(config.task_type)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TF_CONFIG task {type: ", config.task_type, ", index: ", config.task_index,
-        "} is not in the cluster (", config.cluster.ToString(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TF_CONFIG task {type: ", config.task_type, ", index: ", config.task_index,
+                     "} is not in the cluster (", config.cluster.ToString(), ")"));
   }
   return config;
 }

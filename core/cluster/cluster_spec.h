@@ -22,9 +22,7 @@ struct TaskId {
   std::string job;
   int index = 0;
   bool operator==(const TaskId& o) const { return job == o.job && index == o.index; }
-  bool operator<(const TaskId& o) const {
-    return job != o.job ? job < o.job : index < o.index;
-  }
+  bool operator<(const TaskId& o) const { return job != o.job ? job < o.job : index < o.index; }
   // "/job:<job>/replica:0/task:<index>".
   std::string Name() const;
 };

@@ -7,8 +7,7 @@ namespace {
 
 void ExpectInvalid(const absl::Status& s, const std::string& mentions) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find(mentions), std::string::npos) << s << " should mention "
-                                                            << mentions;
+  EXPECT_NE(s.message().find(mentions), std::string::npos) << s << " should mention " << mentions;
 }
 
 TEST(ClusterSpecTest, ParsesFlagSyntax) {
@@ -77,8 +76,7 @@ TEST(TfConfigTest, RejectsMalformedConfigs) {
           .status(),
       "not in the cluster");
   ExpectInvalid(
-      ParseTfConfig(R"({"cluster": {"ps": ["p:1"]}, "task": {"type": "ps", "index": 1}})")
-          .status(),
+      ParseTfConfig(R"({"cluster": {"ps": ["p:1"]}, "task": {"type": "ps", "index": 1}})").status(),
       "not in the cluster");
 }
 

@@ -118,8 +118,7 @@ bool DeviceName::Matches(const DeviceName& o) const {
 absl::Status DeviceName::MergeFrom(const DeviceName& o) {
   auto conflict = [&](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat("device names '", ToString(), "' and '",
-                                                   o.ToString(), "' conflict in their ",
-                                                   what));
+                                                   o.ToString(), "' conflict in their ", what));
   };
   if (!o.job.empty()) {
     if (!job.empty() && job != o.job) return conflict("job");
@@ -129,10 +128,19 @@ absl::Status DeviceName::MergeFrom(const DeviceName& o) {
   if (!o.type.empty() && !type.empty() && type != o.type) return conflict("device type");
   if (o.has_id && has_id && id != o.id) return conflict("device id");
   if (!o.job.empty()) job = o.job;
-  if (o.has_replica) { has_replica = true; replica = o.replica; }
-  if (o.has_task) { has_task = true; task = o.task; }
+  if (o.has_replica) {
+    has_replica = true;
+    replica = o.replica;
+  }
+  if (o.has_task) {
+    has_task = true;
+    task = o.task;
+  }
   if (!o.type.empty()) type = o.type;
-  if (o.has_id) { has_id = true; id = o.id; }
+  if (o.has_id) {
+    has_id = true;
+    id = o.id;
+  }
   return absl::OkStatus();
 }
 

@@ -28,8 +28,7 @@ TEST(DeviceNameTest, PartialAndLegacyNames) {
 
 TEST(DeviceNameTest, RejectsMalformedNames) {
   for (const char* bad : {"job:ps", "/job:", "/job:ps/task:x", "/task:-1", "/job:a/job:b",
-                          "/replica:0/replica:1", "/bogus", "/job:ps//task:0",
-                          "/device:CPU:0:1"}) {
+                          "/replica:0/replica:1", "/bogus", "/job:ps//task:0", "/device:CPU:0:1"}) {
     auto d = DeviceName::Parse(bad);
     ASSERT_FALSE(d.ok()) << bad;
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;

@@ -19,9 +19,9 @@ absl::StatusOr<ParsedRendezvousKey> ParseRendezvousKey(absl::string_view key) {
   ParsedRendezvousKey out;
   if (parts.size() != 5 || parts[0].empty() || parts[2].empty() || parts[3].empty() ||
       !absl::SimpleHexAtoi(parts[1], &out.src_incarnation)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "malformed rendezvous key '", key,
-        "' (expected <src_device>;<incarnation hex>;<dst_device>;<tensor_name>;0:0)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed rendezvous key '", key,
+                     "' (expected <src_device>;<incarnation hex>;<dst_device>;<tensor_name>;0:0)"));
   }
   out.src_device = std::string(parts[0]);
   out.dst_device = std::string(parts[2]);

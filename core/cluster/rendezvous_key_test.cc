@@ -20,8 +20,7 @@ TEST(RendezvousKeyTest, FormatsAsTensorFlowAndRoundTrips) {
 
 TEST(RendezvousKeyTest, RejectsMalformedKeys) {
   for (const char* bad : {"", "a;b;c", "a;zz;c;d;0:0", ";1;c;d;0:0", "a;1;c;;0:0"}) {
-    EXPECT_EQ(ParseRendezvousKey(bad).status().code(), absl::StatusCode::kInvalidArgument)
-        << bad;
+    EXPECT_EQ(ParseRendezvousKey(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
 }
 

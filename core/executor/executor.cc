@@ -64,8 +64,7 @@ Executor::Executor(PrunedGraph graph, ThreadPool* pool)
 
 Executor::~Executor() = default;
 
-absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(PrunedGraph graph,
-                                                           KernelCache* kernels,
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(PrunedGraph graph, KernelCache* kernels,
                                                            ThreadPool* pool) {
   std::unique_ptr<Executor> executor(new Executor(std::move(graph), pool));
   RETURN_IF_ERROR(executor->Init(kernels));
@@ -349,9 +348,9 @@ void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
         if (!v.is_ref() || !item.value_input[i]) continue;
         absl::MutexLock lock(v.ref->mu());
         if (!v.ref->is_initialized()) {
-          status = absl::FailedPreconditionError(absl::StrCat(
-              item.error_prefix, "Attempting to use uninitialized value ",
-              item.kernel->def().input(static_cast<int>(i))));
+          status = absl::FailedPreconditionError(
+              absl::StrCat(item.error_prefix, "Attempting to use uninitialized value ",
+                           item.kernel->def().input(static_cast<int>(i))));
         } else {
           v.tensor = *v.ref->tensor();
         }
@@ -377,10 +376,10 @@ void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
             status = absl::InternalError(
                 absl::StrCat(item.error_prefix, "the kernel did not set output ", i));
           } else if (v.tensor.dtype() != RemoveRefType(item.output_types[i])) {
-            status = absl::InternalError(absl::StrCat(
-                item.error_prefix, "the kernel set output ", i, " to ",
-                DataTypeString(v.tensor.dtype()), " but the op declares ",
-                DataTypeString(item.output_types[i])));
+            status = absl::InternalError(absl::StrCat(item.error_prefix, "the kernel set output ",
+                                                      i, " to ", DataTypeString(v.tensor.dtype()),
+                                                      " but the op declares ",
+                                                      DataTypeString(item.output_types[i])));
           }
         }
         if (status.ok()) propagate(outputs.data());
@@ -407,8 +406,8 @@ void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
 absl::Status Executor::CollectFetches(Step* step, std::vector<Tensor>* fetches) {
   if (fetches == nullptr) {
     if (step->fetched.empty()) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        step->fetched.size(), " tensors fetched but no output vector was given"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(step->fetched.size(), " tensors fetched but no output vector was given"));
   }
   fetches->resize(step->fetched.size());
   for (size_t k = 0; k < step->fetched.size(); ++k) {
@@ -420,9 +419,8 @@ absl::Status Executor::CollectFetches(Step* step, std::vector<Tensor>* fetches) 
     absl::MutexLock lock(v.ref->mu());
     if (!v.ref->is_initialized()) {
       const Endpoint& e = graph_.fetches[k];
-      return absl::FailedPreconditionError(
-          absl::StrCat("Attempting to use uninitialized value ",
-                       graph_.graph->node(e.node).name()));
+      return absl::FailedPreconditionError(absl::StrCat("Attempting to use uninitialized value ",
+                                                        graph_.graph->node(e.node).name()));
     }
     (*fetches)[k] = *v.ref->tensor();
   }

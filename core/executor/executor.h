@@ -64,8 +64,7 @@ class Executor {
   // Builds (or takes from `kernels`, which must outlive the executor) a kernel for every
   // node but the feed nodes. `pool` null means ThreadPool::Default(). Errors are
   // CreateOpKernel's, naming the node.
-  static absl::StatusOr<std::unique_ptr<Executor>> Create(PrunedGraph graph,
-                                                          KernelCache* kernels,
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(PrunedGraph graph, KernelCache* kernels,
                                                           ThreadPool* pool = nullptr);
   ~Executor();
   Executor(const Executor&) = delete;

@@ -95,7 +95,8 @@ TEST_F(ExecutorTest, FeedsReplaceComputation) {
 }
 
 TEST_F(ExecutorTest, ControlDependenciesOrderNodes) {
-  for (const char* n : {"third", "first", "second"}) SetNodeAttr(Add(n, "TestRecord"), "log", "order");
+  for (const char* n : {"third", "first", "second"})
+    SetNodeAttr(Add(n, "TestRecord"), "log", "order");
   def_.mutable_node(0)->add_input("^second");
   def_.mutable_node(2)->add_input("^first");
   auto e = Build({}, {}, {"third"});
@@ -263,8 +264,7 @@ TEST_F(ExecutorTest, ConcurrentStepsOnOneExecutor) {
     threads.emplace_back([&] {
       for (int i = 0; i < 200; ++i) {
         std::vector<Tensor> out;
-        if (!Run(e.get(), &out).ok() || Int(out[0]) != 10 || Int(out[1]) != 1 ||
-            Int(out[2]) != 1) {
+        if (!Run(e.get(), &out).ok() || Int(out[0]) != 10 || Int(out[1]) != 1 || Int(out[2]) != 1) {
           ++failures;
         }
       }

@@ -30,9 +30,7 @@ void StepTimer::Cancel(Id id) {
     deadlines_.erase(it);
     return;
   }
-  auto not_running = [this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return running_ != id;
-  };
+  auto not_running = [this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ != id; };
   mu_.Await(absl::Condition(&not_running));
 }
 
@@ -41,9 +39,7 @@ void StepTimer::Loop() {
   while (!stopping_) {
     if (pending_.empty()) {
       const int64_t seen = changes_;
-      auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return changes_ != seen;
-      };
+      auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return changes_ != seen; };
       mu_.Await(absl::Condition(&changed));
       continue;
     }
@@ -51,9 +47,7 @@ void StepTimer::Loop() {
     const absl::Time when = first->first.first;
     if (clock_->Now() < when) {
       const int64_t seen = changes_;
-      auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return changes_ != seen;
-      };
+      auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return changes_ != seen; };
       clock_->AwaitWithDeadline(&mu_, absl::Condition(&changed), when);
       continue;
     }

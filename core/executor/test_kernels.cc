@@ -180,9 +180,7 @@ class VarOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     auto var = ctx->resource_mgr()->LookupOrCreate<Var>(
         ResourceMgr::kDefaultContainer, name(),
-        []() -> absl::StatusOr<std::shared_ptr<Var>> {
-          return std::make_shared<Var>(DT_INT32);
-        });
+        []() -> absl::StatusOr<std::shared_ptr<Var>> { return std::make_shared<Var>(DT_INT32); });
     if (!var.ok()) return var.status();
     ctx->set_output_ref(0, *var);
     return absl::OkStatus();

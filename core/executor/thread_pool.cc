@@ -11,8 +11,7 @@ constexpr absl::Duration kIdleExit = absl::Minutes(1);
 }  // namespace
 
 ThreadPool::ThreadPool(int min_threads, int max_threads)
-    : min_threads_(std::max(1, min_threads)),
-      max_threads_(std::max(min_threads_, max_threads)) {}
+    : min_threads_(std::max(1, min_threads)), max_threads_(std::max(min_threads_, max_threads)) {}
 
 ThreadPool::~ThreadPool() {
   std::vector<std::thread> threads;

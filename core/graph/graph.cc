@@ -85,9 +85,9 @@ absl::Status Graph::ConnectInputs(GraphNode* n) {
     }
     const GraphNode& producer = nodes_[src];
     if (id->index >= static_cast<int>(producer.output_types.size())) {
-      return NodeError(nd, absl::StrCat("input '", nd.input(i), "' names output ", id->index,
-                                        " of node '", id->node, "', which has ",
-                                        producer.output_types.size(), " outputs"));
+      return NodeError(
+          nd, absl::StrCat("input '", nd.input(i), "' names output ", id->index, " of node '",
+                           id->node, "', which has ", producer.output_types.size(), " outputs"));
     }
     n->inputs.push_back({src, id->index});
   }
@@ -100,9 +100,9 @@ absl::Status Graph::ConnectInputs(GraphNode* n) {
     const DataType produced = nodes_[e.node].output_types[e.index];
     const DataType wanted = n->input_types[i];
     if (!TypesCompatible(produced, wanted)) {
-      std::string why = absl::StrCat("input ", i, " ('", nd.input(i), "') has dtype ",
-                                     DataTypeString(produced), " but op '", nd.op(),
-                                     "' wants ", DataTypeString(wanted));
+      std::string why =
+          absl::StrCat("input ", i, " ('", nd.input(i), "') has dtype ", DataTypeString(produced),
+                       " but op '", nd.op(), "' wants ", DataTypeString(wanted));
       if (IsRefType(wanted) && !IsRefType(produced)) {
         absl::StrAppend(&why, " (a reference, e.g. a variable)");
       }

@@ -36,8 +36,8 @@ struct OutEdge {
 
 struct GraphNode {
   int id = -1;
-  const NodeDef* def = nullptr;  // Owned by the Graph.
-  const OpDef* op = nullptr;     // Owned by the OpRegistry.
+  const NodeDef* def = nullptr;        // Owned by the Graph.
+  const OpDef* op = nullptr;           // Owned by the OpRegistry.
   std::vector<DataType> input_types;   // Refs as *_REF.
   std::vector<DataType> output_types;  // Refs as *_REF.
   std::vector<Endpoint> inputs;        // Data inputs, in order.

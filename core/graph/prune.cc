@@ -43,19 +43,18 @@ absl::StatusOr<Endpoint> ResolveTensor(const Graph& graph, const std::string& na
   }
   const int node = graph.FindNode(id->node);
   if (node < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", name, "': no node named '",
-                                                   id->node, "' in the graph"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", name, "': no node named '", id->node, "' in the graph"));
   }
   const int outputs = static_cast<int>(graph.node(node).output_types.size());
   if (id->index >= outputs) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", name, "': node '", id->node,
-                                                   "' has ", outputs, " outputs"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", name, "': node '", id->node, "' has ", outputs, " outputs"));
   }
   return Endpoint{node, id->index};
 }
 
-absl::StatusOr<PrunedGraph> PruneGraph(const Graph& graph,
-                                       const std::vector<std::string>& feeds,
+absl::StatusOr<PrunedGraph> PruneGraph(const Graph& graph, const std::vector<std::string>& feeds,
                                        const std::vector<std::string>& fetches,
                                        const std::vector<std::string>& targets) {
   // Fed endpoint -> feed index.
@@ -101,9 +100,9 @@ absl::StatusOr<PrunedGraph> PruneGraph(const Graph& graph,
       if (!fed.contains(n.inputs[i])) {
         need(n.inputs[i].node);
       } else if (IsRefType(n.input_types[i])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "node '", n.name(), "' takes input ", i, " ('", n.def->input(i),
-            "') as a reference, so that tensor cannot be fed"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("node '", n.name(), "' takes input ", i, " ('", n.def->input(i),
+                         "') as a reference, so that tensor cannot be fed"));
       }
     }
     for (int c : n.control_inputs) need(c);

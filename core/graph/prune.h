@@ -21,9 +21,9 @@ inline constexpr char kFeedOp[] = "_Feed";
 // One step's graph. Ids index `graph`.
 struct PrunedGraph {
   std::unique_ptr<Graph> graph;
-  std::vector<int> feed_nodes;     // The kFeedOp node of feeds[i].
-  std::vector<Endpoint> fetches;   // Where fetches[i] is read (a feed node if fed).
-  std::vector<int> targets;        // The node of targets[i].
+  std::vector<int> feed_nodes;    // The kFeedOp node of feeds[i].
+  std::vector<Endpoint> fetches;  // Where fetches[i] is read (a feed node if fed).
+  std::vector<int> targets;       // The node of targets[i].
 };
 
 // Keeps only the nodes that `fetches` ("node:k" or "node") and `targets` (node names)
@@ -32,8 +32,7 @@ struct PrunedGraph {
 // it. INVALID_ARGUMENT naming the tensor or node for: a malformed name, a node not in
 // `graph`, an output index out of range, a tensor fed twice, and a fed tensor that a
 // kept node takes as a reference (variables cannot be fed to their updaters).
-absl::StatusOr<PrunedGraph> PruneGraph(const Graph& graph,
-                                       const std::vector<std::string>& feeds,
+absl::StatusOr<PrunedGraph> PruneGraph(const Graph& graph, const std::vector<std::string>& feeds,
                                        const std::vector<std::string>& fetches,
                                        const std::vector<std::string>& targets);
 

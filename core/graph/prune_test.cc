@@ -72,7 +72,8 @@ TEST_F(PruneTest, FedTensorsCutTheirProducers) {
   ASSERT_EQ(p->feed_nodes.size(), 1u);
   const GraphNode& feed = p->graph->node(p->feed_nodes[0]);
   EXPECT_EQ(feed.def->op(), kFeedOp);
-  EXPECT_THAT(Names(*p), UnorderedElementsAreArray(std::vector<std::string>{feed.name(), "c", "neg"}));
+  EXPECT_THAT(Names(*p),
+              UnorderedElementsAreArray(std::vector<std::string>{feed.name(), "c", "neg"}));
   const GraphNode& neg = p->graph->node(p->graph->FindNode("neg"));
   EXPECT_EQ(neg.inputs[0].node, feed.id);
 }
@@ -81,9 +82,8 @@ TEST_F(PruneTest, FedTensorsProducerStaysWhenOtherwiseNeeded) {
   auto p = PruneGraph(*graph_, {"a:0"}, {"a:0", "sum"}, {"a"});
   ASSERT_TRUE(p.ok()) << p.status();
   const int feed = p->feed_nodes[0];
-  EXPECT_THAT(Names(*p),
-              UnorderedElementsAreArray(
-                  std::vector<std::string>{p->graph->node(feed).name(), "a", "b", "sum"}));
+  EXPECT_THAT(Names(*p), UnorderedElementsAreArray(std::vector<std::string>{
+                             p->graph->node(feed).name(), "a", "b", "sum"}));
   // Fetching a fed tensor reads the feed; `sum` reads it too.
   EXPECT_EQ(p->fetches[0].node, feed);
   EXPECT_EQ(p->graph->node(p->graph->FindNode("sum")).inputs[0].node, feed);

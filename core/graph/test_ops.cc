@@ -48,14 +48,8 @@ REGISTER_OP("TestAssignRef")
     .Attr("T: type")
     .SetShapeFn(shape_fn::Unchanged);
 
-REGISTER_OP("TestNeedsInt")
-    .Output("out: float")
-    .Attr("n: int >= 1")
-    .SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestNeedsInt").Output("out: float").Attr("n: int >= 1").SetShapeFn(shape_fn::Scalar);
 
-REGISTER_OP("TestTwoOutputs")
-    .Output("a: float")
-    .Output("b: int32")
-    .SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestTwoOutputs").Output("a: float").Output("b: int32").SetShapeFn(shape_fn::Scalar);
 
 }  // namespace overseer

@@ -23,8 +23,7 @@ absl::Status AddDefaults(GraphDef* graph) {
   return absl::OkStatus();
 }
 
-absl::Status InferAllShapes(const Graph& graph,
-                            std::vector<std::vector<PartialShape>>* shapes) {
+absl::Status InferAllShapes(const Graph& graph, std::vector<std::vector<PartialShape>>* shapes) {
   shapes->assign(graph.num_nodes(), {});
   // Values of Const nodes, parsed when a consumer first needs them.
   std::vector<std::unique_ptr<Tensor>> constants(graph.num_nodes());

@@ -138,8 +138,8 @@ TEST(ValidateGraphTest, RejectsCycleNamingANodeOnIt) {
   absl::Status s = ValidateGraph(&copy);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("cycle"));
-  EXPECT_THAT(std::string(s.message()), ::testing::AnyOf(HasSubstr("'loop1'"),
-                                                         HasSubstr("'loop2'")));
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::AnyOf(HasSubstr("'loop1'"), HasSubstr("'loop2'")));
 }
 
 TEST(ValidateGraphTest, RejectsControlCycle) {

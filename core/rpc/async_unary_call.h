@@ -93,8 +93,7 @@ void AwaitUnaryCall(CompletionQueueLoop* loop, RequestCall request_call,
                    delete call;
                    return;
                  }
-                 AwaitUnaryCall<Request, Response>(loop, request_call, cancelled_message,
-                                                   serve);
+                 AwaitUnaryCall<Request, Response>(loop, request_call, cancelled_message, serve);
                  loop->Hold();
                  call->start = absl::Now();
                  serve(call);

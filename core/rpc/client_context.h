@@ -16,8 +16,7 @@ inline constexpr absl::Duration kDefaultRpcTimeout = absl::Seconds(30);
 // A context whose deadline is `timeout` from now. gRPC measures deadlines on the real
 // clock, so this deliberately takes no injected Clock: a fake clock's time would give
 // deadlines that have long passed (or never come).
-std::unique_ptr<grpc::ClientContext> NewClientContext(
-    absl::Duration timeout = kDefaultRpcTimeout);
+std::unique_ptr<grpc::ClientContext> NewClientContext(absl::Duration timeout = kDefaultRpcTimeout);
 
 }  // namespace overseer
 

@@ -62,18 +62,18 @@ class Relay final : public Health::WithAsyncMethod_Check<Health::Service> {
     loop_->Hold();
     arrival_thread = std::this_thread::get_id();
     call->upstream_context = NewClientContext(absl::Seconds(30));
-    call->reader = upstream_->PrepareAsyncCheck(call->upstream_context.get(), call->request,
-                                                loop_->cq());
+    call->reader =
+        upstream_->PrepareAsyncCheck(call->upstream_context.get(), call->request, loop_->cq());
     call->reader->StartCall();
-    call->reader->Finish(
-        &call->response, &call->upstream_status, CompletionQueueLoop::NewTag([this, call](bool) {
-          reply_thread = std::this_thread::get_id();
-          call->responder.Finish(call->response, call->upstream_status,
-                                 CompletionQueueLoop::NewTag([this, call](bool) {
-                                   delete call;
-                                   loop_->Release();
-                                 }));
-        }));
+    call->reader->Finish(&call->response, &call->upstream_status,
+                         CompletionQueueLoop::NewTag([this, call](bool) {
+                           reply_thread = std::this_thread::get_id();
+                           call->responder.Finish(call->response, call->upstream_status,
+                                                  CompletionQueueLoop::NewTag([this, call](bool) {
+                                                    delete call;
+                                                    loop_->Release();
+                                                  }));
+                         }));
   }
 
   CompletionQueueLoop* const loop_;
@@ -147,8 +147,7 @@ TEST_F(CompletionQueueLoopTest, ShutdownWaitsForHeldWorkWhileTheLoopRuns) {
   // Held work still completes operations on the queue while Shutdown waits.
   absl::Notification ran;
   grpc::Alarm alarm;
-  alarm.Set(loop_.cq(), absl::ToChronoTime(absl::Now()),
-            CompletionQueueLoop::NewTag([&](bool ok) {
+  alarm.Set(loop_.cq(), absl::ToChronoTime(absl::Now()), CompletionQueueLoop::NewTag([&](bool ok) {
               EXPECT_TRUE(ok);
               ran.Notify();
             }));

@@ -42,8 +42,7 @@ grpc::Status HealthService::Check(grpc::ServerContext*, const HealthCheckRequest
   return grpc::Status::OK;
 }
 
-grpc::Status HealthService::Watch(grpc::ServerContext* context,
-                                  const HealthCheckRequest* request,
+grpc::Status HealthService::Watch(grpc::ServerContext* context, const HealthCheckRequest* request,
                                   grpc::ServerWriter<HealthCheckResponse>* writer) {
   int64_t seen = -1;
   while (true) {
@@ -51,9 +50,8 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context,
     bool last = false;
     {
       absl::MutexLock lock(&mu_);
-      auto changed = [this, &seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return version_ != seen;
-      };
+      auto changed = [this, &seen]()
+                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return version_ != seen; };
       if (!mu_.AwaitWithTimeout(absl::Condition(&changed), watch_poll_)) {
         if (context->IsCancelled()) return grpc::Status::OK;
         continue;

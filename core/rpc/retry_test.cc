@@ -31,10 +31,9 @@ TEST(RetryTest, RetriesUnavailableWithCappedBackoffUntilSuccess) {
   });
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(calls, 5);
-  EXPECT_EQ(clock.sleeps, (std::vector<absl::Duration>{absl::Milliseconds(100),
-                                                         absl::Milliseconds(200),
-                                                         absl::Milliseconds(300),
-                                                         absl::Milliseconds(300)}));
+  EXPECT_EQ(clock.sleeps,
+            (std::vector<absl::Duration>{absl::Milliseconds(100), absl::Milliseconds(200),
+                                         absl::Milliseconds(300), absl::Milliseconds(300)}));
 }
 
 TEST(RetryTest, OtherErrorsAreNotRetried) {

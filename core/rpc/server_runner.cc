@@ -1,9 +1,5 @@
 #include "core/rpc/server_runner.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <thread>
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -11,17 +7,20 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/logging.h"
-#include "core/status_macros.h"
 #include "core/rpc/keepalive.h"
+#include "core/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/server_builder.h"
@@ -145,8 +144,9 @@ ServerRunner::ServerRunner(ServerRunnerOptions options)
     : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
   serving_gauge_ = &prometheus::BuildGauge()
                         .Name("overseer_server_serving")
-                        .Help("1 while the server's health status is SERVING (it takes calls), "
-                              "0 before it is ready and once it drains.")
+                        .Help(
+                            "1 while the server's health status is SERVING (it takes calls), "
+                            "0 before it is ready and once it drains.")
                         .Register(*registry_)
                         .Add({});
 }
@@ -214,8 +214,7 @@ absl::Status ServerRunner::Start() {
   builder.RegisterService(reflection_v1_.get());
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   if (options_.stream_window_bytes > 0) {
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
-                               options_.stream_window_bytes);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options_.stream_window_bytes);
     if (!options_.bdp_probe) builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   }
   SetServerKeepalive(&builder, options_.keepalive);
@@ -321,7 +320,8 @@ int ServerRunner::WaitForTermination() {
 #endif
   LOG(INFO) << options_.component << ": "
             << (signal_ != 0 ? absl::StrCat("signal ", signal_) : std::string("termination"))
-            << " received; draining calls for up to " << absl::FormatDuration(options_.drain_timeout);
+            << " received; draining calls for up to "
+            << absl::FormatDuration(options_.drain_timeout);
   SetServing(false);
   for (const auto& callback : termination_callbacks_) callback();
   health_.Shutdown();  // Ends health watches, which would hold the drain up.

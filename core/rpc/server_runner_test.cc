@@ -53,8 +53,8 @@ grpc::Status Check(Health::Stub* stub, HealthCheckResponse* response,
 
 // A health check on a connection of its own, as a probe process makes it.
 grpc::Status ProbeOnce(const ServerRunner& runner, HealthCheckResponse* response) {
-  auto stub = Health::NewStub(
-      grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+  auto stub =
+      Health::NewStub(grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
   return Check(stub.get(), response);
 }
 
@@ -75,8 +75,8 @@ TEST(ServerRunnerTest, HealthGoesServingAndMetricsAreServed) {
   ASSERT_GT(runner.metrics_port(), 0);
   EXPECT_TRUE(absl::IsFailedPrecondition(runner.Start()));
 
-  auto stub = Health::NewStub(
-      grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+  auto stub =
+      Health::NewStub(grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
   HealthCheckResponse response;
   ASSERT_TRUE(Check(stub.get(), &response).ok());
   EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
@@ -119,11 +119,11 @@ TEST(ServerRunnerTest, ServesProcessBuildAndServingMetrics) {
     return text.ok() ? *text : std::string();
   };
   const std::string text = page();
-  for (const char* line : {"overseer_server_serving 0", "process_cpu_seconds_total ",
-                           "process_resident_memory_bytes ", "process_virtual_memory_bytes ",
-                           "process_open_fds ", "process_max_fds ", "process_start_time_seconds ",
-                           "overseer_build_info{component=\"test\",version=\"",
-                           "overseer_test_before_total 0", "overseer_test_after_total 0"}) {
+  for (const char* line :
+       {"overseer_server_serving 0", "process_cpu_seconds_total ", "process_resident_memory_bytes ",
+        "process_virtual_memory_bytes ", "process_open_fds ", "process_max_fds ",
+        "process_start_time_seconds ", "overseer_build_info{component=\"test\",version=\"",
+        "overseer_test_before_total 0", "overseer_test_after_total 0"}) {
     EXPECT_TRUE(absl::StrContains(text, line)) << line << "\n" << text;
   }
   runner.SetServing(true);
@@ -192,8 +192,8 @@ TEST(ServerRunnerTest, EachNamedServiceHasAHealthStatus) {
   ServerRunner runner(TestOptions());
   runner.AddService(&named, "test.Named");
   ASSERT_TRUE(runner.Start().ok());
-  auto stub = Health::NewStub(
-      grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
+  auto stub =
+      Health::NewStub(grpc::CreateChannel(runner.address(), grpc::InsecureChannelCredentials()));
   HealthCheckResponse response;
   ASSERT_TRUE(Check(stub.get(), &response, "test.Named").ok());
   EXPECT_EQ(response.status(), HealthCheckResponse::NOT_SERVING);
@@ -221,8 +221,7 @@ TEST(ServerRunnerTest, ReflectionV1ListsTheServicesAndTheirFiles) {
   for (const auto& service : response.list_services_response().service()) {
     names.push_back(service.name());
   }
-  EXPECT_NE(std::find(names.begin(), names.end(), "test.Named"),
-            names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "test.Named"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "grpc.health.v1.Health"), names.end());
 
   request.set_file_containing_symbol("grpc.health.v1.Health");

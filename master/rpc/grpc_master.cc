@@ -38,11 +38,10 @@ absl::Duration GrpcMaster::StepTimeout(int64_t timeout_in_ms) const {
   return std::max(timeout_, absl::Milliseconds(timeout_in_ms) + absl::Seconds(5));
 }
 
-#define OVERSEER_MASTER_CALL(method, timeout)                                 \
-  absl::Status GrpcMaster::method(const method##Request& request,             \
-                                  method##Response* response) {               \
-    auto ctx = NewClientContext(timeout);                                     \
-    return FromGrpcStatus(stub_->method(ctx.get(), request, response));       \
+#define OVERSEER_MASTER_CALL(method, timeout)                                                   \
+  absl::Status GrpcMaster::method(const method##Request& request, method##Response* response) { \
+    auto ctx = NewClientContext(timeout);                                                       \
+    return FromGrpcStatus(stub_->method(ctx.get(), request, response));                         \
   }
 
 OVERSEER_MASTER_CALL(CreateSession, timeout_)

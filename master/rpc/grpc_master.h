@@ -4,8 +4,8 @@
 // GrpcMaster: MasterInterface and MasterReadinessInterface over a gRPC channel. Every
 // call carries a deadline (`timeout`; for RunStep the step's timeout_in_ms plus a
 // margin when that is longer, or `max_step_time` without one, as for RunCallable; for
-// WaitForReady its timeout_ms plus kWaitForReadyMargin). Messages of any size up to 2 GiB are accepted
-// (gRPC's 4 MiB default receive limit is lifted on the channel GrpcMaster makes). No
+// WaitForReady its timeout_ms plus kWaitForReadyMargin). Messages of any size up to 2 GiB are
+// accepted (gRPC's 4 MiB default receive limit is lifted on the channel GrpcMaster makes). No
 // retries here: the caller (GrpcSession) retries UNAVAILABLE for idempotent calls.
 
 #include <memory>

@@ -22,27 +22,26 @@ constexpr int kRequestedCalls = 4;
 std::shared_ptr<RpcMetrics> MasterRpcMetrics() {
   const std::vector<double> step = RpcMetrics::StepBuckets();
   const std::vector<double> slow = RpcMetrics::SlowBuckets();
-  return std::make_shared<RpcMetrics>(
-      "master", std::vector<RpcMethodOptions>{{"CreateSession", slow},
-                                              {"ExtendSession", step},
-                                              {"RunStep", step},
-                                              {"CloseSession", step},
-                                              {"ListDevices", slow},
-                                              {"Reset", slow},
-                                              {"MakeCallable", step},
-                                              {"RunCallable", step},
-                                              {"ReleaseCallable", step},
-                                              {"MarkReady", slow},
-                                              {"WithdrawReady", step},
-                                              {"WaitForReady", slow},
-                                              {"JobDone", slow}});
+  return std::make_shared<RpcMetrics>("master",
+                                      std::vector<RpcMethodOptions>{{"CreateSession", slow},
+                                                                    {"ExtendSession", step},
+                                                                    {"RunStep", step},
+                                                                    {"CloseSession", step},
+                                                                    {"ListDevices", slow},
+                                                                    {"Reset", slow},
+                                                                    {"MakeCallable", step},
+                                                                    {"RunCallable", step},
+                                                                    {"ReleaseCallable", step},
+                                                                    {"MarkReady", slow},
+                                                                    {"WithdrawReady", step},
+                                                                    {"WaitForReady", slow},
+                                                                    {"JobDone", slow}});
 }
 
 }  // namespace
 
 GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Registry* metrics,
-                                     CompletionQueueLoop* loop,
-                                     MasterReadinessInterface* readiness)
+                                     CompletionQueueLoop* loop, MasterReadinessInterface* readiness)
     : master_(master),
       loop_(loop),
       readiness_(readiness != nullptr ? readiness
@@ -71,8 +70,8 @@ GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Regist
                        .Help("Time from a step's arrival to its reply.")
                        .Register(*metrics)
                        .Add({}, prometheus::Histogram::BucketBoundaries{
-                                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                    0.25, 0.5, 1, 2.5, 5, 10, 30});
+                                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                    1, 2.5, 5, 10, 30});
   loop_->OnStart([this] {
     for (int i = 0; i < kRequestedCalls; ++i) {
       AwaitUnaryCall<RunStepRequest, RunStepResponse>(
@@ -142,8 +141,7 @@ grpc::Status GrpcMasterService::CloseSession(grpc::ServerContext*,
   const absl::Time start = absl::Now();
   return Finish(close_session_, start, master_->CloseSession(*request, response));
 }
-grpc::Status GrpcMasterService::ListDevices(grpc::ServerContext*,
-                                            const ListDevicesRequest* request,
+grpc::Status GrpcMasterService::ListDevices(grpc::ServerContext*, const ListDevicesRequest* request,
                                             ListDevicesResponse* response) {
   const absl::Time start = absl::Now();
   return Finish(list_devices_, start, master_->ListDevices(*request, response));

@@ -1,15 +1,16 @@
+#include "master/rpc/grpc_master.h"
+
 #include <functional>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
-#include "core/tensor.h"
 #include "core/rpc/server_runner.h"
+#include "core/tensor.h"
 #include "gtest/gtest.h"
 #include "master/master.h"
 #include "master/placement_test_util.h"
-#include "master/rpc/grpc_master.h"
 #include "master/rpc/grpc_master_service.h"
 #include "master/testing/fake_workers.h"
 #include "prometheus/text_serializer.h"
@@ -36,8 +37,7 @@ class GrpcMasterTest : public ::testing::Test {
                                                    runner_->AddCompletionQueueLoop());
     runner_->AddService(service_.get());
     ASSERT_TRUE(runner_->Start().ok());
-    client_ = std::make_unique<GrpcMaster>(NewMasterChannel(runner_->address()),
-                                           absl::Seconds(30));
+    client_ = std::make_unique<GrpcMaster>(NewMasterChannel(runner_->address()), absl::Seconds(30));
   }
 
   // The master's clock: the fake one, which jumps to a wait's deadline at once.
@@ -79,14 +79,14 @@ TEST_F(GrpcMasterTest, SessionRoundTripAndErrorCodesCrossTheWire) {
   // Every call is counted by method, and the failed step by method and code.
   const std::string rpcs =
       prometheus::TextSerializer().Serialize(service_->rpc_metrics()->Collect());
-  for (const char* line : {
-           "overseer_master_rpc_latency_seconds_count{method=\"CreateSession\"} 1\n",
-           "overseer_master_rpc_latency_seconds_count{method=\"RunStep\"} 2\n",
-           "overseer_master_rpc_latency_seconds_count{method=\"ListDevices\"} 1\n",
-           "overseer_master_rpc_latency_seconds_count{method=\"WaitForReady\"} 0\n",
-           "overseer_master_rpc_errors_total{code=\"ABORTED\",method=\"RunStep\"} 1\n",
-           "overseer_master_rpc_errors_total{code=\"ABORTED\",method=\"CreateSession\"} 0\n",
-           "overseer_master_rpc_errors_total{code=\"UNAVAILABLE\",method=\"RunStep\"} 0\n"}) {
+  for (const char* line :
+       {"overseer_master_rpc_latency_seconds_count{method=\"CreateSession\"} 1\n",
+        "overseer_master_rpc_latency_seconds_count{method=\"RunStep\"} 2\n",
+        "overseer_master_rpc_latency_seconds_count{method=\"ListDevices\"} 1\n",
+        "overseer_master_rpc_latency_seconds_count{method=\"WaitForReady\"} 0\n",
+        "overseer_master_rpc_errors_total{code=\"ABORTED\",method=\"RunStep\"} 1\n",
+        "overseer_master_rpc_errors_total{code=\"ABORTED\",method=\"CreateSession\"} 0\n",
+        "overseer_master_rpc_errors_total{code=\"UNAVAILABLE\",method=\"RunStep\"} 0\n"}) {
     EXPECT_TRUE(absl::StrContains(rpcs, line)) << line << rpcs;
   }
 }

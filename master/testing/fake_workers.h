@@ -84,8 +84,7 @@ class FakeWorker : public WorkerInterface {
     resp->set_graph_handle(absl::StrCat("g", graphs.size()));
     return absl::OkStatus();
   }
-  absl::Status DeregisterGraph(const DeregisterGraphRequest&,
-                               DeregisterGraphResponse*) override {
+  absl::Status DeregisterGraph(const DeregisterGraphRequest&, DeregisterGraphResponse*) override {
     return absl::OkStatus();
   }
   absl::Status RunGraph(const RunGraphRequest& req, RunGraphResponse* resp) override {
@@ -159,8 +158,8 @@ class FakeWorker : public WorkerInterface {
   // ...or, when set, waits until CleanupGraph ends its step (as a partition waiting for
   // a tensor of a failed one does) and returns CANCELLED.
   bool run_waits_for_cleanup = false;
-  int waiting = 0;                 // RunGraph calls waiting so.
-  std::set<int64_t> cleaned;       // Steps CleanupGraph ended.
+  int waiting = 0;            // RunGraph calls waiting so.
+  std::set<int64_t> cleaned;  // Steps CleanupGraph ended.
   // When set, CleanupGraph first waits (up to 10 s, then sets cleanup_gave_up) for this
   // to be notified, as a task that does not answer holds its caller...
   absl::Notification* cleanup_waits_for = nullptr;

@@ -124,9 +124,7 @@ absl::Status GrpcEventSink::QueueLocked(const AppendFn& append) {
   return absl::OkStatus();
 }
 
-double GrpcEventSink::NowSeconds() const {
-  return EventWallTime(clock_->Now());
-}
+double GrpcEventSink::NowSeconds() const { return EventWallTime(clock_->Now()); }
 
 absl::Status GrpcEventSink::WriteEvent(const Event& event) {
   absl::MutexLock lock(&mu_);
@@ -138,12 +136,10 @@ absl::Status GrpcEventSink::WriteEvent(const Event& event) {
   return QueueLocked([&](std::string* out) { stamped.AppendToString(out); });
 }
 
-absl::Status GrpcEventSink::WriteSummary(double wall_time, int64_t step,
-                                         const Summary& summary) {
+absl::Status GrpcEventSink::WriteSummary(double wall_time, int64_t step, const Summary& summary) {
   absl::MutexLock lock(&mu_);
   if (wall_time == 0) wall_time = NowSeconds();
-  return QueueLocked(
-      [&](std::string* out) { AppendSummaryEvent(wall_time, step, summary, out); });
+  return QueueLocked([&](std::string* out) { AppendSummaryEvent(wall_time, step, summary, out); });
 }
 
 absl::Status GrpcEventSink::SendLocked(bool finish, bool flush) {
@@ -204,10 +200,9 @@ absl::Status GrpcEventSink::ReopenLocked() {
   stream_context_.reset();
   OpenWriterResponse response;
   auto context = NewClientContext(options_.rpc_timeout);
-  RETURN_IF_ERROR(Annotate(
-      FromGrpcStatus(stub_->OpenWriter(context.get(), OpenRequest(run_, options_, false),
-                                       &response)),
-      absl::StrCat("reopening the summary writer for run '", run_, "': ")));
+  RETURN_IF_ERROR(Annotate(FromGrpcStatus(stub_->OpenWriter(
+                               context.get(), OpenRequest(run_, options_, false), &response)),
+                           absl::StrCat("reopening the summary writer for run '", run_, "': ")));
   LOG(INFO) << "summary writer for run '" << run_ << "' reopened as " << response.file();
   writer_id_ = response.writer_id();
   file_ = response.file();

@@ -47,9 +47,9 @@ grpc::Status GrpcSummaryWriterService::OpenWriter(grpc::ServerContext*,
   return Done(open_writer_, start, impl_->OpenWriter(*request, response));
 }
 
-grpc::Status GrpcSummaryWriterService::WriteEvents(
-    grpc::ServerContext*, grpc::ServerReader<WriteEventsRequest>* reader,
-    WriteEventsResponse* response) {
+grpc::Status GrpcSummaryWriterService::WriteEvents(grpc::ServerContext*,
+                                                   grpc::ServerReader<WriteEventsRequest>* reader,
+                                                   WriteEventsResponse* response) {
   const absl::Time start = absl::Now();
   // Each message is parsed into an arena that starts in a block allocated once per
   // stream and is reset between messages: the events of a message (an Event, its
@@ -70,9 +70,9 @@ grpc::Status GrpcSummaryWriterService::WriteEvents(
       first = false;
     } else if (request->writer_id() != writer_id) {
       return Done(write_events_, start,
-                  absl::InvalidArgumentError(
-                      absl::StrCat("a WriteEvents stream names writers ", writer_id, " and ",
-                                   request->writer_id(), "; use one stream per writer")));
+                  absl::InvalidArgumentError(absl::StrCat("a WriteEvents stream names writers ",
+                                                          writer_id, " and ", request->writer_id(),
+                                                          "; use one stream per writer")));
     }
     const absl::StatusOr<int64_t> written = impl_->WriteEvents(*request);
     if (!written.ok()) return Done(write_events_, start, written.status());

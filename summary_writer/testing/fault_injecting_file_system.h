@@ -24,8 +24,7 @@ class FaultInjectingFileSystem : public FileSystem {
   int syncs() const { return syncs_; }
   int appends() const { return appends_; }
 
-  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
-      const std::string& path) override {
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     auto file = base_->NewWritableFile(path);
     if (!file.ok()) return file.status();
     return std::unique_ptr<WritableFile>(new File(this, path, *std::move(file)));

@@ -50,8 +50,7 @@ absl::Duration GrpcWorker::StepTimeout(int64_t timeout_in_ms) const {
                            : options_.max_step_time;
 }
 
-absl::Status GrpcWorker::GetStatus(const GetStatusRequest& request,
-                                   GetStatusResponse* response) {
+absl::Status GrpcWorker::GetStatus(const GetStatusRequest& request, GetStatusResponse* response) {
   // A task that was just restarted may still be refused by this channel for a moment
   // (its reconnect backoff): wait for the channel, briefly, so that the task answers
   // with its new incarnation instead of looking dead.
@@ -61,8 +60,7 @@ absl::Status GrpcWorker::GetStatus(const GetStatusRequest& request,
   absl::Status status = FromGrpcStatus(stub_->GetStatus(context.get(), request, response));
   if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     return absl::UnavailableError(absl::StrCat("the task did not answer GetStatus within ",
-                                               absl::FormatDuration(wait), ": ",
-                                               status.message()));
+                                               absl::FormatDuration(wait), ": ", status.message()));
   }
   return status;
 }
@@ -118,9 +116,8 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
   call->cancellation = cancellation;
   call->done = std::move(done);
   if (cancellation != nullptr) {
-    call->token = cancellation->RegisterCallback([context = call->context] {
-      context->TryCancel();
-    });
+    call->token =
+        cancellation->RegisterCallback([context = call->context] { context->TryCancel(); });
     if (call->token == CancellationManager::kInvalidToken) {
       call->done(absl::CancelledError("RunGraph cancelled before it started"));
       return;
@@ -208,7 +205,8 @@ absl::StatusOr<std::shared_ptr<WorkerInterface>> GrpcWorkerCache::GetWorker(
   absl::MutexLock lock(&mu_);
   std::shared_ptr<WorkerInterface>& worker = workers_[task];
   if (worker == nullptr) {
-    worker = std::make_shared<GrpcWorker>(NewWorkerChannel(address->second, options_.keepalive), options_);
+    worker = std::make_shared<GrpcWorker>(NewWorkerChannel(address->second, options_.keepalive),
+                                          options_);
   }
   return worker;
 }

@@ -28,17 +28,17 @@ constexpr int kRequestedRunGraphs = 4;
 std::shared_ptr<RpcMetrics> WorkerRpcMetrics() {
   const std::vector<double> step = RpcMetrics::StepBuckets();
   const std::vector<double> slow = RpcMetrics::SlowBuckets();
-  return std::make_shared<RpcMetrics>(
-      "worker", std::vector<RpcMethodOptions>{{"GetStatus", step},
-                                              {"CreateWorkerSession", slow},
-                                              {"DeleteWorkerSession", step},
-                                              {"RegisterGraph", slow},
-                                              {"DeregisterGraph", step},
-                                              {"RunGraph", step},
-                                              {"CleanupGraph", step},
-                                              {"CleanupAll", slow},
-                                              {"RecvTensor", step},
-                                              {"JobDone", step}});
+  return std::make_shared<RpcMetrics>("worker",
+                                      std::vector<RpcMethodOptions>{{"GetStatus", step},
+                                                                    {"CreateWorkerSession", slow},
+                                                                    {"DeleteWorkerSession", step},
+                                                                    {"RegisterGraph", slow},
+                                                                    {"DeregisterGraph", step},
+                                                                    {"RunGraph", step},
+                                                                    {"CleanupGraph", step},
+                                                                    {"CleanupAll", slow},
+                                                                    {"RecvTensor", step},
+                                                                    {"JobDone", step}});
 }
 
 }  // namespace
@@ -84,11 +84,12 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
           }));
   if (metrics == nullptr) return;
   auto& rungraph = prometheus::BuildCounter()
-                      .Name("overseer_worker_rungraph_total")
-                      .Help("RunGraph calls, by where they ran: thread=\"loop\" on the thread "
-                            "that reads the calls (quick graphs that never wait), "
-                            "thread=\"pool\" on a thread of their own")
-                      .Register(*metrics);
+                       .Name("overseer_worker_rungraph_total")
+                       .Help(
+                           "RunGraph calls, by where they ran: thread=\"loop\" on the thread "
+                           "that reads the calls (quick graphs that never wait), "
+                           "thread=\"pool\" on a thread of their own")
+                       .Register(*metrics);
   rungraph_on_loop_ = &rungraph.Add({{"thread", "loop"}});
   rungraph_on_pool_ = &rungraph.Add({{"thread", "pool"}});
   recv_tensor_ = &prometheus::BuildCounter()
@@ -98,8 +99,9 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                       .Add({});
   recv_tensor_waiting_ = &prometheus::BuildGauge()
                               .Name("overseer_worker_recv_tensor_waiting")
-                              .Help("RecvTensor calls waiting now for their tensor to be "
-                                    "produced (each holds a server thread)")
+                              .Help(
+                                  "RecvTensor calls waiting now for their tensor to be "
+                                  "produced (each holds a server thread)")
                               .Register(*metrics)
                               .Add({});
   recv_tensor_bytes_ = &prometheus::BuildCounter()
@@ -240,11 +242,11 @@ grpc::Status GrpcWorkerService::StreamTensor(
   }
   if (status.ok()) {
     int64_t bytes = 0;
-    status = WriteTensorChunks(tensor, chunk_bytes_,
-                               [&](grpc::ByteBuffer chunk, int64_t content_bytes) {
-                                 bytes += content_bytes;
-                                 return stream->Write(chunk);
-                               });
+    status =
+        WriteTensorChunks(tensor, chunk_bytes_, [&](grpc::ByteBuffer chunk, int64_t content_bytes) {
+          bytes += content_bytes;
+          return stream->Write(chunk);
+        });
     if (recv_tensor_bytes_ != nullptr) recv_tensor_bytes_->Increment(static_cast<double>(bytes));
   }
   return Done(recv_tensor_method_, start, status);

@@ -63,8 +63,7 @@ class GrpcWorkerService final
                                    DeleteWorkerSessionResponse* response) override;
   grpc::Status RegisterGraph(grpc::ServerContext* context, const RegisterGraphRequest* request,
                              RegisterGraphResponse* response) override;
-  grpc::Status DeregisterGraph(grpc::ServerContext* context,
-                               const DeregisterGraphRequest* request,
+  grpc::Status DeregisterGraph(grpc::ServerContext* context, const DeregisterGraphRequest* request,
                                DeregisterGraphResponse* response) override;
   grpc::Status CleanupGraph(grpc::ServerContext* context, const CleanupGraphRequest* request,
                             CleanupGraphResponse* response) override;

@@ -1,28 +1,29 @@
 // Two workers served over gRPC in this process, driven through GrpcWorker clients as
 // the master would drive them.
 
+#include "worker/rpc/grpc_worker.h"
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
 #include "core/cluster/rendezvous_key.h"
 #include "core/kernels/testing/kernel_test_util.h"
 #include "core/node_def_util.h"
-#include "absl/synchronization/notification.h"
 #include "core/rpc/call_watch.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "core/rpc/server_runner.h"
 #include "grpcpp/alarm.h"
+#include "gtest/gtest.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
-#include "absl/strings/match.h"
-#include "gtest/gtest.h"
 #include "proto/worker.grpc.pb.h"
-#include "worker/rpc/grpc_worker.h"
-#include "worker/rpc/grpc_worker_service.h"
 #include "testing/eventually.h"
+#include "worker/rpc/grpc_worker_service.h"
 #include "worker/testing/test_graphs.h"
 #include "worker/worker.h"
 
@@ -38,8 +39,8 @@ struct Task {
     WorkerOptions options;
     options.job_name = job;
     WorkerEnv env;
-    env.worker_cache_factory = [](const ClusterDef& cluster)
-        -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+    env.worker_cache_factory =
+        [](const ClusterDef& cluster) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
       return std::make_unique<GrpcWorkerCache>(cluster);
     };
     worker = std::make_unique<Worker>(options, env);
@@ -194,8 +195,8 @@ TEST_F(GrpcWorkerTest, StatusCodesCrossTheWire) {
 
   RecvTensorRequest recv;
   recv.set_step_id(1);
-  recv.set_rendezvous_key(MakeRendezvousKey(kPsDevice, ps_.worker->incarnation() + 1,
-                                            kWorkerDevice, "x"));
+  recv.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, ps_.worker->incarnation() + 1, kWorkerDevice, "x"));
   Tensor t;
   absl::Status s = ps_.client->RecvTensor(recv, nullptr, &t);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
@@ -274,9 +275,8 @@ TEST_F(GrpcWorkerTest, AMasterThatGivesUpOnRunGraphEndsTheStep) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   // No CleanupGraph comes, yet the worker's step ends, and with it the worker's
   // RecvTensor call, so the ps's handler stops waiting as well.
-  EXPECT_TRUE(Eventually([&] {
-    return worker_.worker->num_steps() == 0 && CallWatch::NumWatched() == 0;
-  }));
+  EXPECT_TRUE(
+      Eventually([&] { return worker_.worker->num_steps() == 0 && CallWatch::NumWatched() == 0; }));
   CleanupGraphRequest cleanup;
   cleanup.set_step_id(7);
   CleanupGraphResponse cleaned;
@@ -309,8 +309,7 @@ TEST_F(GrpcWorkerTest, AQuickGraphRunsOnTheThreadThatReadsTheCallsAfterItsFirstR
     request.set_graph_handle(handle);
     request.set_step_id(step);
     request.set_cleanup_on_return(true);
-    request.add_recv_key(
-        MakeRendezvousKey(kPsDevice, ps_.worker->incarnation(), kPsDevice, "c:0"));
+    request.add_recv_key(MakeRendezvousKey(kPsDevice, ps_.worker->incarnation(), kPsDevice, "c:0"));
     RunGraphResponse response;
     ASSERT_TRUE(ps_.client->RunGraph(request, &response).ok());
     ASSERT_EQ(response.recv_size(), 1);
@@ -335,8 +334,7 @@ TEST_F(GrpcWorkerTest, QuickGraphsRunWhileAnotherGraphWaits) {
   test::AddEnqueue(&enqueues, "enqueue", "v", kPsDevice);
   GraphDef quick;
   test::AddConst(&quick, "c", test::AsTensor<float>({1}), kPsDevice);
-  test::AddSend(&quick, "c/_fetch", "c", DT_FLOAT, "c:0", kPsDevice, incarnation, kPsDevice,
-                true);
+  test::AddSend(&quick, "c/_fetch", "c", DT_FLOAT, "c:0", kPsDevice, incarnation, kPsDevice, true);
   const std::string dequeue_handle = Register(&ps_, dequeues);
   const std::string enqueue_handle = Register(&ps_, enqueues);
   const std::string quick_handle = Register(&ps_, quick);
@@ -394,8 +392,7 @@ struct LoopServer {
     std::thread::id id;
     absl::Notification ran;
     grpc::Alarm alarm;
-    alarm.Set(loop->cq(), absl::ToChronoTime(absl::Now()),
-              CompletionQueueLoop::NewTag([&](bool) {
+    alarm.Set(loop->cq(), absl::ToChronoTime(absl::Now()), CompletionQueueLoop::NewTag([&](bool) {
                 id = std::this_thread::get_id();
                 ran.Notify();
               }));
@@ -434,8 +431,8 @@ TEST_F(GrpcWorkerTest, RunGraphAsyncOnALoopRepliesOnTheLoopThread) {
   NodeDef* c = test::AddNode(&graph, "c", "Const", kWorkerDevice, {});
   SetNodeAttr(c, "dtype", DT_FLOAT);
   SetNodeAttr(c, "value", Tensor::Scalar<float>(3.0f));
-  test::AddSend(&graph, "c/_fetch", "c", DT_FLOAT, "c", kWorkerDevice, incarnation,
-                kWorkerDevice, true);
+  test::AddSend(&graph, "c/_fetch", "c", DT_FLOAT, "c", kWorkerDevice, incarnation, kWorkerDevice,
+                true);
   RunGraphRequest request;
   request.set_session_handle("s");
   request.set_graph_handle(Register(&worker_, graph));
@@ -483,9 +480,8 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
     std::thread::id thread;
     absl::Status s = RunGraphAsyncAndWait(&client, request, &response, &cm, &thread, [&] {
       // The worker runs the step, and its RecvTensor waits on the ps.
-      ASSERT_TRUE(Eventually([&] {
-        return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1;
-      }));
+      ASSERT_TRUE(Eventually(
+          [&] { return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1; }));
       cm.StartCancel(absl::CancelledError("the client gave up"));
     });
     EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;

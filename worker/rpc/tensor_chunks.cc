@@ -15,7 +15,7 @@ namespace {
 // The element bytes of a fixed-size dtype; nullptr for DT_STRING.
 char* RawData(const Tensor& t) {
   switch (t.dtype()) {
-#define OVERSEER_RAW_CASE(T) \
+#define OVERSEER_RAW_CASE(T)     \
   case DataTypeToEnum<T>::value: \
     return reinterpret_cast<char*>(t.data<T>());
     OVERSEER_FOR_NUMERIC_TYPES(OVERSEER_RAW_CASE)
@@ -84,10 +84,10 @@ absl::Status TensorChunkReader::Add(const RecvTensorResponse& chunk) {
       total_ = static_cast<int64_t>(tensor_.NumElements() * DataTypeSize(dtype));
     }
     if (total_ != chunk.total_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "RecvTensor announced ", chunk.total_bytes(), " bytes for a ",
-          DataTypeString(tensor_.dtype()), " tensor of shape ",
-          tensor_.shape().DebugString(), ", which holds ", total_));
+      return absl::InvalidArgumentError(
+          absl::StrCat("RecvTensor announced ", chunk.total_bytes(), " bytes for a ",
+                       DataTypeString(tensor_.dtype()), " tensor of shape ",
+                       tensor_.shape().DebugString(), ", which holds ", total_));
     }
   }
   const int64_t n = static_cast<int64_t>(chunk.content().size());
@@ -102,8 +102,8 @@ absl::Status TensorChunkReader::Add(const RecvTensorResponse& chunk) {
 
 absl::StatusOr<Tensor> TensorChunkReader::Finish() {
   if (!started_ || received_ != total_) {
-    return absl::InvalidArgumentError(absl::StrCat("RecvTensor stream ended after ", received_,
-                                                   " of ", total_, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("RecvTensor stream ended after ", received_, " of ", total_, " bytes"));
   }
   return tensor_;
 }

@@ -64,23 +64,19 @@ NodeDef* AddEnqueue(GraphDef* graph, const std::string& name, const std::string&
   return n;
 }
 
-NodeDef* AddSend(GraphDef* graph, const std::string& name, const std::string& input,
-                 DataType dtype, const std::string& tensor_name,
-                 const std::string& send_device, uint64_t incarnation,
-                 const std::string& recv_device, bool client_terminated) {
+NodeDef* AddSend(GraphDef* graph, const std::string& name, const std::string& input, DataType dtype,
+                 const std::string& tensor_name, const std::string& send_device,
+                 uint64_t incarnation, const std::string& recv_device, bool client_terminated) {
   NodeDef* n = AddNode(graph, name, "_Send", send_device, {input});
-  SetEdgeAttrs(n, dtype, tensor_name, send_device, incarnation, recv_device,
-               client_terminated);
+  SetEdgeAttrs(n, dtype, tensor_name, send_device, incarnation, recv_device, client_terminated);
   return n;
 }
 
 NodeDef* AddRecv(GraphDef* graph, const std::string& name, DataType dtype,
                  const std::string& tensor_name, const std::string& send_device,
-                 uint64_t incarnation, const std::string& recv_device,
-                 bool client_terminated) {
+                 uint64_t incarnation, const std::string& recv_device, bool client_terminated) {
   NodeDef* n = AddNode(graph, name, "_Recv", recv_device);
-  SetEdgeAttrs(n, dtype, tensor_name, send_device, incarnation, recv_device,
-               client_terminated);
+  SetEdgeAttrs(n, dtype, tensor_name, send_device, incarnation, recv_device, client_terminated);
   return n;
 }
 
@@ -90,8 +86,7 @@ void AddVariable(GraphDef* graph, const std::string& name, const std::string& de
   SetNodeAttr(var, "dtype", DT_FLOAT);
   SetNodeAttr(var, "shape", TensorShape({2}));
   if (assign) {
-    AddRecv(graph, name + "/value", DT_FLOAT, name + "_value", device, incarnation, device,
-            true);
+    AddRecv(graph, name + "/value", DT_FLOAT, name + "_value", device, incarnation, device, true);
     NodeDef* a = AddNode(graph, name + "/assign", "Assign", device, {name, name + "/value"});
     SetNodeAttr(a, "T", DT_FLOAT);
   }
@@ -100,8 +95,8 @@ void AddVariable(GraphDef* graph, const std::string& name, const std::string& de
     if (assign) inputs.push_back("^" + name + "/assign");
     NodeDef* id = AddNode(graph, name + "/read", "Identity", device, inputs);
     SetNodeAttr(id, "T", DT_FLOAT);
-    AddSend(graph, name + "/fetch", name + "/read", DT_FLOAT, name + "_read", device,
-            incarnation, device, true);
+    AddSend(graph, name + "/fetch", name + "/read", DT_FLOAT, name + "_read", device, incarnation,
+            device, true);
   }
 }
 

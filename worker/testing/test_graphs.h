@@ -22,10 +22,10 @@ NodeDef* AddConst(GraphDef* graph, const std::string& name, const Tensor& value,
 
 // A _Send (op "_Send") or _Recv of `dtype` for edge `tensor_name` from `send_device`
 // (whose task runs `incarnation`) to `recv_device`. A _Send takes `input`.
-NodeDef* AddSend(GraphDef* graph, const std::string& name, const std::string& input,
-                 DataType dtype, const std::string& tensor_name,
-                 const std::string& send_device, uint64_t incarnation,
-                 const std::string& recv_device, bool client_terminated = false);
+NodeDef* AddSend(GraphDef* graph, const std::string& name, const std::string& input, DataType dtype,
+                 const std::string& tensor_name, const std::string& send_device,
+                 uint64_t incarnation, const std::string& recv_device,
+                 bool client_terminated = false);
 NodeDef* AddRecv(GraphDef* graph, const std::string& name, DataType dtype,
                  const std::string& tensor_name, const std::string& send_device,
                  uint64_t incarnation, const std::string& recv_device,

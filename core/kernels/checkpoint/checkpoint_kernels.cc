@@ -15,15 +15,25 @@ namespace {
 absl::StatusOr<absl::string_view> RawBytes(const Tensor& t, const std::string& name) {
   const void* data = nullptr;
   switch (t.dtype()) {
-    case DT_FLOAT: data = t.data<float>(); break;
-    case DT_DOUBLE: data = t.data<double>(); break;
-    case DT_INT32: data = t.data<int32_t>(); break;
-    case DT_INT64: data = t.data<int64_t>(); break;
-    case DT_BOOL: data = t.data<bool>(); break;
+    case DT_FLOAT:
+      data = t.data<float>();
+      break;
+    case DT_DOUBLE:
+      data = t.data<double>();
+      break;
+    case DT_INT32:
+      data = t.data<int32_t>();
+      break;
+    case DT_INT64:
+      data = t.data<int64_t>();
+      break;
+    case DT_BOOL:
+      data = t.data<bool>();
+      break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot checkpoint ", name, " of dtype ", DataTypeString(t.dtype()),
-          "; checkpoints hold numeric and bool tensors"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot checkpoint ", name, " of dtype ", DataTypeString(t.dtype()),
+                       "; checkpoints hold numeric and bool tensors"));
   }
   return absl::string_view(static_cast<const char*>(data),
                            static_cast<size_t>(t.NumElements()) * DataTypeSize(t.dtype()));
@@ -31,20 +41,26 @@ absl::StatusOr<absl::string_view> RawBytes(const Tensor& t, const std::string& n
 
 void* MutableRawBytes(Tensor* t) {
   switch (t->dtype()) {
-    case DT_FLOAT: return t->data<float>();
-    case DT_DOUBLE: return t->data<double>();
-    case DT_INT32: return t->data<int32_t>();
-    case DT_INT64: return t->data<int64_t>();
-    case DT_BOOL: return t->data<bool>();
-    default: return nullptr;
+    case DT_FLOAT:
+      return t->data<float>();
+    case DT_DOUBLE:
+      return t->data<double>();
+    case DT_INT32:
+      return t->data<int32_t>();
+    case DT_INT64:
+      return t->data<int64_t>();
+    case DT_BOOL:
+      return t->data<bool>();
+    default:
+      return nullptr;
   }
 }
 
 absl::StatusOr<std::string> ScalarString(OpKernelContext* ctx, int i, const char* what) {
   const Tensor& t = ctx->input(i);
   if (t.dtype() != DT_STRING || t.NumElements() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " of ", ctx->kernel().name(),
-                                                   " must be a string scalar"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " of ", ctx->kernel().name(), " must be a string scalar"));
   }
   return t.data<std::string>()[0];
 }
@@ -107,10 +123,10 @@ class OutputReceiver : public TensorReceiver {
     }
     const DataType expected = ctx_->kernel().output_type(i);
     if (header.dtype() != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor ", header.name(), " in checkpoint ", *checkpoint_, " is ",
-          DataTypeString(header.dtype()), " but ", ctx_->kernel().name(), " expects ",
-          DataTypeString(expected)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", header.name(), " in checkpoint ", *checkpoint_, " is ",
+                       DataTypeString(header.dtype()), " but ", ctx_->kernel().name(), " expects ",
+                       DataTypeString(expected)));
     }
     ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(header.shape()));
     if (!IsSupportedDataType(expected) || expected == DT_STRING ||
@@ -122,8 +138,8 @@ class OutputReceiver : public TensorReceiver {
     Tensor out = Tensor::Uninitialized(expected, shape);
     char* dst = static_cast<char*>(MutableRawBytes(&out));
     if (dst == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot restore ", header.name(), " of dtype ",
-                                                     DataTypeString(expected)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot restore ", header.name(), " of dtype ", DataTypeString(expected)));
     }
     ctx_->set_output(i, std::move(out));
     return dst;
@@ -158,8 +174,8 @@ class CheckpointRestoreOp : public OpKernel {
     OutputReceiver receiver(ctx, &names, &checkpoint);
     RETURN_IF_ERROR(where.store->ReadTensorsInto(where.run, checkpoint, names, &receiver));
     if (receiver.received() != n) {
-      return absl::DataLossError(absl::StrCat("the store returned ", receiver.received(), " of the ",
-                                              n, " tensors of checkpoint ", checkpoint,
+      return absl::DataLossError(absl::StrCat("the store returned ", receiver.received(),
+                                              " of the ", n, " tensors of checkpoint ", checkpoint,
                                               " that ", name(), " reads"));
     }
     return absl::OkStatus();

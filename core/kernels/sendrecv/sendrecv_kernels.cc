@@ -24,9 +24,9 @@ class SendRecvOp : public OpKernel {
     RETURN_IF_ERROR(c->GetAttr("send_device", &send_device));
     RETURN_IF_ERROR(c->GetAttr("recv_device", &recv_device));
     RETURN_IF_ERROR(c->GetAttr("send_device_incarnation", &incarnation));
-    ASSIGN_OR_RETURN(key_, RendezvousKey::Parse(MakeRendezvousKey(
-                               send_device, static_cast<uint64_t>(incarnation), recv_device,
-                               tensor_name)));
+    ASSIGN_OR_RETURN(
+        key_, RendezvousKey::Parse(MakeRendezvousKey(
+                  send_device, static_cast<uint64_t>(incarnation), recv_device, tensor_name)));
     return absl::OkStatus();
   }
 
@@ -74,10 +74,9 @@ class RecvOp : public SendRecvOp {
     wait.deadline = ctx->deadline();
     ASSIGN_OR_RETURN(Tensor value, rendezvous->Recv(key_, wait));
     if (value.dtype() != output_type(0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("received ", DataTypeString(value.dtype()), " for '",
-                       key_.parsed.tensor_name, "' but _Recv expects ",
-                       DataTypeString(output_type(0))));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "received ", DataTypeString(value.dtype()), " for '", key_.parsed.tensor_name,
+          "' but _Recv expects ", DataTypeString(output_type(0))));
     }
     ctx->set_output(0, std::move(value));
     return absl::OkStatus();

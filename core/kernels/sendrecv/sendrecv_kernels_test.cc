@@ -132,8 +132,7 @@ TEST(SendRecvKernelTest, TwoPartitionsExchangeATensorThroughTheExecutor) {
   args.rendezvous = rendezvous.get();
   std::vector<Tensor> fetched;
   absl::Status consumer_status;
-  std::thread consumer_thread(
-      [&] { consumer_status = consumer_exec->Run(args, &fetched); });
+  std::thread consumer_thread([&] { consumer_status = consumer_exec->Run(args, &fetched); });
   ASSERT_TRUE(producer_exec->Run(args, nullptr).ok());
   consumer_thread.join();
   ASSERT_TRUE(consumer_status.ok()) << consumer_status;

@@ -37,9 +37,8 @@ absl::Status CheckNumeric(const Tensor& t, absl::string_view what) {
     case DT_INT64:
       return absl::OkStatus();
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " must be float, double, int32 or int64, got ",
-                       DataTypeString(t.dtype())));
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " must be float, double, int32 or int64, got ", DataTypeString(t.dtype())));
   }
 }
 
@@ -123,14 +122,13 @@ class TensorSummaryV2Op : public OpKernel {
     std::string tag;
     RETURN_IF_ERROR(ScalarStringInput(ctx, 0, "tag", &tag));
     std::string serialized_metadata;
-    RETURN_IF_ERROR(
-        ScalarStringInput(ctx, 2, "serialized_summary_metadata", &serialized_metadata));
+    RETURN_IF_ERROR(ScalarStringInput(ctx, 2, "serialized_summary_metadata", &serialized_metadata));
     Summary summary;
     Summary::Value* v = summary.add_value();
     v->set_tag(tag);
     if (!v->mutable_metadata()->ParseFromString(serialized_metadata)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "serialized_summary_metadata of tag '", tag, "' is not a SummaryMetadata proto"));
+      return absl::InvalidArgumentError(absl::StrCat("serialized_summary_metadata of tag '", tag,
+                                                     "' is not a SummaryMetadata proto"));
     }
     ctx->input(1).ToProto(v->mutable_tensor());
     SetSummaryOutput(ctx, summary);
@@ -172,16 +170,16 @@ class MergeSummaryOp : public OpKernel {
     for (int i = 0; i < ctx->num_inputs(); ++i) {
       const Tensor& input = ctx->input(i);
       if (input.dtype() != DT_STRING) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input ", i, " must hold serialized summaries (string), got ",
-            DataTypeString(input.dtype())));
+        return absl::InvalidArgumentError(
+            absl::StrCat("input ", i, " must hold serialized summaries (string), got ",
+                         DataTypeString(input.dtype())));
       }
       const auto serialized = input.flat<std::string>();
       for (int64_t j = 0; j < input.NumElements(); ++j) {
         Summary summary;
         if (!summary.ParseFromString(serialized(j))) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "input ", i, " element ", j, " is not a serialized Summary proto"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("input ", i, " element ", j, " is not a serialized Summary proto"));
         }
         for (Summary::Value& value : *summary.mutable_value()) {
           if (!value.tag().empty() && !tags.insert(value.tag()).second) {

@@ -79,8 +79,8 @@ TEST(SummaryKernelsTest, ScalarSummary) {
 
   test::KernelRunner ints("ScalarSummary");
   ints.Attr("T", DT_INT64);
-  s = ParseOutput(ints.Run({test::Value(Tensor::Scalar<std::string>("step")),
-                            test::Value(Tensor::Scalar<int64_t>(7))}));
+  s = ParseOutput(ints.Run(
+      {test::Value(Tensor::Scalar<std::string>("step")), test::Value(Tensor::Scalar<int64_t>(7))}));
   EXPECT_EQ(s.value(0).simple_value(), 7.0f);
 }
 
@@ -118,10 +118,9 @@ TEST(SummaryKernelsTest, TensorSummaryV2CarriesPluginMetadata) {
   metadata.set_data_class(DATA_CLASS_SCALAR);
   test::KernelRunner runner("TensorSummaryV2");
   runner.Attr("T", DT_FLOAT);
-  Summary s = ParseOutput(
-      runner.Run({test::Value(Tensor::Scalar<std::string>("loss")),
-                  test::Value(Tensor::Scalar<float>(0.25f)),
-                  test::Value(Tensor::Scalar<std::string>(metadata.SerializeAsString()))}));
+  Summary s = ParseOutput(runner.Run(
+      {test::Value(Tensor::Scalar<std::string>("loss")), test::Value(Tensor::Scalar<float>(0.25f)),
+       test::Value(Tensor::Scalar<std::string>(metadata.SerializeAsString()))}));
   ASSERT_EQ(s.value_size(), 1);
   EXPECT_EQ(s.value(0).metadata().plugin_data().plugin_name(), "scalars");
   EXPECT_EQ(s.value(0).metadata().data_class(), DATA_CLASS_SCALAR);
@@ -152,8 +151,9 @@ TEST(SummaryKernelsTest, MergeSummary) {
   b.add_value()->set_tag("z");
   test::KernelRunner runner("MergeSummary");
   runner.Attr("N", 2);
-  Summary s = ParseOutput(runner.Run({test::Value(Tensor::Scalar<std::string>(a.SerializeAsString())),
-                                      test::Value(Tensor::Scalar<std::string>(b.SerializeAsString()))}));
+  Summary s =
+      ParseOutput(runner.Run({test::Value(Tensor::Scalar<std::string>(a.SerializeAsString())),
+                              test::Value(Tensor::Scalar<std::string>(b.SerializeAsString()))}));
   ASSERT_EQ(s.value_size(), 3);
   EXPECT_EQ(s.value(2).tag(), "z");
 
