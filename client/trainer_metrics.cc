@@ -1,33 +1,9 @@
 #include "client/trainer_metrics.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
+#include "core/port_file.h"
 
 namespace overseer {
-namespace {
-
-// Writes `content` to `path` through a temporary file renamed over it.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  FILE* file = std::fopen(tmp.c_str(), "w");
-  if (file == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
-  }
-  const bool written = std::fputs(content.c_str(), file) >= 0;
-  if (std::fclose(file) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string error = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", error));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<TrainerMetrics>> TrainerMetrics::Serve(
     const TrainerMetricsOptions& options) {
@@ -45,8 +21,7 @@ absl::StatusOr<std::unique_ptr<TrainerMetrics>> TrainerMetrics::Serve(
   (*endpoint)->Add(metrics->registry_);
   metrics->endpoint_ = *std::move(endpoint);
   if (!options.port_file.empty()) {
-    const absl::Status written =
-        WriteFileAtomically(options.port_file, absl::StrCat(metrics->port(), "\n"));
+    const absl::Status written = WritePortFile(options.port_file, {metrics->port()});
     if (!written.ok()) return written;
   }
   return metrics;

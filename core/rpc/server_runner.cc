@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/logging.h"
+#include "core/port_file.h"
 #include "core/rpc/keepalive.h"
 #include "core/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -53,23 +54,6 @@ void OnTerminationSignal(int sig) {
   const int saved = errno;
   (void)!::write(fd, &byte, 1);
   errno = saved;
-}
-
-// Writes `content` to `path` through a temporary file renamed over it, so that a
-// reader sees either no file or the whole content.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  FILE* file = std::fopen(tmp.c_str(), "w");
-  if (file == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
-  }
-  const bool written = std::fputs(content.c_str(), file) >= 0;
-  if (std::fclose(file) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string error = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", error));
-  }
-  return absl::OkStatus();
 }
 
 constexpr char kWakeRequest = 0;
@@ -268,8 +252,7 @@ absl::Status ServerRunner::Start() {
   watcher_ = std::thread([this] { WatchWakePipe(); });
 
   if (!options_.port_file.empty()) {
-    RETURN_IF_ERROR(
-        WriteFileAtomically(options_.port_file, absl::StrCat(port_, "\n", metrics_port_, "\n")));
+    RETURN_IF_ERROR(WritePortFile(options_.port_file, {port_, metrics_port_}));
   }
 
   LOG(INFO) << options_.component << " version " << options_.version << " serving gRPC on "
