@@ -98,9 +98,17 @@ template <typename Request, typename Response>
 void GrpcMasterService::Serve(AsyncUnaryCall<Request, Response>* call) {
   constexpr bool kRunStep = std::is_same_v<Request, RunStepRequest>;
   RpcMetrics::Method* method = kRunStep ? run_step_ : run_callable_;
-  auto done = [this, call, method](absl::Status s) {
-    StepDone(method, call->start, s);
-    call->Reply(loop_, s);
+  // A step can call back after this service is gone (the master ends steps still in
+  // flight when it closes their sessions, after the server drained): `done` holds only
+  // what outlives the service (the loop and the registry's counters, owned by the
+  // server's runner, and the method metrics, shared with it).
+  auto done = [call, method, rpc_metrics = rpc_metrics_, loop = loop_, steps = steps_,
+               step_latency = step_latency_](absl::Status s) {
+    const absl::Duration latency = absl::Now() - call->start;
+    steps->Increment();
+    step_latency->Observe(absl::ToDoubleSeconds(latency));
+    method->Record(latency, s.code());
+    call->Reply(loop, s);
   };
   if constexpr (kRunStep) {
     master_->RunStepAsync(&call->request, &call->response, &call->cancellation, done);
@@ -113,14 +121,6 @@ grpc::Status GrpcMasterService::Finish(RpcMetrics::Method* method, absl::Time st
                                        const absl::Status& status) {
   method->RecordSince(start, status);
   return ToGrpcStatus(status);
-}
-
-void GrpcMasterService::StepDone(RpcMetrics::Method* method, absl::Time start,
-                                 const absl::Status& status) {
-  const absl::Duration latency = absl::Now() - start;
-  steps_->Increment();
-  step_latency_->Observe(absl::ToDoubleSeconds(latency));
-  method->Record(latency, status.code());
 }
 
 grpc::Status GrpcMasterService::CreateSession(grpc::ServerContext*,

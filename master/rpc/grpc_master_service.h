@@ -89,8 +89,6 @@ class GrpcMasterService final
 
   // Records a call of `method` that arrived at `start` and converts its status.
   grpc::Status Finish(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
-  // Records a finished step.
-  void StepDone(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
   // Runs `call` on the readiness logic, or UNIMPLEMENTED without one.
   grpc::Status Readiness(RpcMetrics::Method* method,
                          const std::function<absl::Status(MasterReadinessInterface*)>& call);

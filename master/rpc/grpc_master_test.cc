@@ -154,12 +154,21 @@ TEST_F(GrpcMasterTest, AClientThatGivesUpCancelsItsStepOnTheTasks) {
   RunStepResponse out;
   EXPECT_EQ(impatient.RunStep(run, &out).code(), absl::StatusCode::kDeadlineExceeded);
   // The master sees the call end and cancels the step: the ps's RunGraph returns.
-  absl::MutexLock l(&ps->mu);
-  auto ended = [ps]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ps->mu) {
-    return ps->runs == 1 && ps->waiting == 0 && ps->cleaned.size() == 1;
-  };
-  EXPECT_TRUE(ps->mu.AwaitWithTimeout(absl::Condition(&ended), absl::Seconds(30)));
-  ps->run_waits_for_cleanup = false;
+  {
+    absl::MutexLock l(&ps->mu);
+    auto ended = [ps]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ps->mu) {
+      return ps->runs == 1 && ps->waiting == 0 && ps->cleaned.size() == 1;
+    };
+    EXPECT_TRUE(ps->mu.AwaitWithTimeout(absl::Condition(&ended), absl::Seconds(30)));
+    ps->run_waits_for_cleanup = false;
+  }
+  // The master still answers the abandoned call (counted as a failed RunStep), before
+  // the fixture tears the master and the server down under it.
+  EXPECT_TRUE(test::Eventually([&] {
+    return absl::StrContains(
+        prometheus::TextSerializer().Serialize(service_->rpc_metrics()->Collect()),
+        "overseer_master_rpc_latency_seconds_count{method=\"RunStep\"} 1\n");
+  }));
 }
 
 TEST_F(GrpcMasterTest, AFailedRunGraphFailsTheStepOverTheWire) {
