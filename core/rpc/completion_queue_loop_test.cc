@@ -4,6 +4,8 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/server_runner.h"
@@ -31,8 +33,17 @@ class Relay final : public Health::WithAsyncMethod_Check<Health::Service> {
     loop_->OnStart([this] { Await(); });
   }
 
-  std::thread::id arrival_thread;
-  std::thread::id reply_thread;
+  // The threads the last call arrived and was answered on. Read under a lock: the
+  // client's reply orders the writes only through a socket, which ThreadSanitizer does
+  // not see.
+  std::thread::id arrival_thread() const {
+    absl::MutexLock lock(&mu_);
+    return arrival_thread_;
+  }
+  std::thread::id reply_thread() const {
+    absl::MutexLock lock(&mu_);
+    return reply_thread_;
+  }
 
  private:
   struct Call {
@@ -60,14 +71,20 @@ class Relay final : public Health::WithAsyncMethod_Check<Health::Service> {
 
   void Arrived(Call* call) {
     loop_->Hold();
-    arrival_thread = std::this_thread::get_id();
+    {
+      absl::MutexLock lock(&mu_);
+      arrival_thread_ = std::this_thread::get_id();
+    }
     call->upstream_context = NewClientContext(absl::Seconds(30));
     call->reader =
         upstream_->PrepareAsyncCheck(call->upstream_context.get(), call->request, loop_->cq());
     call->reader->StartCall();
     call->reader->Finish(&call->response, &call->upstream_status,
                          CompletionQueueLoop::NewTag([this, call](bool) {
-                           reply_thread = std::this_thread::get_id();
+                           {
+                             absl::MutexLock lock(&mu_);
+                             reply_thread_ = std::this_thread::get_id();
+                           }
                            call->responder.Finish(call->response, call->upstream_status,
                                                   CompletionQueueLoop::NewTag([this, call](bool) {
                                                     delete call;
@@ -78,6 +95,9 @@ class Relay final : public Health::WithAsyncMethod_Check<Health::Service> {
 
   CompletionQueueLoop* const loop_;
   std::unique_ptr<Health::Stub> upstream_;
+  mutable absl::Mutex mu_;
+  std::thread::id arrival_thread_ ABSL_GUARDED_BY(mu_);
+  std::thread::id reply_thread_ ABSL_GUARDED_BY(mu_);
 };
 
 std::shared_ptr<grpc::Channel> Dial(const std::string& address) {
@@ -132,12 +152,12 @@ TEST_F(CompletionQueueLoopTest, CallAndNestedReplyRunOnTheLoopThread) {
   grpc::Status status;
   EXPECT_EQ(Check(&status), HealthCheckResponse::SERVING);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_NE(relay_->arrival_thread, std::this_thread::get_id());
-  EXPECT_EQ(relay_->reply_thread, relay_->arrival_thread);
+  EXPECT_NE(relay_->arrival_thread(), std::this_thread::get_id());
+  EXPECT_EQ(relay_->reply_thread(), relay_->arrival_thread());
   // The upstream's answer changes: the relay passes the new one on.
   upstream_->SetServing(false);
   EXPECT_EQ(Check(&status), HealthCheckResponse::NOT_SERVING);
-  EXPECT_EQ(relay_->reply_thread, relay_->arrival_thread);
+  EXPECT_EQ(relay_->reply_thread(), relay_->arrival_thread());
 }
 
 TEST_F(CompletionQueueLoopTest, ShutdownWaitsForHeldWorkWhileTheLoopRuns) {
