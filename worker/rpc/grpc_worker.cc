@@ -106,9 +106,17 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
     CancellationManager::Token token = CancellationManager::kInvalidToken;
     std::function<void(absl::Status)> done;
 
-    void Finish(const grpc::Status& s) {
-      if (token != CancellationManager::kInvalidToken) cancellation->DeregisterCallback(token);
-      done(FromGrpcStatus(s));
+    // Ends `call` with `s`: the call (its reader and client context) is released before
+    // `done` runs, so that nothing of it is torn down on this thread while the caller,
+    // told the call ended, tears down the channel and whatever else the call used.
+    static void End(std::shared_ptr<Call> call, const grpc::Status& s) {
+      if (call->token != CancellationManager::kInvalidToken) {
+        call->cancellation->DeregisterCallback(call->token);
+      }
+      absl::Status status = FromGrpcStatus(s);
+      std::function<void(absl::Status)> done = std::move(call->done);
+      call.reset();
+      done(std::move(status));
     }
   };
   auto call = std::make_shared<Call>();
@@ -126,15 +134,18 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
   if (options_.loop != nullptr && options_.loop->running()) {
     call->reader = stub_->PrepareAsyncRunGraph(call->context.get(), *request, options_.loop->cq());
     call->reader->StartCall();
-    call->reader->Finish(response, &call->status,
-                         CompletionQueueLoop::NewTag([call](bool) { call->Finish(call->status); }));
+    call->reader->Finish(response, &call->status, CompletionQueueLoop::NewTag([call](bool) mutable {
+                           const grpc::Status status = call->status;
+                           Call::End(std::move(call), status);
+                         }));
     return;
   }
   // No loop: a blocking call on a pool thread. (gRPC 1.51's callback API is not used:
   // its calls to a dead peer sometimes tripped a reference-count assertion in gRPC
   // once a later channel reused the peer's subchannel.)
-  RunGraphThreads()->Schedule([this, call, request, response] {
-    call->Finish(stub_->RunGraph(call->context.get(), *request, response));
+  RunGraphThreads()->Schedule([this, call, request, response]() mutable {
+    const grpc::Status status = stub_->RunGraph(call->context.get(), *request, response);
+    Call::End(std::move(call), status);
   });
 }
 
