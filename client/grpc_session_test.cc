@@ -76,8 +76,9 @@ class InProcessCluster {
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<ClusterWorkerCache> cache_;
   std::unique_ptr<Master> master_;
-  std::unique_ptr<ServerRunner> runner_;
+  // Declared before the runner: a service outlives the server that calls it.
   std::unique_ptr<GrpcMasterService> service_;
+  std::unique_ptr<ServerRunner> runner_;
 };
 
 std::unique_ptr<Session> NewGrpcSession() {

@@ -142,10 +142,10 @@ absl::StatusOr<Worker::FoundGraph> Worker::FindGraph(const RunGraphRequest& requ
   return found;
 }
 
-bool Worker::IsQuick(const FoundGraph& found) {
+bool Worker::IsQuick(const FoundGraph& found) const {
   if (found.graph_->executor->may_wait()) return false;
   const int64_t recent_us = found.graph_->recent_run_us.load(std::memory_order_relaxed);
-  return recent_us >= 0 && recent_us <= absl::ToInt64Microseconds(kQuickRunGraph);
+  return recent_us >= 0 && recent_us <= absl::ToInt64Microseconds(options_.quick_run_graph);
 }
 
 bool Worker::RunGraphIsQuick(const RunGraphRequest& request) const {

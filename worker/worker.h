@@ -38,6 +38,9 @@ struct WorkerOptions {
   // to more than this, RunGraph fails INVALID_ARGUMENT naming them (protobuf cannot
   // encode a message of 2 GiB or more).
   int64_t max_message_tensor_bytes = kMaxMessageTensorBytes;
+  // A graph whose recent runs took this long or less on average (and that never waits)
+  // is quick: the thread that read its RunGraph call runs it (IsQuick).
+  absl::Duration quick_run_graph = absl::Microseconds(500);
 };
 
 // What the worker talks to. Every field is optional.
@@ -106,12 +109,11 @@ class Worker : public WorkerInterface {
   absl::StatusOr<FoundGraph> FindGraph(const RunGraphRequest& request) const;
   // Whether running `graph` is quick and never waits for other work, so that the thread
   // that read the call may run it: it has no kernel that may wait (OpKernel::MayWait)
-  // and its recent runs took kQuickRunGraph or less on average. False for a graph that
-  // has not run yet.
-  static bool IsQuick(const FoundGraph& graph);
+  // and its recent runs took WorkerOptions::quick_run_graph or less on average. False
+  // for a graph that has not run yet.
+  bool IsQuick(const FoundGraph& graph) const;
   // IsQuick of the graph `request` names; false for an unknown session or graph.
   bool RunGraphIsQuick(const RunGraphRequest& request) const;
-  static constexpr absl::Duration kQuickRunGraph = absl::Microseconds(500);
   absl::Status CleanupGraph(const CleanupGraphRequest& request,
                             CleanupGraphResponse* response) override;
   absl::Status CleanupAll(const CleanupAllRequest& request, CleanupAllResponse* response) override;

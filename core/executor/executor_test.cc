@@ -121,8 +121,8 @@ TEST_F(ExecutorTest, RunsIndependentNodesInParallel) {
 }
 
 TEST_F(ExecutorTest, MakesProgressWhenThePoolIsBlocked) {
+  absl::Notification release;  // Outlives the pool, which joins the thread waiting on it.
   ThreadPool pool(1, 64);
-  absl::Notification release;
   pool.Schedule([&] { release.WaitForNotification(); });  // Occupies the only thread.
   NodeDef* a = Add("left", "TestRendezvous");
   SetNodeAttr(a, "key", "busy/left");
@@ -288,8 +288,10 @@ TEST_F(ExecutorTest, RecordsStepStats) {
 }
 
 TEST(ThreadPoolTest, GrowsWhenEveryThreadIsBlocked) {
-  ThreadPool pool(1, 8);
+  // The notifications outlive the pool: its destructor joins the thread still
+  // returning from release.WaitForNotification().
   absl::Notification first_running, release, second_ran;
+  ThreadPool pool(1, 8);
   pool.Schedule([&] {
     first_running.Notify();
     release.WaitForNotification();

@@ -46,8 +46,9 @@ class GrpcMasterTest : public ::testing::Test {
   test::FakeClock clock_;
   test::FakeCache cache_;
   std::unique_ptr<Master> master_;
-  std::unique_ptr<ServerRunner> runner_;
+  // Declared before the runner: a service outlives the server that calls it.
   std::unique_ptr<GrpcMasterService> service_;
+  std::unique_ptr<ServerRunner> runner_;
   std::unique_ptr<GrpcMaster> client_;
 };
 
@@ -256,8 +257,12 @@ TEST_F(GrpcMasterTest, ReadinessAndJobDoneCrossTheWire) {
   EXPECT_FALSE(answer.ready());
   JobDoneResponse done;
   ASSERT_TRUE(client_->JobDone(JobDoneRequest(), &done).ok());
-  EXPECT_EQ(cache_.ps()->job_dones, 1);
-  cache_.ps()->dead = true;
+  {
+    // The master told the task from a thread of its own: read under the fake's lock.
+    absl::MutexLock l(&cache_.ps()->mu);
+    EXPECT_EQ(cache_.ps()->job_dones, 1);
+    cache_.ps()->dead = true;
+  }
   absl::Status s = client_->MarkReady(mark, &marked);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(absl::StrContains(s.message(), "/job:ps/replica:0/task:0")) << s;

@@ -164,7 +164,7 @@ grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext*,
 
 void GrpcWorkerService::Serve(RunGraphCall* call) {
   absl::StatusOr<Worker::FoundGraph> found = worker_->FindGraph(call->request);
-  if (!found.ok() || Worker::IsQuick(*found)) {
+  if (!found.ok() || worker_->IsQuick(*found)) {
     // Nothing to wait for and done in a moment (or an unknown graph): on the loop's
     // thread, no other thread woken (the call cannot be given up meanwhile: its end is
     // read by this thread).

@@ -34,7 +34,7 @@ namespace overseer {
 // thread, which read the call and sends the reply: no other thread is woken, where
 // gRPC's synchronous server hands every call from the thread that read it to another
 // (thread="loop" in the metric). Any other graph (one that receives from another task,
-// waits on a queue, or took longer than Worker::kQuickRunGraph) runs on a thread of
+// waits on a queue, or took longer than WorkerOptions::quick_run_graph) runs on a thread of
 // its own, from a pool that grows rather than make a graph wait (thread="pool"). A call
 // the master gives up on ends its step as CleanupGraph would.
 //
