@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "client/session.h"
+#include "client/session/session.h"
 #include "core/logging.h"
 #include "core/node_def_util.h"
 #include "core/op_kernel.h"

@@ -24,7 +24,7 @@
 #include "absl/time/clock.h"
 #include "bench/bench_util.h"
 #include "bench/multiprocess.h"
-#include "client/readiness.h"
+#include "client/session/readiness.h"
 #include "core/logging.h"
 #include "core/rpc/testing/http_get.h"
 #include "testing/local_cluster.h"

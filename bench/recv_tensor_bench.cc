@@ -30,7 +30,7 @@
 
 #include "bench/bench_util.h"
 #include "bench/multiprocess.h"
-#include "client/session.h"
+#include "client/session/session.h"
 #include "core/logging.h"
 #include "core/node_def_util.h"
 #include "core/tensor.h"

@@ -33,7 +33,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
-#include "client/summary_writer.h"
+#include "client/summary/summary_writer.h"
 #include "core/logging.h"
 #include "core/rpc/server_runner.h"
 #include "proto/event.pb.h"

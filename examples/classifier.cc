@@ -1,8 +1,8 @@
 #include "examples/classifier.h"
 
-#include "client/ops.h"
-#include "client/optimizers.h"
-#include "client/variables_init.h"
+#include "client/graph/ops.h"
+#include "client/graph/optimizers.h"
+#include "client/graph/variables_init.h"
 #include "core/status_macros.h"
 
 namespace overseer {

@@ -7,10 +7,10 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "client/device_setter.h"
-#include "client/graph.h"
-#include "client/scope.h"
-#include "client/variables.h"
+#include "client/graph/device_setter.h"
+#include "client/graph/graph.h"
+#include "client/graph/scope.h"
+#include "client/graph/variables.h"
 
 namespace overseer {
 namespace examples {

@@ -1,6 +1,6 @@
 #include "examples/classifier.h"
 
-#include "client/client_session.h"
+#include "client/session/client_session.h"
 #include "core/resource_mgr.h"
 #include "examples/mnist_data.h"
 #include "gtest/gtest.h"

@@ -37,7 +37,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "client/job.h"
+#include "client/session/job.h"
 #include "core/status_macros.h"
 #include "examples/training_job.h"
 

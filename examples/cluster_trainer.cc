@@ -18,7 +18,7 @@
 // session created, a line every --log_every steps, and "final accuracy: 0.xxxx" at the
 // end) and exits 0, or exits 1 with the error on stderr.
 //
-// Serves its Prometheus metrics (client/trainer_metrics.h: steps, global step,
+// Serves its Prometheus metrics (client/training/trainer_metrics.h: steps, global step,
 // recoveries, readiness waits, the chief's checkpoints, process_*) at
 // http://0.0.0.0:<--metrics_port>/metrics; --metrics_port=0 (the default) picks a free
 // port, logs it and writes it to --metrics_port_file; -1 serves none.
@@ -35,16 +35,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/basic_session_run_hooks.h"
-#include "client/client_session.h"
-#include "client/device_setter.h"
-#include "client/monitored_training_session.h"
-#include "client/ops.h"
-#include "client/ops_queue.h"
-#include "client/recoverable_session.h"
-#include "client/session_run_hook.h"
-#include "client/summary_ops.h"
-#include "client/trainer_metrics.h"
+#include "client/graph/device_setter.h"
+#include "client/graph/ops.h"
+#include "client/graph/ops_queue.h"
+#include "client/session/client_session.h"
+#include "client/summary/summary_ops.h"
+#include "client/training/basic_session_run_hooks.h"
+#include "client/training/monitored_training_session.h"
+#include "client/training/recoverable_session.h"
+#include "client/training/session_run_hook.h"
+#include "client/training/trainer_metrics.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "examples/classifier.h"

@@ -1,9 +1,9 @@
 // Keeps the README's "Writing a trainer" snippet compiling and working: the function
 // below is the snippet verbatim.
-#include "client/client_session.h"
-#include "client/ops.h"
-#include "client/optimizers.h"
-#include "client/variables.h"
+#include "client/graph/ops.h"
+#include "client/graph/optimizers.h"
+#include "client/graph/variables.h"
+#include "client/session/client_session.h"
 #include "core/status_macros.h"
 #include "gtest/gtest.h"
 

@@ -16,9 +16,9 @@
 #include <memory>
 #include <string>
 
-#include "client/basic_session_run_hooks.h"
-#include "client/scope.h"
-#include "client/session_run_hook.h"
+#include "client/graph/scope.h"
+#include "client/training/basic_session_run_hooks.h"
+#include "client/training/session_run_hook.h"
 
 namespace overseer {
 namespace examples {

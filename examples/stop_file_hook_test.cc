@@ -8,10 +8,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/client_session.h"
-#include "client/hooked_session.h"
-#include "client/ops.h"
-#include "client/variables.h"
+#include "client/graph/ops.h"
+#include "client/graph/variables.h"
+#include "client/session/client_session.h"
+#include "client/training/hooked_session.h"
 #include "gtest/gtest.h"
 
 namespace overseer {

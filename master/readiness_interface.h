@@ -2,7 +2,7 @@
 #define OVERSEER_MASTER_READINESS_INTERFACE_H_
 
 // The master's readiness and job-end calls (DESIGN.md section 5), as their clients
-// (client/grpc_readiness.cc) see them. Implementations: Master (master/master.h, in the
+// (client/session/grpc_readiness.cc) see them. Implementations: Master (master/master.h, in the
 // same process) and GrpcMaster (master/rpc/grpc_master.h).
 //
 // Readiness is pushed, not polled: the chief, once its model is initialised or

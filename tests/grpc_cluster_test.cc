@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "client/session.h"
+#include "client/session/session.h"
 #include "core/node_def_util.h"
 #include "gtest/gtest.h"
 #include "master/placement_test_util.h"

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "client/session.h"
-#include "client/session_conformance.h"
+#include "client/session/session.h"
+#include "client/session/session_conformance.h"
 #include "gtest/gtest.h"
 #include "testing/local_cluster.h"
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "client/job.h"
-#include "client/session.h"
+#include "client/session/job.h"
+#include "client/session/session.h"
 #include "core/node_def_util.h"
 #include "core/tensor.h"
 #include "gtest/gtest.h"

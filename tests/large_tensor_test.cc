@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "client/session.h"
+#include "client/session/session.h"
 #include "core/node_def_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "client/client_session.h"
-#include "client/coordinator.h"
-#include "client/ops.h"
-#include "client/queue_runner.h"
+#include "client/graph/ops.h"
+#include "client/session/client_session.h"
+#include "client/training/coordinator.h"
+#include "client/training/queue_runner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/local_cluster.h"

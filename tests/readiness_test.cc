@@ -5,7 +5,7 @@
 // master is UNAVAILABLE, never a hang; 64 concurrent waiters are all released while
 // the master keeps serving steps; WithdrawReady; SIGTERM answers blocked waiters.
 
-#include "client/readiness.h"
+#include "client/session/readiness.h"
 
 #include <signal.h>
 
@@ -18,7 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "client/session.h"
+#include "client/session/session.h"
 #include "core/clock.h"
 #include "core/node_def_util.h"
 #include "core/rpc/retry.h"

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/client_session.h"
-#include "client/device_setter.h"
+#include "client/graph/device_setter.h"
+#include "client/session/client_session.h"
 #include "examples/classifier.h"
 #include "gtest/gtest.h"
 #include "testing/local_cluster.h"

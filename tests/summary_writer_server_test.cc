@@ -13,7 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/summary_writer.h"
+#include "client/summary/summary_writer.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/testing/health.grpc.pb.h"
 #include "core/rpc/testing/http_get.h"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/saver.h"
+#include "client/training/saver.h"
 #include "gtest/gtest.h"
 #include "proto/event.pb.h"
 #include "summary_writer/event_file_reader.h"

@@ -5,7 +5,7 @@
 
 #include <iostream>
 
-#include "client/summary_writer.h"
+#include "client/summary/summary_writer.h"
 #include "core/kernels/summary/histogram.h"
 #include "core/tensor.h"
 #include "proto/graph.pb.h"

@@ -3,7 +3,7 @@
 
 // An HTTP endpoint serving Prometheus' text format at http://HOST:PORT/metrics, as
 // every Overseer process that exports metrics does: each server (through
-// ServerRunner) and a trainer that turns its metrics on (client/trainer_metrics.h).
+// ServerRunner) and a trainer that turns its metrics on (client/training/trainer_metrics.h).
 // Besides what is added to it, it serves the process's own metrics
 // (core/metrics/process_collector.h) and
 //   overseer_build_info{component,version}  gauge, always 1: what runs there

@@ -1,7 +1,7 @@
 // Save and restore ops: they run on the device that holds the variables and stream
 // tensors straight to and from a checkpoint store (checkpoint_store/location.h), so a
 // trainer never relays tensor bytes. A save is begun and committed by the client
-// (client/saver.h); each CheckpointSaveShard writes one shard of it.
+// (client/training/saver.h); each CheckpointSaveShard writes one shard of it.
 
 #include "core/op_registry.h"
 #include "core/shape_inference.h"

@@ -1,0 +1,116 @@
+#include "client/graph/device_setter.h"
+
+#include <string>
+
+#include "client/graph/ops.h"
+#include "client/graph/optimizers.h"
+#include "client/graph/variables.h"
+#include "client/graph/variables_init.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+ReplicaDeviceSetter MakeSetter(int num_ps, PsStrategy strategy,
+                               std::string worker = "/job:worker/task:1") {
+  ReplicaDeviceSetterOptions options;
+  options.num_ps_tasks = num_ps;
+  options.strategy = strategy;
+  options.worker_device = std::move(worker);
+  auto setter = ReplicaDeviceSetter::Create(options);
+  EXPECT_TRUE(setter.ok()) << setter.status();
+  return *std::move(setter);
+}
+
+std::string DeviceOf(const Scope& root, const std::string& node) {
+  Node* n = root.graph()->FindNode(node);
+  EXPECT_NE(n, nullptr) << node;
+  return n == nullptr ? "" : n->def().device();
+}
+
+TEST(ReplicaDeviceSetterTest, RoundRobinCyclesOverThePsTasks) {
+  ReplicaDeviceSetter setter = MakeSetter(2, PsStrategy::kRoundRobin);
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({1000})), "/job:ps/task:0");
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({1})), "/job:ps/task:1");
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({1})), "/job:ps/task:0");
+  EXPECT_EQ(setter.BytesPerTask(), (std::vector<int64_t>{4004, 4}));
+}
+
+TEST(ReplicaDeviceSetterTest, GreedyPutsEachVariableOnTheLightestTask) {
+  ReplicaDeviceSetter setter = MakeSetter(3, PsStrategy::kGreedyBySize);
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({100, 10})), "/job:ps/task:0");  // 4000 B
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({10})), "/job:ps/task:1");       // 40 B
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({10, 10}), DT_DOUBLE), "/job:ps/task:2");
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({20})), "/job:ps/task:1");   // 40 < 800
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({500})), "/job:ps/task:1");  // 120 < 800
+  EXPECT_EQ(setter.NextPsDevice(TensorShape({1})), "/job:ps/task:2");    // 800 < 2120
+  EXPECT_EQ(setter.BytesPerTask(), (std::vector<int64_t>{4000, 2120, 804}));
+}
+
+TEST(ReplicaDeviceSetterTest, BadOptionsAreInvalidArgument) {
+  ReplicaDeviceSetterOptions options;
+  options.num_ps_tasks = 0;
+  auto setter = ReplicaDeviceSetter::Create(options);
+  EXPECT_EQ(setter.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(setter.status().message().find("num_ps_tasks"), std::string::npos);
+  options.num_ps_tasks = 1;
+  options.ps_job = "";
+  EXPECT_EQ(ReplicaDeviceSetter::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Variables land on the ps tasks with everything that reads or updates them in place
+// (initializer, snapshot, optimizer slots and updates); other ops on the worker.
+TEST(ReplicaDeviceSetterTest, ShardsAModelAndItsOptimizerState) {
+  ReplicaDeviceSetter setter = MakeSetter(2, PsStrategy::kRoundRobin);
+  Scope root = Scope::NewRootScope();
+  Scope ops_scope = setter.ForOps(root);
+  Output x = ops::Placeholder(ops_scope.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
+  Variable w = MakeVariable(setter.ForVariable(ops_scope.WithOpName("w"), TensorShape({3, 2})),
+                            GlorotUniformInitializer(TensorShape({3, 2}), 1));
+  Variable b = MakeVariable(setter.ForVariable(ops_scope.WithOpName("b"), TensorShape({2})),
+                            ZerosInitializer(TensorShape({2})));
+  auto step = GetOrCreateGlobalStep(setter.ForVariable(ops_scope, TensorShape(), DT_INT64));
+  ASSERT_TRUE(step.ok()) << step.status();
+  Output y = ops::Add(ops_scope.WithOpName("y"), ops::MatMul(ops_scope, x, w.value), b.value);
+  Output loss = ops::Mean(ops_scope.WithOpName("loss"), ops::Square(ops_scope, y), {0, 1});
+  AdamOptimizer adam(0.01);
+  auto train = adam.Minimize(ops_scope.WithOpName("train"), loss, &*step);
+  ASSERT_TRUE(train.ok()) << train.status();
+  ASSERT_TRUE(root.ok()) << root.status();
+
+  EXPECT_EQ(DeviceOf(root, "w"), "/job:ps/task:0");
+  EXPECT_EQ(DeviceOf(root, "b"), "/job:ps/task:1");
+  EXPECT_EQ(DeviceOf(root, "global_step"), "/job:ps/task:0");
+  EXPECT_EQ(setter.BytesPerTask(), (std::vector<int64_t>{24 + 8, 8}));
+  for (const char* node : {"w/Assign", "w/read", "w/Adam", "w/Adam_1"}) {
+    EXPECT_EQ(DeviceOf(root, node), "/job:ps/task:0") << node;
+  }
+  for (const char* node : {"b/Assign", "b/read", "b/Adam", "b/Adam_1"}) {
+    EXPECT_EQ(DeviceOf(root, node), "/job:ps/task:1") << node;
+  }
+  for (const char* node : {"x", "y", "loss"}) {
+    EXPECT_EQ(DeviceOf(root, node), "/job:worker/task:1") << node;
+  }
+  // Every ApplyAdam sits with its variable.
+  int applies = 0;
+  for (int i = 0; i < root.graph()->num_nodes(); ++i) {
+    const Node* n = root.graph()->node(i);
+    if (n->op() != "ApplyAdam") continue;
+    ++applies;
+    const std::string var = n->input(0).node()->name();
+    EXPECT_EQ(n->def().device(), DeviceOf(root, var)) << n->name();
+  }
+  EXPECT_EQ(applies, 2);
+}
+
+TEST(ReplicaDeviceSetterTest, EmptyWorkerDeviceLeavesOpsUnconstrained) {
+  ReplicaDeviceSetter setter = MakeSetter(1, PsStrategy::kRoundRobin, "");
+  Scope root = Scope::NewRootScope();
+  ops::Const(setter.ForOps(root).WithOpName("c"), 1.0f);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(DeviceOf(root, "c"), "");
+}
+
+}  // namespace
+}  // namespace overseer

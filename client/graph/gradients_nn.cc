@@ -1,0 +1,93 @@
+// Gradients of the neural-network ops (ops_nn.h).
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/graph/gradients.h"
+#include "client/graph/gradients_util.h"
+#include "client/graph/ops_array.h"
+#include "client/graph/ops_math.h"
+#include "client/graph/ops_nn.h"
+
+namespace overseer {
+namespace {
+
+absl::Status BiasAddGrad(const Scope& scope, const Operation& /*op*/,
+                         const std::vector<Output>& grads, std::vector<Output>* out) {
+  out->push_back(grads[0]);
+  out->push_back(ops::BiasAddGrad(scope, grads[0]));
+  return scope.status();
+}
+REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
+
+absl::Status ReluGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
+  // relu(x) > 0 exactly where x > 0, so the output serves as the features.
+  out->push_back(ops::ReluGrad(scope, grads[0], op.output(0)));
+  return scope.status();
+}
+REGISTER_GRADIENT("Relu", ReluGrad);
+
+absl::Status SoftmaxGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                         std::vector<Output>* out) {
+  // (g - sum(g * y, -1)) * y.
+  Output y = op.output(0);
+  Output sum = ops::Sum(scope, ops::Mul(scope, grads[0], y), -1, /*keep_dims=*/true);
+  out->push_back(ops::Mul(scope, ops::Sub(scope, grads[0], sum), y));
+  return scope.status();
+}
+REGISTER_GRADIENT("Softmax", SoftmaxGrad);
+
+absl::Status LogSoftmaxGrad(const Scope& scope, const Operation& op,
+                            const std::vector<Output>& grads, std::vector<Output>* out) {
+  // g - sum(g, -1) * softmax, softmax = exp(y).
+  Output sum = ops::Sum(scope, grads[0], -1, /*keep_dims=*/true);
+  out->push_back(ops::Sub(scope, grads[0], ops::Mul(scope, sum, ops::Exp(scope, op.output(0)))));
+  return scope.status();
+}
+REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
+
+absl::Status SoftmaxCrossEntropyGrad(const Scope& scope, const Operation& op,
+                                     const std::vector<Output>& grads, std::vector<Output>* out) {
+  // loss = -sum(labels * log_softmax(features)); backprop = softmax(features) - labels.
+  const Output& g_loss = grads[0];
+  const Output& g_backprop = grads[1];
+  Output features = op.input(0);
+  Output g_features, g_labels;
+  if (g_loss.valid()) {
+    Output g = ops::ExpandDims(scope, g_loss, -1);
+    g_features = ops::Mul(scope, g, op.output(1));
+    g_labels = ops::Mul(scope, g, ops::Neg(scope, ops::LogSoftmax(scope, features)));
+  }
+  if (g_backprop.valid()) {
+    // Through backprop's softmax term, and -1 for the labels.
+    Output softmax = ops::Softmax(scope, features);
+    Output sum = ops::Sum(scope, ops::Mul(scope, g_backprop, softmax), -1, true);
+    Output term = ops::Mul(scope, ops::Sub(scope, g_backprop, sum), softmax);
+    g_features = g_features.valid() ? ops::Add(scope, g_features, term) : term;
+    Output neg = ops::Neg(scope, g_backprop);
+    g_labels = g_labels.valid() ? ops::Add(scope, g_labels, neg) : neg;
+  }
+  out->push_back(g_features);
+  out->push_back(g_labels);
+  return scope.status();
+}
+REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", SoftmaxCrossEntropyGrad);
+
+absl::Status SparseSoftmaxCrossEntropyGrad(const Scope& scope, const Operation& op,
+                                           const std::vector<Output>& grads,
+                                           std::vector<Output>* out) {
+  if (grads[1].valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node '", op.name(),
+                     "': the gradient of the backprop output of "
+                     "SparseSoftmaxCrossEntropyWithLogits (a second derivative) is not supported"));
+  }
+  out->push_back(ops::Mul(scope, ops::ExpandDims(scope, grads[0], -1), op.output(1)));
+  out->push_back(Output());
+  return scope.status();
+}
+REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad);
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,69 @@
+#include "client/graph/ops_queue.h"
+
+#include "client/graph/graph_builder.h"
+
+namespace overseer {
+namespace ops {
+
+Output FIFOQueue(const Scope& scope, const std::vector<DataType>& component_types,
+                 const FIFOQueueAttrs& attrs) {
+  return FirstOutput(NodeBuilder(scope, "FIFOQueue")
+                         .Attr("component_types", component_types)
+                         .Attr("shapes", attrs.shapes)
+                         .Attr("capacity", attrs.capacity)
+                         .Attr("container", attrs.container)
+                         .Attr("shared_name", attrs.shared_name)
+                         .Finalize());
+}
+
+Operation QueueEnqueue(const Scope& scope, Input handle, const InputList& components,
+                       int64_t timeout_ms) {
+  return NodeBuilder(scope, "QueueEnqueue")
+      .Input(handle)
+      .Input(components)
+      .Attr("timeout_ms", timeout_ms)
+      .Finalize();
+}
+
+Operation QueueEnqueueMany(const Scope& scope, Input handle, const InputList& components,
+                           int64_t timeout_ms) {
+  return NodeBuilder(scope, "QueueEnqueueMany")
+      .Input(handle)
+      .Input(components)
+      .Attr("timeout_ms", timeout_ms)
+      .Finalize();
+}
+
+std::vector<Output> QueueDequeue(const Scope& scope, Input handle,
+                                 const std::vector<DataType>& component_types, int64_t timeout_ms) {
+  return AllOutputs(NodeBuilder(scope, "QueueDequeue")
+                        .Input(handle)
+                        .Attr("component_types", component_types)
+                        .Attr("timeout_ms", timeout_ms)
+                        .Finalize());
+}
+
+std::vector<Output> QueueDequeueMany(const Scope& scope, Input handle, Input n,
+                                     const std::vector<DataType>& component_types,
+                                     int64_t timeout_ms) {
+  return AllOutputs(NodeBuilder(scope, "QueueDequeueMany")
+                        .Input(handle)
+                        .Input(n)
+                        .Attr("component_types", component_types)
+                        .Attr("timeout_ms", timeout_ms)
+                        .Finalize());
+}
+
+Operation QueueClose(const Scope& scope, Input handle, bool cancel_pending_enqueues) {
+  return NodeBuilder(scope, "QueueClose")
+      .Input(handle)
+      .Attr("cancel_pending_enqueues", cancel_pending_enqueues)
+      .Finalize();
+}
+
+Output QueueSize(const Scope& scope, Input handle) {
+  return FirstOutput(NodeBuilder(scope, "QueueSize").Input(handle).Finalize());
+}
+
+}  // namespace ops
+}  // namespace overseer

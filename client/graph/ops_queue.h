@@ -1,0 +1,51 @@
+#ifndef OVERSEER_CLIENT_GRAPH_OPS_QUEUE_H_
+#define OVERSEER_CLIENT_GRAPH_OPS_QUEUE_H_
+
+// FIFO queue ops (TensorFlow's V1 queue ops; the handle is a string naming the queue
+// resource). Conventions as in ops_array.h. Dequeues block until elements arrive; once
+// the queue is closed and drained they fail OUT_OF_RANGE.
+
+#include <string>
+#include <vector>
+
+#include "client/graph/graph.h"
+#include "client/graph/ops_input.h"
+#include "client/graph/scope.h"
+#include "core/tensor_shape.h"
+
+namespace overseer {
+namespace ops {
+
+struct FIFOQueueAttrs {
+  // Fixed shapes of the components (empty: any shape, DequeueMany not possible).
+  std::vector<PartialShape> shapes;
+  int64_t capacity = -1;  // -1: unbounded.
+  std::string container;
+  std::string shared_name;
+};
+
+// The queue's handle.
+Output FIFOQueue(const Scope& scope, const std::vector<DataType>& component_types,
+                 const FIFOQueueAttrs& attrs = {});
+// Enqueues one element (one tensor per component).
+Operation QueueEnqueue(const Scope& scope, Input handle, const InputList& components,
+                       int64_t timeout_ms = -1);
+// Enqueues the slices along dimension 0 of each component.
+Operation QueueEnqueueMany(const Scope& scope, Input handle, const InputList& components,
+                           int64_t timeout_ms = -1);
+// One element's components, typed `component_types`.
+std::vector<Output> QueueDequeue(const Scope& scope, Input handle,
+                                 const std::vector<DataType>& component_types,
+                                 int64_t timeout_ms = -1);
+// `n` elements stacked along a new dimension 0.
+std::vector<Output> QueueDequeueMany(const Scope& scope, Input handle, Input n,
+                                     const std::vector<DataType>& component_types,
+                                     int64_t timeout_ms = -1);
+Operation QueueClose(const Scope& scope, Input handle, bool cancel_pending_enqueues = false);
+// The number of elements, an int32 scalar.
+Output QueueSize(const Scope& scope, Input handle);
+
+}  // namespace ops
+}  // namespace overseer
+
+#endif  // OVERSEER_CLIENT_GRAPH_OPS_QUEUE_H_

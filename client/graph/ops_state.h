@@ -1,0 +1,36 @@
+#ifndef OVERSEER_CLIENT_GRAPH_OPS_STATE_H_
+#define OVERSEER_CLIENT_GRAPH_OPS_STATE_H_
+
+// Variable ops (the raw nodes; variables.h has the Variable helper that also creates
+// the initializer and fills the collections). Conventions as in ops_array.h.
+
+#include <string>
+#include <vector>
+
+#include "client/graph/graph.h"
+#include "client/graph/ops_input.h"
+#include "client/graph/scope.h"
+#include "core/tensor_shape.h"
+
+namespace overseer {
+namespace ops {
+
+// A VariableV2 node: a ref to the persistent tensor named by the node (or
+// `shared_name`) in `container` of the resource manager.
+Output VariableV2(const Scope& scope, const PartialShape& shape, DataType dtype,
+                  const std::string& container = "", const std::string& shared_name = "");
+// Sets `ref` to `value`; returns the ref. With validate_shape, the shapes must match.
+Output Assign(const Scope& scope, Input ref, Input value, bool validate_shape = true,
+              bool use_locking = true);
+Output AssignAdd(const Scope& scope, Input ref, Input value, bool use_locking = false);
+Output AssignSub(const Scope& scope, Input ref, Input value, bool use_locking = false);
+// A bool scalar: whether `ref` has been assigned.
+Output IsVariableInitialized(const Scope& scope, Input ref);
+// The names in `var_names` whose `is_initialized` entry is false, as a string vector.
+Output ReportUninitializedVariables(const Scope& scope, const InputList& is_initialized,
+                                    const std::vector<std::string>& var_names);
+
+}  // namespace ops
+}  // namespace overseer
+
+#endif  // OVERSEER_CLIENT_GRAPH_OPS_STATE_H_

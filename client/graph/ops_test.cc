@@ -1,0 +1,116 @@
+// Op functions that the gradient and optimizer tests do not reach, run through a
+// ClientSession: queues, random ops, defaults and grouping.
+
+#include "client/graph/ops.h"
+
+#include <cmath>
+
+#include "client/graph/variables.h"
+#include "client/session/client_session.h"
+#include "core/resource_mgr.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+class OpsTest : public ::testing::Test {
+ protected:
+  ClientSession* Session() {
+    if (session_ == nullptr) {
+      SessionOptions options;
+      options.resource_mgr = &resources_;
+      auto s = ClientSession::Create(root_, options);
+      EXPECT_TRUE(s.ok()) << s.status();
+      session_ = std::move(*s);
+    }
+    return session_.get();
+  }
+  Scope root_ = Scope::NewRootScope();
+  ResourceMgr resources_;
+  std::unique_ptr<ClientSession> session_;
+};
+
+TEST_F(OpsTest, FifoQueueEnqueueDequeueClose) {
+  ops::FIFOQueueAttrs attrs;
+  attrs.shapes = {PartialShape::Scalar(), PartialShape({2})};
+  attrs.capacity = 10;
+  Output q = ops::FIFOQueue(root_.WithOpName("q"), {DT_FLOAT, DT_INT32}, attrs);
+  Operation enqueue_many = ops::QueueEnqueueMany(
+      root_, q,
+      {ops::Const(root_, {1.0f, 2.0f, 3.0f}), ops::Const(root_, {{1, 2}, {3, 4}, {5, 6}})});
+  Output x = ops::Placeholder(root_, DT_FLOAT);
+  Operation enqueue = ops::QueueEnqueue(root_, q, {x, ops::Const(root_, {7, 8})});
+  Output size = ops::QueueSize(root_, q);
+  std::vector<Output> one = ops::QueueDequeue(root_, q, {DT_FLOAT, DT_INT32});
+  std::vector<Output> two = ops::QueueDequeueMany(root_, q, 2, {DT_FLOAT, DT_INT32});
+  Operation close = ops::QueueClose(root_, q);
+  ASSERT_TRUE(root_.ok()) << root_.status();
+  ASSERT_EQ(one.size(), 2u);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Session()->Run({}, {}, {enqueue_many}, &out).ok());
+  ASSERT_TRUE(Session()->Run({{x, Tensor::Scalar<float>(4)}}, {}, {enqueue}, &out).ok());
+  ASSERT_TRUE(Session()->Run({size}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int32_t>(), 4);
+  ASSERT_TRUE(Session()->Run(one, &out).ok());
+  EXPECT_FLOAT_EQ(out[0].scalar<float>(), 1.0f);
+  EXPECT_TRUE(out[1].Equals(Tensor::FromVector<int32_t>({1, 2})));
+  ASSERT_TRUE(Session()->Run(two, &out).ok());
+  EXPECT_TRUE(out[0].Equals(Tensor::FromVector<float>({2, 3})));
+  EXPECT_EQ(out[1].shape(), TensorShape({2, 2}));
+  ASSERT_TRUE(Session()->Run({}, {}, {close}, &out).ok());
+  ASSERT_TRUE(Session()->Run(one, &out).ok());
+  EXPECT_FLOAT_EQ(out[0].scalar<float>(), 4.0f);
+  EXPECT_EQ(Session()->Run(one, &out).code(), absl::StatusCode::kOutOfRange);
+}
+
+TEST_F(OpsTest, RandomOpsHaveTheirShapesAndMoments) {
+  Output n = ops::RandomNormal(root_, {4000}, DT_DOUBLE, 3.0, 0.5, {11, 0});
+  Output u = ops::RandomUniform(root_, {2, 3}, DT_FLOAT, {5, 0});
+  Output t = ops::TruncatedNormal(root_, {1000}, DT_DOUBLE, {7, 0});
+  ASSERT_TRUE(root_.ok()) << root_.status();
+  EXPECT_EQ(u.shape(), PartialShape({2, 3}));
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Session()->Run({n, u, t}, &out).ok());
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < 4000; ++i) {
+    const double v = out[0].flat<double>()(i);
+    sum += v;
+    sq += v * v;
+  }
+  const double mean = sum / 4000;
+  EXPECT_NEAR(mean, 3.0, 0.05);
+  EXPECT_NEAR(std::sqrt(sq / 4000 - mean * mean), 0.5, 0.05);
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_GE(out[1].flat<float>()(i), 0.0f);
+    EXPECT_LT(out[1].flat<float>()(i), 1.0f);
+  }
+  for (int64_t i = 0; i < 1000; ++i) EXPECT_LE(std::abs(out[2].flat<double>()(i)), 2.0);
+}
+
+TEST_F(OpsTest, DefaultsGroupsAndVariableChecks) {
+  Output d = ops::PlaceholderWithDefault(root_, ops::Const(root_, {1.0f, 2.0f}));
+  Output doubled = ops::Mul(root_, d, 2.0f);
+  Variable v = MakeVariable(root_.WithOpName("v"), 1.0f);
+  Output is_init = ops::IsVariableInitialized(root_, v.ref);
+  Output a = ops::Assign(root_, v.ref, 5.0f);
+  Output s = ops::AssignSub(root_, v.ref, 2.0f);
+  Operation both = ops::Group(root_.WithOpName("both"), {Operation(a.node())});
+  Output am = ops::ArgMax(root_, ops::Const(root_, {{1.0f, 9.0f}, {8.0f, 2.0f}}), 1);
+  ASSERT_TRUE(root_.ok()) << root_.status();
+  EXPECT_EQ(both.name(), "both");
+  EXPECT_EQ(d.shape(), PartialShape({2}));
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Session()->Run({doubled, is_init, am}, &out).ok());
+  EXPECT_TRUE(out[0].Equals(Tensor::FromVector<float>({2, 4})));
+  EXPECT_FALSE(out[1].scalar<bool>());
+  EXPECT_TRUE(out[2].Equals(Tensor::FromVector<int64_t>({1, 0})));
+  ASSERT_TRUE(
+      Session()->Run({{d, Tensor::FromVector<float>({3, 3})}}, {doubled}, {both}, &out).ok());
+  EXPECT_TRUE(out[0].Equals(Tensor::FromVector<float>({6, 6})));
+  ASSERT_TRUE(Session()->Run({s, is_init}, &out).ok());
+  EXPECT_FLOAT_EQ(out[0].scalar<float>(), 3.0f);
+  EXPECT_TRUE(out[1].scalar<bool>());
+}
+
+}  // namespace
+}  // namespace overseer

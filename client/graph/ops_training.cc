@@ -1,0 +1,51 @@
+#include "client/graph/ops_training.h"
+
+#include "client/graph/graph_builder.h"
+
+namespace overseer {
+namespace ops {
+
+Output ApplyGradientDescent(const Scope& scope, Input var, Input alpha, Input delta,
+                            bool use_locking) {
+  return FirstOutput(NodeBuilder(scope, "ApplyGradientDescent")
+                         .Input(var)
+                         .Input(alpha)
+                         .Input(delta)
+                         .Attr("use_locking", use_locking)
+                         .Finalize());
+}
+
+Output ApplyMomentum(const Scope& scope, Input var, Input accum, Input lr, Input grad,
+                     Input momentum, bool use_locking, bool use_nesterov) {
+  return FirstOutput(NodeBuilder(scope, "ApplyMomentum")
+                         .Input(var)
+                         .Input(accum)
+                         .Input(lr)
+                         .Input(grad)
+                         .Input(momentum)
+                         .Attr("use_locking", use_locking)
+                         .Attr("use_nesterov", use_nesterov)
+                         .Finalize());
+}
+
+Output ApplyAdam(const Scope& scope, Input var, Input m, Input v, Input beta1_power,
+                 Input beta2_power, Input lr, Input beta1, Input beta2, Input epsilon, Input grad,
+                 bool use_locking, bool use_nesterov) {
+  return FirstOutput(NodeBuilder(scope, "ApplyAdam")
+                         .Input(var)
+                         .Input(m)
+                         .Input(v)
+                         .Input(beta1_power)
+                         .Input(beta2_power)
+                         .Input(lr)
+                         .Input(beta1)
+                         .Input(beta2)
+                         .Input(epsilon)
+                         .Input(grad)
+                         .Attr("use_locking", use_locking)
+                         .Attr("use_nesterov", use_nesterov)
+                         .Finalize());
+}
+
+}  // namespace ops
+}  // namespace overseer

@@ -1,0 +1,237 @@
+#include "client/graph/optimizers.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/graph/gradients.h"
+#include "client/graph/ops_array.h"
+#include "client/graph/ops_input.h"
+#include "client/graph/ops_math.h"
+#include "client/graph/ops_state.h"
+#include "client/graph/ops_training.h"
+#include "client/graph/variables_init.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+
+absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
+    const Scope& scope, const Output& loss, const std::vector<Variable>& var_list) {
+  RETURN_IF_ERROR(scope.status());
+  std::vector<Variable> vars = var_list.empty() ? TrainableVariables(*scope.graph()) : var_list;
+  if (vars.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name_,
+                     ": no variables to optimize (the graph has no trainable "
+                     "variables and no var_list was given)"));
+  }
+  if (!loss.valid()) return absl::InvalidArgumentError(absl::StrCat(name_, ": null loss"));
+  std::vector<Output> xs;
+  for (const Variable& v : vars) {
+    if (!v.valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": an invalid Variable"));
+    }
+    xs.push_back(v.ref);
+  }
+  std::vector<Output> grads;
+  RETURN_IF_ERROR(AddSymbolicGradients(scope, {loss}, xs, &grads));
+  std::vector<GradAndVar> result;
+  for (size_t i = 0; i < vars.size(); ++i) result.push_back({grads[i], vars[i]});
+  return result;
+}
+
+absl::StatusOr<Operation> Optimizer::ApplyGradients(const Scope& scope,
+                                                    const std::vector<GradAndVar>& grads_and_vars,
+                                                    const Variable* global_step) {
+  RETURN_IF_ERROR(scope.status());
+  std::vector<GradAndVar> pairs;
+  std::vector<Variable> vars;
+  std::vector<std::string> names;
+  for (const GradAndVar& gv : grads_and_vars) {
+    if (!gv.var.valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": an invalid Variable"));
+    }
+    names.push_back(gv.var.name());
+    if (!gv.grad.valid()) continue;
+    if (RemoveRefType(gv.grad.dtype()) != gv.var.dtype()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name_, ": the gradient '", gv.grad.name(), "' of variable '", gv.var.name(),
+                       "' has dtype ", DataTypeString(gv.grad.dtype()), " but the variable has ",
+                       DataTypeString(gv.var.dtype())));
+    }
+    pairs.push_back(gv);
+    vars.push_back(gv.var);
+  }
+  if (pairs.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name_,
+                     ": no gradients provided for any variable; check the graph for ops "
+                     "without gradients between the variables [",
+                     absl::StrJoin(names, ", "), "] and the loss"));
+  }
+  if (global_step != nullptr && !global_step->valid()) {
+    return absl::InvalidArgumentError(absl::StrCat(name_, ": invalid global step"));
+  }
+  const Scope plain = scope.WithNameScope("").WithNoControlDependencies().ClearColocation();
+  RETURN_IF_ERROR(CreateSlots(plain, vars));
+  RETURN_IF_ERROR(scope.status());
+  const Scope opt_scope = scope.NewSubScope(name_);
+  std::vector<Operation> updates;
+  for (const GradAndVar& gv : pairs) {
+    const Scope u =
+        opt_scope.NewSubScope(absl::StrCat("update_", gv.var.name())).ColocateWith(gv.var.ref);
+    Output update = ApplyDense(u, gv.grad, gv.var);
+    RETURN_IF_ERROR(scope.status());
+    updates.push_back(Operation(update.node()));
+  }
+  Operation train_op;
+  if (global_step == nullptr) {
+    train_op = Finish(opt_scope.WithExactOpName(opt_scope.name_scope()), updates);
+  } else {
+    Operation finished = Finish(opt_scope.WithOpName("update"), updates);
+    RETURN_IF_ERROR(scope.status());
+    // The increment also waits for the step's read ("global_step/read", what hooks
+    // fetch), as TensorFlow's _increment_global_step does: a hook fetching the read
+    // in the same run then always sees the step before this run's increment.
+    const Scope inc =
+        opt_scope.WithControlDependencies({finished, Operation(global_step->value.node())})
+            .ColocateWith(global_step->ref);
+    Output one = ops::ConstOfType(inc, global_step->dtype(), 1);
+    train_op = Operation(
+        ops::AssignAdd(inc.WithExactOpName(opt_scope.name_scope()), global_step->ref, one).node());
+  }
+  RETURN_IF_ERROR(scope.status());
+  return train_op;
+}
+
+absl::StatusOr<Operation> Optimizer::Minimize(const Scope& scope, const Output& loss,
+                                              const Variable* global_step,
+                                              const std::vector<Variable>& var_list) {
+  ASSIGN_OR_RETURN(std::vector<GradAndVar> grads, ComputeGradients(scope, loss, var_list));
+  return ApplyGradients(scope, grads, global_step);
+}
+
+absl::StatusOr<Variable> Optimizer::GetSlot(const Variable& var, const std::string& slot) const {
+  auto it = slots_.find(slot);
+  if (it != slots_.end() && var.valid()) {
+    auto v = it->second.find(var.name());
+    if (v != it->second.end()) return v->second;
+  }
+  return absl::NotFoundError(absl::StrCat(name_, " has no slot '", slot, "' for variable '",
+                                          var.valid() ? var.name() : "<invalid>", "'"));
+}
+
+Operation Optimizer::Finish(const Scope& scope, const std::vector<Operation>& updates) {
+  return ops::Group(scope, updates);
+}
+
+Variable Optimizer::ZerosSlot(const Scope& scope, const Variable& var, const std::string& slot) {
+  auto& per_var = slots_[slot];
+  auto it = per_var.find(var.name());
+  if (it != per_var.end()) return it->second;
+  const Scope s = scope.ColocateWith(var.ref).WithOpName(absl::StrCat(var.name(), "/", name_));
+  VariableOptions options;
+  options.trainable = false;
+  Variable v;
+  if (var.shape().IsFullyDefined()) {
+    v = MakeVariable(s, ZerosInitializer(var.shape().ToTensorShape(), var.dtype()), options);
+  } else {
+    const Output like = var.initial_value;
+    v = MakeVariable(
+        s, [like](const Scope& init) { return ops::ZerosLike(init, like); }, options);
+  }
+  if (v.valid()) per_var[var.name()] = v;
+  return v;
+}
+
+GradientDescentOptimizer::GradientDescentOptimizer(double learning_rate)
+    : Optimizer("GradientDescent"), learning_rate_(learning_rate) {}
+
+Output GradientDescentOptimizer::ApplyDense(const Scope& scope, const Output& grad,
+                                            const Variable& var) {
+  Output lr = ops::ConstOfType(scope, var.dtype(), learning_rate_);
+  return ops::ApplyGradientDescent(scope, var.ref, lr, grad);
+}
+
+MomentumOptimizer::MomentumOptimizer(double learning_rate, double momentum, bool use_nesterov)
+    : Optimizer("Momentum"),
+      learning_rate_(learning_rate),
+      momentum_(momentum),
+      use_nesterov_(use_nesterov) {}
+
+absl::Status MomentumOptimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
+  for (const Variable& v : vars) ZerosSlot(scope, v, "momentum");
+  return scope.status();
+}
+
+Output MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
+  absl::StatusOr<Variable> accum = GetSlot(var, "momentum");
+  if (!accum.ok()) {
+    scope.UpdateStatus(accum.status());
+    return Output();
+  }
+  return ops::ApplyMomentum(scope, var.ref, accum->ref,
+                            ops::ConstOfType(scope, var.dtype(), learning_rate_), grad,
+                            ops::ConstOfType(scope, var.dtype(), momentum_),
+                            /*use_locking=*/false, use_nesterov_);
+}
+
+AdamOptimizer::AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon)
+    : Optimizer("Adam"),
+      learning_rate_(learning_rate),
+      beta1_(beta1),
+      beta2_(beta2),
+      epsilon_(epsilon) {}
+
+absl::Status AdamOptimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
+  if (!beta1_power_.valid()) {
+    const Variable& first =
+        *std::min_element(vars.begin(), vars.end(),
+                          [](const Variable& a, const Variable& b) { return a.name() < b.name(); });
+    const Scope s = scope.ColocateWith(first.ref);
+    VariableOptions options;
+    options.trainable = false;
+    ASSIGN_OR_RETURN(Tensor b1, FilledTensor(first.dtype(), TensorShape(), beta1_));
+    ASSIGN_OR_RETURN(Tensor b2, FilledTensor(first.dtype(), TensorShape(), beta2_));
+    beta1_power_ = MakeVariable(s.WithOpName("beta1_power"), b1, options);
+    beta2_power_ = MakeVariable(s.WithOpName("beta2_power"), b2, options);
+  }
+  for (const Variable& v : vars) {
+    ZerosSlot(scope, v, "m");
+    ZerosSlot(scope, v, "v");
+  }
+  return scope.status();
+}
+
+Output AdamOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
+  absl::StatusOr<Variable> m = GetSlot(var, "m");
+  absl::StatusOr<Variable> v = GetSlot(var, "v");
+  if (!m.ok() || !v.ok()) {
+    scope.UpdateStatus(m.ok() ? v.status() : m.status());
+    return Output();
+  }
+  const DataType t = var.dtype();
+  auto power = [&](const Variable& p) -> Output {
+    return p.dtype() == t ? p.value : ops::Cast(scope, p.value, t);
+  };
+  return ops::ApplyAdam(scope, var.ref, m->ref, v->ref, power(beta1_power_), power(beta2_power_),
+                        ops::ConstOfType(scope, t, learning_rate_),
+                        ops::ConstOfType(scope, t, beta1_), ops::ConstOfType(scope, t, beta2_),
+                        ops::ConstOfType(scope, t, epsilon_), grad);
+}
+
+Operation AdamOptimizer::Finish(const Scope& scope, const std::vector<Operation>& updates) {
+  const Scope deps =
+      scope.WithOpName("").WithControlDependencies(updates).ColocateWith(beta1_power_.ref);
+  const DataType t = beta1_power_.dtype();
+  Output update1 = ops::Assign(deps, beta1_power_.ref,
+                               ops::Mul(deps, beta1_power_.ref, ops::ConstOfType(deps, t, beta1_)));
+  Output update2 = ops::Assign(deps, beta2_power_.ref,
+                               ops::Mul(deps, beta2_power_.ref, ops::ConstOfType(deps, t, beta2_)));
+  std::vector<Operation> all = updates;
+  all.push_back(Operation(update1.node()));
+  all.push_back(Operation(update2.node()));
+  return ops::Group(scope, all);
+}
+
+}  // namespace overseer

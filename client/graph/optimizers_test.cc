@@ -1,0 +1,226 @@
+#include "client/graph/optimizers.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "client/graph/ops.h"
+#include "client/graph/variables.h"
+#include "client/session/client_session.h"
+#include "core/resource_mgr.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+using ::testing::HasSubstr;
+
+// loss = sum(w * w) for w = [1, 2] (gradient 2w), with a global step.
+class OptimizerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    w_ = MakeVariable(root_.WithOpName("w"), {1.0, 2.0});
+    loss_ = ops::Sum(root_, ops::Square(root_, w_.value), 0);
+    absl::StatusOr<Variable> step = CreateGlobalStep(root_);
+    ASSERT_TRUE(step.ok()) << step.status();
+    step_ = *step;
+  }
+
+  void Init() {
+    SessionOptions options;
+    options.resource_mgr = &resources_;
+    auto s = ClientSession::Create(root_, options);
+    ASSERT_TRUE(s.ok()) << s.status();
+    session_ = std::move(*s);
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session_->Run({}, {}, {GlobalVariablesInitializer(root_)}, &out).ok());
+  }
+
+  void Step(const Operation& train) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session_->Run({}, {}, {train}, &out).ok());
+  }
+
+  std::vector<double> Values(const Output& t) {
+    std::vector<Tensor> out;
+    EXPECT_TRUE(session_->Run({t}, &out).ok());
+    std::vector<double> v;
+    for (int64_t i = 0; i < out[0].NumElements(); ++i) v.push_back(out[0].flat<double>()(i));
+    return v;
+  }
+
+  int64_t GlobalStep() {
+    std::vector<Tensor> out;
+    EXPECT_TRUE(session_->Run({step_.value}, &out).ok());
+    return out[0].scalar<int64_t>();
+  }
+
+  Scope root_ = Scope::NewRootScope();
+  Variable w_, step_;
+  Output loss_;
+  ResourceMgr resources_;
+  std::unique_ptr<ClientSession> session_;
+};
+
+TEST_F(OptimizerTest, GradientDescentStep) {
+  GradientDescentOptimizer sgd(0.1);
+  absl::StatusOr<Operation> train = sgd.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  EXPECT_EQ(train->name(), "GradientDescent");
+  Init();
+  Step(*train);
+  std::vector<double> w = Values(w_.value);
+  EXPECT_NEAR(w[0], 0.8, 1e-12);
+  EXPECT_NEAR(w[1], 1.6, 1e-12);
+  EXPECT_EQ(GlobalStep(), 1);
+  Step(*train);
+  EXPECT_NEAR(Values(w_.value)[0], 0.64, 1e-12);
+  EXPECT_EQ(GlobalStep(), 2);
+}
+
+TEST_F(OptimizerTest, MomentumSteps) {
+  MomentumOptimizer momentum(0.1, 0.9);
+  absl::StatusOr<Operation> train = momentum.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  absl::StatusOr<Variable> accum = momentum.GetSlot(w_, "momentum");
+  ASSERT_TRUE(accum.ok());
+  EXPECT_EQ(accum->name(), "w/Momentum");
+  Init();
+  Step(*train);
+  // accum = g = [2, 4]; w -= 0.1 * accum.
+  EXPECT_NEAR(Values(w_.value)[0], 0.8, 1e-12);
+  EXPECT_NEAR(Values(accum->value)[1], 4.0, 1e-12);
+  Step(*train);
+  // g = [1.6, 3.2]; accum = 0.9 * [2, 4] + g = [3.4, 6.8]; w = [0.46, 0.92].
+  std::vector<double> w = Values(w_.value);
+  EXPECT_NEAR(w[0], 0.46, 1e-12);
+  EXPECT_NEAR(w[1], 0.92, 1e-12);
+  EXPECT_EQ(GlobalStep(), 2);
+}
+
+TEST_F(OptimizerTest, AdamStepsAndSlots) {
+  const double lr = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  AdamOptimizer adam(lr, b1, b2, eps);
+  absl::StatusOr<Operation> train = adam.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  absl::StatusOr<Variable> m = adam.GetSlot(w_, "m");
+  absl::StatusOr<Variable> v = adam.GetSlot(w_, "v");
+  ASSERT_TRUE(m.ok() && v.ok());
+  EXPECT_EQ(m->name(), "w/Adam");
+  EXPECT_EQ(v->name(), "w/Adam_1");
+  EXPECT_FALSE(m->trainable);
+  ASSERT_TRUE(root_.graph()->FindNode("beta1_power") != nullptr);
+  EXPECT_EQ(TrainableVariables(*root_.graph()).size(), 1u);
+  Init();
+  // Reference computation of TensorFlow's Adam update.
+  double w[2] = {1.0, 2.0}, mm[2] = {0, 0}, vv[2] = {0, 0}, p1 = b1, p2 = b2;
+  for (int step = 0; step < 3; ++step) {
+    Step(*train);
+    const double lr_t = lr * std::sqrt(1 - p2) / (1 - p1);
+    for (int i = 0; i < 2; ++i) {
+      const double g = 2 * w[i];
+      mm[i] = b1 * mm[i] + (1 - b1) * g;
+      vv[i] = b2 * vv[i] + (1 - b2) * g * g;
+      w[i] -= lr_t * mm[i] / (std::sqrt(vv[i]) + eps);
+    }
+    p1 *= b1;
+    p2 *= b2;
+    std::vector<double> got = Values(w_.value);
+    EXPECT_NEAR(got[0], w[0], 1e-9) << "step " << step;
+    EXPECT_NEAR(got[1], w[1], 1e-9) << "step " << step;
+  }
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session_->Run({root_.graph()->FindOutput("beta1_power:0").value()}, &out).ok());
+  EXPECT_NEAR(out[0].scalar<double>(), p1, 1e-12);
+  EXPECT_NEAR(Values(m->value)[0], mm[0], 1e-9);
+  EXPECT_EQ(GlobalStep(), 3);
+}
+
+// The race the hooks found: a hook fetching the global step's read in the run of the
+// train op must see the step before the increment, never after. The increment waits
+// for the read (a control dependency), so the value fetched with run i is always i.
+TEST_F(OptimizerTest, GlobalStepReadInTheTrainRunPrecedesTheIncrement) {
+  GradientDescentOptimizer sgd(0.01);
+  absl::StatusOr<Operation> train = sgd.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  const std::vector<Node*>& deps = train->node()->control_inputs();
+  EXPECT_TRUE(std::find(deps.begin(), deps.end(), step_.value.node()) != deps.end())
+      << "the increment does not wait for " << step_.value.name();
+  Init();
+  for (int64_t i = 0; i < 200; ++i) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session_->Run({}, {step_.value}, {*train}, &out).ok());
+    ASSERT_EQ(out[0].scalar<int64_t>(), i) << "run " << i << " saw the step after its increment";
+  }
+  EXPECT_EQ(GlobalStep(), 200);
+}
+
+TEST_F(OptimizerTest, ApplyWithoutGlobalStepAndErrors) {
+  GradientDescentOptimizer sgd(0.5);
+  Output unrelated = ops::Const(root_, 3.0);
+  absl::StatusOr<Operation> none = sgd.Minimize(root_, unrelated);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("no gradients"));
+  absl::StatusOr<std::vector<GradAndVar>> grads = sgd.ComputeGradients(root_, loss_);
+  ASSERT_TRUE(grads.ok());
+  ASSERT_EQ(grads->size(), 1u);
+  absl::StatusOr<Operation> train = sgd.ApplyGradients(root_, *grads);
+  ASSERT_TRUE(train.ok()) << train.status();
+  Init();
+  Step(*train);
+  EXPECT_NEAR(Values(w_.value)[0], 0.0, 1e-12);
+  EXPECT_EQ(GlobalStep(), 0);
+
+  Scope empty = Scope::NewRootScope();
+  EXPECT_EQ(sgd.Minimize(empty, ops::Const(empty, 1.0f)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Fits y = X w + b on a small exact least-squares problem.
+void LeastSquares(Optimizer* optimizer, int steps, double tolerance) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Const(root, {{1.0, 2.0},
+                               {2.0, -1.0},
+                               {0.5, 0.5},
+                               {-1.0, 1.5},
+                               {3.0, 0.0},
+                               {0.0, -2.0},
+                               {1.5, 1.0},
+                               {-2.0, -0.5}});
+  // Targets from w = [2, -3], b = 0.5.
+  Output y = ops::Const(root, {{-3.5}, {7.5}, {0.0}, {-6.0}, {6.5}, {6.5}, {0.5}, {-2.0}});
+  Variable w = MakeVariable(root.WithOpName("w"), {{0.0}, {0.0}});
+  Variable b = MakeVariable(root.WithOpName("b"), {0.0});
+  Output pred = ops::BiasAdd(root, ops::MatMul(root, x, w.value), b.value);
+  Output loss = ops::Mean(root, ops::Square(root, ops::Sub(root, pred, y)), {0, 1});
+  absl::StatusOr<Variable> step = CreateGlobalStep(root);
+  ASSERT_TRUE(step.ok());
+  absl::StatusOr<Operation> train = optimizer->Minimize(root, loss, &*step);
+  ASSERT_TRUE(train.ok()) << train.status();
+  ResourceMgr resources;
+  SessionOptions options;
+  options.resource_mgr = &resources;
+  auto session = ClientSession::Create(root, options);
+  ASSERT_TRUE(session.ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run({}, {}, {GlobalVariablesInitializer(root)}, &out).ok());
+  for (int i = 0; i < steps; ++i) ASSERT_TRUE((*session)->Run({}, {}, {*train}, &out).ok());
+  ASSERT_TRUE((*session)->Run({w.value, b.value, loss, step->value}, &out).ok());
+  EXPECT_NEAR(out[0].flat<double>()(0), 2.0, tolerance);
+  EXPECT_NEAR(out[0].flat<double>()(1), -3.0, tolerance);
+  EXPECT_NEAR(out[1].flat<double>()(0), 0.5, tolerance);
+  EXPECT_LT(out[2].scalar<double>(), tolerance);
+  EXPECT_EQ(out[3].scalar<int64_t>(), steps);
+}
+
+TEST(MinimizeTest, LeastSquaresConverges) {
+  GradientDescentOptimizer sgd(0.1);
+  LeastSquares(&sgd, 300, 1e-3);
+  MomentumOptimizer momentum(0.05, 0.9);
+  LeastSquares(&momentum, 300, 1e-3);
+  AdamOptimizer adam(0.1);
+  LeastSquares(&adam, 1000, 1e-3);
+}
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,278 @@
+#include "client/session/direct_session.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "core/graph/prune.h"
+#include "core/node_def_util.h"
+#include "core/resource_mgr.h"
+#include "core/status_macros.h"
+#include "core/types.h"
+
+namespace overseer {
+namespace {
+
+std::atomic<int64_t> g_next_step_id{1};
+
+const bool kRegistered = [] {
+  RegisterSessionFactory(
+      "", [](const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+        return std::unique_ptr<Session>(std::make_unique<DirectSession>(options));
+      });
+  return true;
+}();
+
+// The cache key of a signature; names are separated by '\0', lists by '\1'.
+template <typename Feeds, typename NameOf>
+void SignatureKey(const Feeds& feeds, NameOf name_of, const std::vector<std::string>& fetches,
+                  const std::vector<std::string>& targets, std::string* key) {
+  key->clear();
+  for (const auto& f : feeds) key->append(name_of(f)).push_back('\0');
+  key->push_back('\1');
+  for (const auto& f : fetches) key->append(f).push_back('\0');
+  key->push_back('\1');
+  for (const auto& t : targets) key->append(t).push_back('\0');
+}
+
+absl::Status ClosedError() { return absl::FailedPreconditionError("the session is closed"); }
+
+}  // namespace
+
+DirectSession::DirectSession(const SessionOptions& options)
+    : options_(options),
+      resource_mgr_(options.resource_mgr != nullptr ? options.resource_mgr
+                                                    : ResourceMgr::Default()),
+      own_pool_(options.config.inter_op_parallelism_threads() > 0
+                    ? std::make_unique<ThreadPool>(options.config.inter_op_parallelism_threads())
+                    : nullptr),
+      pool_(own_pool_ != nullptr ? own_pool_.get() : ThreadPool::Default()) {}
+
+DirectSession::~DirectSession() { Close().IgnoreError(); }
+
+absl::Status DirectSession::SetGraph(GraphDef graph) {
+  ASSIGN_OR_RETURN(ValidatedGraph validated, ValidateAndIndexGraph(std::move(graph)));
+  graph_def_ = validated.graph->def();
+  graph_ = std::make_shared<const ValidatedGraph>(std::move(validated));
+  return absl::OkStatus();
+}
+
+absl::Status DirectSession::Create(const GraphDef& graph) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  if (graph_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "the session already has a graph; use Extend to add nodes");
+  }
+  return SetGraph(graph);
+}
+
+absl::Status DirectSession::Extend(const GraphDef& graph) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  if (graph_ == nullptr) return SetGraph(graph);
+  for (const NodeDef& node : graph.node()) {
+    if (graph_->graph->FindNode(node.name()) >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node.name(), "': Extend adds a node whose name is already in the graph"));
+    }
+  }
+  GraphDef merged = graph_def_;
+  for (const NodeDef& node : graph.node()) *merged.add_node() = node;
+  // Signatures already cached stay valid: new nodes cannot feed old ones.
+  return SetGraph(std::move(merged));
+}
+
+absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::BuildSignature(
+    const ValidatedGraph& graph, const std::vector<std::string>& feed_names,
+    const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+  ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph.graph, feed_names, fetches, targets));
+  auto sig = std::make_shared<Signature>();
+  for (const std::string& name : feed_names) {
+    ASSIGN_OR_RETURN(Endpoint e, ResolveTensor(*graph.graph, name, "feed"));
+    const GraphNode& node = graph.graph->node(e.node);
+    Signature::FeedCheck check;
+    check.name = absl::StrCat(node.name(), ":", e.index);  // "x" reads as "x:0".
+    check.dtype = RemoveRefType(node.output_types[e.index]);
+    check.placeholder = node.def->op() == "Placeholder";
+    if (check.placeholder) {
+      check.shape = GetNodeAttrOr(*node.def, "shape", PartialShape::Unknown());
+    }
+    sig->feeds.push_back(std::move(check));
+  }
+  const Graph& step_graph = *pruned.graph;
+  for (int id = 0; id < step_graph.num_nodes(); ++id) {
+    const NodeDef& def = *step_graph.node(id).def;
+    if (def.op() != "Placeholder") continue;
+    DataType dtype = GetNodeAttrOr(def, "dtype", DT_INVALID);
+    PartialShape shape = GetNodeAttrOr(def, "shape", PartialShape::Unknown());
+    return absl::InvalidArgumentError(
+        absl::StrCat("You must feed a value for placeholder tensor '", def.name(), "' with dtype ",
+                     DataTypeString(dtype), " and shape ", shape.DebugString()));
+  }
+  ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, pool_));
+  return std::shared_ptr<const Signature>(std::move(sig));
+}
+
+absl::Status DirectSession::CheckFeeds(const Signature& sig,
+                                       absl::Span<const Tensor* const> feeds) {
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const Signature::FeedCheck& check = sig.feeds[i];
+    const Tensor& value = *feeds[i];
+    if (!value.IsInitialized()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feed for '", check.name, "' is an empty (uninitialised) Tensor"));
+    }
+    if (value.dtype() != check.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feed for '", check.name, "' has dtype ", DataTypeString(value.dtype()), " but ",
+          check.placeholder ? "the placeholder wants " : "the tensor has dtype ",
+          DataTypeString(check.dtype)));
+    }
+    if (check.placeholder && !check.shape.IsCompatibleWith(value.shape())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("feed for '", check.name, "' has shape ", value.shape().DebugString(),
+                       " but the placeholder wants ", check.shape.DebugString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::GetSignature(
+    const std::string& key, const std::function<std::vector<std::string>()>& feeds,
+    const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+  std::shared_ptr<const ValidatedGraph> graph;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (closed_) return ClosedError();
+    if (graph_ == nullptr) {
+      return absl::FailedPreconditionError("the session has no graph; call Create first");
+    }
+    auto it = signatures_.find(key);
+    if (it != signatures_.end()) return it->second;
+    graph = graph_;
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig,
+                   BuildSignature(*graph, feeds(), fetches, targets));
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  // Another thread may have built it meanwhile; keep one so kernels see one executor.
+  return signatures_.emplace(key, std::move(sig)).first->second;
+}
+
+absl::Status DirectSession::RunSignature(const Signature& sig,
+                                         absl::Span<const Tensor* const> feeds,
+                                         const RunOptions& options, std::vector<Tensor>* outputs,
+                                         RunMetadata* metadata) {
+  RETURN_IF_ERROR(CheckFeeds(sig, feeds));
+  ExecutorRunArgs args;
+  args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
+  args.resource_mgr = resource_mgr_;
+  args.feeds = feeds;
+  args.timeout_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
+                                                : options_.config.operation_timeout_in_ms();
+  if (metadata != nullptr && options.trace_level() != RunOptions::NO_TRACE) {
+    args.stats = metadata->mutable_step_stats();
+  }
+  return sig.executor->Run(args, outputs);
+}
+
+absl::Status DirectSession::Run(const RunOptions& options,
+                                const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                const std::vector<std::string>& fetches,
+                                const std::vector<std::string>& targets,
+                                std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  thread_local std::string key;
+  SignatureKey(
+      feeds, [](const auto& f) -> const std::string& { return f.first; }, fetches, targets, &key);
+  auto feed_names = [&feeds] {
+    std::vector<std::string> names;
+    names.reserve(feeds.size());
+    for (const auto& f : feeds) names.push_back(f.first);
+    return names;
+  };
+  ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig,
+                   GetSignature(key, feed_names, fetches, targets));
+  absl::InlinedVector<const Tensor*, 8> feed_values;
+  for (const auto& f : feeds) feed_values.push_back(&f.second);
+  return RunSignature(*sig, feed_values, options, outputs, metadata);
+}
+
+absl::StatusOr<CallableHandle> DirectSession::MakeCallable(const CallableOptions& options) {
+  const std::vector<std::string> feeds(options.feed().begin(), options.feed().end());
+  const std::vector<std::string> fetches(options.fetch().begin(), options.fetch().end());
+  const std::vector<std::string> targets(options.target().begin(), options.target().end());
+  std::string key;
+  SignatureKey(
+      feeds, [](const std::string& f) -> const std::string& { return f; }, fetches, targets, &key);
+  ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig,
+                   GetSignature(
+                       key, [&feeds] { return feeds; }, fetches, targets));
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  const CallableHandle handle = next_callable_++;
+  callables_[handle] = Callable{std::move(sig), options.run_options(), options.fetch_size()};
+  return handle;
+}
+
+absl::Status DirectSession::RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                                        std::vector<Tensor>* fetches, RunMetadata* metadata) {
+  Callable callable;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (closed_) return ClosedError();
+    auto it = callables_.find(handle);
+    if (it == callables_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("no callable with handle ", handle,
+                                                     " in this session (released or never made)"));
+    }
+    callable = it->second;
+  }
+  if (feeds.size() != callable.signature->feeds.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("callable ", handle, " takes ",
+                                                   callable.signature->feeds.size(), " feeds, got ",
+                                                   feeds.size()));
+  }
+  if (fetches == nullptr && callable.num_fetches > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("callable ", handle, " has ",
+                                                   callable.num_fetches,
+                                                   " fetches but no output vector was given"));
+  }
+  absl::InlinedVector<const Tensor*, 8> feed_values;
+  for (const Tensor& f : feeds) feed_values.push_back(&f);
+  return RunSignature(*callable.signature, feed_values, callable.run_options, fetches, metadata);
+}
+
+absl::Status DirectSession::ReleaseCallable(CallableHandle handle) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  if (handle <= 0 || handle >= next_callable_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no callable with handle ", handle, " was made in this session"));
+  }
+  callables_.erase(handle);
+  return absl::OkStatus();
+}
+
+absl::Status DirectSession::Close() {
+  absl::flat_hash_map<std::string, std::shared_ptr<const Signature>> signatures;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    signatures.swap(signatures_);
+    callables_.clear();
+    graph_.reset();
+  }
+  // Steps still running keep their executor (and its kernels) alive.
+  signatures.clear();
+  kernels_.Clear();
+  return absl::OkStatus();
+}
+
+int DirectSession::NumCachedExecutors() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return static_cast<int>(signatures_.size());
+}
+
+}  // namespace overseer

@@ -1,0 +1,116 @@
+#ifndef OVERSEER_CLIENT_SESSION_DIRECT_SESSION_H_
+#define OVERSEER_CLIENT_SESSION_DIRECT_SESSION_H_
+
+// DirectSession: the in-process Session (target ""). Each distinct (feeds, fetches,
+// targets) signature is pruned and given an executor once; later Runs of the same
+// signature only check the feeds and run the cached executor. Kernels are shared by
+// every executor of the session (one per node), so stateful kernels keep their state.
+// Variables and queues live in SessionOptions::resource_mgr (default
+// ResourceMgr::Default()) and outlive the session.
+//
+// NewSession with target "" returns one when this library is linked.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "client/session/session.h"
+#include "core/executor/executor.h"
+#include "core/executor/kernel_cache.h"
+#include "core/executor/thread_pool.h"
+#include "core/graph/validate.h"
+
+namespace overseer {
+
+// Thread-safe, as Session requires.
+class DirectSession : public Session {
+ public:
+  explicit DirectSession(const SessionOptions& options);
+  ~DirectSession() override;
+
+  // See Session. Extend on a session without a graph acts as Create; a node name that
+  // already exists is INVALID_ARGUMENT naming it.
+  absl::Status Create(const GraphDef& graph) override;
+  absl::Status Extend(const GraphDef& graph) override;
+  using Session::Run;
+  // See Session. Also: a feed whose dtype differs from its tensor's, or whose shape
+  // does not fit a Placeholder's declared shape, is INVALID_ARGUMENT naming the feed;
+  // a fetch, feed or target not in the graph is INVALID_ARGUMENT naming it; the step
+  // timeout is options.timeout_in_ms, else ConfigProto.operation_timeout_in_ms; with
+  // options.trace_level != NO_TRACE, metadata->step_stats gets one entry per node run.
+  // FAILED_PRECONDITION before Create and after Close.
+  absl::Status Run(const RunOptions& options,
+                   const std::vector<std::pair<std::string, Tensor>>& feeds,
+                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                   std::vector<Tensor>* outputs, RunMetadata* metadata) override;
+  // See Session. A callable shares the executor of its signature with Run.
+  absl::StatusOr<CallableHandle> MakeCallable(const CallableOptions& options) override;
+  absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                           std::vector<Tensor>* fetches, RunMetadata* metadata) override;
+  absl::Status ReleaseCallable(CallableHandle handle) override;
+  absl::Status Close() override;
+
+  // Signatures with a cached executor (for tests).
+  int NumCachedExecutors() const;
+
+ private:
+  // What one signature needs at Run time.
+  struct Signature {
+    struct FeedCheck {
+      std::string name;
+      DataType dtype = DT_INVALID;
+      bool placeholder = false;
+      PartialShape shape;  // The Placeholder's declared shape.
+    };
+    std::vector<FeedCheck> feeds;
+    std::unique_ptr<Executor> executor;
+  };
+
+  struct Callable {
+    std::shared_ptr<const Signature> signature;
+    RunOptions run_options;
+    int num_fetches = 0;
+  };
+
+  // The cached signature under `key` (see SignatureKey), built on a miss from the
+  // names `feeds` gives.
+  absl::StatusOr<std::shared_ptr<const Signature>> GetSignature(
+      const std::string& key, const std::function<std::vector<std::string>()>& feeds,
+      const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
+  absl::StatusOr<std::shared_ptr<const Signature>> BuildSignature(
+      const ValidatedGraph& graph, const std::vector<std::string>& feeds,
+      const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
+  static absl::Status CheckFeeds(const Signature& sig, absl::Span<const Tensor* const> feeds);
+  // Checks the feeds and runs the signature's executor.
+  absl::Status RunSignature(const Signature& sig, absl::Span<const Tensor* const> feeds,
+                            const RunOptions& options, std::vector<Tensor>* outputs,
+                            RunMetadata* metadata);
+  absl::Status SetGraph(GraphDef graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const SessionOptions options_;
+  ResourceMgr* const resource_mgr_;
+  std::unique_ptr<ThreadPool> own_pool_;
+  ThreadPool* const pool_;
+  KernelCache kernels_;
+
+  mutable absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  GraphDef graph_def_ ABSL_GUARDED_BY(mu_);  // With attr defaults.
+  std::shared_ptr<const ValidatedGraph> graph_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<const Signature>> signatures_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<CallableHandle, Callable> callables_ ABSL_GUARDED_BY(mu_);
+  CallableHandle next_callable_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CLIENT_SESSION_DIRECT_SESSION_H_

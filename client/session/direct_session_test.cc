@@ -1,0 +1,194 @@
+#include "client/session/direct_session.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/session/session_conformance.h"
+#include "core/executor/test_kernels.h"
+#include "core/node_def_util.h"
+#include "core/resource_mgr.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+using ::testing::HasSubstr;
+
+ResourceMgr* SharedResources() {
+  static ResourceMgr* resources = new ResourceMgr();
+  return resources;
+}
+
+INSTANTIATE_TEST_SUITE_P(Direct, SessionConformanceTest,
+                         ::testing::Values(SessionConformanceParam{
+                             "Direct",
+                             [] {
+                               SessionOptions options;
+                               options.resource_mgr = SharedResources();
+                               auto session = NewSession(options);
+                               return session.ok() ? std::move(*session) : nullptr;
+                             }}),
+                         SessionConformanceParamName);
+
+NodeDef* Add(GraphDef* g, const std::string& name, const std::string& op,
+             const std::vector<std::string>& inputs = {}) {
+  NodeDef* n = g->add_node();
+  n->set_name(name);
+  n->set_op(op);
+  for (const std::string& in : inputs) n->add_input(in);
+  return n;
+}
+
+std::unique_ptr<DirectSession> MakeSession(const GraphDef& g, SessionOptions options = {}) {
+  options.resource_mgr = SharedResources();
+  auto session = std::make_unique<DirectSession>(options);
+  absl::Status s = session->Create(g);
+  EXPECT_TRUE(s.ok()) << s;
+  return session;
+}
+
+TEST(NewSessionTest, EmptyTargetIsADirectSession) {
+  auto session = NewSession(SessionOptions());
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_NE(dynamic_cast<DirectSession*>(session->get()), nullptr);
+}
+
+TEST(NewSessionTest, UnknownSchemeNamesTargetAndKnownSchemes) {
+  SessionOptions options;
+  options.target = "carrier-pigeon://coop:1";
+  auto session = NewSession(options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(session.status().message()), HasSubstr("carrier-pigeon://coop:1"));
+  EXPECT_THAT(std::string(session.status().message()), HasSubstr("\"\" (in-process)"));
+}
+
+TEST(NewSessionTest, RegisteredSchemesAreUsed) {
+  int made = 0;
+  RegisterSessionFactory(
+      "test-scheme://",
+      [&made](const SessionOptions& o) -> absl::StatusOr<std::unique_ptr<Session>> {
+        ++made;
+        return std::unique_ptr<Session>(std::make_unique<DirectSession>(o));
+      });
+  SessionOptions options;
+  options.target = "test-scheme://somewhere";
+  auto session = NewSession(options);
+  ASSERT_TRUE(session.ok());
+  EXPECT_EQ(made, 1);
+  options.target = "other://x";
+  auto error = NewSession(options);
+  EXPECT_THAT(std::string(error.status().message()), HasSubstr("\"test-scheme://\""));
+}
+
+TEST(DirectSessionTest, CachesOneExecutorPerSignature) {
+  GraphDef g;
+  SetNodeAttr(Add(&g, "c", "TestConstInt"), "value", int64_t{1});
+  Add(&g, "a", "TestAddOne", {"c"});
+  auto session = MakeSession(g);
+  std::vector<Tensor> out;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(session->Run({}, {"a"}, {}, &out).ok());
+  EXPECT_EQ(session->NumCachedExecutors(), 1);
+  ASSERT_TRUE(session->Run({{"c", Tensor::Scalar<int32_t>(5)}}, {"a"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int32_t>(), 6);
+  EXPECT_EQ(session->NumCachedExecutors(), 2);
+  // Failed signatures are not cached.
+  EXPECT_FALSE(session->Run({}, {"nope"}, {}, &out).ok());
+  EXPECT_EQ(session->NumCachedExecutors(), 2);
+}
+
+TEST(DirectSessionTest, StatefulKernelsAreSharedAcrossSignatures) {
+  GraphDef g;
+  Add(&g, "counter", "TestCounter");
+  Add(&g, "plus", "TestAddOne", {"counter"});
+  auto session = MakeSession(g);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"counter"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int32_t>(), 0);
+  ASSERT_TRUE(session->Run({}, {"plus"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int32_t>(), 2);
+}
+
+TEST(DirectSessionTest, RunOptionsTimeoutCancelsABlockedStep) {
+  GraphDef g;
+  Add(&g, "blocked", "TestBlockUntilCancelled");
+  auto session = MakeSession(g);
+  RunOptions options;
+  options.set_timeout_in_ms(30);
+  std::vector<Tensor> out;
+  absl::Status s = session->Run(options, {}, {"blocked"}, {}, &out, nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(s.message(), "step exceeded timeout of 30 ms");
+}
+
+TEST(DirectSessionTest, OperationTimeoutIsTheDefaultStepTimeout) {
+  GraphDef g;
+  Add(&g, "blocked", "TestBlockUntilCancelled");
+  SessionOptions options;
+  options.config.set_operation_timeout_in_ms(20);
+  auto session = MakeSession(g, options);
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {"blocked"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("20 ms"));
+}
+
+TEST(DirectSessionTest, IndependentNodesRunInParallel) {
+  GraphDef g;
+  NodeDef* a = Add(&g, "left", "TestRendezvous");
+  SetNodeAttr(a, "key", "session/left");
+  SetNodeAttr(a, "peer", "session/right");
+  NodeDef* b = Add(&g, "right", "TestRendezvous");
+  SetNodeAttr(b, "key", "session/right");
+  SetNodeAttr(b, "peer", "session/left");
+  SessionOptions options;
+  options.config.set_inter_op_parallelism_threads(1);
+  auto session = MakeSession(g, options);
+  RunOptions run_options;
+  run_options.set_timeout_in_ms(60000);  // Turns a deadlock into a failure.
+  std::vector<Tensor> out;
+  absl::Status s = session->Run(run_options, {}, {"left", "right"}, {}, &out, nullptr);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(DirectSessionTest, StepsBlockedOnEachOtherFromTwoThreadsFinish) {
+  // One step waits for a signal that only another, concurrent step gives (a trainer
+  // blocked on a dequeue while a queue runner enqueues).
+  GraphDef g;
+  NodeDef* a = Add(&g, "consumer", "TestRendezvous");
+  SetNodeAttr(a, "key", "threads/consumer");
+  SetNodeAttr(a, "peer", "threads/producer");
+  NodeDef* b = Add(&g, "producer", "TestRendezvous");
+  SetNodeAttr(b, "key", "threads/producer");
+  SetNodeAttr(b, "peer", "threads/consumer");
+  auto session = MakeSession(g);
+  RunOptions run_options;
+  run_options.set_timeout_in_ms(60000);  // Turns a deadlock into a failure.
+  absl::Status consumer_status;
+  std::thread consumer([&] {
+    std::vector<Tensor> out;
+    consumer_status = session->Run(run_options, {}, {"consumer"}, {}, &out, nullptr);
+  });
+  std::vector<Tensor> out;
+  absl::Status s = session->Run(run_options, {}, {"producer"}, {}, &out, nullptr);
+  consumer.join();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(consumer_status.ok()) << consumer_status;
+}
+
+TEST(DirectSessionTest, RunBeforeCreateIsFailedPrecondition) {
+  DirectSession session{SessionOptions()};
+  std::vector<Tensor> out;
+  EXPECT_EQ(session.Run({}, {"x"}, {}, &out).code(), absl::StatusCode::kFailedPrecondition);
+  // Extend on an empty session sets the graph.
+  GraphDef g;
+  SetNodeAttr(Add(&g, "c", "TestConstInt"), "value", int64_t{3});
+  ASSERT_TRUE(session.Extend(g).ok());
+  ASSERT_TRUE(session.Run({}, {"c"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int32_t>(), 3);
+}
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,147 @@
+// The ReadinessChannel for "grpc://host:port" targets (registered with
+// NewReadinessChannel when //client/session:grpc_session is linked), and SignalJobDone
+// (client/session/job.h). Both talk to the master through GrpcMaster
+// (MasterReadinessInterface).
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/session/job.h"
+#include "client/session/readiness.h"
+#include "core/clock.h"
+#include "core/logging.h"
+#include "core/rpc/retry.h"
+#include "master/rpc/grpc_master.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kScheme[] = "grpc://";
+// The deadline of MarkReady, WithdrawReady and JobDone (the master asks every task
+// with its own short deadline first).
+constexpr absl::Duration kCallTimeout = absl::Seconds(30);
+
+absl::StatusOr<std::string> MasterAddress(const std::string& target) {
+  if (!absl::StartsWith(target, kScheme) || target.size() == sizeof(kScheme) - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target '", target, "' is not of the form grpc://host:port"));
+  }
+  return target.substr(sizeof(kScheme) - 1);
+}
+
+// Says which call on which master failed. A master that did not answer within the
+// call's deadline, or that cancelled the call (it is shutting down; this client never
+// cancels), counts as unreachable (UNAVAILABLE).
+absl::Status OnMaster(const std::string& target, const std::string& what,
+                      const absl::Status& status) {
+  if (status.ok()) return status;
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    return absl::UnavailableError(absl::StrCat(what, ": the master at ", target,
+                                               " did not answer in time: ", status.message()));
+  }
+  if (status.code() == absl::StatusCode::kCancelled) {
+    return absl::UnavailableError(
+        absl::StrCat(what, ": the master at ", target,
+                     " cancelled the call (it is shutting down): ", status.message()));
+  }
+  return absl::Status(status.code(), absl::StrCat(what, " on ", target, ": ", status.message()));
+}
+
+// Thread-safe (GrpcMaster is).
+class GrpcReadinessChannel : public ReadinessChannel {
+ public:
+  GrpcReadinessChannel(std::string target, std::unique_ptr<GrpcMaster> master)
+      : target_(std::move(target)), master_(std::move(master)) {}
+
+  absl::Status MarkReady(const std::string& key) override {
+    MarkReadyRequest request;
+    request.set_key(key);
+    MarkReadyResponse response;
+    return OnMaster(target_, absl::StrCat("MarkReady('", key, "')"),
+                    master_->MarkReady(request, &response));
+  }
+
+  absl::Status WithdrawReady(const std::string& key) override {
+    WithdrawReadyRequest request;
+    request.set_key(key);
+    WithdrawReadyResponse response;
+    return OnMaster(target_, absl::StrCat("WithdrawReady('", key, "')"),
+                    master_->WithdrawReady(request, &response));
+  }
+
+  // The master bounds each call (60 s by default), so a longer wait takes several.
+  absl::StatusOr<bool> WaitForReady(const std::string& key, absl::Duration timeout) override {
+    const absl::Time deadline = absl::Now() + std::max(timeout, absl::ZeroDuration());
+    WaitForReadyRequest request;
+    request.set_key(key);
+    while (true) {
+      const absl::Time start = absl::Now();
+      const absl::Duration left = std::max(deadline - start, absl::ZeroDuration());
+      request.set_timeout_ms(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))));
+      WaitForReadyResponse response;
+      const absl::Status status = master_->WaitForReady(request, &response);
+      if (!status.ok()) {
+        return OnMaster(target_, absl::StrCat("WaitForReady('", key, "')"), status);
+      }
+      if (response.ready()) return true;
+      const absl::Time now = absl::Now();
+      if (now >= deadline) {
+        LOG(INFO) << "WaitForReady('" << key << "') on " << target_ << ": not ready after "
+                  << absl::FormatDuration(timeout) << ": " << response.reason();
+        return false;
+      }
+      // The master answered early (its cap, or it is shutting down). Waiting on is
+      // what the caller asked for; a short pause keeps a master that keeps answering
+      // early from being called in a tight loop.
+      if (now - start < left / 2) {
+        Clock::Real()->SleepFor(std::min(absl::Milliseconds(50), deadline - now));
+      }
+    }
+  }
+
+ private:
+  const std::string target_;
+  const std::unique_ptr<GrpcMaster> master_;
+};
+
+absl::StatusOr<std::unique_ptr<GrpcMaster>> ConnectMaster(const std::string& target) {
+  absl::StatusOr<std::string> address = MasterAddress(target);
+  if (!address.ok()) return address.status();
+  return std::make_unique<GrpcMaster>(NewMasterChannel(*address), kCallTimeout);
+}
+
+const bool kRegistered = [] {
+  RegisterReadinessChannelFactory(
+      kScheme, [](const std::string& target) -> absl::StatusOr<std::unique_ptr<ReadinessChannel>> {
+        absl::StatusOr<std::unique_ptr<GrpcMaster>> master = ConnectMaster(target);
+        if (!master.ok()) return master.status();
+        return std::unique_ptr<ReadinessChannel>(
+            std::make_unique<GrpcReadinessChannel>(target, *std::move(master)));
+      });
+  return true;
+}();
+
+}  // namespace
+
+absl::Status SignalJobDone(const std::string& target, const std::string& reason) {
+  if (target.empty()) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<GrpcMaster>> master = ConnectMaster(target);
+  if (!master.ok()) return master.status();
+  JobDoneRequest request;
+  request.set_reason(reason);
+  Clock* clock = Clock::Real();
+  const absl::Status status =
+      RetryUnavailable(clock, RetryOptions(), clock->Now() + kCallTimeout, [&] {
+        JobDoneResponse response;
+        return OnMaster(target, "JobDone", (*master)->JobDone(request, &response));
+      });
+  if (status.ok()) LOG(INFO) << "told the cluster of " << target << " that the job is done";
+  return status;
+}
+
+}  // namespace overseer

@@ -1,0 +1,307 @@
+#include "client/session/grpc_session.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/message_budget.h"
+#include "core/status_macros.h"
+#include "master/rpc/grpc_master.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kScheme[] = "grpc://";
+
+absl::Status ClosedError() { return absl::FailedPreconditionError("the session is closed"); }
+
+constexpr char kFeedHint[] =
+    "feed smaller tensors (split the batch over several steps), or keep large data in the "
+    "cluster (a variable or a queue filled in parts)";
+
+// Graphs travel whole in CreateSession and ExtendSession.
+absl::Status CheckGraphSize(const GraphDef& graph, int64_t limit) {
+  const int64_t bytes = static_cast<int64_t>(graph.ByteSizeLong());
+  if (bytes <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the graph is ", bytes, " bytes encoded, over the limit of ", limit,
+      " bytes for one CreateSession or ExtendSession message (protobuf cannot encode a "
+      "message of 2 GiB or more); keep large constants out of the graph: feed them or "
+      "assign them to variables"));
+}
+
+absl::Status NoGraphError() {
+  return absl::FailedPreconditionError(
+      "the session has no graph yet; call Create (or Extend) first");
+}
+
+}  // namespace
+
+std::string NewRequestId() {
+  // One generator per thread: no lock on every step of concurrent trainers.
+  thread_local absl::BitGen gen;
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
+}
+
+absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(const SessionOptions& options,
+                                                                  GrpcSessionOptions grpc_options) {
+  if (!absl::StartsWith(options.target, kScheme) || options.target.size() == sizeof(kScheme) - 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target '", options.target, "' is not of the form grpc://host:port"));
+  }
+  const std::string address = options.target.substr(sizeof(kScheme) - 1);
+  auto master = std::make_unique<GrpcMaster>(NewMasterChannel(address, grpc_options.keepalive),
+                                             grpc_options.rpc_timeout, grpc_options.max_step_time);
+  return std::make_unique<GrpcSession>(options, std::move(master), Clock::Real(), grpc_options);
+}
+
+GrpcSession::GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master,
+                         Clock* clock, GrpcSessionOptions grpc_options)
+    : options_(options), grpc_options_(grpc_options), master_(std::move(master)), clock_(clock) {}
+
+GrpcSession::~GrpcSession() { Close().IgnoreError(); }
+
+absl::Time GrpcSession::CallDeadline(int64_t timeout_in_ms) const {
+  absl::Duration timeout = grpc_options_.rpc_timeout;
+  if (timeout_in_ms > 0) timeout = std::max(timeout, absl::Milliseconds(timeout_in_ms));
+  return clock_->Now() + timeout;
+}
+
+absl::Status GrpcSession::Retry(const std::function<absl::Status()>& call) {
+  return RetryUnavailable(clock_, grpc_options_.retry, CallDeadline(0), call);
+}
+
+std::string GrpcSession::handle() const {
+  absl::MutexLock lock(&mu_);
+  return handle_;
+}
+
+absl::Status GrpcSession::CreateLocked(const GraphDef& graph) {
+  RETURN_IF_ERROR(CheckGraphSize(graph, grpc_options_.max_message_tensor_bytes));
+  CreateSessionRequest request;
+  *request.mutable_graph_def() = graph;
+  *request.mutable_config() = options_.config;
+  request.set_request_id(NewRequestId());
+  CreateSessionResponse response;
+  RETURN_IF_ERROR(Retry([&] {
+    response.Clear();
+    return master_->CreateSession(request, &response);
+  }));
+  absl::MutexLock lock(&mu_);
+  handle_ = response.session_handle();
+  graph_version_ = response.graph_version();
+  return absl::OkStatus();
+}
+
+absl::Status GrpcSession::Create(const GraphDef& graph) {
+  absl::MutexLock ops(&ops_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return ClosedError();
+    if (!handle_.empty()) {
+      return absl::FailedPreconditionError(
+          "the session already has a graph; use Extend to add nodes");
+    }
+  }
+  return CreateLocked(graph);
+}
+
+absl::Status GrpcSession::Extend(const GraphDef& graph) {
+  absl::MutexLock ops(&ops_mu_);
+  ExtendSessionRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return ClosedError();
+    request.set_session_handle(handle_);
+    request.set_current_graph_version(graph_version_);
+  }
+  // Extending a session without a graph sets it, as DirectSession does.
+  if (request.session_handle().empty()) return CreateLocked(graph);
+  RETURN_IF_ERROR(CheckGraphSize(graph, grpc_options_.max_message_tensor_bytes));
+  *request.mutable_graph_def() = graph;
+  request.set_request_id(NewRequestId());
+  ExtendSessionResponse response;
+  RETURN_IF_ERROR(Retry([&] { return master_->ExtendSession(request, &response); }));
+  absl::MutexLock lock(&mu_);
+  graph_version_ = response.new_graph_version();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> GrpcSession::RunnableHandle() const {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return ClosedError();
+  if (handle_.empty()) return NoGraphError();
+  return handle_;
+}
+
+absl::Status GrpcSession::Run(const RunOptions& options,
+                              const std::vector<std::pair<std::string, Tensor>>& feeds,
+                              const std::vector<std::string>& fetches,
+                              const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                              RunMetadata* metadata) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  MessageBudget budget(grpc_options_.max_message_tensor_bytes);
+  for (const auto& feed : feeds) budget.Add(EncodedTensorBytes(feed.second));
+  if (!budget.fits()) {
+    return budget.Error("the RunStep request (the step's feeds)", kFeedHint,
+                        [&](size_t i) { return absl::StrCat("feed '", feeds[i].first, "'"); });
+  }
+  RunStepRequest request;
+  request.set_session_handle(handle);
+  for (const auto& [name, value] : feeds) {
+    NamedTensorProto* feed = request.add_feed();
+    feed->set_name(name);
+    value.ToProto(feed->mutable_tensor());
+  }
+  for (const std::string& f : fetches) request.add_fetch(f);
+  for (const std::string& t : targets) request.add_target(t);
+  *request.mutable_options() = options;
+  if (options.timeout_in_ms() <= 0 && options_.config.operation_timeout_in_ms() > 0) {
+    request.mutable_options()->set_timeout_in_ms(options_.config.operation_timeout_in_ms());
+  }
+  request.set_request_id(NewRequestId());
+  RunStepResponse response;
+  RETURN_IF_ERROR(RetryUnavailable(clock_, grpc_options_.retry,
+                                   CallDeadline(request.options().timeout_in_ms()), [&] {
+                                     response.Clear();
+                                     return master_->RunStep(request, &response);
+                                   }));
+  if (response.tensor_size() != static_cast<int>(fetches.size())) {
+    return absl::InternalError(absl::StrCat("the master returned ", response.tensor_size(),
+                                            " tensors for ", fetches.size(), " fetches"));
+  }
+  if (outputs != nullptr) {
+    outputs->clear();
+    outputs->reserve(fetches.size());
+    for (const NamedTensorProto& t : response.tensor()) {
+      absl::StatusOr<Tensor> value = Tensor::FromProto(t.tensor());
+      if (!value.ok()) {
+        return absl::InternalError(
+            absl::StrCat("fetch '", t.name(), "' from the master: ", value.status().message()));
+      }
+      outputs->push_back(*std::move(value));
+    }
+  }
+  if (metadata != nullptr) *metadata = response.metadata();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CallableHandle> GrpcSession::MakeCallable(const CallableOptions& options) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  MakeCallableRequest request;
+  request.set_session_handle(handle);
+  *request.mutable_options() = options;
+  RunOptions* run_options = request.mutable_options()->mutable_run_options();
+  if (run_options->timeout_in_ms() <= 0 && options_.config.operation_timeout_in_ms() > 0) {
+    run_options->set_timeout_in_ms(options_.config.operation_timeout_in_ms());
+  }
+  request.set_request_id(NewRequestId());
+  MakeCallableResponse response;
+  RETURN_IF_ERROR(Retry([&] { return master_->MakeCallable(request, &response); }));
+  return response.handle();
+}
+
+absl::Status GrpcSession::RunCallable(CallableHandle callable, const std::vector<Tensor>& feeds,
+                                      std::vector<Tensor>* fetches, RunMetadata* metadata) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  MessageBudget budget(grpc_options_.max_message_tensor_bytes);
+  for (const Tensor& feed : feeds) budget.Add(EncodedTensorBytes(feed));
+  if (!budget.fits()) {
+    return budget.Error(
+        absl::StrCat("the RunCallable request (the feeds of callable ", callable, ")"), kFeedHint,
+        [](size_t i) { return absl::StrCat("feed ", i); });
+  }
+  RunCallableRequest request;
+  request.set_session_handle(handle);
+  request.set_handle(callable);
+  for (const Tensor& value : feeds) value.ToProto(request.add_feed());
+  request.set_request_id(NewRequestId());
+  RunCallableResponse response;
+  RETURN_IF_ERROR(Retry([&] {
+    response.Clear();
+    return master_->RunCallable(request, &response);
+  }));
+  if (fetches != nullptr) {
+    fetches->clear();
+    fetches->reserve(response.fetch_size());
+    for (int i = 0; i < response.fetch_size(); ++i) {
+      absl::StatusOr<Tensor> value = Tensor::FromProto(response.fetch(i));
+      if (!value.ok()) {
+        return absl::InternalError(absl::StrCat("fetch ", i, " of callable ", callable,
+                                                " from the master: ", value.status().message()));
+      }
+      fetches->push_back(*std::move(value));
+    }
+  } else if (response.fetch_size() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("callable ", callable, " has ",
+                                                   response.fetch_size(),
+                                                   " fetches but no output vector was given"));
+  }
+  if (metadata != nullptr) *metadata = response.metadata();
+  return absl::OkStatus();
+}
+
+absl::Status GrpcSession::ReleaseCallable(CallableHandle callable) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  ReleaseCallableRequest request;
+  request.set_session_handle(handle);
+  request.set_handle(callable);
+  ReleaseCallableResponse response;
+  return Retry([&] { return master_->ReleaseCallable(request, &response); });
+}
+
+absl::Status GrpcSession::Close() {
+  absl::MutexLock ops(&ops_mu_);
+  std::string handle;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::OkStatus();
+    closed_ = true;
+    handle = handle_;
+  }
+  if (handle.empty()) return absl::OkStatus();
+  CloseSessionRequest request;
+  request.set_session_handle(handle);
+  CloseSessionResponse response;
+  absl::Status closed = Retry([&] { return master_->CloseSession(request, &response); });
+  // The master forgets the session anyway (restart, idle GC): an unknown handle is closed.
+  if (closed.code() == absl::StatusCode::kAborted) return absl::OkStatus();
+  return closed;
+}
+
+absl::StatusOr<std::vector<DeviceAttributes>> GrpcSession::ListDevices() {
+  ListDevicesRequest request;
+  request.set_session_handle(handle());
+  ListDevicesResponse response;
+  RETURN_IF_ERROR(Retry([&] {
+    response.Clear();
+    return master_->ListDevices(request, &response);
+  }));
+  return std::vector<DeviceAttributes>(response.remote_device().begin(),
+                                       response.remote_device().end());
+}
+
+absl::Status GrpcSession::Reset(const std::vector<std::string>& containers) {
+  ResetRequest request;
+  for (const std::string& c : containers) request.add_container(c);
+  for (const std::string& f : options_.config.device_filters()) request.add_device_filters(f);
+  ResetResponse response;
+  return master_->Reset(request, &response);
+}
+
+namespace {
+
+const bool kRegistered = [] {
+  RegisterSessionFactory(
+      kScheme, [](const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+        ASSIGN_OR_RETURN(std::unique_ptr<GrpcSession> session, GrpcSession::Connect(options));
+        return std::unique_ptr<Session>(std::move(session));
+      });
+  return true;
+}();
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,128 @@
+#ifndef OVERSEER_CLIENT_SESSION_GRPC_SESSION_H_
+#define OVERSEER_CLIENT_SESSION_GRPC_SESSION_H_
+
+// GrpcSession: the Session interface over a master (grpc://host:port). Linking
+// //client/session:grpc_session registers the "grpc://" target with NewSession.
+//
+// Every call to the master carries a deadline. Calls that are safe to repeat are
+// retried when the master cannot be reached (UNAVAILABLE), with capped backoff on the
+// injected clock: CreateSession, ExtendSession and RunStep carry a request id that the
+// master deduplicates (a retried call applies once), CloseSession and ListDevices are
+// idempotent; so are MakeCallable, RunCallable (request ids) and ReleaseCallable. Reset
+// is never retried.
+//
+// Feeds, fetches and graphs travel whole in one message, which protobuf limits to
+// 2 GiB: a step whose feeds (or fetches) add up to more, or a graph that large, fails
+// INVALID_ARGUMENT naming the largest tensors and the limit, before anything is sent
+// (fetches: once the step ran). Tensors between tasks have no such limit.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client/session/session.h"
+#include "core/clock.h"
+#include "core/message_budget.h"
+#include "core/rpc/retry.h"
+#include "master/master_interface.h"
+#include "master/rpc/grpc_master.h"
+
+namespace overseer {
+
+struct GrpcSessionOptions {
+  // The deadline of each call to the master but a step's, and how long UNAVAILABLE is
+  // retried. Must exceed how long CreateSession may wait for the cluster's tasks (the
+  // master's --create_session_wait_seconds).
+  absl::Duration rpc_timeout = absl::Minutes(5);
+  // A step with RunOptions.timeout_in_ms (or the session's
+  // config.operation_timeout_in_ms) waits for the master up to that timeout plus a
+  // margin; without one (a blocking dequeue of a QueueRunner, a long computation), or
+  // for a callable's run, up to this long.
+  absl::Duration max_step_time = kDefaultMaxStepTime;
+  // While a call is open the channel pings the master after this long without hearing
+  // from it; an unanswered ping fails the call UNAVAILABLE (a master whose host died or
+  // froze is found in about twice this, however long the step's deadline).
+  absl::Duration keepalive = kDefaultKeepalive;
+  RetryOptions retry;
+  // A step's feeds (and a graph) travel whole in one message: when their encoded sizes
+  // add up to more than this, the call fails INVALID_ARGUMENT before anything is sent
+  // (protobuf cannot encode a message of 2 GiB or more).
+  int64_t max_message_tensor_bytes = kMaxMessageTensorBytes;
+};
+
+// Thread-safe as Session says: Run is concurrent; Create, Extend and Close serialise.
+class GrpcSession : public Session {
+ public:
+  // Connects to `options.target` ("grpc://host:port"). INVALID_ARGUMENT for another
+  // form of target. Connecting is lazy: an unreachable master fails the first call.
+  static absl::StatusOr<std::unique_ptr<GrpcSession>> Connect(const SessionOptions& options,
+                                                              GrpcSessionOptions grpc_options = {});
+
+  // Over any master (tests use one in-process). `clock` (not owned) paces retries.
+  GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master, Clock* clock,
+              GrpcSessionOptions grpc_options = {});
+  // Closes the master session (errors ignored).
+  ~GrpcSession() override;
+  GrpcSession(const GrpcSession&) = delete;
+  GrpcSession& operator=(const GrpcSession&) = delete;
+
+  absl::Status Create(const GraphDef& graph) override;
+  absl::Status Extend(const GraphDef& graph) override;
+  absl::Status Run(const RunOptions& options,
+                   const std::vector<std::pair<std::string, Tensor>>& feeds,
+                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                   std::vector<Tensor>* outputs, RunMetadata* metadata) override;
+  using Session::Run;
+  // See Session; over the master's MakeCallable / RunCallable / ReleaseCallable, each
+  // retried on UNAVAILABLE (MakeCallable and RunCallable carry request ids, so a retry
+  // applies once; ReleaseCallable is idempotent). A callable's run waits at most
+  // GrpcSessionOptions::max_step_time for the master.
+  absl::StatusOr<CallableHandle> MakeCallable(const CallableOptions& options) override;
+  absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
+                           std::vector<Tensor>* fetches, RunMetadata* metadata) override;
+  absl::Status ReleaseCallable(CallableHandle handle) override;
+  absl::Status Close() override;
+
+  // The devices of this session's tasks; before Create/Extend, of the whole cluster.
+  absl::StatusOr<std::vector<DeviceAttributes>> ListDevices();
+
+  // Clears `containers` (all when empty) on every task matching config.device_filters;
+  // open sessions of any client lose their variables and queues.
+  absl::Status Reset(const std::vector<std::string>& containers);
+
+  // The master's handle; empty before the first Create/Extend.
+  std::string handle() const;
+
+ private:
+  // Retries `call` (safe to repeat) on UNAVAILABLE until the rpc deadline.
+  absl::Status Retry(const std::function<absl::Status()>& call);
+  absl::Status CreateLocked(const GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ops_mu_);
+  // The session handle for Run; FAILED_PRECONDITION if closed or without a graph.
+  absl::StatusOr<std::string> RunnableHandle() const;
+  // The deadline of a call starting now, on clock_.
+  absl::Time CallDeadline(int64_t timeout_in_ms) const;
+
+  const SessionOptions options_;
+  const GrpcSessionOptions grpc_options_;
+  const std::unique_ptr<MasterInterface> master_;
+  Clock* const clock_;
+
+  // Serialises Create, Extend and Close (held across their calls to the master).
+  absl::Mutex ops_mu_;
+  // Guards the state below; never held across a call.
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(ops_mu_);
+  std::string handle_ ABSL_GUARDED_BY(mu_);
+  int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A fresh request id (128 random bits in hex).
+std::string NewRequestId();
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CLIENT_SESSION_GRPC_SESSION_H_

@@ -1,0 +1,99 @@
+#include "client/session/readiness.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+
+namespace overseer {
+namespace {
+
+// The in-process table for target "".
+struct InProcessTable {
+  absl::Mutex mu;
+  std::set<std::string> ready ABSL_GUARDED_BY(mu);
+};
+
+InProcessTable* Table() {
+  static InProcessTable* table = new InProcessTable();
+  return table;
+}
+
+class InProcessReadinessChannel : public ReadinessChannel {
+ public:
+  absl::Status MarkReady(const std::string& key) override {
+    InProcessTable* t = Table();
+    absl::MutexLock lock(&t->mu);
+    t->ready.insert(key);
+    return absl::OkStatus();
+  }
+
+  absl::Status WithdrawReady(const std::string& key) override {
+    InProcessTable* t = Table();
+    absl::MutexLock lock(&t->mu);
+    t->ready.erase(key);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<bool> WaitForReady(const std::string& key, absl::Duration timeout) override {
+    InProcessTable* t = Table();
+    absl::MutexLock lock(&t->mu);
+    auto is_ready = [t, &key]()
+                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) { return t->ready.count(key) > 0; };
+    return t->mu.AwaitWithTimeout(absl::Condition(&is_ready), timeout);
+  }
+};
+
+struct ChannelRegistry {
+  absl::Mutex mu;
+  std::map<std::string, ReadinessChannelFactory> factories ABSL_GUARDED_BY(mu);
+};
+
+ChannelRegistry* Registry() {
+  static ChannelRegistry* registry = new ChannelRegistry();
+  return registry;
+}
+
+}  // namespace
+
+void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannelFactory factory) {
+  ChannelRegistry* r = Registry();
+  absl::MutexLock lock(&r->mu);
+  r->factories[prefix] = std::move(factory);
+}
+
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target) {
+  if (target.empty()) return std::make_unique<InProcessReadinessChannel>();
+  ReadinessChannelFactory factory;
+  std::string known = "\"\" (in-process)";
+  {
+    ChannelRegistry* r = Registry();
+    absl::MutexLock lock(&r->mu);
+    size_t best = 0;
+    for (const auto& [prefix, f] : r->factories) {
+      absl::StrAppend(&known, ", \"", prefix, "\"");
+      if (absl::StartsWith(target, prefix) && (factory == nullptr || prefix.size() > best)) {
+        factory = f;
+        best = prefix.size();
+      }
+    }
+  }
+  if (factory == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no readiness channel for target '", target, "'; known targets: ", known,
+                     " (link //client/session:grpc_session for grpc://)"));
+  }
+  return factory(target);
+}
+
+void ResetInProcessReadiness() {
+  InProcessTable* t = Table();
+  absl::MutexLock lock(&t->mu);
+  t->ready.clear();
+}
+
+}  // namespace overseer

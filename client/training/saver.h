@@ -1,0 +1,81 @@
+#ifndef OVERSEER_CLIENT_TRAINING_SAVER_H_
+#define OVERSEER_CLIENT_TRAINING_SAVER_H_
+
+// Saver: TensorFlow 1.x's tf.train.Saver over a checkpoint store. A checkpoint prefix
+// is "<location>/<name>", where the location is a local directory (embedded mode, no
+// server) or grpc://host:port/<run>. Save begins a checkpoint, runs one
+// CheckpointSaveShard per device group (each streams its variables to the store),
+// then commits; the store applies max_to_keep and keep_checkpoint_every_n_hours.
+//
+//   auto saver = Saver::Create(root, {});            // every global variable
+//   auto path = (*saver)->Save(session, "/ckpt/model.ckpt", step);  // ".../model.ckpt-<step>"
+//   (*saver)->Restore(session, *LatestCheckpoint("/ckpt"));
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/graph/scope.h"
+#include "client/graph/variables.h"
+#include "client/session/session.h"
+
+namespace overseer {
+
+struct SaverOptions {
+  // Variables to save and restore (empty: every global variable when Create runs).
+  std::vector<Variable> var_list;
+  int max_to_keep = 5;
+  double keep_checkpoint_every_n_hours = 10000.0;
+  // One shard per device of the variables (each device writes its own), instead of one.
+  bool sharded = false;
+  // Name scope of the saver's nodes.
+  std::string name = "save";
+};
+
+// Not thread-safe: one Save or Restore at a time.
+class Saver {
+ public:
+  // Adds the save and restore nodes to the scope's graph (create the session, or
+  // extend it, afterwards). INVALID_ARGUMENT if there are no variables or one has a
+  // dtype that checkpoints do not hold (DT_STRING).
+  static absl::StatusOr<std::unique_ptr<Saver>> Create(const Scope& scope, SaverOptions options);
+
+  // Saves the variables as "<prefix>-<global_step>" (or "<prefix>" when global_step < 0)
+  // and returns that path. Errors of the store or of running the graph; on failure the
+  // checkpoint is aborted and nothing becomes visible.
+  absl::StatusOr<std::string> Save(Session* session, const std::string& prefix,
+                                   int64_t global_step = -1);
+  // Assigns every variable of the saver from checkpoint `path` ("<location>/<name>").
+  // NOT_FOUND naming a missing checkpoint or variable; DATA_LOSS for damaged files.
+  absl::Status Restore(Session* session, const std::string& path);
+
+  // Checkpoints saved by this saver and still kept, oldest first.
+  const std::vector<std::string>& last_checkpoints() const { return last_checkpoints_; }
+  // Sets last_checkpoints from the store's list for `location` (after a restart).
+  absl::Status RecoverLastCheckpoints(const std::string& location);
+
+ private:
+  Saver() = default;
+
+  SaverOptions options_;
+  int num_shards_ = 1;
+  std::string location_feed_;    // "save/location:0"
+  std::string id_feed_;          // "save/checkpoint_id:0"
+  std::string checkpoint_feed_;  // "save/checkpoint:0"
+  std::string save_target_;
+  std::string restore_target_;
+  std::vector<std::string> last_checkpoints_;
+};
+
+// The newest complete checkpoint's path under `location`, or nullopt if there is none.
+absl::StatusOr<std::optional<std::string>> LatestCheckpoint(const std::string& location);
+
+// Whether checkpoint `path` ("<location>/<name>") exists (its index does).
+bool CheckpointExists(const std::string& path);
+
+}  // namespace overseer
+
+#endif  // OVERSEER_CLIENT_TRAINING_SAVER_H_

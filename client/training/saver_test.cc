@@ -1,0 +1,138 @@
+#include "client/training/saver.h"
+
+#include <cstdlib>
+
+#include "client/graph/ops_input.h"
+#include "client/graph/ops_state.h"
+#include "client/session/client_session.h"
+#include "core/resource_mgr.h"
+#include "gtest/gtest.h"
+
+namespace overseer {
+namespace {
+
+class SaverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(std::getenv("TEST_TMPDIR")) + "/" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  }
+
+  // A model with w (float [2,3]) and step (int64), in a session of its own.
+  struct Model {
+    Scope root = Scope::NewRootScope();
+    Variable w, step;
+    ResourceMgr resources;
+    std::unique_ptr<ClientSession> session;
+  };
+  std::unique_ptr<Model> NewModel(bool with_step = true) {
+    auto m = std::make_unique<Model>();
+    m->w = MakeVariable(m->root.WithOpName("layer/w"),
+                        Tensor::FromVector<float>({0, 0, 0, 0, 0, 0}, TensorShape({2, 3})));
+    if (with_step) m->step = MakeVariable(m->root.WithOpName("step"), Tensor::Scalar<int64_t>(0));
+    SessionOptions options;
+    options.resource_mgr = &m->resources;
+    m->session = *ClientSession::Create(m->root, options);
+    return m;
+  }
+  void Set(Model* m, std::vector<float> w, int64_t step) {
+    Output a = ops::Assign(m->root, m->w.ref, Tensor::FromVector<float>(w, TensorShape({2, 3})));
+    Output b = ops::Assign(m->root, m->step.ref, Tensor::Scalar<int64_t>(step));
+    absl::Status s = m->session->Run({}, {}, {Operation(a.node()), Operation(b.node())}, nullptr);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  std::vector<float> W(Model* m) {
+    std::vector<Tensor> out;
+    EXPECT_TRUE(m->session->Run({m->w.value}, &out).ok());
+    return std::vector<float>(out[0].data<float>(), out[0].data<float>() + 6);
+  }
+
+  std::string dir_;
+};
+
+TEST_F(SaverTest, SaveThenRestoreIntoAFreshSession) {
+  auto m = NewModel();
+  auto saver = Saver::Create(m->root, {});
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  Set(m.get(), {1, 2, 3, 4, 5, 6}, 42);
+  auto path = (*saver)->Save(m->session->session(), dir_ + "/model.ckpt", 42);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(*path, dir_ + "/model.ckpt-42");
+  EXPECT_TRUE(CheckpointExists(*path));
+  EXPECT_FALSE(CheckpointExists(dir_ + "/model.ckpt-43"));
+  EXPECT_EQ(**LatestCheckpoint(dir_), *path);
+
+  auto fresh = NewModel();  // Uninitialised variables in another ResourceMgr.
+  auto fresh_saver = Saver::Create(fresh->root, {});
+  ASSERT_TRUE(fresh_saver.ok());
+  ASSERT_TRUE(fresh->session->ExtendIfNeeded().ok());
+  ASSERT_TRUE((*fresh_saver)->Restore(fresh->session->session(), *path).ok());
+  EXPECT_EQ(W(fresh.get()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  std::vector<Tensor> out;
+  ASSERT_TRUE(fresh->session->Run({fresh->step.value}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int64_t>(), 42);
+  EXPECT_EQ((*fresh_saver)->Restore(fresh->session->session(), dir_ + "/nope-1").code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(SaverTest, MaxToKeepAndRecover) {
+  auto m = NewModel();
+  SaverOptions options;
+  options.max_to_keep = 2;
+  auto saver = Saver::Create(m->root, options);
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  for (int step = 1; step <= 3; ++step) {
+    ASSERT_TRUE((*saver)->Save(m->session->session(), dir_ + "/model.ckpt", step).ok());
+  }
+  EXPECT_EQ((*saver)->last_checkpoints(),
+            (std::vector<std::string>{dir_ + "/model.ckpt-2", dir_ + "/model.ckpt-3"}));
+  EXPECT_FALSE(CheckpointExists(dir_ + "/model.ckpt-1"));
+  auto other = Saver::Create(m->root, {});
+  ASSERT_TRUE((*other)->RecoverLastCheckpoints(dir_).ok());
+  EXPECT_EQ((*other)->last_checkpoints().size(), 2u);
+}
+
+TEST_F(SaverTest, SubsetSaverInitialisesPartOfAModel) {
+  auto m = NewModel();
+  auto saver = Saver::Create(m->root, {});
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  Set(m.get(), {6, 5, 4, 3, 2, 1}, 7);
+  auto path = (*saver)->Save(m->session->session(), dir_ + "/pre.ckpt", 7);
+  ASSERT_TRUE(path.ok());
+
+  // A bigger model: w from the checkpoint, a new head from its initializer.
+  auto fine = NewModel(/*with_step=*/false);
+  Variable head = MakeVariable(fine->root.WithOpName("head"), Tensor::FromVector<float>({9, 9}));
+  SaverOptions subset;
+  subset.var_list = {fine->w};
+  auto partial = Saver::Create(fine->root, subset);
+  ASSERT_TRUE(partial.ok());
+  ASSERT_TRUE(fine->session->ExtendIfNeeded().ok());
+  ASSERT_TRUE((*partial)->Restore(fine->session->session(), *path).ok());
+  ASSERT_TRUE(fine->session->Run({}, {}, {Operation(head.initializer)}, nullptr).ok());
+  EXPECT_EQ(W(fine.get()), (std::vector<float>{6, 5, 4, 3, 2, 1}));
+  // A variable absent from the checkpoint is NOT_FOUND naming it.
+  SaverOptions missing;
+  missing.var_list = {head};
+  auto bad = Saver::Create(fine->root, missing);
+  ASSERT_TRUE(fine->session->ExtendIfNeeded().ok());
+  absl::Status s = (*bad)->Restore(fine->session->session(), *path);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_NE(s.message().find("head"), std::string::npos) << s;
+}
+
+TEST_F(SaverTest, BadPrefixes) {
+  auto m = NewModel();
+  auto saver = Saver::Create(m->root, {});
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  EXPECT_EQ((*saver)->Save(m->session->session(), "noslash", 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*saver)->Save(m->session->session(), dir_ + "/bad name", 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*saver)->Save(m->session->session(), "zz://x/y/m", 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace overseer

@@ -1,0 +1,439 @@
+#include "client/training/supervisor.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/graph/variables.h"
+#include "client/summary/summary_ops.h"
+#include "client/training/looper_thread.h"
+#include "client/training/queue_runner.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+// The default global step: the graph's global-step variable, else an int node called
+// "global_step" (TensorFlow reads the tensor "global_step:0"). Null when there is none.
+Output DefaultGlobalStep(const ClientGraph& graph) {
+  absl::StatusOr<Variable> step = GetGlobalStep(graph);
+  if (step.ok()) return step->value;
+  absl::StatusOr<Variable> named = LookupVariable(graph, "global_step");
+  if (named.ok()) return named->value;
+  Node* node = graph.FindNode("global_step");
+  if (node != nullptr && node->num_outputs() > 0) return Output(node, 0);
+  return Output();
+}
+
+// "global_step" for the tensor "global_step/read:0" of the variable global_step.
+std::string CounterName(const Output& step) {
+  std::string name = step.node()->name();
+  if (absl::EndsWith(name, "/read")) name.resize(name.size() - 5);
+  return name;
+}
+
+absl::Status CheckGraph(const ClientGraph* graph, Node* node, const char* what) {
+  if (node == nullptr || node->graph() == graph) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " '", node->name(), "' belongs to a different graph than the supervisor's scope"));
+}
+
+}  // namespace
+
+// ---- Supervisor ----
+
+absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(const Scope& scope,
+                                                               SupervisorOptions options) {
+  if (options.clock == nullptr) return absl::InvalidArgumentError("the clock is null");
+  std::unique_ptr<Supervisor> sv(new Supervisor(scope, std::move(options)));
+  RETURN_IF_ERROR(sv->ResolveDefaults());
+  return sv;
+}
+
+Supervisor::Supervisor(const Scope& scope, SupervisorOptions options)
+    : scope_(scope),
+      options_(std::move(options)),
+      coord_(CoordinatorOptions{{absl::StatusCode::kOutOfRange}, options_.clock}) {}
+
+Supervisor::~Supervisor() {
+  if (coord_.joined()) return;  // Stopped already.
+  coord_.RequestStop().IgnoreError();
+  absl::Status s = coord_.Join({}, options_.stop_grace_secs, /*ignore_live_threads=*/true);
+  if (!s.ok()) LOG(WARNING) << "Supervisor threads ended with an error: " << s;
+}
+
+absl::Status Supervisor::ResolveDefaults() {
+  const ClientGraph* graph = scope_.graph();
+  const SupervisorOptions& o = options_;
+  for (const auto* op : {&o.ready_op, &o.ready_for_local_init_op, &o.summary_op, &o.global_step}) {
+    if (op->has_value()) RETURN_IF_ERROR(CheckGraph(graph, (*op)->node(), "op"));
+  }
+  for (const auto* op : {&o.init_op, &o.local_init_op}) {
+    if (op->has_value()) RETURN_IF_ERROR(CheckGraph(graph, (*op)->node(), "op"));
+  }
+  ready_op_ = o.ready_op.has_value() ? *o.ready_op : ReportUninitializedVariables(scope_);
+  ready_for_local_init_op_ = o.ready_for_local_init_op.value_or(Output());
+  init_op_ = o.init_op.has_value() ? *o.init_op : GlobalVariablesInitializer(scope_);
+  local_init_op_ = o.local_init_op.value_or(Operation());
+  if (o.saver.has_value()) {
+    saver_ = *o.saver;
+  } else if (!GlobalVariables(*graph).empty()) {
+    ASSIGN_OR_RETURN(owned_saver_, Saver::Create(scope_, SaverOptions()));
+    saver_ = owned_saver_.get();
+  }
+  summary_op_ = o.summary_op.has_value() ? *o.summary_op : ops::MergeAllSummaries(scope_);
+  global_step_ = o.global_step.has_value() ? *o.global_step : DefaultGlobalStep(*graph);
+  RETURN_IF_ERROR(scope_.status());
+  if (global_step_.valid()) {
+    const DataType dtype = global_step_.dtype();
+    if (dtype != DT_INT32 && dtype != DT_INT64) {
+      return absl::InvalidArgumentError(absl::StrCat("global_step '", global_step_.name(),
+                                                     "' must be an int32 or int64 scalar, not ",
+                                                     DataTypeString(dtype)));
+    }
+  }
+
+  if (!o.is_chief) {
+    // Replicas share variables through the ps tasks: each must say where it lives.
+    for (const VariableRecord& v : graph->VariableRecords()) {
+      Node* node = graph->FindNode(v.var_node);
+      if (node != nullptr && node->def().device().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "When using replicas, all Variables must have their device set: ", v.var_node));
+      }
+    }
+  } else {
+    checkpoint_dir_ = o.checkpoint_dir.empty() ? o.logdir : o.checkpoint_dir;
+    summary_dir_ = o.summary_dir.empty() ? o.logdir : o.summary_dir;
+    if (!checkpoint_dir_.empty()) {
+      save_path_ = absl::StrCat(checkpoint_dir_, "/", o.checkpoint_basename);
+    }
+    absl::MutexLock lock(&writer_mu_);
+    if (o.summary_writer.has_value()) {
+      writer_ = *o.summary_writer;
+    } else if (!summary_dir_.empty()) {
+      SummaryWriterOptions writer_options;
+      writer_options.clock = o.clock;
+      ASSIGN_OR_RETURN(owned_writer_, SummaryWriter::Create(summary_dir_, writer_options));
+      writer_ = owned_writer_.get();
+    }
+  }
+
+  if (o.session_manager != nullptr) {
+    session_manager_ = o.session_manager;
+  } else {
+    SessionManagerOptions manager;
+    manager.local_init_op = local_init_op_;
+    manager.ready_op = ready_op_;
+    manager.ready_for_local_init_op = ready_for_local_init_op_;
+    manager.recovery_wait = o.recovery_wait_secs;
+    manager.session_options = o.session_options;
+    manager.clock = o.clock;
+    manager.readiness_channel = o.readiness_channel;
+    ASSIGN_OR_RETURN(owned_session_manager_, SessionManager::Create(scope_, manager));
+    session_manager_ = owned_session_manager_.get();
+  }
+  return absl::OkStatus();
+}
+
+SummaryWriter* Supervisor::summary_writer() const {
+  absl::MutexLock lock(&writer_mu_);
+  return writer_;
+}
+
+absl::Status Supervisor::ReopenSummaryWriter() {
+  absl::MutexLock lock(&writer_mu_);
+  if (owned_writer_ == nullptr || writer_ != nullptr) return absl::OkStatus();
+  SummaryWriterOptions writer_options;
+  writer_options.clock = options_.clock;
+  ASSIGN_OR_RETURN(owned_writer_, SummaryWriter::Create(summary_dir_, writer_options));
+  writer_ = owned_writer_.get();
+  return absl::OkStatus();
+}
+
+absl::Status Supervisor::WriteGraph() {
+  absl::MutexLock lock(&writer_mu_);
+  if (writer_ == nullptr || graph_added_) return absl::OkStatus();
+  GraphDef graph;
+  RETURN_IF_ERROR(scope_.ToGraphDef(&graph));
+  RETURN_IF_ERROR(writer_->AddGraph(graph));
+  graph_added_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Supervisor::GlobalStepValue(ClientSession& session) const {
+  if (!global_step_.valid()) {
+    return absl::FailedPreconditionError("the supervisor has no global_step");
+  }
+  std::vector<Tensor> out;
+  RETURN_IF_ERROR(session.Run({global_step_}, &out));
+  if (out[0].dtype() == DT_INT32) return int64_t{out[0].flat<int32_t>()(0)};
+  return out[0].flat<int64_t>()(0);
+}
+
+absl::StatusOr<std::unique_ptr<ClientSession>> Supervisor::PrepareOrWaitForSession(
+    const std::string& master, const PrepareOrWaitOptions& options) {
+  // A supervisor may create a session again after Stop: its threads may run again.
+  coord_.ClearStop();
+  std::unique_ptr<ClientSession> session;
+  if (options_.is_chief) {
+    RETURN_IF_ERROR(ReopenSummaryWriter());
+    PrepareSessionOptions prepare;
+    prepare.saver = saver_;
+    prepare.checkpoint_dir = checkpoint_dir_;
+    prepare.wait_for_checkpoint = options.wait_for_checkpoint;
+    prepare.max_wait = options.max_wait;
+    prepare.config = options.config;
+    prepare.init_op = init_op_;
+    prepare.init_feeds = options_.init_feeds;
+    prepare.init_fn = options_.init_fn;
+    ASSIGN_OR_RETURN(session, session_manager_->PrepareSession(master, prepare));
+    RETURN_IF_ERROR(WriteGraph());
+    if (options.start_standard_services) {
+      LOG(INFO) << "Starting standard services.";
+      RETURN_IF_ERROR(StartStandardServices(session.get()).status());
+    }
+  } else {
+    ASSIGN_OR_RETURN(session,
+                     session_manager_->WaitForSession(master, options.max_wait, options.config));
+  }
+  if (options.start_standard_services) {
+    absl::Status started = StartQueueRunners(session.get()).status();
+    if (!started.ok()) {
+      // Nothing may keep using the session once it is dropped.
+      coord_.RequestStop(started).IgnoreError();
+      coord_.Join({}, options_.stop_grace_secs, /*ignore_live_threads=*/true).IgnoreError();
+      return started;
+    }
+  }
+  return session;
+}
+
+absl::StatusOr<std::unique_ptr<ManagedSession>> Supervisor::ManagedSession(
+    const std::string& master, const ManagedSessionOptions& options) {
+  PrepareOrWaitOptions prepare;
+  prepare.config = options.config;
+  prepare.start_standard_services = options.start_standard_services;
+  absl::StatusOr<std::unique_ptr<ClientSession>> session = PrepareOrWaitForSession(master, prepare);
+  if (!session.ok()) {
+    RequestStop(session.status()).IgnoreError();
+    Stop({}, options.close_summary_writer).IgnoreError();
+    return session.status();
+  }
+  return std::unique_ptr<overseer::ManagedSession>(
+      new overseer::ManagedSession(this, std::move(*session), options.close_summary_writer));
+}
+
+void Supervisor::ServiceRan(SupervisorService service, const absl::Status& status) const {
+  if (options_.after_service_run) options_.after_service_run(service, status);
+}
+
+absl::Status Supervisor::SaveCheckpoint(ClientSession* session) {
+  absl::MutexLock lock(&saver_mu_);
+  int64_t step = -1;
+  if (global_step_.valid()) {
+    ASSIGN_OR_RETURN(step, GlobalStepValue(*session));
+  }
+  RETURN_IF_ERROR(session->ExtendIfNeeded());
+  LOG(INFO) << "Saving checkpoint to path " << save_path_;
+  ASSIGN_OR_RETURN(std::string path, saver_->Save(session->session(), save_path_, step));
+  absl::MutexLock writer_lock(&writer_mu_);
+  if (writer_ != nullptr && global_step_.valid()) {
+    RETURN_IF_ERROR(writer_->AddSessionLog(SessionLog::CHECKPOINT, step, path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Supervisor::ComputeSummaries(ClientSession* session) {
+  std::vector<Output> fetches = {summary_op_};
+  if (global_step_.valid()) fetches.push_back(global_step_);
+  std::vector<Tensor> out;
+  RETURN_IF_ERROR(session->Run(fetches, &out));
+  int64_t step = 0;
+  if (global_step_.valid()) {
+    step = out[1].dtype() == DT_INT32 ? out[1].flat<int32_t>()(0) : out[1].flat<int64_t>()(0);
+  }
+  absl::MutexLock lock(&writer_mu_);
+  if (writer_ == nullptr) return absl::OkStatus();
+  return writer_->AddSummary(out[0].flat<std::string>()(0), step);
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<ManagedThread>>> Supervisor::StartStandardServices(
+    ClientSession* session) {
+  if (!options_.is_chief) {
+    return absl::FailedPreconditionError(
+        "Only chief supervisor can start standard services. Because only chief supervisors "
+        "can write events.");
+  }
+  std::vector<std::shared_ptr<ManagedThread>> threads;
+  if (checkpoint_dir_.empty() && summary_dir_.empty()) {
+    LOG(WARNING) << "Standard services need a logdir, checkpoint_dir or summary_dir";
+    return threads;
+  }
+  const bool has_writer = summary_writer() != nullptr;
+  const absl::Duration summaries = options_.save_summaries_secs;
+  const absl::Duration checkpoints = options_.save_model_secs;
+  const bool run_summaries = has_writer && summaries > absl::ZeroDuration() && summary_op_.valid();
+  const bool count_steps = has_writer && summaries > absl::ZeroDuration() && global_step_.valid();
+  const bool save_checkpoints =
+      saver_ != nullptr && !save_path_.empty() && checkpoints > absl::ZeroDuration();
+
+  // The first run of each service happens here, so that its errors are returned and
+  // nothing is left running when one fails.
+  if (has_writer && global_step_.valid()) {
+    // TensorBoard drops events a previous run wrote at steps after this one.
+    ASSIGN_OR_RETURN(int64_t step, GlobalStepValue(*session));
+    absl::MutexLock lock(&writer_mu_);
+    RETURN_IF_ERROR(writer_->AddSessionLog(SessionLog::START, step));
+  }
+  if (run_summaries) {
+    absl::Status first = ComputeSummaries(session);
+    ServiceRan(SupervisorService::kSummary, first);
+    RETURN_IF_ERROR(first);
+  }
+  auto counter = std::make_shared<StepCounter>();
+  if (count_steps) {
+    ASSIGN_OR_RETURN(counter->last_step, GlobalStepValue(*session));
+    counter->last_time = options_.clock->Now();
+    counter->tag = absl::StrCat(CounterName(global_step_), "/sec");
+  }
+  if (save_checkpoints) {
+    absl::Status first = SaveCheckpoint(session);
+    ServiceRan(SupervisorService::kCheckpoint, first);
+    RETURN_IF_ERROR(first);
+  }
+
+  if (run_summaries) {
+    threads.push_back(StartService("SVSummaryThread", summaries, [this, session] {
+      absl::Status s = ComputeSummaries(session);
+      ServiceRan(SupervisorService::kSummary, s);
+      return s;
+    }));
+  }
+  if (count_steps) {
+    threads.push_back(StartService("SVStepCounterThread", summaries, [this, session, counter] {
+      absl::Status s = CountSteps(session, counter.get());
+      ServiceRan(SupervisorService::kStepCounter, s);
+      return s;
+    }));
+  }
+  if (save_checkpoints) {
+    threads.push_back(StartService("SVTimerCheckpointThread", checkpoints, [this, session] {
+      absl::Status s = SaveCheckpoint(session);
+      ServiceRan(SupervisorService::kCheckpoint, s);
+      return s;
+    }));
+  }
+  return threads;
+}
+
+absl::Status Supervisor::CountSteps(ClientSession* session, StepCounter* counter) {
+  ASSIGN_OR_RETURN(int64_t step, GlobalStepValue(*session));
+  const absl::Time now = options_.clock->Now();
+  const double elapsed = absl::ToDoubleSeconds(now - counter->last_time);
+  const double rate =
+      elapsed > 0 ? (step - counter->last_step) / elapsed : std::numeric_limits<double>::infinity();
+  counter->last_step = step;
+  counter->last_time = now;
+  Summary summary;
+  Summary::Value* value = summary.add_value();
+  value->set_tag(counter->tag);
+  value->set_simple_value(static_cast<float>(rate));
+  if (counter->logged < 10) {
+    ++counter->logged;
+    LOG(INFO) << counter->tag << ": " << rate;
+  }
+  absl::MutexLock lock(&writer_mu_);
+  if (writer_ == nullptr) return absl::OkStatus();
+  return writer_->AddSummary(summary, step);
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<ManagedThread>>> Supervisor::StartQueueRunners(
+    ClientSession* session) {
+  ASSIGN_OR_RETURN(StartedQueueRunners started, overseer::StartQueueRunners(session, &coord_));
+  if (!started.threads.empty()) {
+    LOG(INFO) << "Started " << started.runners.size() << " queue runners ("
+              << started.threads.size() << " threads)";
+  }
+  return std::move(started.threads);
+}
+
+std::shared_ptr<ManagedThread> Supervisor::StartService(std::string name, absl::Duration interval,
+                                                        std::function<absl::Status()> fn) {
+  Clock* clock = options_.clock;
+  // A LooperThread whose schedule starts now rather than when the thread first runs (a
+  // manual clock may move in between): calls at now + k * interval, none made up.
+  absl::Time due = clock->Now() + interval;
+  std::shared_ptr<ManagedThread> thread = ManagedThread::Create(
+      std::move(name), [this, clock, interval, due, fn = std::move(fn)]() mutable {
+        coord_
+            .StopOnException([&]() -> absl::Status {
+              while (!coord_.WaitForStop(due - clock->Now())) {
+                RETURN_IF_ERROR(fn());
+                due = std::max(due + interval, clock->Now());
+              }
+              return absl::OkStatus();
+            })
+            .IgnoreError();
+      });
+  coord_.RegisterThread(thread);
+  thread->Start();
+  return thread;
+}
+
+std::shared_ptr<ManagedThread> Supervisor::Loop(absl::Duration interval,
+                                                std::function<absl::Status()> fn) {
+  return LooperThread::Loop(&coord_, interval, std::move(fn), {absl::ZeroDuration(), "Loop"});
+}
+
+absl::Status Supervisor::Stop(const std::vector<std::shared_ptr<ManagedThread>>& threads,
+                              bool close_summary_writer, bool ignore_live_threads) {
+  coord_.RequestStop().IgnoreError();
+  absl::Status joined = coord_.Join(threads, options_.stop_grace_secs, ignore_live_threads);
+  absl::Status closed;
+  if (close_summary_writer) {
+    // Last, in case a thread was still writing.
+    absl::MutexLock lock(&writer_mu_);
+    if (writer_ != nullptr) {
+      closed = writer_->AddSessionLog(SessionLog::STOP, 0);
+      if (writer_ == owned_writer_.get()) {
+        closed.Update(writer_->Close());
+        writer_ = nullptr;  // Reopened by the next PrepareOrWaitForSession.
+      } else {
+        closed.Update(writer_->Flush());
+      }
+      graph_added_ = false;
+    }
+  }
+  return joined.ok() ? closed : joined;
+}
+
+absl::Status Supervisor::SummaryComputed(ClientSession& session, const Summary& summary,
+                                         std::optional<int64_t> global_step) {
+  if (summary_writer() == nullptr) {
+    return absl::FailedPreconditionError("Writing a summary requires a summary writer.");
+  }
+  if (!global_step.has_value() && global_step_.valid()) {
+    ASSIGN_OR_RETURN(global_step, GlobalStepValue(session));
+  }
+  absl::MutexLock lock(&writer_mu_);
+  if (writer_ == nullptr) {
+    return absl::FailedPreconditionError("Writing a summary requires a summary writer.");
+  }
+  return writer_->AddSummary(summary, global_step.value_or(0));
+}
+
+absl::Status Supervisor::SummaryComputed(ClientSession& session,
+                                         const std::string& serialized_summary,
+                                         std::optional<int64_t> global_step) {
+  Summary summary;
+  if (!summary.ParseFromString(serialized_summary)) {
+    return absl::InvalidArgumentError("the serialized summary does not parse as a Summary");
+  }
+  return SummaryComputed(session, summary, global_step);
+}
+
+}  // namespace overseer
