@@ -363,25 +363,9 @@ absl::StatusOr<std::vector<std::shared_ptr<ManagedThread>>> Supervisor::StartQue
 
 std::shared_ptr<ManagedThread> Supervisor::StartService(std::string name, absl::Duration interval,
                                                         std::function<absl::Status()> fn) {
-  Clock* clock = options_.clock;
-  // A LooperThread whose schedule starts now rather than when the thread first runs (a
-  // manual clock may move in between): calls at now + k * interval, none made up.
-  absl::Time due = clock->Now() + interval;
-  std::shared_ptr<ManagedThread> thread = ManagedThread::Create(
-      std::move(name), [this, clock, interval, due, fn = std::move(fn)]() mutable {
-        coord_
-            .StopOnException([&]() -> absl::Status {
-              while (!coord_.WaitForStop(due - clock->Now())) {
-                RETURN_IF_ERROR(fn());
-                due = std::max(due + interval, clock->Now());
-              }
-              return absl::OkStatus();
-            })
-            .IgnoreError();
-      });
-  coord_.RegisterThread(thread);
-  thread->Start();
-  return thread;
+  // Calls at now + k * interval on the injected clock (absolute deadlines, so that a
+  // manual clock moved before the thread first waits still wakes it), none made up.
+  return LooperThread::Loop(&coord_, interval, std::move(fn), {interval, std::move(name)});
 }
 
 std::shared_ptr<ManagedThread> Supervisor::Loop(absl::Duration interval,
