@@ -74,7 +74,7 @@
 #include "client/training/saver.h"
 #include "core/logging.h"
 #include "testing/local_cluster.h"
-#include "tests/server_process.h"
+#include "testing/server_process.h"
 
 namespace overseer {
 namespace {

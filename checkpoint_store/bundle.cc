@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "checkpoint_store/buffer_pool.h"
+#include "core/io/crc32c.h"
 #include "core/status_macros.h"
 #include "core/types.h"
 #include "leveldb/env.h"
@@ -13,7 +14,6 @@
 #include "leveldb/options.h"
 #include "leveldb/table.h"
 #include "leveldb/table_builder.h"
-#include "summary_writer/crc32c.h"
 
 namespace overseer {
 namespace {

@@ -15,9 +15,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/io/file_system.h"
 #include "proto/checkpoint_store.pb.h"
 #include "proto/tensor_bundle.pb.h"
-#include "summary_writer/file_system.h"
 
 namespace overseer {
 

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/io/crc32c.h"
 #include "core/types.h"
 #include "gtest/gtest.h"
-#include "summary_writer/crc32c.h"
 
 namespace overseer {
 namespace {

@@ -12,9 +12,9 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint_store/bundle.h"
 #include "checkpoint_store/state_file.h"
+#include "core/io/run_name.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
-#include "summary_writer/run_name.h"
 
 namespace overseer {
 namespace {

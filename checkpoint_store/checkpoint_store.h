@@ -25,13 +25,13 @@
 #include "absl/synchronization/mutex.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "core/clock.h"
+#include "core/io/file_system.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "proto/tensor_bundle.pb.h"
-#include "summary_writer/file_system.h"
 
 namespace overseer {
 

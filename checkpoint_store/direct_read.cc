@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "checkpoint_store/bundle.h"
 #include "core/env.h"
-#include "summary_writer/crc32c.h"
+#include "core/io/crc32c.h"
 
 namespace overseer {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/io/crc32c.h"
 #include "gtest/gtest.h"
-#include "summary_writer/crc32c.h"
 
 namespace overseer {
 namespace {

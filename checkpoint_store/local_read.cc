@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/bundle.h"
 #include "checkpoint_store/direct_read.h"
+#include "core/io/file_system.h"
 #include "core/status_macros.h"
-#include "summary_writer/file_system.h"
 
 namespace overseer {
 namespace {

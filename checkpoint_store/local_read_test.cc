@@ -20,8 +20,8 @@
 #include "checkpoint_store/checkpoint_store.h"
 #include "checkpoint_store/local_read_server.h"
 #include "checkpoint_store/testing/tensor_headers.h"
+#include "core/io/crc32c.h"
 #include "gtest/gtest.h"
-#include "summary_writer/crc32c.h"
 #include "testing/manual_clock.h"
 
 namespace overseer {

@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/io/file_system.h"
 #include "proto/tensor_bundle.pb.h"
-#include "summary_writer/file_system.h"
 
 namespace overseer {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/io/file_system.h"
 #include "proto/event.pb.h"
-#include "summary_writer/file_system.h"
 
 namespace overseer {
 

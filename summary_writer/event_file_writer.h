@@ -23,9 +23,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
+#include "core/io/file_system.h"
 #include "proto/event.pb.h"
 #include "summary_writer/event_sink.h"
-#include "summary_writer/file_system.h"
 
 namespace overseer {
 

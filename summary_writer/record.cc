@@ -1,8 +1,8 @@
 #include "summary_writer/record.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/io/crc32c.h"
 #include "core/status_macros.h"
-#include "summary_writer/crc32c.h"
 
 namespace overseer {
 namespace {

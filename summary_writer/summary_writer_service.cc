@@ -4,9 +4,9 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "core/io/run_name.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
-#include "summary_writer/run_name.h"
 
 namespace overseer {
 

@@ -30,11 +30,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
+#include "core/io/file_system.h"
 #include "examples/training_job.h"
 #include "gtest/gtest.h"
 #include "proto/event.pb.h"
 #include "summary_writer/event_file_reader.h"
-#include "summary_writer/file_system.h"
 
 namespace overseer {
 namespace {

@@ -27,7 +27,7 @@
 #include "core/rpc/testing/http_get.h"
 #include "gtest/gtest.h"
 #include "testing/local_cluster.h"
-#include "tests/server_process.h"
+#include "testing/server_process.h"
 
 namespace overseer {
 namespace {

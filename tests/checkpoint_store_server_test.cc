@@ -17,6 +17,7 @@
 #include "checkpoint_store/local_read.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
 #include "checkpoint_store/testing/tensor_headers.h"
+#include "core/io/crc32c.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/testing/health.grpc.pb.h"
 #include "core/rpc/testing/http_get.h"
@@ -24,8 +25,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/checkpoint_store.grpc.pb.h"
-#include "summary_writer/crc32c.h"
-#include "tests/server_process.h"
+#include "testing/server_process.h"
 
 namespace overseer {
 namespace {

@@ -18,12 +18,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/training/saver.h"
+#include "core/io/file_system.h"
 #include "gtest/gtest.h"
 #include "proto/event.pb.h"
 #include "summary_writer/event_file_reader.h"
-#include "summary_writer/file_system.h"
 #include "testing/local_cluster.h"
-#include "tests/server_process.h"
+#include "testing/server_process.h"
 #include "tests/trainer_process.h"
 
 namespace overseer {

@@ -26,7 +26,7 @@
 #include "core/rpc/testing/http_get.h"
 #include "gtest/gtest.h"
 #include "testing/eventually.h"
-#include "tests/server_process.h"
+#include "testing/server_process.h"
 #include "worker/rpc/grpc_worker.h"
 #include "worker/testing/test_graphs.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "summary_writer/file_system.h"
+#include "core/io/file_system.h"
 
 namespace overseer {
 namespace test {

@@ -6,8 +6,8 @@
 #include <functional>
 #include <random>
 
-#include "client/graph/gradients_checker.h"
 #include "client/graph/ops.h"
+#include "client/session/gradients_checker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/io/run_name.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "grpcpp/create_channel.h"
@@ -13,7 +14,6 @@
 #include "summary_writer/event_file_writer.h"
 #include "summary_writer/periodic_flusher.h"
 #include "summary_writer/rpc/grpc_event_sink.h"
-#include "summary_writer/run_name.h"
 
 namespace overseer {
 namespace {

@@ -12,13 +12,13 @@
 #include "client/session/readiness.h"
 #include "client/summary/summary_ops.h"
 #include "client/training/queue_runner.h"
+#include "core/io/file_system.h"
 #include "core/resource_mgr.h"
 #include "core/status_macros.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "summary_writer/event_file_reader.h"
-#include "summary_writer/file_system.h"
 #include "testing/manual_clock.h"
 
 namespace overseer {

@@ -1,4 +1,4 @@
-#include "summary_writer/file_system.h"
+#include "core/io/file_system.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
-#ifndef OVERSEER_SUMMARY_WRITER_CRC32C_H_
-#define OVERSEER_SUMMARY_WRITER_CRC32C_H_
+#ifndef OVERSEER_CORE_IO_CRC32C_H_
+#define OVERSEER_CORE_IO_CRC32C_H_
 
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78) and the mask TensorFlow applies
 // to every stored CRC (FORMATS.md 1.2). Pure functions; thread-safe.
@@ -38,4 +38,4 @@ inline uint32_t Unmask(uint32_t masked) {
 }  // namespace crc32c
 }  // namespace overseer
 
-#endif  // OVERSEER_SUMMARY_WRITER_CRC32C_H_
+#endif  // OVERSEER_CORE_IO_CRC32C_H_

@@ -1,5 +1,5 @@
-#ifndef OVERSEER_CLIENT_GRAPH_GRADIENTS_CHECKER_H_
-#define OVERSEER_CLIENT_GRAPH_GRADIENTS_CHECKER_H_
+#ifndef OVERSEER_CLIENT_SESSION_GRADIENTS_CHECKER_H_
+#define OVERSEER_CLIENT_SESSION_GRADIENTS_CHECKER_H_
 
 // Checks symbolic gradients against finite differences, through a real session: the
 // numeric Jacobian uses central differences (x +- delta) and the symbolic one is built
@@ -41,4 +41,4 @@ absl::StatusOr<double> ComputeGradientError(const Scope& scope, const std::vecto
 
 }  // namespace overseer
 
-#endif  // OVERSEER_CLIENT_GRAPH_GRADIENTS_CHECKER_H_
+#endif  // OVERSEER_CLIENT_SESSION_GRADIENTS_CHECKER_H_

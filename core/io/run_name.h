@@ -1,5 +1,5 @@
-#ifndef OVERSEER_SUMMARY_WRITER_RUN_NAME_H_
-#define OVERSEER_SUMMARY_WRITER_RUN_NAME_H_
+#ifndef OVERSEER_CORE_IO_RUN_NAME_H_
+#define OVERSEER_CORE_IO_RUN_NAME_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ std::string RunDirectory(absl::string_view logdir, absl::string_view run);
 
 }  // namespace overseer
 
-#endif  // OVERSEER_SUMMARY_WRITER_RUN_NAME_H_
+#endif  // OVERSEER_CORE_IO_RUN_NAME_H_

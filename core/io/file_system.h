@@ -1,5 +1,5 @@
-#ifndef OVERSEER_SUMMARY_WRITER_FILE_SYSTEM_H_
-#define OVERSEER_SUMMARY_WRITER_FILE_SYSTEM_H_
+#ifndef OVERSEER_CORE_IO_FILE_SYSTEM_H_
+#define OVERSEER_CORE_IO_FILE_SYSTEM_H_
 
 // The file operations the event writer needs, behind an interface so that tests can
 // inject failures (fault_injecting_file_system.h). Paths are plain POSIX paths.
@@ -80,4 +80,4 @@ class FileSystem {
 
 }  // namespace overseer
 
-#endif  // OVERSEER_SUMMARY_WRITER_FILE_SYSTEM_H_
+#endif  // OVERSEER_CORE_IO_FILE_SYSTEM_H_

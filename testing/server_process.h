@@ -1,5 +1,5 @@
-#ifndef OVERSEER_TESTS_SERVER_PROCESS_H_
-#define OVERSEER_TESTS_SERVER_PROCESS_H_
+#ifndef OVERSEER_TESTING_SERVER_PROCESS_H_
+#define OVERSEER_TESTING_SERVER_PROCESS_H_
 
 // A server binary (a data dependency of the test) run in its own process with --port=0
 // and --metrics_port=0 (the server binds free ports itself). The constructor blocks on the server's
@@ -105,4 +105,4 @@ class ServerProcess {
 }  // namespace test
 }  // namespace overseer
 
-#endif  // OVERSEER_TESTS_SERVER_PROCESS_H_
+#endif  // OVERSEER_TESTING_SERVER_PROCESS_H_

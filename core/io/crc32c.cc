@@ -1,4 +1,4 @@
-#include "summary_writer/crc32c.h"
+#include "core/io/crc32c.h"
 
 #include <array>
 #include <cstring>

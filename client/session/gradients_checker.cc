@@ -1,4 +1,4 @@
-#include "client/graph/gradients_checker.h"
+#include "client/session/gradients_checker.h"
 
 #include <cmath>
 

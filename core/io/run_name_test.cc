@@ -1,4 +1,4 @@
-#include "summary_writer/run_name.h"
+#include "core/io/run_name.h"
 
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "summary_writer/run_name.h"
+#include "core/io/run_name.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
