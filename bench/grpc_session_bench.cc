@@ -13,7 +13,7 @@
 //     quick graph: the ratio was 2.50-2.75 (median 2.56) in six runs at load 2.6-4.8 on
 //     the 2-core shared host, against 2.95-3.26 (median 3.17) with the worker's
 //     synchronous RunGraph interleaved with it (both then as the ratio of the fastest
-//     windows). docs/design.md section 2 says where a step's time goes.
+//     windows). docs/performance.md section 2 says where a step's time goes.
 
 #include <memory>
 #include <string>

@@ -1,7 +1,7 @@
 #ifndef OVERSEER_MASTER_READINESS_INTERFACE_H_
 #define OVERSEER_MASTER_READINESS_INTERFACE_H_
 
-// The master's readiness and job-end calls (DESIGN.md section 5), as their clients
+// The master's readiness and job-end calls (docs/design.md section 5), as their clients
 // (client/session/grpc_readiness.cc) see them. Implementations: Master (master/master.h, in the
 // same process) and GrpcMaster (master/rpc/grpc_master.h).
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when a dependency points up the layers of docs/design.md section 2.
+"""Fails when a dependency points up the layers of docs/design.md section 1.
 
 Reads `bazel query --output=graph --nograph:factored` of the non-test rules on stdin
 and checks every edge between packages; then checks every #include of the non-test

@@ -1,7 +1,7 @@
 #ifndef OVERSEER_CLIENT_SESSION_JOB_H_
 #define OVERSEER_CLIENT_SESSION_JOB_H_
 
-// The end of a job (DESIGN.md section 5): the chief, once training ended cleanly,
+// The end of a job (docs/design.md section 5): the chief, once training ended cleanly,
 // tells the cluster through the master, so that ps and worker servers started with
 // --exit_when_job_done drain and exit 0 instead of serving forever (TensorFlow's ps
 // blocks forever). Part of //client/session:grpc_session.

@@ -1,7 +1,7 @@
 #ifndef OVERSEER_CLIENT_SESSION_READINESS_H_
 #define OVERSEER_CLIENT_SESSION_READINESS_H_
 
-// Readiness pushed, not polled (DESIGN.md section 5). The chief, once it has
+// Readiness pushed, not polled (docs/design.md section 5). The chief, once it has
 // initialised or restored the model, marks it ready; non-chief trainers block in
 // WaitForReady and are released as soon as the mark lands, then confirm with the ready
 // op. For a grpc:// target the record lives in the master (which withdraws it when a

@@ -5,7 +5,7 @@
 // a Scope's graph whose model is ready to use: the chief restores the latest
 // checkpoint or initialises the model (PrepareSession); other trainers wait
 // until the chief has done so (WaitForSession). Readiness is pushed, not polled
-// (DESIGN.md section 5): PrepareSession marks the model ready through the
+// (docs/design.md section 5): PrepareSession marks the model ready through the
 // master's ReadinessChannel, and WaitForSession long-polls that channel,
 // confirming with the ready op; it falls back to polling the ready op with
 // capped backoff when the master has no record.

@@ -6,7 +6,7 @@
 // queue and the nested client calls its handler issues on the same queue are all
 // read and continued by that one thread: no other thread is woken on the way
 // (gRPC 1.51's synchronous server, and its callback API, hand each event that a
-// poller reads to another thread; docs/design.md section 2).
+// poller reads to another thread; docs/performance.md section 2).
 //
 // Whatever runs on the loop's thread must not block: blocking work goes to a thread
 // pool, and its result comes back through a gRPC operation's completion.

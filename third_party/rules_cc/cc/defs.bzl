@@ -1,7 +1,7 @@
 """Re-exports Bazel's native C++ rules under the names rules_cc provides.
 
 Debian's rules_cc 0.0.4 needs a newer Bazel than Debian's 4.2.3; this shim is all
-that @bazel_tools asks of rules_cc (DESIGN.md section 9).
+that @bazel_tools asks of rules_cc (docs/building.md).
 """
 
 def cc_library(**kwargs):
