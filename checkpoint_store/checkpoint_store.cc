@@ -1,6 +1,7 @@
 #include "checkpoint_store/checkpoint_store.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -150,6 +151,13 @@ CheckpointStore::CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
       counter("overseer_checkpoint_store_bytes_read_total", "Tensor bytes read and verified.");
   crc_failures_ = counter("overseer_checkpoint_store_crc_failures_total",
                           "Tensor reads that failed CRC32C verification.");
+  state_rebuilds_ =
+      counter("overseer_checkpoint_store_state_file_rebuilds_total",
+              "Reads of a checkpoint state file that did not parse, rebuilt from the run's "
+              "checkpoints.");
+  unreadable_skipped_ =
+      counter("overseer_checkpoint_store_unreadable_checkpoints_skipped_total",
+              "Newest checkpoints whose index was damaged, passed over for an older one.");
   save_seconds_ = histogram("overseer_checkpoint_store_save_duration_seconds",
                             "Time from BeginCheckpoint to the end of its commit.");
   restore_seconds_ = histogram("overseer_checkpoint_store_restore_duration_seconds",
@@ -441,7 +449,7 @@ absl::Status CheckpointStore::Publish(const Pending& pending, CheckpointInfo* in
 
 absl::Status CheckpointStore::UpdateState(const Pending& pending, double timestamp,
                                           std::vector<std::string>* retired) {
-  auto old = ReadStateFile(fs_, pending.dir);
+  auto old = ReadState(pending.dir);
   if (!old.ok()) LOG(WARNING) << "replacing unreadable state file: " << old.status();
   std::vector<std::pair<std::string, double>> list;
   double last_preserved = timestamp - 1;
@@ -497,9 +505,36 @@ absl::Status CheckpointStore::DeleteCheckpointFiles(const std::string& dir,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::optional<CheckpointState>> CheckpointStore::ReadState(const std::string& dir) {
+  absl::StatusOr<std::optional<CheckpointState>> read = ReadStateFile(fs_, dir);
+  if (!absl::IsDataLoss(read.status())) return read;
+  ASSIGN_OR_RETURN(std::vector<std::string> files, fs_->ListDir(dir));
+  std::vector<std::pair<int64_t, std::string>> found;
+  for (const std::string& file : files) {
+    if (!absl::EndsWith(file, ".index")) continue;
+    std::string name = file.substr(0, file.size() - std::strlen(".index"));
+    if (ValidateCheckpointName(name).ok()) {
+      found.emplace_back(CheckpointStepFromName(name), std::move(name));
+    }
+  }
+  std::sort(found.begin(), found.end());
+  LOG(WARNING) << read.status() << "; rebuilt from the " << found.size()
+               << " checkpoints in its directory";
+  if (state_rebuilds_ != nullptr) state_rebuilds_->Increment();
+  CheckpointState state;
+  // Commit times unknown: 0, after the last preserved one, so that retention applies.
+  state.set_last_preserved_timestamp(-1);
+  for (const auto& [step, name] : found) {
+    state.add_all_model_checkpoint_paths(name);
+    state.add_all_model_checkpoint_timestamps(0);
+  }
+  if (!found.empty()) state.set_model_checkpoint_path(found.back().second);
+  return std::optional<CheckpointState>(std::move(state));
+}
+
 absl::StatusOr<std::vector<CheckpointInfo>> CheckpointStore::CompleteCheckpoints(
     const std::string& dir) {
-  ASSIGN_OR_RETURN(std::optional<CheckpointState> state, ReadStateFile(fs_, dir));
+  ASSIGN_OR_RETURN(std::optional<CheckpointState> state, ReadState(dir));
   std::vector<CheckpointInfo> out;
   if (!state.has_value()) return out;
   std::vector<std::pair<std::string, double>> listed;
@@ -531,9 +566,23 @@ absl::StatusOr<std::vector<CheckpointInfo>> CheckpointStore::CompleteCheckpoints
 absl::StatusOr<std::optional<CheckpointInfo>> CheckpointStore::LatestCheckpoint(
     const std::string& run) {
   RETURN_IF_ERROR(ValidateCheckpointRun(run));
-  ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all, CompleteCheckpoints(RunDir(run)));
-  if (all.empty()) return std::optional<CheckpointInfo>();
-  return std::optional<CheckpointInfo>(all.back());
+  const std::string dir = RunDir(run);
+  ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all, CompleteCheckpoints(dir));
+  // The newest whose index opens (its checksums verified): a damaged one is passed over
+  // for an older one, never for a fresh start.
+  absl::Status newest_error;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    absl::StatusOr<std::unique_ptr<BundleReader>> reader =
+        BundleReader::Open(fs_, absl::StrCat(dir, "/", it->name()));
+    if (reader.ok()) return std::optional<CheckpointInfo>(*it);
+    if (!absl::IsDataLoss(reader.status())) return reader.status();
+    LOG(WARNING) << "checkpoint " << it->name() << " of run '" << run
+                 << "' is damaged, passed over: " << reader.status();
+    if (unreadable_skipped_ != nullptr) unreadable_skipped_->Increment();
+    if (newest_error.ok()) newest_error = reader.status();
+  }
+  if (!newest_error.ok()) return newest_error;
+  return std::optional<CheckpointInfo>();
 }
 
 absl::StatusOr<std::vector<CheckpointInfo>> CheckpointStore::ListCheckpoints(
@@ -606,7 +655,7 @@ absl::Status CheckpointStore::DeleteCheckpoint(const std::string& run, const std
   RETURN_IF_ERROR(ValidateCheckpointName(name));
   const std::string dir = RunDir(run);
   absl::MutexLock run_lock(RunMutex(dir));
-  ASSIGN_OR_RETURN(std::optional<CheckpointState> state, ReadStateFile(fs_, dir));
+  ASSIGN_OR_RETURN(std::optional<CheckpointState> state, ReadState(dir));
   if (state.has_value()) {
     CheckpointState kept;
     kept.set_last_preserved_timestamp(state->last_preserved_timestamp());

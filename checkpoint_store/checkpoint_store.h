@@ -96,6 +96,11 @@ class CheckpointStore : public CheckpointStoreInterface {
   absl::Status Publish(const Pending& pending, CheckpointInfo* info);
   absl::Status UpdateState(const Pending& pending, double timestamp,
                            std::vector<std::string>* retired);
+  // The run's state file; one that does not parse is rebuilt from the checkpoints in
+  // `dir` (every valid name with an index file, by step; timestamps unknown, 0), with a
+  // warning and overseer_checkpoint_store_state_file_rebuilds_total, so that reads
+  // still see them and the next commit's retention still retires them.
+  absl::StatusOr<std::optional<CheckpointState>> ReadState(const std::string& dir);
   absl::StatusOr<std::vector<CheckpointInfo>> CompleteCheckpoints(const std::string& dir);
   absl::Status DeleteCheckpointFiles(const std::string& dir, const std::string& name);
   absl::Status RemoveLeftovers(const std::string& dir);
@@ -121,6 +126,8 @@ class CheckpointStore : public CheckpointStoreInterface {
   prometheus::Counter* bytes_written_ = nullptr;
   prometheus::Counter* bytes_read_ = nullptr;
   prometheus::Counter* crc_failures_ = nullptr;
+  prometheus::Counter* state_rebuilds_ = nullptr;
+  prometheus::Counter* unreadable_skipped_ = nullptr;
   prometheus::Histogram* save_seconds_ = nullptr;
   prometheus::Histogram* restore_seconds_ = nullptr;
   prometheus::Family<prometheus::Gauge>* latest_step_ = nullptr;

@@ -153,6 +153,77 @@ TEST_F(CheckpointStoreTest, RetentionKeepsMaxToKeepAndEveryNHours) {
   EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-4.index").ok());
 }
 
+// Writes `contents` over the file at `path` (a damaged state file or index).
+void Overwrite(const std::string& path, const std::string& contents) {
+  ASSERT_TRUE(FileSystem::Posix()->DeleteFile(path).ok()) << path;
+  auto file = FileSystem::Posix()->NewWritableFile(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE((*file)->Append(contents).ok());
+  ASSERT_TRUE((*file)->Close().ok());
+}
+
+std::string MetricsText(prometheus::Registry* registry) {
+  return prometheus::TextSerializer().Serialize(registry->Collect());
+}
+
+TEST_F(CheckpointStoreTest, AGarbageStateFileIsRebuiltFromTheRunsCheckpoints) {
+  prometheus::Registry registry;
+  auto opened = CheckpointStore::Open(fs_, root_, &clock_, &registry);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  CheckpointStore* store = opened->get();
+  for (int step : {10, 20, 30}) {
+    ASSERT_TRUE(Save(store, "r", "model.ckpt-" + std::to_string(step), 'a', 3).ok());
+  }
+  Overwrite(root_ + "/r/checkpoint", "model_checkpoint_path: \"model.ckpt-30\"\ngarbage {{{\n");
+  // Reads see the checkpoints in the directory, newest step last.
+  auto latest = store->LatestCheckpoint("r");
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  ASSERT_TRUE(latest->has_value());
+  EXPECT_EQ((*latest)->name(), "model.ckpt-30");
+  EXPECT_EQ(Names(store, "r"),
+            (std::vector<std::string>{"model.ckpt-10", "model.ckpt-20", "model.ckpt-30"}));
+  EXPECT_TRUE(absl::StrContains(MetricsText(&registry),
+                                "overseer_checkpoint_store_state_file_rebuilds_total 2"))
+      << MetricsText(&registry);
+  // The next commit writes a good state file and still retires the oldest ones.
+  ASSERT_TRUE(Save(store, "r", "model.ckpt-40", 'b', 2).ok());
+  EXPECT_EQ(Names(store, "r"), (std::vector<std::string>{"model.ckpt-30", "model.ckpt-40"}));
+  EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-10.index").ok());
+  EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-20.index").ok());
+  EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-20.data-00000-of-00002").ok());
+  auto state = ReadStateFile(fs_, root_ + "/r");
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_TRUE(state->has_value());
+  EXPECT_EQ((*state)->model_checkpoint_path(), "model.ckpt-40");
+  ExpectContents(store, "r", "model.ckpt-40", 'b');
+}
+
+TEST_F(CheckpointStoreTest, LatestSkipsACheckpointWhoseIndexIsCorrupt) {
+  prometheus::Registry registry;
+  auto opened = CheckpointStore::Open(fs_, root_, &clock_, &registry);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  CheckpointStore* store = opened->get();
+  ASSERT_TRUE(Save(store, "r", "model.ckpt-1", 'a').ok());
+  ASSERT_TRUE(Save(store, "r", "model.ckpt-2", 'b').ok());
+  const std::string index = root_ + "/r/model.ckpt-2.index";
+  auto size = fs_->GetFileSize(index);
+  ASSERT_TRUE(size.ok()) << size.status();
+  Overwrite(index, std::string(*size, 'x'));
+  auto latest = store->LatestCheckpoint("r");
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  ASSERT_TRUE(latest->has_value());
+  EXPECT_EQ((*latest)->name(), "model.ckpt-1");
+  ExpectContents(store, "r", "model.ckpt-1", 'a');
+  EXPECT_TRUE(absl::StrContains(MetricsText(&registry),
+                                "overseer_checkpoint_store_unreadable_checkpoints_skipped_total 1"))
+      << MetricsText(&registry);
+  // With every checkpoint damaged, the newest one's error: never a silent fresh start.
+  Overwrite(root_ + "/r/model.ckpt-1.index", "");
+  latest = store->LatestCheckpoint("r");
+  EXPECT_EQ(latest.status().code(), absl::StatusCode::kDataLoss) << latest.status();
+  EXPECT_TRUE(absl::StrContains(latest.status().message(), "model.ckpt-2")) << latest.status();
+}
+
 TEST_F(CheckpointStoreTest, ResavingANameReplacesIt) {
   auto store = OpenStore(fs_);
   ASSERT_TRUE(Save(store.get(), "", "ckpt-1", 'a').ok());
