@@ -95,7 +95,11 @@ int Master::CollectIdleSessions() {
     absl::MutexLock lock(&mu_);
     const absl::Time now = env_.clock->Now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
-      if (now - it->second.last_used > options_.session_gc_idle) {
+      if (it->second.session.use_count() > 1) {
+        // A step or another call holds it: in use, however long it runs.
+        it->second.last_used = now;
+        ++it;
+      } else if (now - it->second.last_used > options_.session_gc_idle) {
         idle.push_back(std::move(it->second.session));
         it = sessions_.erase(it);
       } else {

@@ -33,9 +33,10 @@ ABSL_FLAG(std::string, cluster_spec, "",
           "The cluster's tasks, \"job=host:port,host:port;job=host:port\" (e.g. "
           "\"ps=h1:2222,h2:2222;worker=h3:2222\"). When empty, the \"cluster\" of the "
           "TF_CONFIG environment variable is used.");
-ABSL_FLAG(int, session_gc_seconds, 0,
-          "Close sessions that made no call for this many seconds; 0 keeps them until "
-          "CloseSession or Reset.");
+ABSL_FLAG(int, session_gc_seconds, 3600,
+          "Close sessions that made no call and ran no step for this many seconds (a "
+          "client that died never closes its own); 0 keeps them until CloseSession or "
+          "Reset.");
 ABSL_FLAG(int, create_session_wait_seconds, 60,
           "How long CreateSession waits for the tasks to answer when the request sets "
           "no operation timeout.");

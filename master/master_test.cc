@@ -1,6 +1,7 @@
 #include "master/master.h"
 
 #include <set>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -180,6 +181,37 @@ TEST_F(MasterTest, IdleSessionsAreCollectedOnTheClock) {
   EXPECT_EQ(master_->NumSessions(), 0);
   EXPECT_TRUE(cache_.ps()->sessions.empty());
   EXPECT_EQ(Run(h, &resp).code(), absl::StatusCode::kAborted);
+}
+
+TEST_F(MasterTest, ASessionWithAStepRunningIsNotIdle) {
+  const std::string h = Create();
+  {
+    absl::MutexLock l(&cache_.ps()->mu);
+    cache_.ps()->run_waits_for_cleanup = true;
+  }
+  RunStepResponse resp;
+  absl::Status step;
+  std::thread runner([&] { step = Run(h, &resp); });
+  {
+    absl::MutexLock l(&cache_.ps()->mu);
+    auto waiting = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_.ps()->mu) {
+      return cache_.ps()->waiting == 1;
+    };
+    ASSERT_TRUE(cache_.ps()->mu.AwaitWithTimeout(absl::Condition(&waiting), absl::Seconds(60)));
+  }
+  // A step longer than the idle time: the session is in use, not idle.
+  clock_.Advance(absl::Minutes(20));
+  EXPECT_EQ(master_->CollectIdleSessions(), 0);
+  EXPECT_EQ(master_->NumSessions(), 1);
+  {
+    absl::MutexLock l(&cache_.ps()->mu);
+    cache_.ps()->release_waiting = true;
+  }
+  runner.join();
+  EXPECT_EQ(step.code(), absl::StatusCode::kCancelled) << step;
+  // Once the step is over, the idle time counts from its end.
+  clock_.Advance(absl::Minutes(11));
+  EXPECT_EQ(master_->CollectIdleSessions(), 1);
 }
 
 TEST_F(MasterTest, ResetClearsEveryTaskAndClosesSessions) {

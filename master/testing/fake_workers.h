@@ -99,7 +99,7 @@ class FakeWorker : public WorkerInterface {
       ++waiting;
       const int64_t step_id = req.step_id();
       auto cleaned_up = [this, step_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-        return cleaned.count(step_id) > 0;
+        return cleaned.count(step_id) > 0 || release_waiting;
       };
       mu.Await(absl::Condition(&cleaned_up));
       --waiting;
@@ -163,6 +163,8 @@ class FakeWorker : public WorkerInterface {
   // When set, CleanupGraph first waits (up to 10 s, then sets cleanup_gave_up) for this
   // to be notified, as a task that does not answer holds its caller...
   absl::Notification* cleanup_waits_for = nullptr;
+  // Ends every RunGraph that waits for its cleanup (run_waits_for_cleanup) as cancelled.
+  bool release_waiting = false;
   bool cleanup_gave_up = false;
   // ...and notifies this (once) when it ends a step.
   absl::Notification* on_cleanup = nullptr;
