@@ -80,6 +80,6 @@ int Run(const char* argv0) {
 }  // namespace overseer
 
 int main(int argc, char** argv) {
-  if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain();
+  if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain(argc, argv);
   return overseer::Run(argv[0]);
 }

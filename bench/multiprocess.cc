@@ -4,9 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,7 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/logging.h"
+#include "core/port_file.h"
 #include "core/rpc/raw_message.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -37,6 +37,7 @@ namespace bench {
 namespace {
 
 constexpr char kRawServerFlag[] = "--raw_grpc_server";
+constexpr char kPortFileFlag[] = "--port_file=";
 constexpr char kStreamMethod[] = "/overseer.bench.BenchPing/Stream";
 constexpr int kStreamMethodIndex = 1;  // Its index among BenchPing's methods.
 constexpr uint32_t kContentField = 1;  // StreamChunk.content
@@ -275,17 +276,21 @@ void UseRunfilesOf(const char* argv0) {
 }
 
 bool IsRawServer(int argc, char** argv) {
-  return argc == 2 && std::strcmp(argv[1], kRawServerFlag) == 0;
+  return argc == 3 && std::strcmp(argv[1], kRawServerFlag) == 0 &&
+         std::strncmp(argv[2], kPortFileFlag, std::strlen(kPortFileFlag)) == 0;
 }
 
-int RawServerMain() {
+int RawServerMain(int argc, char** argv) {
+  CHECK(IsRawServer(argc, argv)) << "usage: " << argv[0] << " " << kRawServerFlag << " "
+                                 << kPortFileFlag << "<path>";
   Source source;
   PingService service(&source);
   TcpStreamServer tcp(&source);
   int grpc_port = 0;
   const std::unique_ptr<grpc::Server> server = StartGrpcServer(&service, &grpc_port);
-  std::printf("%d %d\n", grpc_port, tcp.port());
-  std::fflush(stdout);
+  const absl::Status written =
+      WritePortFile(argv[2] + std::strlen(kPortFileFlag), {grpc_port, tcp.port()});
+  CHECK(written.ok()) << written;
   for (;;) ::pause();  // Until SIGTERM, or SIGKILL when the parent dies.
 }
 
@@ -366,24 +371,20 @@ void RawClient::TransferRawBytes(int64_t total_bytes, int64_t chunk_bytes, char*
 }
 
 RawServer::RawServer(const char* argv0) {
-  int out[2];
-  CHECK(::pipe(out) == 0) << "pipe failed";
-  pid_ = ::fork();
-  CHECK(pid_ >= 0) << "fork failed";
-  if (pid_ == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
-    ::dup2(out[1], 1);
-    ::close(out[0]);
-    ::close(out[1]);
-    ::execl(argv0, argv0, kRawServerFlag, static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  FILE* from_child = ::fdopen(out[0], "r");
-  CHECK(std::fscanf(from_child, "%d %d", &grpc_port_, &tcp_port_) == 2 && grpc_port_ > 0 &&
-        tcp_port_ > 0)
-      << "the raw server child did not start";
-  std::fclose(from_child);
+  static std::atomic<int> next{0};
+  const std::string base = absl::StrCat(TempDir(), "/raw_server_", next++);
+  const std::string port_file = base + ".port";
+  std::remove(port_file.c_str());
+  process_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{argv0, kRawServerFlag, kPortFileFlag + port_file}, base + ".log");
+  process_->set_die_with_parent(true);  // Never outlive the benchmark.
+  const absl::Status started = process_->Start();
+  CHECK(started.ok()) << started;
+  absl::StatusOr<std::vector<int>> ports = process_->WaitForPortFile(port_file, absl::Minutes(1));
+  CHECK(ports.ok() && ports->size() == 2)
+      << "the raw server child did not start: " << ports.status();
+  grpc_port_ = (*ports)[0];
+  tcp_port_ = (*ports)[1];
   Connect();
 }
 
@@ -401,9 +402,8 @@ void RawServer::Connect() { client_ = NewClient(); }
 RawServer::~RawServer() {
   client_.reset();
   in_process_.reset();
-  if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
+  if (process_ != nullptr && process_->IsRunning()) {
+    (void)process_->Stop(SIGTERM, absl::Minutes(1));  // Else the destructor SIGKILLs it.
   }
 }
 

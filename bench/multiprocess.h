@@ -7,7 +7,7 @@
 // re-executed with a flag, or by a server in this process.
 //
 //   int main(int argc, char** argv) {
-//     if (bench::IsRawServer(argc, argv)) return bench::RawServerMain();
+//     if (bench::IsRawServer(argc, argv)) return bench::RawServerMain(argc, argv);
 //     bench::UseRunfilesOf(argv[0]);
 //     bench::RawServer raw(argv[0]);
 //     ... raw.Ping() ... raw.Transfer(bytes, chunk, dest) ... raw.TcpTransfer(bytes, dest)
@@ -22,14 +22,13 @@
 // (SO_RCVLOWAT, which gRPC's newer readers set to be woken less often, stalled
 // transfers for good on this host's kernel, so the reader is woken per packet.)
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "bench/ping.grpc.pb.h"
 #include "grpcpp/channel.h"
+#include "testing/child_process.h"
 
 namespace overseer {
 namespace bench {
@@ -41,9 +40,10 @@ void UseRunfilesOf(const char* argv0);
 
 // True when the binary was started as the raw server child.
 bool IsRawServer(int argc, char** argv);
-// Serves BenchPing and the TCP stream on free loopback ports, prints both ports on
-// stdout, and serves until killed (it dies with its parent). Returns the exit code.
-int RawServerMain();
+// Serves BenchPing and the TCP stream on free loopback ports, writes both ports to the
+// port file its command line names (core/port_file.h), and serves until killed (it
+// dies with its parent). Returns the exit code.
+int RawServerMain(int argc, char** argv);
 
 // How a client's channel receives a stream: the HTTP/2 stream window (0: gRPC's
 // default) and whether gRPC's BDP probing may resize it, to match the peer a figure
@@ -88,8 +88,8 @@ class RawClient {
 // when they cannot start (benchmarks have no user input to report errors for).
 class RawServer {
  public:
-  // In a child process: `argv0` re-executed (its main must call RawServerMain when
-  // IsRawServer).
+  // In a child process (testing/child_process.h): `argv0` re-executed (its main must
+  // call RawServerMain when IsRawServer), its output in $TEST_TMPDIR/raw_server_<n>.log.
   explicit RawServer(const char* argv0);
   // In this process.
   static std::unique_ptr<RawServer> InProcess();
@@ -118,7 +118,7 @@ class RawServer {
   RawServer() = default;
   void Connect();
 
-  pid_t pid_ = -1;
+  std::unique_ptr<ChildProcess> process_;
   std::unique_ptr<InProcessServers> in_process_;
   int grpc_port_ = 0;
   int tcp_port_ = 0;

@@ -250,7 +250,7 @@ void Run(const char* argv0) {
 }  // namespace overseer
 
 int main(int argc, char** argv) {
-  if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain();
+  if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain(argc, argv);
   overseer::Run(argv[0]);
   return 0;
 }

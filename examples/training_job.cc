@@ -9,6 +9,11 @@
 
 namespace overseer {
 namespace examples {
+namespace {
+
+constexpr char kTrainerBinary[] = "examples/cluster_trainer";
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptions options) {
   if (options.cluster.log_dir.empty()) {
@@ -16,8 +21,8 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
   }
   options.cluster.checkpoint_store = true;
   options.cluster.summary_writer = true;
-  absl::StatusOr<std::string> trainer_bin =
-      FindBinary(options.cluster.bin_dir, "examples/cluster_trainer");
+  // Before starting any server: a missing trainer fails the job at once.
+  absl::StatusOr<std::string> trainer_bin = FindBinary(options.cluster.bin_dir, kTrainerBinary);
   if (!trainer_bin.ok()) return trainer_bin.status();
 
   std::unique_ptr<TrainingJob> job(new TrainingJob(options));
@@ -35,8 +40,7 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
   job->trainers_.resize(options.cluster.num_workers);
   // Non-chiefs first: they wait for the chief's model, as they may in a real cluster.
   for (int i = options.cluster.num_workers - 1; i >= 0; --i) {
-    std::vector<std::string> argv = {
-        *trainer_bin,
+    std::vector<std::string> args = {
         "--master=" + c.master_target(),
         absl::StrCat("--task_index=", i),
         absl::StrCat("--num_ps=", options.cluster.num_ps),
@@ -48,14 +52,19 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
         absl::StrCat("--checkpoint_dir=", c.store_target(), "/", options.run),
         absl::StrCat("--summary_dir=", c.writer_target(), "/", options.run),
     };
-    const std::string base = absl::StrCat(options.cluster.log_dir, "/trainer_", i);
-    argv.push_back("--metrics_port_file=" + base + ".metrics_port");
-    if (i == 0) argv.push_back("--is_chief");
-    argv.insert(argv.end(), options.trainer_flags.begin(), options.trainer_flags.end());
+    const std::string name = absl::StrCat("trainer_", i);
+    args.push_back(
+        absl::StrCat("--metrics_port_file=", options.cluster.log_dir, "/", name, ".metrics_port"));
+    if (i == 0) args.push_back("--is_chief");
+    args.insert(args.end(), options.trainer_flags.begin(), options.trainer_flags.end());
+    TrainerProcessOptions trainer_options;
+    trainer_options.bin_dir = options.cluster.bin_dir;
+    trainer_options.log_dir = options.cluster.log_dir;
+    trainer_options.separate_stderr = true;  // Lines to follow on stdout, the log on stderr.
     Trainer& trainer = job->trainers_[i];
-    trainer.process = std::make_unique<ChildProcess>(argv, base + ".out", base + ".log");
-    trainer.tail = std::make_unique<FileTail>(base + ".out");
-    if (absl::Status s = trainer.process->Start(); !s.ok()) return s;
+    trainer.process =
+        std::make_unique<TrainerProcess>(kTrainerBinary, name, std::move(args), trainer_options);
+    if (!trainer.process->start_status().ok()) return trainer.process->start_status();
   }
   return job;
 }
@@ -103,7 +112,7 @@ void TrainingJob::Poll() {
     Trainer& t = trainers_[i];
     // Note the exit first, so that the lines read below include its last ones.
     const bool exited = !t.report.exit_code.has_value() && !t.process->IsRunning();
-    for (const std::string& text : t.tail->NewLines()) {
+    for (const std::string& text : t.process->NewLines()) {
       const TrainerLine line = ParseTrainerLine(text);
       if (line.kind == TrainerLine::kOther) continue;
       if (listener_) listener_(i, line);
@@ -152,7 +161,7 @@ bool TrainingJob::TrainersExited() const {
 }
 
 std::string TrainingJob::TrainerLog(int trainer) const {
-  return ReadWholeFile(trainers_[trainer].process->stderr_path());
+  return trainers_[trainer].process->ErrorLog();
 }
 
 absl::Status TrainingJob::CheckTrainers(bool all_exited_is_error, absl::string_view what) const {

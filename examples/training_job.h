@@ -30,6 +30,7 @@
 #include "examples/trainer_output.h"
 #include "testing/child_process.h"
 #include "testing/cluster_launcher.h"
+#include "testing/trainer_process.h"
 
 namespace overseer {
 namespace examples {
@@ -117,8 +118,7 @@ class TrainingJob {
 
  private:
   struct Trainer {
-    std::unique_ptr<ChildProcess> process;
-    std::unique_ptr<FileTail> tail;
+    std::unique_ptr<TrainerProcess> process;
     TrainerReport report;
   };
 

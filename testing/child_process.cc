@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,26 @@ std::string SelfPath() {
 
 int OpenForAppend(const std::string& path) {
   return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+// This process's environment with `overrides` ("NAME=value") set over it.
+std::vector<std::string> EnvironmentWith(const std::vector<std::string>& overrides) {
+  std::map<std::string, std::string> vars;
+  auto set = [&](const std::string& entry) {
+    const size_t eq = entry.find('=');
+    vars[entry.substr(0, eq)] = entry;
+  };
+  for (char** e = environ; *e != nullptr; ++e) set(*e);
+  for (const std::string& entry : overrides) set(entry);
+  std::vector<std::string> env;
+  for (auto& [name, entry] : vars) env.push_back(std::move(entry));
+  return env;
+}
+
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 }  // namespace
@@ -66,6 +88,11 @@ std::string ReadWholeFile(const std::string& path) {
   return ss.str();
 }
 
+std::string TempDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
 ChildProcess::ChildProcess(std::vector<std::string> argv, std::string stdout_path,
                            std::string stderr_path)
     : argv_(std::move(argv)),
@@ -90,15 +117,25 @@ absl::Status ChildProcess::Start() {
     ::close(out_fd);
     return absl::InternalError("cannot open " + stderr_path_);
   }
+  // Everything the child uses is made before the fork: after it, only system calls.
   std::vector<std::string> args = argv_;
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env = EnvironmentWith(env_);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    if (die_with_parent_) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // The parent died before the prctl.
+    }
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(out_fd);
@@ -162,6 +199,66 @@ absl::StatusOr<int> ChildProcess::Stop(int signal, absl::Duration timeout) {
   absl::Status sent = Signal(signal);
   if (!sent.ok()) return sent;
   return WaitForExit(timeout);
+}
+
+std::string ChildProcess::Output() const {
+  std::string output = ReadWholeFile(stdout_path_);
+  if (stderr_path_ != stdout_path_) output += ReadWholeFile(stderr_path_);
+  return output;
+}
+
+absl::StatusOr<std::vector<int>> ChildProcess::WaitForPortFile(const std::string& port_file,
+                                                               absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<DirectoryWatch>> watch =
+      DirectoryWatch::Create(DirectoryOf(port_file));
+  if (!watch.ok()) return watch.status();
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    // The server writes its port file whole (renamed into place) once it listens.
+    std::istringstream in(ReadWholeFile(port_file));
+    std::vector<int> ports;
+    for (int port; in >> port;) ports.push_back(port);
+    if (!ports.empty() && ports[0] > 0) return ports;
+    if (!IsRunning()) {
+      return absl::InternalError(absl::StrCat(absl::StrJoin(argv_, " "), " exited with code ",
+                                              last_exit_code_, " before serving; its log:\n",
+                                              Output()));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(argv_[0], " wrote no port file (", port_file,
+                                                      ") within ", absl::FormatDuration(timeout),
+                                                      "; its log:\n", Output()));
+    }
+    // Woken by the port file's creation (or any other file of its directory); the bound
+    // only limits how late an exit without output is noticed.
+    (*watch)->Wait(std::min(deadline - absl::Now(), absl::Milliseconds(100)));
+  }
+}
+
+absl::Status ChildProcess::WaitForLine(const std::function<bool(absl::string_view line)>& matches,
+                                       absl::Duration timeout) {
+  absl::StatusOr<std::unique_ptr<DirectoryWatch>> watch =
+      DirectoryWatch::Create(DirectoryOf(stderr_path_));
+  if (!watch.ok()) return watch.status();
+  FileTail tail(stderr_path_);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    // Whether it runs is read before its lines, so that an exit's last lines are seen.
+    const bool running = IsRunning();
+    for (const std::string& line : tail.NewLines()) {
+      if (matches(line)) return absl::OkStatus();
+    }
+    if (!running) {
+      return absl::NotFoundError(absl::StrCat(argv_[0], " exited with code ", last_exit_code_,
+                                              " without the line awaited; its log:\n", Output()));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(argv_[0], " did not write the line awaited within ",
+                       absl::FormatDuration(timeout), "; its log:\n", Output()));
+    }
+    (*watch)->Wait(std::min(deadline - absl::Now(), absl::Milliseconds(100)));
+  }
 }
 
 std::vector<std::string> FileTail::NewLines() {

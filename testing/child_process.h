@@ -1,19 +1,24 @@
 #ifndef OVERSEER_TESTING_CHILD_PROCESS_H_
 #define OVERSEER_TESTING_CHILD_PROCESS_H_
 
-// Process management for programs that start Overseer's binaries as processes on this
-// machine (the multi-process tests, the benchmarks, the cluster demo): finding a
-// binary, running it with its output in a file, signalling it, waiting for its exit
-// with a deadline, and reading the lines a process appends to its output file.
+// The one process launcher of the programs that start Overseer's binaries as processes
+// on this machine (the multi-process tests, the benchmarks, the cluster demo): finding a
+// binary, running it with argv and environment and its output in files, waiting for
+// the port file a server writes (--port_file) or for a line of its output, signalling
+// it, waiting for its exit with a deadline, and reading the lines a process appends to
+// its output file. No wait here is a fixed sleep: each blocks on the process's exit
+// (a pidfd) or on a change of the file it waits for (inotify), with a deadline.
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace overseer {
@@ -28,6 +33,9 @@ absl::StatusOr<std::string> FindBinary(const std::string& bin_dir, const std::st
 // The whole content of the file at `path`; empty if it cannot be read.
 std::string ReadWholeFile(const std::string& path);
 
+// $TEST_TMPDIR, or /tmp outside a test.
+std::string TempDir();
+
 // One program run as a child process, possibly several times (Start again after it
 // exited: a restart). Its stdout and stderr are appended to files. The destructor
 // SIGKILLs it if it still runs. Not thread-safe.
@@ -39,6 +47,13 @@ class ChildProcess {
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
+
+  // Variables ("NAME=value") set in the environment of the next Start, over the ones
+  // this process has.
+  void set_env(std::vector<std::string> env) { env_ = std::move(env); }
+  // Whether the child is SIGKILLed when the thread that started it ends (a benchmark's
+  // helper process that must never outlive it). Off by default.
+  void set_die_with_parent(bool die) { die_with_parent_ = die; }
 
   // Forks and executes the program. FAILED_PRECONDITION if it is running; INTERNAL if
   // an output file cannot be opened or fork fails (an exec failure shows as exit 127).
@@ -58,6 +73,25 @@ class ChildProcess {
   // Sends `signal` and waits up to `timeout` for the exit; then as WaitForExit.
   absl::StatusOr<int> Stop(int signal, absl::Duration timeout);
 
+  // Blocks until the process wrote its ports to `port_file` (whole, as
+  // core/port_file.h writes it: remove a previous run's file before Start) and returns
+  // them in the file's order (a server's: its gRPC port, then its metrics port, -1 when
+  // it serves none); the first is positive. INTERNAL with the process's output if it
+  // exits first; DEADLINE_EXCEEDED with its output if `timeout` passes first (it is left
+  // running).
+  absl::StatusOr<std::vector<int>> WaitForPortFile(const std::string& port_file,
+                                                   absl::Duration timeout);
+
+  // Blocks until a complete line of the process's stderr file (its stdout file when
+  // they are one), read from the file's beginning, makes `matches` true. NOT_FOUND with its output
+  // if the process exits without such a line; DEADLINE_EXCEEDED if `timeout` passes first.
+  absl::Status WaitForLine(const std::function<bool(absl::string_view line)>& matches,
+                           absl::Duration timeout);
+
+  // Everything the process wrote so far: its stdout file, then its stderr file when
+  // that is another one.
+  std::string Output() const;
+
   // The exit code of the last run that ended (-1: killed by a signal); -2 if none.
   int last_exit_code() const { return last_exit_code_; }
   pid_t pid() const { return pid_; }
@@ -71,6 +105,8 @@ class ChildProcess {
   const std::vector<std::string> argv_;
   const std::string stdout_path_;
   const std::string stderr_path_;
+  std::vector<std::string> env_;
+  bool die_with_parent_ = false;
   pid_t pid_ = -1;
   int last_exit_code_ = -2;
 };

@@ -81,6 +81,63 @@ TEST(ChildProcessTest, AnExecFailureExits127) {
   EXPECT_EQ(*process.WaitForExit(absl::Seconds(60)), 127);
 }
 
+TEST(ChildProcessTest, TheEnvironmentReachesTheChild) {
+  const std::string out = TmpPath("env.out");
+  ChildProcess process({"/bin/sh", "-c", "echo \"$OVERSEER_A $OVERSEER_B\""}, out);
+  process.set_env({"OVERSEER_A=one", "OVERSEER_B=two"});
+  ASSERT_TRUE(process.Start().ok());
+  ASSERT_EQ(*process.WaitForExit(absl::Seconds(60)), 0);
+  EXPECT_EQ(ReadWholeFile(out), "one two\n");
+}
+
+TEST(ChildProcessTest, WaitForPortFileReturnsThePortsWritten) {
+  const std::string port_file = TmpPath("server.port");
+  ChildProcess process({"/bin/sh", "-c",
+                        absl::StrCat("printf '4242\\n-1\\n' > ", port_file, ".tmp; mv ", port_file,
+                                     ".tmp ", port_file, "; exec sleep 600")},
+                       TmpPath("server.out"));
+  ASSERT_TRUE(process.Start().ok());
+  absl::StatusOr<std::vector<int>> ports = process.WaitForPortFile(port_file, absl::Seconds(60));
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  EXPECT_THAT(*ports, ElementsAre(4242, -1));
+}
+
+TEST(ChildProcessTest, WaitForPortFileFailsWithTheLogOfAnExitOrRunsOut) {
+  ChildProcess exits({"/bin/sh", "-c", "echo cannot bind >&2; exit 3"}, TmpPath("exits.out"));
+  ASSERT_TRUE(exits.Start().ok());
+  absl::StatusOr<std::vector<int>> ports =
+      exits.WaitForPortFile(TmpPath("exits.port"), absl::Seconds(60));
+  EXPECT_EQ(ports.status().code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(absl::StrContains(ports.status().message(), "exited with code 3")) << ports.status();
+  EXPECT_TRUE(absl::StrContains(ports.status().message(), "cannot bind")) << ports.status();
+
+  ChildProcess silent({"/bin/sh", "-c", "exec sleep 600"}, TmpPath("silent.out"));
+  ASSERT_TRUE(silent.Start().ok());
+  EXPECT_EQ(silent.WaitForPortFile(TmpPath("silent.port"), absl::Milliseconds(20)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(silent.IsRunning());
+}
+
+TEST(ChildProcessTest, WaitForLineSeesALineOfStderrOrTheExit) {
+  ChildProcess process(
+      {"/bin/sh", "-c", "echo out; echo first >&2; echo ready now >&2; exec sleep 600"},
+      TmpPath("line.out"), TmpPath("line.err"));
+  ASSERT_TRUE(process.Start().ok());
+  EXPECT_TRUE(process
+                  .WaitForLine([](absl::string_view line) { return line == "ready now"; },
+                               absl::Seconds(60))
+                  .ok());
+  EXPECT_EQ(
+      process
+          .WaitForLine([](absl::string_view line) { return line == "out"; }, absl::Milliseconds(20))
+          .code(),
+      absl::StatusCode::kDeadlineExceeded);  // stdout is not its log.
+  EXPECT_TRUE(process.Stop(SIGKILL, absl::Seconds(60)).ok());
+  EXPECT_EQ(process.WaitForLine([](absl::string_view) { return false; }, absl::Seconds(60)).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(process.Output(), "out\nfirst\nready now\n");
+}
+
 TEST(FindBinaryTest, InBinDirOrNotFoundNamingWhereItLooked) {
   const std::string dir = TmpPath("bin");
   ::mkdir(dir.c_str(), 0755);

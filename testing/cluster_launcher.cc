@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -19,11 +18,6 @@ namespace overseer {
 namespace {
 
 std::string Key(const std::string& job, int index) { return absl::StrCat(job, ":", index); }
-
-std::string DefaultLogDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-}
 
 absl::Status MakeDir(const std::string& dir) {
   std::error_code error;
@@ -40,15 +34,12 @@ constexpr int kBindRetrySeconds = 30;
 
 absl::StatusOr<std::unique_ptr<ClusterLauncher>> ClusterLauncher::Start(
     ClusterLauncherOptions options) {
-  if (options.log_dir.empty()) options.log_dir = DefaultLogDir();
+  if (options.log_dir.empty()) options.log_dir = TempDir();
   if (options.checkpoint_root.empty()) options.checkpoint_root = options.log_dir + "/checkpoints";
   if (options.summary_logdir.empty()) options.summary_logdir = options.log_dir + "/logdir";
   if (absl::Status s = MakeDir(options.log_dir); !s.ok()) return s;
   std::unique_ptr<ClusterLauncher> launcher(new ClusterLauncher(options));
   ClusterLauncher& l = *launcher;
-  absl::StatusOr<std::unique_ptr<DirectoryWatch>> watch = DirectoryWatch::Create(options.log_dir);
-  if (!watch.ok()) return watch.status();
-  l.watch_ = *std::move(watch);
 
   // Every server binds port 0 itself and writes the port it got to its port file; the
   // tasks learn the cluster from the master with each session, so they start first,
@@ -154,35 +145,17 @@ absl::Status ClusterLauncher::StartServer(const std::string& job, int index) {
 
 absl::Status ClusterLauncher::ReadPorts(const std::string& job, int index) {
   Server& server = *Find(job, index);
-  ChildProcess& process = *server.process;
-  const absl::Time deadline = absl::Now() + options_.start_timeout;
-  while (true) {
-    // The server writes its port file whole (renamed into place) once it listens.
-    std::istringstream ports(ReadWholeFile(server.port_file));
-    int port = 0, metrics_port = -1;
-    if (ports >> port >> metrics_port && port > 0) {
-      server.port = port;
-      server.address = absl::StrCat("127.0.0.1:", port);
-      server.metrics_port = metrics_port;
-      if (job == "master") master_metrics_port_ = metrics_port;
-      return absl::OkStatus();
-    }
-    if (!process.IsRunning()) {
-      return absl::InternalError(
-          absl::StrCat(Key(job, index), " (", absl::StrJoin(process.argv(), " "),
-                       ") exited with code ", process.last_exit_code(),
-                       " before serving; its log:\n", ReadWholeFile(process.stderr_path())));
-    }
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(Key(job, index), " (", process.argv()[0], ") wrote no port file (",
-                       server.port_file, ") within ", absl::FormatDuration(options_.start_timeout),
-                       "; its log:\n", ReadWholeFile(process.stderr_path())));
-    }
-    // Woken by the port file's creation (or any log line); the timeout only bounds how
-    // late an exit without output is noticed.
-    watch_->Wait(std::min(deadline - absl::Now(), absl::Milliseconds(100)));
+  absl::StatusOr<std::vector<int>> ports =
+      server.process->WaitForPortFile(server.port_file, options_.start_timeout);
+  if (!ports.ok()) {
+    return absl::Status(ports.status().code(),
+                        absl::StrCat(Key(job, index), ": ", ports.status().message()));
   }
+  server.port = (*ports)[0];
+  server.address = absl::StrCat("127.0.0.1:", server.port);
+  server.metrics_port = ports->size() > 1 ? (*ports)[1] : -1;
+  if (job == "master") master_metrics_port_ = server.metrics_port;
+  return absl::OkStatus();
 }
 
 absl::Status ClusterLauncher::WaitServing(const std::string& job, int index) {

@@ -155,8 +155,6 @@ class ClusterLauncher {
   const Server* Find(const std::string& job, int index) const;
 
   ClusterLauncherOptions options_;
-  // Wakes ReadPorts when a file of log_dir changes.
-  std::unique_ptr<DirectoryWatch> watch_;
   ClusterSpec cluster_;
   int master_metrics_port_ = -1;
   // Keyed by "job:index".

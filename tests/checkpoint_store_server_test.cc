@@ -105,7 +105,8 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
   test::ServerProcess server(kServer, {"--root=" + root});
   ASSERT_GT(server.port(), 0) << server.log();
   ASSERT_GT(server.metrics_port(), 0) << server.log();
-  EXPECT_TRUE(absl::StrContains(server.log(), "checkpoint_store version ")) << server.log();
+  // The start-up line follows the port file.
+  EXPECT_TRUE(server.WaitForLog("checkpoint_store version ")) << server.log();
   auto channel = grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials());
 
   auto health = grpc::health::v1::Health::NewStub(channel);

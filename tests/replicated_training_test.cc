@@ -16,11 +16,12 @@
 #include "examples/classifier.h"
 #include "gtest/gtest.h"
 #include "testing/local_cluster.h"
-#include "tests/trainer_process.h"
+#include "testing/trainer_process.h"
 
 namespace overseer {
 namespace {
 
+constexpr char kTrainer[] = "tests/replicated_trainer";
 constexpr int kSteps = 300;
 
 TEST(ReplicatedTrainingTest, ChiefAndNonChiefTrainTheShardedClassifier) {
@@ -33,8 +34,8 @@ TEST(ReplicatedTrainingTest, ChiefAndNonChiefTrainTheShardedClassifier) {
   const std::string steps = absl::StrCat("--steps=", kSteps);
 
   // The non-chief starts first, so it must wait for the chief's initialisation.
-  test::TrainerProcess non_chief("trainer_1", {master, "--task_index=1", steps});
-  test::TrainerProcess chief("trainer_0", {master, "--task_index=0", "--is_chief", steps});
+  TrainerProcess non_chief(kTrainer, "trainer_1", {master, "--task_index=1", steps});
+  TrainerProcess chief(kTrainer, "trainer_0", {master, "--task_index=0", "--is_chief", steps});
   ASSERT_EQ(chief.Wait(), 0) << chief.Log();
   ASSERT_EQ(non_chief.Wait(), 0) << non_chief.Log();
 

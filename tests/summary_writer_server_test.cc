@@ -2,13 +2,7 @@
 // over gRPC by the client SummaryWriter and a raw stub, checked for health and
 // metrics, stopped with SIGTERM (which must flush and close every file and exit 0).
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <cstdlib>
-#include <regex>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -22,83 +16,19 @@
 #include "gtest/gtest.h"
 #include "proto/summary_writer_service.grpc.pb.h"
 #include "summary_writer/event_file_reader.h"
+#include "testing/server_process.h"
 
 namespace overseer {
 namespace {
 
-// A server process whose stderr the test reads until the start-up line.
-class ServerProcess {
- public:
-  explicit ServerProcess(const std::string& logdir) {
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    const std::string binary =
-        absl::StrCat(std::getenv("TEST_SRCDIR"), "/overseer/summary_writer/summary_writer_server");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], 2);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      const std::string logdir_flag = "--logdir=" + logdir;
-      ::execl(binary.c_str(), binary.c_str(), logdir_flag.c_str(), "--port=0", "--metrics_port=0",
-              "--flush_secs=3600", "--max_queue=1000", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    stderr_ = ::fdopen(fds[0], "r");
-    // Blocks on the pipe until the server logs where it listens (or exits).
-    const std::regex listening("serving gRPC on [0-9.]+:([0-9]+), metrics on [0-9.]+:([0-9]+)");
-    char line[4096];
-    while (std::fgets(line, sizeof(line), stderr_) != nullptr) {
-      log_ += line;
-      std::cmatch match;
-      if (std::regex_search(line, match, listening)) {
-        port_ = std::stoi(match[1]);
-        metrics_port_ = std::stoi(match[2]);
-        break;
-      }
-    }
-  }
-
-  ~ServerProcess() {
-    if (pid_ > 0 && !waited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (stderr_ != nullptr) std::fclose(stderr_);
-  }
-
-  // SIGTERM, then the exit code (-1 if it did not exit normally). Drains stderr.
-  int Terminate() {
-    ::kill(pid_, SIGTERM);
-    char line[4096];
-    while (std::fgets(line, sizeof(line), stderr_) != nullptr) log_ += line;
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    waited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  int port() const { return port_; }
-  int metrics_port() const { return metrics_port_; }
-  const std::string& log() const { return log_; }
-  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
-
- private:
-  pid_t pid_ = -1;
-  FILE* stderr_ = nullptr;
-  std::string log_;
-  int port_ = -1;
-  int metrics_port_ = -1;
-  bool waited_ = false;
-};
-
 TEST(SummaryWriterServerTest, ServesWritesAndFlushesOnSigterm) {
   const std::string logdir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/server_logs");
-  ServerProcess server(logdir);
+  test::ServerProcess server("summary_writer/summary_writer_server",
+                             {"--logdir=" + logdir, "--flush_secs=3600", "--max_queue=1000"});
   ASSERT_GT(server.port(), 0) << server.log();
   ASSERT_GT(server.metrics_port(), 0) << server.log();
-  EXPECT_TRUE(absl::StrContains(server.log(), "summary_writer version "));
+  // The start-up line follows the port file.
+  EXPECT_TRUE(server.WaitForLog("summary_writer version ")) << server.log();
   auto channel = grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials());
 
   // Health: SERVING once the start-up line is out.

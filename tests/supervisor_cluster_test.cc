@@ -24,11 +24,12 @@
 #include "summary_writer/event_file_reader.h"
 #include "testing/local_cluster.h"
 #include "testing/server_process.h"
-#include "tests/trainer_process.h"
+#include "testing/trainer_process.h"
 
 namespace overseer {
 namespace {
 
+constexpr char kTrainer[] = "tests/replicated_trainer";
 constexpr int kSteps = 300;
 constexpr int kResumeSteps = 50;
 
@@ -69,11 +70,11 @@ TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
   };
 
   // The non-chief starts first: it must wait for the chief.
-  test::TrainerProcess non_chief("trainer_1",
-                                 args({"--task_index=1", absl::StrCat("--steps=", kSteps)}));
-  test::TrainerProcess chief("trainer_0",
-                             args({"--task_index=0", "--is_chief", "--summary_dir=" + logs,
-                                   absl::StrCat("--steps=", kSteps)}));
+  TrainerProcess non_chief(kTrainer, "trainer_1",
+                           args({"--task_index=1", absl::StrCat("--steps=", kSteps)}));
+  TrainerProcess chief(kTrainer, "trainer_0",
+                       args({"--task_index=0", "--is_chief", "--summary_dir=" + logs,
+                             absl::StrCat("--steps=", kSteps)}));
   ASSERT_EQ(chief.Wait(), 0) << chief.Log();
   ASSERT_EQ(non_chief.Wait(), 0) << non_chief.Log();
   std::printf("chief:\n%s\nnon-chief:\n%s\n", chief.Log().c_str(), non_chief.Log().c_str());
@@ -111,9 +112,9 @@ TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
     absl::Status restarted = (*cluster)->Restart("ps", k);
     ASSERT_TRUE(restarted.ok()) << restarted;
   }
-  test::TrainerProcess resumed("trainer_0_restarted",
-                               args({"--task_index=0", "--is_chief", "--summary_dir=" + logs,
-                                     absl::StrCat("--steps=", kResumeSteps)}));
+  TrainerProcess resumed(kTrainer, "trainer_0_restarted",
+                         args({"--task_index=0", "--is_chief", "--summary_dir=" + logs,
+                               absl::StrCat("--steps=", kResumeSteps)}));
   ASSERT_EQ(resumed.Wait(), 0) << resumed.Log();
   std::printf("restarted chief:\n%s\n", resumed.Log().c_str());
   EXPECT_NE(resumed.Log().find("Restored model from " + saved), std::string::npos) << resumed.Log();
