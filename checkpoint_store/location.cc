@@ -60,7 +60,7 @@ absl::StatusOr<CheckpointLocation> ResolveCheckpointLocation(const std::string& 
             "checkpoint location ", location, " has unknown scheme ", scheme,
             "://; use a local directory or grpc://host:port/run (link the gRPC client)"));
       }
-      ASSIGN_OR_RETURN(store, factory->second(key.substr(sep + 3)));
+      ASSIGN_OR_RETURN(store, factory->second(key));
     }
     it = r.stores.emplace(key, std::move(store)).first;
   }

@@ -21,15 +21,17 @@ struct CheckpointLocation {
 };
 
 // Resolves `location`, opening its store on first use. INVALID_ARGUMENT for an empty
-// location or an unknown scheme ("x://"); UNAVAILABLE/other errors of opening.
+// location, an unknown scheme ("x://") or a malformed store ("grpc://host" without a
+// port); UNAVAILABLE/other errors of opening.
 // Thread-safe.
 absl::StatusOr<CheckpointLocation> ResolveCheckpointLocation(const std::string& location);
 
-// Opens a store for "scheme://authority" (e.g. "grpc://localhost:5000"). The rest of a
-// location after the authority is the run.
+// Opens the store "scheme://authority" (e.g. "grpc://localhost:5000"), the location up
+// to the first '/' after the authority (the rest is the run); INVALID_ARGUMENT if the
+// scheme's parser refuses the authority.
 using CheckpointStoreFactory =
     std::function<absl::StatusOr<std::unique_ptr<CheckpointStoreInterface>>(
-        const std::string& authority)>;
+        const std::string& store)>;
 // Called from a static initialiser of the implementing library. Thread-safe.
 void RegisterCheckpointStoreScheme(const std::string& scheme, CheckpointStoreFactory factory);
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
 #include "core/node_def_util.h"
 #include "core/status_macros.h"
@@ -103,27 +104,8 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
     const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
   auto sig = std::make_shared<Signature>();
   ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph.graph, feeds, fetches, targets));
-  for (const std::string& name : feeds) {
-    ASSIGN_OR_RETURN(Endpoint e, ResolveTensor(*graph.graph, name, "feed"));
-    const GraphNode& node = graph.graph->node(e.node);
-    FeedCheck check;
-    check.name = absl::StrCat(node.name(), ":", e.index);
-    check.dtype = RemoveRefType(node.output_types[e.index]);
-    check.placeholder = node.def->op() == "Placeholder";
-    if (check.placeholder) {
-      check.shape = GetNodeAttrOr(*node.def, "shape", PartialShape::Unknown());
-    }
-    sig->feed_checks.push_back(std::move(check));
-  }
   const Graph& step = *pruned.graph;
-  for (int id = 0; id < step.num_nodes(); ++id) {
-    const NodeDef& def = *step.node(id).def;
-    if (def.op() != "Placeholder") continue;
-    return absl::InvalidArgumentError(
-        absl::StrCat("You must feed a value for placeholder tensor '", def.name(), "' with dtype ",
-                     DataTypeString(GetNodeAttrOr(def, "dtype", DT_INVALID)), " and shape ",
-                     GetNodeAttrOr(def, "shape", PartialShape::Unknown()).DebugString()));
-  }
+  ASSIGN_OR_RETURN(sig->feed_checks, MakeFeedChecks(*graph.graph, feeds, step));
   ASSIGN_OR_RETURN(std::vector<std::string> devices, PlaceGraph(step, devices_, default_device_));
   absl::flat_hash_map<std::string, uint64_t> incarnations;
   for (const SessionTask& t : tasks_) {
@@ -208,30 +190,10 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
                                       std::shared_ptr<PendingStep> step, const RunOptions& options,
                                       RunMetadata* metadata, CancellationManager* cancellation,
                                       std::function<void(absl::Status)> done) {
-  for (size_t i = 0; i < step->feeds.size(); ++i) {
-    const FeedCheck& check = sig->feed_checks[i];
-    const TensorProto& value = *step->feeds[i];
-    if (value.dtype() != check.dtype) {
-      done(absl::InvalidArgumentError(absl::StrCat(
-          "feed for '", check.name, "' has dtype ", DataTypeString(value.dtype()), " but ",
-          check.placeholder ? "the placeholder wants " : "the tensor has dtype ",
-          DataTypeString(check.dtype))));
-      return;
-    }
-    if (check.placeholder) {
-      auto shape = TensorShape::FromProto(value.tensor_shape());
-      if (!shape.ok()) {
-        done(absl::InvalidArgumentError(
-            absl::StrCat("feed for '", check.name, "': ", shape.status().message())));
-        return;
-      }
-      if (!check.shape.IsCompatibleWith(*shape)) {
-        done(absl::InvalidArgumentError(
-            absl::StrCat("feed for '", check.name, "' has shape ", shape->DebugString(),
-                         " but the placeholder wants ", check.shape.DebugString())));
-        return;
-      }
-    }
+  absl::Status feeds_ok = CheckFeeds(sig->feed_checks, step->feeds);
+  if (!feeds_ok.ok()) {
+    done(std::move(feeds_ok));
+    return;
   }
   StepArgs args;
   args.session_handle = handle_;

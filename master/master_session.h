@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/cancellation.h"
+#include "core/graph/feed_check.h"
 #include "core/graph/validate.h"
 #include "core/message_budget.h"
 #include "master/step_runner.h"
@@ -75,12 +76,6 @@ class MasterSession {
   const std::vector<SessionTask>& tasks() const { return tasks_; }
 
  private:
-  struct FeedCheck {
-    std::string name;  // "x:0".
-    DataType dtype = DT_INVALID;
-    bool placeholder = false;
-    PartialShape shape;
-  };
   struct Signature {
     RegisteredStep step;
     std::vector<FeedCheck> feed_checks;

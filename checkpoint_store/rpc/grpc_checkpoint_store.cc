@@ -10,11 +10,11 @@
 #include "core/clock.h"
 #include "core/env.h"
 #include "core/logging.h"
+#include "core/rpc/channel.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
+#include "core/rpc/grpc_target.h"
 #include "core/status_macros.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/sync_stream.h"
 
@@ -125,8 +125,7 @@ std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::str
   // capping a stream at tens of MB/s on loopback).
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20);
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  return std::make_unique<GrpcCheckpointStore>(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args), local_reads);
+  return std::make_unique<GrpcCheckpointStore>(NewChannel(address, args), local_reads);
 }
 
 absl::StatusOr<std::string> GrpcCheckpointStore::BeginCheckpoint(
@@ -303,9 +302,9 @@ namespace {
 const bool kRegistered = [] {
   RegisterCheckpointStoreScheme(
       "grpc",
-      [](const std::string& authority)
-          -> absl::StatusOr<std::unique_ptr<CheckpointStoreInterface>> {
-        return std::unique_ptr<CheckpointStoreInterface>(GrpcCheckpointStore::Connect(authority));
+      [](const std::string& store) -> absl::StatusOr<std::unique_ptr<CheckpointStoreInterface>> {
+        ASSIGN_OR_RETURN(std::string address, ParseGrpcAddress(store));
+        return std::unique_ptr<CheckpointStoreInterface>(GrpcCheckpointStore::Connect(address));
       });
   return true;
 }();

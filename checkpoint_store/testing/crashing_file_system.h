@@ -9,85 +9,72 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <vector>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/io/file_system.h"
+#include "core/io/file_system_wrapper.h"
 
 namespace overseer {
 namespace test {
 
-class CrashingFileSystem : public FileSystem {
+class CrashingFileSystem : public FileSystemWrapper {
  public:
   // Crashes at mutating operation number `crash_at` (1-based; 0 never).
-  CrashingFileSystem(FileSystem* base, int crash_at) : base_(base), crash_at_(crash_at) {}
+  CrashingFileSystem(FileSystem* base, int crash_at)
+      : FileSystemWrapper(base), crash_at_(crash_at) {}
 
   bool crashed() const { return crashed_; }
   int operations() const { return ops_; }
 
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     if (Crash()) return Crashed("create", path);
-    auto file = base_->NewWritableFile(path);
+    auto file = target()->NewWritableFile(path);
     if (!file.ok()) return file.status();
     return std::unique_ptr<WritableFile>(new File(this, path, *std::move(file)));
   }
   absl::Status CreateDirs(const std::string& path) override {
     if (Crash()) return Crashed("mkdir", path);
-    return base_->CreateDirs(path);
+    return target()->CreateDirs(path);
   }
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
-    return base_->ListDir(path);
-  }
-  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
-    return base_->ReadFile(path);
-  }
-  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
-      const std::string& path) override {
-    return base_->NewRandomAccessFile(path);
-  }
-  absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override {
-    return base_->GetFileSize(path);
-  }
-  absl::Status FileExists(const std::string& path) override { return base_->FileExists(path); }
   absl::Status RenameFile(const std::string& from, const std::string& to) override {
     if (Crash()) return Crashed("rename", from);
-    return base_->RenameFile(from, to);
+    return target()->RenameFile(from, to);
   }
   absl::Status DeleteFile(const std::string& path) override {
     if (Crash()) return Crashed("delete", path);
-    return base_->DeleteFile(path);
+    return target()->DeleteFile(path);
   }
   absl::Status SyncDir(const std::string& path) override {
     if (Crash()) return Crashed("syncdir", path);
-    return base_->SyncDir(path);
+    return target()->SyncDir(path);
   }
 
  private:
-  class File : public WritableFile {
+  class File : public WritableFileWrapper {
    public:
     File(CrashingFileSystem* fs, std::string path, std::unique_ptr<WritableFile> base)
-        : fs_(fs), path_(std::move(path)), base_(std::move(base)) {}
+        : WritableFileWrapper(std::move(base)), fs_(fs), path_(std::move(path)) {}
     absl::Status Append(absl::string_view data) override {
       if (fs_->Crash()) {
         // A write cut short by the crash.
-        base_->Append(data.substr(0, data.size() / 2)).IgnoreError();
+        target()->Append(data.substr(0, data.size() / 2)).IgnoreError();
         return Crashed("append", path_);
       }
-      return base_->Append(data);
+      return target()->Append(data);
     }
     absl::Status Sync() override {
       if (fs_->Crash()) return Crashed("sync", path_);
-      return base_->Sync();
+      return target()->Sync();
     }
     absl::Status Close() override {
       if (fs_->Crash()) return Crashed("close", path_);
-      return base_->Close();
+      return target()->Close();
     }
 
    private:
     CrashingFileSystem* fs_;
     std::string path_;
-    std::unique_ptr<WritableFile> base_;
   };
 
   static absl::Status Crashed(const char* op, const std::string& path) {
@@ -100,7 +87,6 @@ class CrashingFileSystem : public FileSystem {
     return crashed_;
   }
 
-  FileSystem* const base_;
   const int crash_at_;
   std::atomic<int> ops_{0};
   std::atomic<bool> crashed_{false};

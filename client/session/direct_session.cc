@@ -5,8 +5,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
-#include "core/node_def_util.h"
 #include "core/resource_mgr.h"
 #include "core/status_macros.h"
 #include "core/types.h"
@@ -89,54 +89,9 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
     const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
   ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph.graph, feed_names, fetches, targets));
   auto sig = std::make_shared<Signature>();
-  for (const std::string& name : feed_names) {
-    ASSIGN_OR_RETURN(Endpoint e, ResolveTensor(*graph.graph, name, "feed"));
-    const GraphNode& node = graph.graph->node(e.node);
-    Signature::FeedCheck check;
-    check.name = absl::StrCat(node.name(), ":", e.index);  // "x" reads as "x:0".
-    check.dtype = RemoveRefType(node.output_types[e.index]);
-    check.placeholder = node.def->op() == "Placeholder";
-    if (check.placeholder) {
-      check.shape = GetNodeAttrOr(*node.def, "shape", PartialShape::Unknown());
-    }
-    sig->feeds.push_back(std::move(check));
-  }
-  const Graph& step_graph = *pruned.graph;
-  for (int id = 0; id < step_graph.num_nodes(); ++id) {
-    const NodeDef& def = *step_graph.node(id).def;
-    if (def.op() != "Placeholder") continue;
-    DataType dtype = GetNodeAttrOr(def, "dtype", DT_INVALID);
-    PartialShape shape = GetNodeAttrOr(def, "shape", PartialShape::Unknown());
-    return absl::InvalidArgumentError(
-        absl::StrCat("You must feed a value for placeholder tensor '", def.name(), "' with dtype ",
-                     DataTypeString(dtype), " and shape ", shape.DebugString()));
-  }
+  ASSIGN_OR_RETURN(sig->feeds, MakeFeedChecks(*graph.graph, feed_names, *pruned.graph));
   ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, pool_));
   return std::shared_ptr<const Signature>(std::move(sig));
-}
-
-absl::Status DirectSession::CheckFeeds(const Signature& sig,
-                                       absl::Span<const Tensor* const> feeds) {
-  for (size_t i = 0; i < feeds.size(); ++i) {
-    const Signature::FeedCheck& check = sig.feeds[i];
-    const Tensor& value = *feeds[i];
-    if (!value.IsInitialized()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("feed for '", check.name, "' is an empty (uninitialised) Tensor"));
-    }
-    if (value.dtype() != check.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "feed for '", check.name, "' has dtype ", DataTypeString(value.dtype()), " but ",
-          check.placeholder ? "the placeholder wants " : "the tensor has dtype ",
-          DataTypeString(check.dtype)));
-    }
-    if (check.placeholder && !check.shape.IsCompatibleWith(value.shape())) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("feed for '", check.name, "' has shape ", value.shape().DebugString(),
-                       " but the placeholder wants ", check.shape.DebugString()));
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::GetSignature(
@@ -165,7 +120,7 @@ absl::Status DirectSession::RunSignature(const Signature& sig,
                                          absl::Span<const Tensor* const> feeds,
                                          const RunOptions& options, std::vector<Tensor>* outputs,
                                          RunMetadata* metadata) {
-  RETURN_IF_ERROR(CheckFeeds(sig, feeds));
+  RETURN_IF_ERROR(CheckFeeds(sig.feeds, feeds));
   ExecutorRunArgs args;
   args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
   args.resource_mgr = resource_mgr_;

@@ -26,6 +26,7 @@
 #include "core/executor/executor.h"
 #include "core/executor/kernel_cache.h"
 #include "core/executor/thread_pool.h"
+#include "core/graph/feed_check.h"
 #include "core/graph/validate.h"
 
 namespace overseer {
@@ -64,12 +65,6 @@ class DirectSession : public Session {
  private:
   // What one signature needs at Run time.
   struct Signature {
-    struct FeedCheck {
-      std::string name;
-      DataType dtype = DT_INVALID;
-      bool placeholder = false;
-      PartialShape shape;  // The Placeholder's declared shape.
-    };
     std::vector<FeedCheck> feeds;
     std::unique_ptr<Executor> executor;
   };
@@ -88,7 +83,6 @@ class DirectSession : public Session {
   absl::StatusOr<std::shared_ptr<const Signature>> BuildSignature(
       const ValidatedGraph& graph, const std::vector<std::string>& feeds,
       const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
-  static absl::Status CheckFeeds(const Signature& sig, absl::Span<const Tensor* const> feeds);
   // Checks the feeds and runs the signature's executor.
   absl::Status RunSignature(const Signature& sig, absl::Span<const Tensor* const> feeds,
                             const RunOptions& options, std::vector<Tensor>* outputs,

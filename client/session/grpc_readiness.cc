@@ -8,31 +8,22 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/session/job.h"
 #include "client/session/readiness.h"
 #include "core/clock.h"
 #include "core/logging.h"
+#include "core/rpc/grpc_target.h"
 #include "core/rpc/retry.h"
 #include "master/rpc/grpc_master.h"
 
 namespace overseer {
 namespace {
 
-constexpr char kScheme[] = "grpc://";
 // The deadline of MarkReady, WithdrawReady and JobDone (the master asks every task
 // with its own short deadline first).
 constexpr absl::Duration kCallTimeout = absl::Seconds(30);
-
-absl::StatusOr<std::string> MasterAddress(const std::string& target) {
-  if (!absl::StartsWith(target, kScheme) || target.size() == sizeof(kScheme) - 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("target '", target, "' is not of the form grpc://host:port"));
-  }
-  return target.substr(sizeof(kScheme) - 1);
-}
 
 // Says which call on which master failed. A master that did not answer within the
 // call's deadline, or that cancelled the call (it is shutting down; this client never
@@ -110,14 +101,15 @@ class GrpcReadinessChannel : public ReadinessChannel {
 };
 
 absl::StatusOr<std::unique_ptr<GrpcMaster>> ConnectMaster(const std::string& target) {
-  absl::StatusOr<std::string> address = MasterAddress(target);
+  absl::StatusOr<std::string> address = ParseGrpcAddress(target);
   if (!address.ok()) return address.status();
   return std::make_unique<GrpcMaster>(NewMasterChannel(*address), kCallTimeout);
 }
 
 const bool kRegistered = [] {
   RegisterReadinessChannelFactory(
-      kScheme, [](const std::string& target) -> absl::StatusOr<std::unique_ptr<ReadinessChannel>> {
+      std::string(kGrpcScheme),
+      [](const std::string& target) -> absl::StatusOr<std::unique_ptr<ReadinessChannel>> {
         absl::StatusOr<std::unique_ptr<GrpcMaster>> master = ConnectMaster(target);
         if (!master.ok()) return master.status();
         return std::unique_ptr<ReadinessChannel>(

@@ -4,17 +4,15 @@
 #include <cstdint>
 
 #include "absl/random/random.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/message_budget.h"
+#include "core/rpc/grpc_target.h"
 #include "core/status_macros.h"
 #include "master/rpc/grpc_master.h"
 
 namespace overseer {
 namespace {
-
-constexpr char kScheme[] = "grpc://";
 
 absl::Status ClosedError() { return absl::FailedPreconditionError("the session is closed"); }
 
@@ -48,11 +46,7 @@ std::string NewRequestId() {
 
 absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(const SessionOptions& options,
                                                                   GrpcSessionOptions grpc_options) {
-  if (!absl::StartsWith(options.target, kScheme) || options.target.size() == sizeof(kScheme) - 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("target '", options.target, "' is not of the form grpc://host:port"));
-  }
-  const std::string address = options.target.substr(sizeof(kScheme) - 1);
+  ASSIGN_OR_RETURN(const std::string address, ParseGrpcAddress(options.target));
   auto master = std::make_unique<GrpcMaster>(NewMasterChannel(address, grpc_options.keepalive),
                                              grpc_options.rpc_timeout, grpc_options.max_step_time);
   return std::make_unique<GrpcSession>(options, std::move(master), Clock::Real(), grpc_options);
@@ -296,7 +290,8 @@ namespace {
 
 const bool kRegistered = [] {
   RegisterSessionFactory(
-      kScheme, [](const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+      std::string(kGrpcScheme),
+      [](const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
         ASSIGN_OR_RETURN(std::unique_ptr<GrpcSession> session, GrpcSession::Connect(options));
         return std::unique_ptr<Session>(std::move(session));
       });

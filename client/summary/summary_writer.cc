@@ -7,20 +7,15 @@
 #include "absl/strings/str_cat.h"
 #include "core/io/run_name.h"
 #include "core/logging.h"
+#include "core/rpc/channel.h"
+#include "core/rpc/grpc_target.h"
 #include "core/status_macros.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "summary_writer/event_encoding.h"
 #include "summary_writer/event_file_writer.h"
 #include "summary_writer/periodic_flusher.h"
 #include "summary_writer/rpc/grpc_event_sink.h"
 
 namespace overseer {
-namespace {
-
-constexpr char kGrpcScheme[] = "grpc://";
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
     const std::string& logdir, const SummaryWriterOptions& options) {
@@ -32,16 +27,14 @@ absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
   if (logdir.empty()) return absl::InvalidArgumentError("empty logdir");
   SinkFactory factory;
   if (absl::StartsWith(logdir, kGrpcScheme)) {
-    const std::string rest = logdir.substr(sizeof(kGrpcScheme) - 1);
-    const size_t slash = rest.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("summary logdir '", logdir, "' must look like grpc://host:port/<run>"));
+    ASSIGN_OR_RETURN(GrpcTarget target, ParseGrpcTarget(logdir));
+    if (target.rest.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "summary logdir '", logdir, "' must look like grpc://host:port/<run>: it names no run"));
     }
-    const std::string target = rest.substr(0, slash);
-    const std::string run = rest.substr(slash + 1);
+    const std::string run = target.rest;
     RETURN_IF_ERROR(ValidateRunName(run));
-    auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+    auto channel = NewChannel(target.address);
     factory = [channel, run, options](
                   std::optional<int64_t> start_step) -> absl::StatusOr<std::unique_ptr<EventSink>> {
       GrpcEventSinkOptions sink_options;

@@ -2,29 +2,15 @@
 
 #include <algorithm>
 
+#include "core/rpc/channel.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
-#include "grpcpp/support/channel_arguments.h"
 
 namespace overseer {
 
 std::shared_ptr<grpc::Channel> NewMasterChannel(const std::string& address,
                                                 absl::Duration keepalive) {
-  grpc::ChannelArguments args;
-  SetKeepalive(&args, keepalive);
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  // A restarted master is reachable again quickly.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // GrpcSession retries UNAVAILABLE itself (request ids make a retried step apply once).
-  // gRPC's retry filter, on by default, wraps every call in its retry machinery even
-  // without a retry policy (only for transparent retries of calls that never reached the
-  // server); it cost about a quarter of the client's CPU per grpc_session_bench step.
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return NewChannel(address, PeerChannelArguments(keepalive));
 }
 
 GrpcMaster::GrpcMaster(std::shared_ptr<grpc::Channel> channel, absl::Duration timeout,

@@ -5,10 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/executor/thread_pool.h"
+#include "core/rpc/channel.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "worker/rpc/tensor_chunks.h"
 
@@ -26,20 +25,9 @@ ThreadPool* RunGraphThreads() {
 
 std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address,
                                                 absl::Duration keepalive) {
-  grpc::ChannelArguments args;
-  SetKeepalive(&args, keepalive);
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
+  grpc::ChannelArguments args = PeerChannelArguments(keepalive);
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kWorkerStreamWindowBytes);
-  // A restarted task is reachable again quickly.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // The master decides what a failed call means (ABORTED, UNAVAILABLE, a cancelled
-  // step). gRPC's retry filter, on by default, wraps every call in its retry machinery
-  // even without a retry policy (only for transparent retries of calls that never
-  // reached the server); it cost about a tenth of the master's CPU per step.
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return NewChannel(address, args);
 }
 
 GrpcWorker::GrpcWorker(std::shared_ptr<grpc::Channel> channel, GrpcWorkerOptions options)
