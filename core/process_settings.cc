@@ -1,6 +1,7 @@
 #include "core/process_settings.h"
 
 #include "absl/flags/flag.h"
+#include "core/absl_config.h"
 #include "core/malloc_config.h"
 
 ABSL_FLAG(bool, tune_malloc, true,
@@ -10,6 +11,7 @@ ABSL_FLAG(bool, tune_malloc, true,
 namespace overseer {
 
 void ApplyProcessSettings() {
+  ConfigureMutexDeadlockDetection();
   if (absl::GetFlag(FLAGS_tune_malloc)) ConfigureMalloc();
 }
 

@@ -1,15 +1,17 @@
 #ifndef OVERSEER_CORE_PROCESS_SETTINGS_H_
 #define OVERSEER_CORE_PROCESS_SETTINGS_H_
 
-// The process-wide settings a binary opts into from main(), each behind a flag that
-// this library defines (docs/settings.md lists them all, with their defaults and
-// reasons):
+// The process-wide settings a binary opts into from main() (docs/settings.md lists
+// them all, with their defaults and reasons):
 //
-//   --tune_malloc  (default true)  ConfigureMalloc(): glibc thresholds for megabyte
-//                                  tensors.
+//   --tune_malloc (default true): ConfigureMalloc(), glibc's thresholds for megabyte
+//       tensors.
+//   no flag: ConfigureMutexDeadlockDetection(), Abseil's lock-order check, on only
+//       under `bazel test`.
 //
 // The servers, the trainers and the benchmarks call ApplyProcessSettings(); libraries
-// and tests do not, so they run with the library defaults (glibc's own thresholds).
+// and tests do not, so they keep glibc's thresholds (tests turn the deadlock detection
+// on in their main, //third_party:gtest_main).
 
 namespace overseer {
 
