@@ -38,6 +38,7 @@
 #include "checkpoint_store/rpc/grpc_checkpoint_store.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store_service.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "core/rpc/server_runner.h"
 
 namespace overseer {
@@ -240,4 +241,8 @@ int Main() {
 }  // namespace
 }  // namespace overseer
 
-int main() { return overseer::Main(); }
+int main() {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
+  return overseer::Main();
+}

@@ -73,6 +73,7 @@
 #include "client/session/session.h"
 #include "client/training/saver.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "testing/local_cluster.h"
 #include "testing/server_process.h"
 
@@ -419,6 +420,8 @@ int Run(const char* argv0) {
 }  // namespace overseer
 
 int main(int argc, char** argv) {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
   if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain(argc, argv);
   return overseer::Run(argv[0]);
 }

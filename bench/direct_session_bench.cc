@@ -17,6 +17,7 @@
 #include "core/logging.h"
 #include "core/node_def_util.h"
 #include "core/op_kernel.h"
+#include "core/process_settings.h"
 #include "proto/graph.pb.h"
 
 namespace overseer {
@@ -151,6 +152,8 @@ void MatMulGflops() {
 }  // namespace overseer
 
 int main() {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
   overseer::RunOverhead(1, "direct_session.run_overhead_us.const");
   overseer::RunOverhead(10, "direct_session.run_overhead_us.chain10");
   overseer::MatMulGflops();

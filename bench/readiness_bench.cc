@@ -26,6 +26,7 @@
 #include "bench/multiprocess.h"
 #include "client/session/readiness.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "core/rpc/testing/http_get.h"
 #include "testing/local_cluster.h"
 
@@ -100,6 +101,8 @@ int Run(const char* argv0) {
 }  // namespace overseer
 
 int main(int argc, char** argv) {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
   if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain(argc, argv);
   return overseer::Run(argv[0]);
 }

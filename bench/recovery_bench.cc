@@ -43,6 +43,7 @@
 #include "bench/bench_util.h"
 #include "bench/multiprocess.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "examples/training_job.h"
 
 namespace overseer {
@@ -250,6 +251,8 @@ void Run(const char* argv0) {
 }  // namespace overseer
 
 int main(int argc, char** argv) {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
   if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain(argc, argv);
   overseer::Run(argv[0]);
   return 0;

@@ -33,6 +33,7 @@
 #include "client/session/session.h"
 #include "core/logging.h"
 #include "core/node_def_util.h"
+#include "core/process_settings.h"
 #include "core/tensor.h"
 #include "proto/graph.pb.h"
 #include "testing/local_cluster.h"
@@ -150,6 +151,8 @@ int Run(const char* argv0) {
 }  // namespace overseer
 
 int main(int argc, char** argv) {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
   if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain(argc, argv);
   return overseer::Run(argv[0]);
 }

@@ -32,6 +32,7 @@
 #include "client/graph/scope.h"
 #include "client/session/session.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "examples/classifier.h"
 #include "examples/mnist_data.h"
 #include "proto/graph.pb.h"
@@ -164,4 +165,8 @@ int Run(const char* argv0) {
 }  // namespace
 }  // namespace overseer
 
-int main(int /*argc*/, char** argv) { return overseer::Run(argv[0]); }
+int main(int /*argc*/, char** argv) {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
+  return overseer::Run(argv[0]);
+}

@@ -35,6 +35,7 @@
 #include "bench/bench_util.h"
 #include "client/summary/summary_writer.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "core/rpc/server_runner.h"
 #include "proto/event.pb.h"
 #include "summary_writer/record.h"
@@ -183,4 +184,8 @@ int Main() {
 }  // namespace
 }  // namespace overseer
 
-int main() { return overseer::Main(); }
+int main() {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
+  return overseer::Main();
+}

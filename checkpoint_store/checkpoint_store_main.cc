@@ -24,6 +24,7 @@
 #include "checkpoint_store/local_read_server.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store_service.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "core/rpc/server_runner.h"
 
 ABSL_FLAG(std::string, root, "", "Directory under which run directories hold checkpoints");
@@ -90,5 +91,6 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  overseer::ApplyProcessSettings();
   return overseer::Main();
 }

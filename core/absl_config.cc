@@ -1,5 +1,3 @@
-// Process-wide Abseil settings, applied before main by a static initialiser.
-//
 // Abseil's mutex deadlock detection makes every absl::Mutex lock record its
 // acquisition order in a process-wide graph, and aborts with both lock stacks the first
 // time two mutexes are taken in opposite orders (a potential deadlock, even if the
@@ -11,19 +9,18 @@
 // times). The ABSL_GUARDED_BY annotations are checked at compile time by clang's
 // -Wthread-safety (`./dev check`).
 
+#include "core/absl_config.h"
+
 #include <cstdlib>
 
 #include "absl/synchronization/mutex.h"
 
 namespace overseer {
-namespace {
 
-const bool kConfigured = [] {
+void ConfigureMutexDeadlockDetection() {
   const bool under_test = std::getenv("TEST_TARGET") != nullptr;
   absl::SetMutexDeadlockDetectionMode(under_test ? absl::OnDeadlockCycle::kAbort
                                                  : absl::OnDeadlockCycle::kIgnore);
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace overseer

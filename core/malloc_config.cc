@@ -1,4 +1,4 @@
-// Process-wide glibc malloc settings, applied before main by a static initialiser.
+// Process-wide glibc malloc settings, applied by the binaries that call ConfigureMalloc.
 //
 // By default glibc serves allocations above a dynamic threshold (128 KiB, raised up to
 // 32 MiB by later frees) with fresh mmaps, and returns free memory at the top of a heap
@@ -13,6 +13,8 @@
 // arena for reuse, as tcmalloc-style allocators do. Larger tensor buffers are recycled
 // by core/tensor.cc.
 
+#include "core/malloc_config.h"
+
 #include <malloc.h>
 
 namespace overseer {
@@ -21,11 +23,11 @@ namespace {
 constexpr int kMmapThresholdBytes = 32 << 20;  // glibc's maximum on 64-bit hosts.
 constexpr int kTrimThresholdBytes = 256 << 20;
 
-const bool kConfigured = [] {
+}  // namespace
+
+void ConfigureMalloc() {
   mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes);
   mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes);
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace overseer

@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
@@ -19,10 +19,10 @@ namespace {
 constexpr size_t kAlignment = 64;
 
 // Buffers from kLargeBytes up are whole 2 MiB huge pages, advised as such, and are
-// recycled through LargeBuffers when freed. Touching fresh memory costs a page fault
-// per 4 KiB page (about 3 s per GiB on a virtualised host, 40 times the cost of
-// writing the bytes), so a step that allocates the same large tensors as the previous
-// one must get the previous step's memory back instead of new pages.
+// recycled through LargeBuffers when freed, if the binary turned the cache on. Touching fresh
+// memory costs a page fault per 4 KiB page (about 3 s per GiB on a virtualised host, 40 times the
+// cost of writing the bytes), so a step that allocates the same large tensors as the previous one
+// must get the previous step's memory back instead of new pages.
 constexpr size_t kLargeBytes = size_t{1} << 20;
 constexpr size_t kHugePage = size_t{2} << 20;
 
@@ -31,14 +31,19 @@ size_t AllocationSize(size_t size_bytes) {
   return std::max(kAlignment, (size_bytes + kAlignment - 1) / kAlignment * kAlignment);
 }
 
-// A process-wide cache of freed large buffers, by exact allocation size. It holds at
-// most OVERSEER_TENSOR_CACHE_BYTES (default: an eighth of physical memory, at most
-// 8 GiB); beyond that the largest cached buffers go back to the system. Thread-safe.
+// The process-wide cache of freed large buffers, by exact allocation size (see
+// SetTensorBufferCacheBytes). It holds at most limit_ bytes, 0 (off) until a binary sets
+// it. Thread-safe.
 class LargeBuffers {
  public:
   static LargeBuffers* Get() {
-    static LargeBuffers* cache = new LargeBuffers(Limit());
+    static LargeBuffers* cache = new LargeBuffers();
     return cache;
+  }
+
+  void SetLimit(size_t limit) {
+    limit_.store(limit, std::memory_order_relaxed);
+    Trim(limit);
   }
 
   void* Allocate(size_t bytes) {
@@ -62,29 +67,19 @@ class LargeBuffers {
   }
 
   void Free(void* p, size_t bytes) {
-    if (bytes > limit_) {
+    const size_t limit = limit_.load(std::memory_order_relaxed);
+    if (bytes > limit) {
       std::free(p);
       return;
     }
-    Trim(limit_ - bytes);
+    Trim(limit - bytes);
     absl::MutexLock lock(&mu_);
     free_.emplace(bytes, p);
     cached_bytes_ += bytes;
   }
 
  private:
-  explicit LargeBuffers(size_t limit) : limit_(limit) {}
-
-  static size_t Limit() {
-    const char* env = std::getenv("OVERSEER_TENSOR_CACHE_BYTES");
-    uint64_t bytes = 0;
-    if (env != nullptr && absl::SimpleAtoi(env, &bytes)) return bytes;
-    const long pages = sysconf(_SC_PHYS_PAGES);
-    const long page_size = sysconf(_SC_PAGE_SIZE);
-    const uint64_t physical =
-        pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
-    return std::min<uint64_t>(physical / 8, uint64_t{8} << 30);
-  }
+  LargeBuffers() = default;
 
   // Frees the largest cached buffers until at most `keep` bytes are cached.
   void Trim(size_t keep) {
@@ -101,7 +96,7 @@ class LargeBuffers {
     for (void* p : release) std::free(p);
   }
 
-  const size_t limit_;
+  std::atomic<size_t> limit_{0};
   absl::Mutex mu_;
   std::multimap<size_t, void*> free_ ABSL_GUARDED_BY(mu_);
   size_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
@@ -148,6 +143,15 @@ absl::Status CheckFieldSize(const Field& field, int64_t n, const TensorShape& sh
 }
 
 }  // namespace
+
+void SetTensorBufferCacheBytes(size_t bytes) { LargeBuffers::Get()->SetLimit(bytes); }
+
+size_t DefaultTensorBufferCacheBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  const uint64_t physical = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+  return std::min<uint64_t>(physical / 8, uint64_t{8} << 30);
+}
 
 TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements)
     : dtype_(dtype), num_elements_(num_elements) {

@@ -38,6 +38,18 @@ class TensorBuffer {
   void* data_;
 };
 
+// The cache of freed large tensor buffers (1 MiB and up, by exact size): a step that
+// allocates the same large tensors as the previous one gets that step's memory back
+// instead of faulting in fresh pages (about 3 s per GiB on a virtualised host). It is
+// process-wide and off (0 bytes) unless a binary's main() turns it on (the servers,
+// trainers and benchmarks do: --tensor_buffer_cache_bytes, core/process_settings.h;
+// docs/settings.md). Beyond `bytes` the largest cached buffers go back to the system;
+// lowering the limit releases the excess at once. Thread-safe.
+void SetTensorBufferCacheBytes(size_t bytes);
+
+// The size the binaries use by default: an eighth of physical memory, at most 8 GiB.
+size_t DefaultTensorBufferCacheBytes();
+
 // An n-dimensional array of one dtype, row-major. Copying a Tensor is cheap and shares
 // the buffer (like TensorFlow's); DeepCopy makes an independent one. Accessors view the
 // elements through Eigen. Concurrent reads are safe; writes need external

@@ -46,6 +46,7 @@
 #include "client/training/session_run_hook.h"
 #include "client/training/trainer_metrics.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "core/status_macros.h"
 #include "examples/classifier.h"
 #include "examples/mnist_data.h"
@@ -376,6 +377,7 @@ int main(int argc, char** argv) {
       "MonitoredTrainingSession.\nUsage: cluster_trainer --master=grpc://HOST:PORT "
       "[--is_chief] [--task_index=N] [--checkpoint_dir=...] [--summary_dir=...] ...");
   absl::ParseCommandLine(argc, argv);
+  overseer::ApplyProcessSettings();
   absl::Status status = overseer::examples::Train();
   if (!status.ok()) {
     std::fprintf(stderr, "cluster_trainer: %s\n", status.ToString().c_str());

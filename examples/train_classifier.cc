@@ -16,6 +16,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "client/session/client_session.h"
+#include "core/process_settings.h"
 #include "core/status_macros.h"
 #include "examples/classifier.h"
 #include "examples/mnist_data.h"
@@ -129,6 +130,7 @@ int main(int argc, char** argv) {
       "Trains a two-layer MLP softmax classifier with Adam, in-process.\n"
       "Usage: train_classifier [--data_dir=DIR] [--steps=N] ...");
   absl::ParseCommandLine(argc, argv);
+  overseer::ApplyProcessSettings();
   absl::Status status = overseer::examples::Train();
   if (!status.ok()) {
     std::fprintf(stderr, "train_classifier: %s\n", status.ToString().c_str());

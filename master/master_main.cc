@@ -21,6 +21,7 @@
 #include "core/cluster/cluster_def.h"
 #include "core/cluster/cluster_spec.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "core/rpc/server_runner.h"
 #include "master/cluster_worker_cache.h"
 #include "master/master.h"
@@ -149,13 +150,16 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(overseer::kUsage);
-  // --help lists this binary's flags and the server runner's (--port, --metrics_port).
+  // --help lists this binary's flags, the server runner's (--port, --metrics_port) and
+  // the process settings' (--tune_malloc, ...).
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {
     return absl::StrContains(file, "master/master_main") ||
-           absl::StrContains(file, "core/rpc/server_runner");
+           absl::StrContains(file, "core/rpc/server_runner") ||
+           absl::StrContains(file, "core/process_settings");
   };
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
+  overseer::ApplyProcessSettings();
   return overseer::Main();
 }

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/io/file_system.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "core/rpc/server_runner.h"
 #include "summary_writer/periodic_flusher.h"
 #include "summary_writer/rpc/grpc_summary_writer_service.h"
@@ -74,5 +75,6 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  overseer::ApplyProcessSettings();
   return overseer::Main();
 }

@@ -14,8 +14,8 @@
 
 namespace overseer {
 
-GraphMgr::GraphMgr(std::string local_task, uint64_t incarnation)
-    : local_task_(std::move(local_task)), incarnation_(incarnation) {}
+GraphMgr::GraphMgr(std::string local_task, uint64_t incarnation, ThreadPool* pool)
+    : local_task_(std::move(local_task)), incarnation_(incarnation), pool_(pool) {}
 
 absl::Status GraphMgr::CheckPlacement(const GraphDef& def) const {
   for (const NodeDef& node : def.node()) {
@@ -69,7 +69,7 @@ absl::StatusOr<std::string> GraphMgr::Register(GraphDef def) {
   ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*validated.graph, {}, {}, targets));
   auto registered = std::make_shared<RegisteredGraph>();
   absl::StatusOr<std::unique_ptr<Executor>> executor =
-      Executor::Create(std::move(pruned), &registered->kernels);
+      Executor::Create(std::move(pruned), &registered->kernels, pool_);
   if (!executor.ok()) {
     // A node without a kernel is a bad graph, not a missing resource.
     return absl::InvalidArgumentError(executor.status().message());

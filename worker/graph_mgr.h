@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "core/executor/executor.h"
 #include "core/executor/kernel_cache.h"
+#include "core/executor/thread_pool.h"
 #include "proto/graph.pb.h"
 
 namespace overseer {
@@ -34,8 +35,8 @@ struct RegisteredGraph {
 class GraphMgr {
  public:
   // `local_task` ("/job:J/replica:0/task:I") and `incarnation` are those of this
-  // worker.
-  GraphMgr(std::string local_task, uint64_t incarnation);
+  // worker; the graphs' nodes run on `pool` (not owned; must outlive the GraphMgr).
+  GraphMgr(std::string local_task, uint64_t incarnation, ThreadPool* pool);
   GraphMgr(const GraphMgr&) = delete;
   GraphMgr& operator=(const GraphMgr&) = delete;
 
@@ -56,6 +57,7 @@ class GraphMgr {
 
   const std::string local_task_;
   const uint64_t incarnation_;
+  ThreadPool* const pool_;
   mutable absl::Mutex mu_;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ ABSL_GUARDED_BY(mu_);

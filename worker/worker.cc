@@ -105,7 +105,7 @@ absl::Status Worker::CreateWorkerSession(const CreateWorkerSessionRequest& reque
     absl::MutexLock lock(&mu_);
     if (sessions_.count(request.session_handle()) > 0) return absl::OkStatus();
   }
-  auto session = std::make_shared<Session>(task_name_, incarnation_);
+  auto session = std::make_shared<Session>(task_name_, incarnation_, &pool_);
   if (env_.worker_cache_factory != nullptr && cluster.job_size() > 0) {
     ASSIGN_OR_RETURN(session->peers, env_.worker_cache_factory(cluster));
   }

@@ -131,7 +131,8 @@ class Worker : public WorkerInterface {
 
  private:
   struct Session {
-    explicit Session(const std::string& task, uint64_t incarnation) : graphs(task, incarnation) {}
+    Session(const std::string& task, uint64_t incarnation, ThreadPool* pool)
+        : graphs(task, incarnation, pool) {}
     GraphMgr graphs;
     std::unique_ptr<WorkerCacheInterface> peers;  // May be null.
   };
@@ -145,6 +146,9 @@ class Worker : public WorkerInterface {
   const std::string device_name_;
   ResourceMgr resources_;
   RendezvousMgr rendezvous_;
+  // Runs the nodes of every graph of every session: one thread per core to start with.
+  // Outlives the sessions.
+  ThreadPool pool_{DefaultMinThreads()};
   std::atomic<bool> job_done_{false};
 
   mutable absl::Mutex mu_;

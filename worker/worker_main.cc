@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cluster/cluster_spec.h"
 #include "core/logging.h"
+#include "core/process_settings.h"
 #include "core/rpc/server_runner.h"
 #include "core/status_macros.h"
 #include "worker/rpc/grpc_worker.h"
@@ -177,13 +178,16 @@ int main(int argc, char** argv) {
       "--task_index) listens on --port (0: a free one; see --port_file) and learns the\n"
       "cluster from the master with each session. --exit_when_job_done: exit 0 once the\n"
       "chief signals the end of the job (else serve on).");
-  // --help lists this binary's flags and the server runner's (--port, --metrics_port).
+  // --help lists this binary's flags, the server runner's (--port, --metrics_port) and
+  // the process settings' (--tune_malloc, ...).
   absl::FlagsUsageConfig usage;
   usage.contains_help_flags = [](absl::string_view file) {
     return absl::StrContains(file, "worker/worker_main") ||
-           absl::StrContains(file, "core/rpc/server_runner");
+           absl::StrContains(file, "core/rpc/server_runner") ||
+           absl::StrContains(file, "core/process_settings");
   };
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
+  overseer::ApplyProcessSettings();
   return overseer::Main();
 }

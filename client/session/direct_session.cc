@@ -44,10 +44,9 @@ DirectSession::DirectSession(const SessionOptions& options)
     : options_(options),
       resource_mgr_(options.resource_mgr != nullptr ? options.resource_mgr
                                                     : ResourceMgr::Default()),
-      own_pool_(options.config.inter_op_parallelism_threads() > 0
-                    ? std::make_unique<ThreadPool>(options.config.inter_op_parallelism_threads())
-                    : nullptr),
-      pool_(own_pool_ != nullptr ? own_pool_.get() : ThreadPool::Default()) {}
+      pool_(options.config.inter_op_parallelism_threads() > 0
+                ? options.config.inter_op_parallelism_threads()
+                : DefaultMinThreads()) {}
 
 DirectSession::~DirectSession() { Close().IgnoreError(); }
 
@@ -90,7 +89,7 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
   ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph.graph, feed_names, fetches, targets));
   auto sig = std::make_shared<Signature>();
   ASSIGN_OR_RETURN(sig->feeds, MakeFeedChecks(*graph.graph, feed_names, *pruned.graph));
-  ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, pool_));
+  ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, &pool_));
   return std::shared_ptr<const Signature>(std::move(sig));
 }
 

@@ -91,8 +91,9 @@ class DirectSession : public Session {
 
   const SessionOptions options_;
   ResourceMgr* const resource_mgr_;
-  std::unique_ptr<ThreadPool> own_pool_;
-  ThreadPool* const pool_;
+  // Runs the nodes of every step: ConfigProto.inter_op_parallelism_threads threads to
+  // start with, else one per core.
+  ThreadPool pool_;
   KernelCache kernels_;
 
   mutable absl::Mutex mu_;

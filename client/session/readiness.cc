@@ -8,44 +8,50 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "core/resource_mgr.h"
 
 namespace overseer {
 namespace {
 
-// The in-process table for target "".
-struct InProcessTable {
+// The in-process table for target "": a resource of the sessions' ResourceMgr, so that
+// it lives exactly as long as the variables whose readiness it records.
+constexpr char kTableContainer[] = "_readiness";
+constexpr char kTableName[] = "in_process";
+
+struct InProcessTable : public ResourceBase {
+  std::string DebugString() const override { return "InProcessReadinessTable"; }
+
   absl::Mutex mu;
   std::set<std::string> ready ABSL_GUARDED_BY(mu);
 };
 
-InProcessTable* Table() {
-  static InProcessTable* table = new InProcessTable();
-  return table;
-}
-
 class InProcessReadinessChannel : public ReadinessChannel {
  public:
+  explicit InProcessReadinessChannel(std::shared_ptr<InProcessTable> table)
+      : table_(std::move(table)) {}
+
   absl::Status MarkReady(const std::string& key) override {
-    InProcessTable* t = Table();
-    absl::MutexLock lock(&t->mu);
-    t->ready.insert(key);
+    absl::MutexLock lock(&table_->mu);
+    table_->ready.insert(key);
     return absl::OkStatus();
   }
 
   absl::Status WithdrawReady(const std::string& key) override {
-    InProcessTable* t = Table();
-    absl::MutexLock lock(&t->mu);
-    t->ready.erase(key);
+    absl::MutexLock lock(&table_->mu);
+    table_->ready.erase(key);
     return absl::OkStatus();
   }
 
   absl::StatusOr<bool> WaitForReady(const std::string& key, absl::Duration timeout) override {
-    InProcessTable* t = Table();
+    InProcessTable* t = table_.get();
     absl::MutexLock lock(&t->mu);
     auto is_ready = [t, &key]()
                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) { return t->ready.count(key) > 0; };
     return t->mu.AwaitWithTimeout(absl::Condition(&is_ready), timeout);
   }
+
+ private:
+  const std::shared_ptr<InProcessTable> table_;
 };
 
 struct ChannelRegistry {
@@ -66,8 +72,18 @@ void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannel
   r->factories[prefix] = std::move(factory);
 }
 
-absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target) {
-  if (target.empty()) return std::make_unique<InProcessReadinessChannel>();
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target,
+                                                                      ResourceMgr* resources) {
+  if (target.empty()) {
+    if (resources == nullptr) resources = ResourceMgr::Default();
+    absl::StatusOr<std::shared_ptr<InProcessTable>> table =
+        resources->LookupOrCreate<InProcessTable>(
+            kTableContainer, kTableName, []() -> absl::StatusOr<std::shared_ptr<InProcessTable>> {
+              return std::make_shared<InProcessTable>();
+            });
+    if (!table.ok()) return table.status();
+    return std::make_unique<InProcessReadinessChannel>(*std::move(table));
+  }
   ReadinessChannelFactory factory;
   std::string known = "\"\" (in-process)";
   {
@@ -88,12 +104,6 @@ absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std:
                      " (link //client/session:grpc_session for grpc://)"));
   }
   return factory(target);
-}
-
-void ResetInProcessReadiness() {
-  InProcessTable* t = Table();
-  absl::MutexLock lock(&t->mu);
-  t->ready.clear();
 }
 
 }  // namespace overseer

@@ -5,8 +5,9 @@
 // initialised or restored the model, marks it ready; non-chief trainers block in
 // WaitForReady and are released as soon as the mark lands, then confirm with the ready
 // op. For a grpc:// target the record lives in the master (which withdraws it when a
-// task the model lives on restarts); for the in-process target "" it lives in a
-// process-wide table, so DirectSession-based tests exercise the same code paths.
+// task the model lives on restarts); for the in-process target "" it lives with the
+// model's variables, in the sessions' ResourceMgr, so DirectSession-based tests
+// exercise the same code paths and each test's ResourceMgr starts with no marks.
 //
 //   auto channel = NewReadinessChannel(options.target);
 //   (*channel)->MarkReady("model");                            // chief
@@ -21,6 +22,8 @@
 #include "absl/time/time.h"
 
 namespace overseer {
+
+class ResourceMgr;
 
 class ReadinessChannel {
  public:
@@ -41,19 +44,20 @@ class ReadinessChannel {
   virtual absl::StatusOr<bool> WaitForReady(const std::string& key, absl::Duration timeout) = 0;
 };
 
-// The channel for a session target: "" is the in-process table; a registered scheme
-// ("grpc://", registered by //client/session:grpc_session) its implementation. INVALID_ARGUMENT
-// naming the target otherwise.
-absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target);
+// The channel for a session target: "" is the in-process table kept in `resources`
+// (the ResourceMgr the target's sessions use, SessionOptions::resource_mgr; null means
+// ResourceMgr::Default(), as for DirectSession), which must outlive the channel; a
+// registered scheme ("grpc://", registered by //client/session:grpc_session) its
+// implementation, which ignores `resources`. INVALID_ARGUMENT naming the target
+// otherwise.
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(
+    const std::string& target, ResourceMgr* resources = nullptr);
 
 // Registers the implementation for targets starting with `prefix`. Called from a
 // static initialiser of the implementing library. Thread-safe.
 using ReadinessChannelFactory =
     std::function<absl::StatusOr<std::unique_ptr<ReadinessChannel>>(const std::string&)>;
 void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannelFactory factory);
-
-// Clears the in-process table (tests that share a process).
-void ResetInProcessReadiness();
 
 }  // namespace overseer
 

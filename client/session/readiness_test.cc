@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "core/resource_mgr.h"
 #include "gtest/gtest.h"
 
 namespace overseer {
@@ -14,13 +15,12 @@ namespace {
 class InProcessReadinessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ResetInProcessReadiness();
-    auto channel = NewReadinessChannel("");
+    auto channel = NewReadinessChannel("", &resources_);
     ASSERT_TRUE(channel.ok()) << channel.status();
     channel_ = *std::move(channel);
   }
-  void TearDown() override { ResetInProcessReadiness(); }
 
+  ResourceMgr resources_;  // Where the table lives; each test has its own.
   std::unique_ptr<ReadinessChannel> channel_;
 };
 
@@ -45,13 +45,15 @@ TEST_F(InProcessReadinessTest, MarkWaitWithdraw) {
   EXPECT_FALSE(*channel_->WaitForReady("model", absl::Milliseconds(1)));
 }
 
-TEST_F(InProcessReadinessTest, ChannelsShareTheProcessTable) {
-  auto other = NewReadinessChannel("");
+TEST_F(InProcessReadinessTest, ChannelsShareTheResourceMgrsTable) {
+  auto other = NewReadinessChannel("", &resources_);
   ASSERT_TRUE(other.ok());
   ASSERT_TRUE((*other)->MarkReady("model").ok());
   EXPECT_TRUE(*channel_->WaitForReady("model", absl::ZeroDuration()));
-  ResetInProcessReadiness();
-  EXPECT_FALSE(*channel_->WaitForReady("model", absl::ZeroDuration()));
+  ResourceMgr fresh;  // Another model's variables: no mark.
+  auto elsewhere = NewReadinessChannel("", &fresh);
+  ASSERT_TRUE(elsewhere.ok());
+  EXPECT_FALSE(*(*elsewhere)->WaitForReady("model", absl::ZeroDuration()));
 }
 
 TEST_F(InProcessReadinessTest, BlockedWaitersAreReleasedByAMark) {

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "client/session/readiness.h"
 #include "client/training/monitored_session.h"
 #include "client/training/monitored_session_test_util.h"
 #include "core/status_macros.h"
@@ -26,8 +25,6 @@ using ::testing::HasSubstr;
 
 class StepFnTest : public ::testing::Test {
  protected:
-  void SetUp() override { ResetInProcessReadiness(); }
-
   std::unique_ptr<ChiefSessionCreator> Chief() {
     return std::make_unique<ChiefSessionCreator>(g_.root, nullptr, g_.Chief(&clock_));
   }

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "client/graph/ops_queue.h"
-#include "client/session/readiness.h"
 #include "client/training/basic_session_run_hooks.h"
 #include "client/training/checkpoint_saver_hook.h"
 #include "client/training/monitored_session_test_util.h"
@@ -33,8 +32,6 @@ using ::testing::HasSubstr;
 
 class MonitoredSessionTest : public ::testing::Test {
  protected:
-  void SetUp() override { ResetInProcessReadiness(); }
-
   std::unique_ptr<ChiefSessionCreator> Chief(Scaffold* scaffold = nullptr,
                                              const std::string& checkpoint_dir = "") {
     return std::make_unique<ChiefSessionCreator>(g_.root, scaffold,

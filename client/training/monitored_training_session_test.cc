@@ -57,8 +57,6 @@ class NullChannel : public ReadinessChannel {
 
 class MonitoredTrainingSessionTest : public ::testing::Test {
  protected:
-  void SetUp() override { ResetInProcessReadiness(); }
-
   MonitoredTrainingSessionOptions Options(const std::string& logdir) {
     MonitoredTrainingSessionOptions options;
     options.is_chief = true;

@@ -70,8 +70,9 @@ struct SessionManagerOptions {
   SessionOptions session_options;
   // Time for every wait and sleep. Not owned.
   Clock *clock = Clock::Real();
-  // Where readiness is marked and waited on; null: NewReadinessChannel(master)
-  // at each call. Not owned; must be thread-safe.
+  // Where readiness is marked and waited on; null: NewReadinessChannel(master,
+  // session_options.resource_mgr) at each call (for "", the table that lives with the
+  // variables). Not owned; must be thread-safe.
   ReadinessChannel *readiness_channel = nullptr;
 };
 

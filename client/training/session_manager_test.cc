@@ -129,7 +129,6 @@ const bool kCountingRegistered = [] {
 class SessionManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ResetInProcessReadiness();
     dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
@@ -168,8 +167,9 @@ class SessionManagerTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s;
     return s.ok() ? out[0].flat<T>()(0) : T();
   }
-  static bool MarkedReady(const std::string &key = "model") {
-    auto channel = NewReadinessChannel("");
+  // Whether `key` is marked ready in the in-process table of `resources`.
+  static bool MarkedReady(ResourceMgr *resources, const std::string &key = "model") {
+    auto channel = NewReadinessChannel("", resources);
     return *(*channel)->WaitForReady(key, absl::ZeroDuration());
   }
 
@@ -186,13 +186,13 @@ TEST_F(SessionManagerTest, PrepareSessionSucceeds) {
   auto manager = Manager(root, options);
   PrepareSessionOptions prepare;
   prepare.init_op = GlobalVariablesInitializer(root);
-  EXPECT_FALSE(MarkedReady());
+  EXPECT_FALSE(MarkedReady(&resources));
   auto session = manager->PrepareSession("", prepare);
   ASSERT_TRUE(session.ok()) << session.status();
   std::vector<Tensor> out;
   ASSERT_TRUE((*session)->Run({v.value}, &out).ok());
   EXPECT_EQ(out[0].flat<float>()(2), 3.0f);
-  EXPECT_TRUE(MarkedReady());
+  EXPECT_TRUE(MarkedReady(&resources));
 }
 
 TEST_F(SessionManagerTest, PrepareSessionSucceedsWithInitFeedDict) {
@@ -269,7 +269,7 @@ TEST_F(SessionManagerTest, PrepareSessionFailsWithoutInitialiserThenRestores) {
   // It waited max_wait for a checkpoint (one recovery_wait, cut to what was
   // left).
   EXPECT_EQ(clock_.Now() - start, absl::Seconds(2));
-  EXPECT_FALSE(MarkedReady());
+  EXPECT_FALSE(MarkedReady(&resources));
 
   prepare.checkpoint_dir = ckpt;
   auto session = manager->PrepareSession("", prepare);
@@ -277,7 +277,7 @@ TEST_F(SessionManagerTest, PrepareSessionFailsWithoutInitialiserThenRestores) {
   EXPECT_TRUE(IsInitialized(root, **session, v));
   EXPECT_EQ(Value<float>(**session, v), 1.0f);
   EXPECT_EQ(saver->last_checkpoints().size(), 1u);
-  EXPECT_TRUE(MarkedReady());
+  EXPECT_TRUE(MarkedReady(&resources));
 }
 
 TEST_F(SessionManagerTest, PrepareSessionWaitsForACheckpointAtRecoveryWait) {
@@ -351,7 +351,8 @@ class KeepReadyModelTest : public SessionManagerTest {
     EXPECT_FALSE(first->restored_checkpoint.has_value());
     ASSERT_TRUE(saver_->Save(first->session->session(), dir_ + "/model.ckpt", 1).ok());
     ASSERT_TRUE(first->session->Run({}, {}, {Operation(assign_.node())}, nullptr).ok());
-    ResetInProcessReadiness();
+    // Forget the first chief's mark, so that the tests see whether the next one marks.
+    ASSERT_TRUE((*NewReadinessChannel("", &resources_))->WithdrawReady("model").ok());
   }
 
   ResourceMgr resources_;
@@ -370,7 +371,7 @@ TEST_F(KeepReadyModelTest, AReadyModelIsKeptAndMarkedReady) {
   EXPECT_TRUE(again->kept_ready_model);
   EXPECT_FALSE(again->restored_checkpoint.has_value());
   EXPECT_EQ(Value<int32_t>(*again->session, v_), 5);  // No step lost.
-  EXPECT_TRUE(MarkedReady());
+  EXPECT_TRUE(MarkedReady(&resources_));
 }
 
 TEST_F(KeepReadyModelTest, AModelThatLostItsStateIsRestored) {
@@ -382,7 +383,7 @@ TEST_F(KeepReadyModelTest, AModelThatLostItsStateIsRestored) {
   ASSERT_TRUE(again->restored_checkpoint.has_value());
   EXPECT_EQ(*again->restored_checkpoint, dir_ + "/model.ckpt-1");
   EXPECT_EQ(Value<int32_t>(*again->session, v_), 1);
-  EXPECT_TRUE(MarkedReady());
+  EXPECT_TRUE(MarkedReady(&resources_));
 }
 
 TEST_F(KeepReadyModelTest, WithoutTheOptionTheCheckpointIsRestoredAsTensorFlowDoes) {
@@ -447,7 +448,7 @@ TEST_F(SessionManagerTest, RecoverSession) {
     auto recovered = Manager(root, options)->RecoverSession("", recover);
     ASSERT_TRUE(recovered.ok()) << recovered.status();
     EXPECT_FALSE(recovered->initialized);
-    EXPECT_FALSE(MarkedReady());
+    EXPECT_FALSE(MarkedReady(&resources));
     ASSERT_TRUE(recovered->session->Run({}, {}, {v.initializer}, nullptr).ok());
     EXPECT_EQ(Value<int32_t>(*recovered->session, v), 1);
     ASSERT_TRUE(
@@ -467,7 +468,7 @@ TEST_F(SessionManagerTest, RecoverSession) {
   EXPECT_TRUE(recovered->initialized);
   EXPECT_TRUE(IsInitialized(root, *recovered->session, v));
   EXPECT_EQ(Value<int32_t>(*recovered->session, v), 1);
-  EXPECT_TRUE(MarkedReady());
+  EXPECT_TRUE(MarkedReady(&resources));
 }
 
 TEST_F(SessionManagerTest, ReadyForLocalInitOpWithoutLocalInitOpIsAnError) {
@@ -566,7 +567,7 @@ TEST_F(LocalInitTest, RecoverSessionWithReadyForLocalInitOpFailsToReadyLocal) {
   EXPECT_TRUE(IsInitialized(m.root, *recovered->session, m.v));
   EXPECT_FALSE(IsInitialized(m.root, *recovered->session, m.w));
   EXPECT_EQ(Value<int32_t>(*recovered->session, m.v), 1);
-  EXPECT_FALSE(MarkedReady());
+  EXPECT_FALSE(MarkedReady(&resources));
 }
 
 TEST_F(LocalInitTest, RecoverSessionNoCheckpointStillRunsLocalInitOp) {

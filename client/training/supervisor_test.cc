@@ -9,7 +9,6 @@
 #include "absl/synchronization/mutex.h"
 #include "client/graph/ops.h"
 #include "client/graph/variables.h"
-#include "client/session/readiness.h"
 #include "client/summary/summary_ops.h"
 #include "client/training/queue_runner.h"
 #include "core/io/file_system.h"
@@ -29,7 +28,6 @@ using ::testing::HasSubstr;
 class SupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ResetInProcessReadiness();
     logdir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/",
                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(logdir_);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cancellation.h"
 #include "core/executor/step_timer.h"
+#include "core/logging.h"
 #include "core/node_def_util.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
@@ -59,8 +60,9 @@ struct Executor::Step {
   absl::Status status ABSL_GUARDED_BY(mu);
 };
 
-Executor::Executor(PrunedGraph graph, ThreadPool* pool)
-    : graph_(std::move(graph)), pool_(pool != nullptr ? pool : ThreadPool::Default()) {}
+Executor::Executor(PrunedGraph graph, ThreadPool* pool) : graph_(std::move(graph)), pool_(pool) {
+  CHECK(pool_ != nullptr) << "an executor needs a thread pool";
+}
 
 Executor::~Executor() = default;
 

@@ -62,10 +62,10 @@ struct ExecutorRunArgs {
 class Executor {
  public:
   // Builds (or takes from `kernels`, which must outlive the executor) a kernel for every
-  // node but the feed nodes. `pool` null means ThreadPool::Default(). Errors are
-  // CreateOpKernel's, naming the node.
+  // node but the feed nodes. Nodes run on `pool` (required, not owned, must outlive the
+  // executor). Errors are CreateOpKernel's, naming the node.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(PrunedGraph graph, KernelCache* kernels,
-                                                          ThreadPool* pool = nullptr);
+                                                          ThreadPool* pool);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;

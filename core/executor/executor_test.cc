@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "core/executor/test_kernels.h"
+#include "core/executor/thread_pool.h"
 #include "core/graph/validate.h"
 #include "core/node_def_util.h"
 #include "gmock/gmock.h"
@@ -44,7 +45,8 @@ class ExecutorTest : public ::testing::Test {
     auto pruned = PruneGraph(*validated->graph, feeds, fetches, targets);
     EXPECT_TRUE(pruned.ok()) << pruned.status();
     if (!pruned.ok()) return nullptr;
-    auto executor = Executor::Create(std::move(*pruned), &kernels_, pool);
+    auto executor =
+        Executor::Create(std::move(*pruned), &kernels_, pool != nullptr ? pool : &pool_);
     EXPECT_TRUE(executor.ok()) << executor.status();
     return executor.ok() ? std::move(*executor) : nullptr;
   }
@@ -62,6 +64,7 @@ class ExecutorTest : public ::testing::Test {
   static int Int(const Tensor& t) { return t.scalar<int32_t>(); }
 
   GraphDef def_;
+  ThreadPool pool_{DefaultMinThreads()};  // Build's default.
   KernelCache kernels_;
   ResourceMgr resources_;
 };

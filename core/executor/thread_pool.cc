@@ -86,10 +86,8 @@ void ThreadPool::WorkerLoop() {
   --alive_;
 }
 
-ThreadPool* ThreadPool::Default() {
-  static ThreadPool* pool =
-      new ThreadPool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  return pool;
+int DefaultMinThreads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace overseer

@@ -18,6 +18,10 @@
 
 namespace overseer {
 
+// The size of a pool that starts with one thread per core:
+// std::thread::hardware_concurrency(), at least 1.
+int DefaultMinThreads();
+
 // Thread-safe.
 class ThreadPool {
  public:
@@ -33,9 +37,6 @@ class ThreadPool {
 
   // Threads alive now.
   int NumThreads() const;
-
-  // The process-wide pool (one thread per core to start with). Never null.
-  static ThreadPool* Default();
 
  private:
   void WorkerLoop();

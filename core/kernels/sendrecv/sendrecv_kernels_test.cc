@@ -5,6 +5,7 @@
 
 #include "core/cluster/rendezvous_key.h"
 #include "core/executor/executor.h"
+#include "core/executor/thread_pool.h"
 #include "core/graph/validate.h"
 #include "core/kernels/testing/kernel_test_util.h"
 #include "core/node_def_util.h"
@@ -111,6 +112,7 @@ TEST(SendRecvKernelTest, TwoPartitionsExchangeATensorThroughTheExecutor) {
   neg->add_input("c/_recv");
   SetNodeAttr(neg, "T", DT_FLOAT);
 
+  ThreadPool pool(DefaultMinThreads());
   KernelCache kernels;
   auto build = [&](GraphDef def, std::vector<std::string> fetches,
                    std::vector<std::string> targets) -> std::unique_ptr<Executor> {
@@ -118,7 +120,7 @@ TEST(SendRecvKernelTest, TwoPartitionsExchangeATensorThroughTheExecutor) {
     EXPECT_TRUE(validated.ok()) << validated.status();
     auto pruned = PruneGraph(*validated->graph, {}, fetches, targets);
     EXPECT_TRUE(pruned.ok()) << pruned.status();
-    auto executor = Executor::Create(std::move(*pruned), &kernels);
+    auto executor = Executor::Create(std::move(*pruned), &kernels, &pool);
     EXPECT_TRUE(executor.ok()) << executor.status();
     return std::move(*executor);
   };
