@@ -95,11 +95,7 @@ int Master::CollectIdleSessions() {
     absl::MutexLock lock(&mu_);
     const absl::Time now = env_.clock->Now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
-      if (it->second.session.use_count() > 1) {
-        // A step or another call holds it: in use, however long it runs.
-        it->second.last_used = now;
-        ++it;
-      } else if (now - it->second.last_used > options_.session_gc_idle) {
+      if (it->second.running == 0 && now - it->second.last_used > options_.session_gc_idle) {
         idle.push_back(std::move(it->second.session));
         it = sessions_.erase(it);
       } else {
@@ -126,7 +122,8 @@ int Master::NumSessions() const {
   return static_cast<int>(sessions_.size());
 }
 
-absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(const std::string& handle) {
+absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(const std::string& handle,
+                                                            bool start_run) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) {
@@ -136,7 +133,16 @@ absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(const std::string& h
         "collected after being idle); create a new session"));
   }
   it->second.last_used = env_.clock->Now();
+  if (start_run) ++it->second.running;
   return it->second.session;
+}
+
+void Master::RunEnded(const std::string& handle) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(handle);
+  if (it == sessions_.end()) return;  // Closed meanwhile.
+  --it->second.running;
+  it->second.last_used = env_.clock->Now();
 }
 
 absl::StatusOr<std::vector<std::string>> Master::FilterTasks(
@@ -283,14 +289,17 @@ void Master::RunInSessionAsync(const std::string& request_id, const std::string&
   dedup_.RunAsync(
       request_id, response,
       [this, &session_handle, run = std::move(run)](RequestDedup::Done ran) {
-        absl::StatusOr<std::shared_ptr<MasterSession>> session = Find(session_handle);
+        absl::StatusOr<std::shared_ptr<MasterSession>> session =
+            Find(session_handle, /*start_run=*/true);
         if (!session.ok()) {
           ran(session.status());
           return;
         }
         MasterSession* s = session->get();
         // The step holds the session until it is done (a Close meanwhile ends it).
-        run(s, [session = *std::move(session), ran = std::move(ran)](absl::Status st) {
+        run(s, [this, handle = session_handle, session = *std::move(session),
+                ran = std::move(ran)](absl::Status st) {
+          RunEnded(handle);
           ran(std::move(st));
         });
       },

@@ -138,10 +138,17 @@ class Master : public MasterInterface, public MasterReadinessInterface {
   struct Entry {
     std::shared_ptr<MasterSession> session;
     absl::Time last_used;
+    // Steps and callable runs started and not yet done: the session is in use, not
+    // idle, however long they take.
+    int running = 0;
   };
 
-  // The session, marked used now; ABORTED naming the handle if unknown.
-  absl::StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle);
+  // The session, marked used now; ABORTED naming the handle if unknown. With
+  // `start_run`, also counted running until RunEnded(handle).
+  absl::StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle,
+                                                      bool start_run = false);
+  // A run counted by Find(handle, true) is done; the idle time counts from now.
+  void RunEnded(const std::string& handle);
   // Waits for `tasks` to answer GetStatus until `deadline`.
   absl::StatusOr<std::vector<SessionTask>> WaitForTasks(const std::vector<std::string>& tasks,
                                                         absl::Time deadline);
