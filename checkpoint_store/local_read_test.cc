@@ -22,7 +22,7 @@
 #include "checkpoint_store/testing/tensor_headers.h"
 #include "core/io/crc32c.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -114,7 +114,7 @@ class LocalReadTest : public ::testing::Test {
   }
 
   std::string root_;
-  test::ManualClock clock_;
+  test::FakeClock clock_;
   std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<LocalReadServer> server_;
   std::map<std::string, std::string> contents_;

@@ -6,9 +6,11 @@
 
 namespace overseer {
 
-// The source of time for everything that waits, backs off or acts on an interval, so
-// that tests substitute a fake clock (testing/fake_clock.h) instead of sleeping.
-// Implementations are thread-safe.
+// The source of time for everything that waits, backs off, times out or acts on an
+// interval, so that tests substitute test::FakeClock (testing/fake_clock.h: it moves only
+// when told, or jumps to a wait's deadline) instead of sleeping. Libraries take a Clock*
+// from their caller (an *Env or options struct); only binaries' main and public option
+// structs turn a null clock into Clock::Real(). Implementations are thread-safe.
 class Clock {
  public:
   virtual ~Clock() = default;

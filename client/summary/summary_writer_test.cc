@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "summary_writer/event_file_reader.h"
 #include "summary_writer/rpc/grpc_summary_writer_service.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -92,7 +92,7 @@ void CheckTrainingRun(const std::string& dir) {
 }
 
 TEST(SummaryWriterTest, EmbeddedRunWithRestart) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   const std::string dir = TempDir("embedded");
   WriteTrainingRun(dir, &clock);
   CheckTrainingRun(dir);
@@ -112,7 +112,7 @@ TEST(SummaryWriterTest, RemoteRunWithRestartLooksTheSame) {
   ServerRunner runner(runner_options);
   runner.AddService(&service);
   ASSERT_TRUE(runner.Start().ok());
-  test::ManualClock clock;
+  test::FakeClock clock;
   WriteTrainingRun(absl::StrCat("grpc://", runner.address(), "/exp/train"), &clock);
   CheckTrainingRun(logdir + "/exp/train");
 }

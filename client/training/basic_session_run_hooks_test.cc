@@ -26,7 +26,7 @@ TEST(SecondOrStepTimerTest, RaiseInNoneSecsAndSteps) {
 }
 
 TEST(SecondOrStepTimerTest, EverySecs) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   auto timer = *SecondOrStepTimer::Create(absl::Seconds(1), std::nullopt, &clock);
   EXPECT_TRUE(timer.ShouldTriggerForStep(1));
   timer.UpdateLastTriggeredStep(1);
@@ -48,7 +48,7 @@ TEST(SecondOrStepTimerTest, EverySteps) {
 }
 
 TEST(SecondOrStepTimerTest, UpdateLastTriggeredStep) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   auto timer = *SecondOrStepTimer::Create(std::nullopt, 1, &clock);
   SecondOrStepTimer::Elapsed e = timer.UpdateLastTriggeredStep(1);
   EXPECT_FALSE(e.time.has_value());
@@ -227,7 +227,7 @@ class LoggingTensorHookTest : public ::testing::Test {
   StepModel m_;
   Output t_;
   Operation train_op_;
-  test::ManualClock clock_;
+  test::FakeClock clock_;
 };
 
 TEST_F(LoggingTensorHookTest, IllegalArgs) {

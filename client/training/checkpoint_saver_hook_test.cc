@@ -87,7 +87,7 @@ class CheckpointSaverHookTest : public ::testing::Test {
   StepModel m_;
   std::string model_dir_;
   std::unique_ptr<Saver> saver_;
-  test::ManualClock clock_{absl::FromUnixMicros(1484695987209386)};
+  test::FakeClock clock_{absl::FromUnixMicros(1484695987209386)};
 };
 
 TEST_F(CheckpointSaverHookTest, SavesWhenSaverAndScaffoldBothMissing) {

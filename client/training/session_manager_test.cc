@@ -15,19 +15,19 @@
 #include "core/resource_mgr.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
 
 using ::testing::HasSubstr;
 
-// A ManualClock that records every SleepFor and runs a hook after it (to change
+// A FakeClock that records every SleepFor and runs a hook after it (to change
 // the world while a waiter sleeps).
-class HookClock : public test::ManualClock {
+class HookClock : public test::FakeClock {
  public:
   void SleepFor(absl::Duration d) override {
-    ManualClock::SleepFor(d);
+    FakeClock::SleepFor(d);
     std::function<void(int)> hook;
     int n;
     {
@@ -62,7 +62,7 @@ class FakeChannel : public ReadinessChannel {
     kUnavailable,  // The master cannot be reached.
     kAlwaysReady,  // A stale record says ready.
   };
-  FakeChannel(Mode mode, test::ManualClock *clock) : mode_(mode), clock_(clock) {}
+  FakeChannel(Mode mode, test::FakeClock *clock) : mode_(mode), clock_(clock) {}
 
   absl::Status MarkReady(const std::string &key) override {
     absl::MutexLock lock(&mu_);
@@ -106,7 +106,7 @@ class FakeChannel : public ReadinessChannel {
 
  private:
   const Mode mode_;
-  test::ManualClock *const clock_;
+  test::FakeClock *const clock_;
   absl::Mutex mu_;
   std::vector<absl::Duration> waits_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> marks_ ABSL_GUARDED_BY(mu_);

@@ -67,7 +67,7 @@ class StepCounterHookTest : public ::testing::Test {
   }
 
   std::string log_dir_ = test::TestDir();
-  test::ManualClock clock_{absl::FromUnixMicros(1484695987209386)};
+  test::FakeClock clock_{absl::FromUnixMicros(1484695987209386)};
   std::unique_ptr<SummaryWriter> writer_;
 };
 
@@ -212,7 +212,7 @@ class SummarySaverHookTest : public ::testing::Test {
   StepModel m_;
   Output summary_op_, summary_op2_;
   std::string log_dir_ = test::TestDir();
-  test::ManualClock clock_{absl::FromUnixMicros(1484695987209386)};
+  test::FakeClock clock_{absl::FromUnixMicros(1484695987209386)};
   std::unique_ptr<SummaryWriter> writer_;
 };
 
