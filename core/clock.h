@@ -31,6 +31,18 @@ class Clock {
   static Clock* Real();
 };
 
+// Whether a wait until `deadline` needs a clock: false for absl::InfiniteFuture() (wait
+// for the condition only) and absl::InfinitePast() (do not wait), which mean the same
+// on every clock.
+inline bool DeadlineNeedsClock(absl::Time deadline) {
+  return deadline != absl::InfiniteFuture() && deadline != absl::InfinitePast();
+}
+
+// clock->AwaitWithDeadline(mu, cond, deadline), where `clock` may be null when
+// !DeadlineNeedsClock(deadline). Precondition: `clock` is not null otherwise.
+bool AwaitOnClock(Clock* clock, absl::Mutex* mu, const absl::Condition& cond, absl::Time deadline)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
 }  // namespace overseer
 
 #endif  // OVERSEER_CORE_CLOCK_H_

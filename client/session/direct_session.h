@@ -23,8 +23,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "client/session/session.h"
+#include "core/clock.h"
 #include "core/executor/executor.h"
 #include "core/executor/kernel_cache.h"
+#include "core/executor/step_timer.h"
 #include "core/executor/thread_pool.h"
 #include "core/graph/validate.h"
 
@@ -96,6 +98,8 @@ class DirectSession : public Session {
   absl::Status SetGraph(GraphDef graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SessionOptions options_;
+  Clock* const clock_;    // options_.clock, or the real clock. Never null.
+  StepTimer step_timer_;  // Cancels steps at their timeout, on clock_.
   ResourceMgr* const resource_mgr_;
   std::unique_ptr<ThreadPool> own_pool_;
   ThreadPool* const pool_;
