@@ -1,5 +1,6 @@
 #include "client/session/readiness.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 
 namespace overseer {
 namespace {
@@ -25,6 +27,8 @@ InProcessTable* Table() {
 
 class InProcessReadinessChannel : public ReadinessChannel {
  public:
+  explicit InProcessReadinessChannel(Clock* clock) : clock_(clock) {}
+
   absl::Status MarkReady(const std::string& key) override {
     InProcessTable* t = Table();
     absl::MutexLock lock(&t->mu);
@@ -44,8 +48,12 @@ class InProcessReadinessChannel : public ReadinessChannel {
     absl::MutexLock lock(&t->mu);
     auto is_ready = [t, &key]()
                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) { return t->ready.count(key) > 0; };
-    return t->mu.AwaitWithTimeout(absl::Condition(&is_ready), timeout);
+    const absl::Time deadline = clock_->Now() + std::max(timeout, absl::ZeroDuration());
+    return clock_->AwaitWithDeadline(&t->mu, absl::Condition(&is_ready), deadline);
   }
+
+ private:
+  Clock* const clock_;
 };
 
 struct ChannelRegistry {
@@ -67,7 +75,12 @@ void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannel
 }
 
 absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target) {
-  if (target.empty()) return std::make_unique<InProcessReadinessChannel>();
+  return NewReadinessChannel(target, Clock::Real());
+}
+
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target,
+                                                                      Clock* clock) {
+  if (target.empty()) return std::make_unique<InProcessReadinessChannel>(clock);
   ReadinessChannelFactory factory;
   std::string known = "\"\" (in-process)";
   {
@@ -87,7 +100,7 @@ absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std:
         absl::StrCat("no readiness channel for target '", target, "'; known targets: ", known,
                      " (link //client/session:grpc_session for grpc://)"));
   }
-  return factory(target);
+  return factory(target, clock);
 }
 
 void ResetInProcessReadiness() {

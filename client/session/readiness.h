@@ -22,6 +22,8 @@
 
 namespace overseer {
 
+class Clock;
+
 class ReadinessChannel {
  public:
   virtual ~ReadinessChannel() = default;
@@ -43,13 +45,17 @@ class ReadinessChannel {
 
 // The channel for a session target: "" is the in-process table; a registered scheme
 // ("grpc://", registered by //client/session:grpc_session) its implementation. INVALID_ARGUMENT
-// naming the target otherwise.
+// naming the target otherwise. `clock` (not owned, not null; outlives the channel)
+// measures WaitForReady's timeout and paces its calls.
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target,
+                                                                      Clock* clock);
+// The same on the real clock, for binaries and tools.
 absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target);
 
 // Registers the implementation for targets starting with `prefix`. Called from a
 // static initialiser of the implementing library. Thread-safe.
-using ReadinessChannelFactory =
-    std::function<absl::StatusOr<std::unique_ptr<ReadinessChannel>>(const std::string&)>;
+using ReadinessChannelFactory = std::function<absl::StatusOr<std::unique_ptr<ReadinessChannel>>(
+    const std::string& target, Clock* clock)>;
 void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannelFactory factory);
 
 // Clears the in-process table (tests that share a process).

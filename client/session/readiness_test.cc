@@ -95,11 +95,11 @@ class TaggedChannel : public ReadinessChannel {
 };
 
 TEST(ReadinessRegistryTest, TheLongestRegisteredPrefixWins) {
-  RegisterReadinessChannelFactory("test://", [](const std::string&) {
+  RegisterReadinessChannelFactory("test://", [](const std::string&, Clock*) {
     return absl::StatusOr<std::unique_ptr<ReadinessChannel>>(
         std::make_unique<TaggedChannel>("short"));
   });
-  RegisterReadinessChannelFactory("test://special/", [](const std::string&) {
+  RegisterReadinessChannelFactory("test://special/", [](const std::string&, Clock*) {
     return absl::StatusOr<std::unique_ptr<ReadinessChannel>>(
         std::make_unique<TaggedChannel>("long"));
   });
