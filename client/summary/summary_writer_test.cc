@@ -102,7 +102,9 @@ TEST(SummaryWriterTest, RemoteRunWithRestartLooksTheSame) {
   const std::string logdir = TempDir("remote");
   SummaryWriterServiceOptions service_options;
   service_options.logdir = logdir;
-  SummaryWriterServiceImpl impl(service_options, EventWriterEnv(), nullptr);
+  EventWriterEnv env;
+  env.clock = Clock::Real();
+  SummaryWriterServiceImpl impl(service_options, env, nullptr);
   GrpcSummaryWriterService service(&impl);
   ServerRunnerOptions runner_options;
   runner_options.component = "summary_writer";

@@ -16,12 +16,14 @@ using test::StepModel;
 // ---- SecondOrStepTimer ----
 
 TEST(SecondOrStepTimerTest, RaiseInBothSecsAndSteps) {
-  auto timer = SecondOrStepTimer::Create(absl::Seconds(2), 10);
+  test::FakeClock clock;
+  auto timer = SecondOrStepTimer::Create(absl::Seconds(2), 10, &clock);
   EXPECT_TRUE(absl::IsInvalidArgument(timer.status())) << timer.status();
 }
 
 TEST(SecondOrStepTimerTest, RaiseInNoneSecsAndSteps) {
-  auto timer = SecondOrStepTimer::Create(std::nullopt, std::nullopt);
+  test::FakeClock clock;
+  auto timer = SecondOrStepTimer::Create(std::nullopt, std::nullopt, &clock);
   EXPECT_TRUE(absl::IsInvalidArgument(timer.status())) << timer.status();
 }
 
@@ -38,7 +40,8 @@ TEST(SecondOrStepTimerTest, EverySecs) {
 }
 
 TEST(SecondOrStepTimerTest, EverySteps) {
-  auto timer = *SecondOrStepTimer::Create(std::nullopt, 3);
+  test::FakeClock clock;
+  auto timer = *SecondOrStepTimer::Create(std::nullopt, 3, &clock);
   EXPECT_TRUE(timer.ShouldTriggerForStep(1));
   timer.UpdateLastTriggeredStep(1);
   EXPECT_FALSE(timer.ShouldTriggerForStep(1));

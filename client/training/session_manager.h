@@ -68,8 +68,8 @@ struct SessionManagerOptions {
   // Config and resource manager of the sessions; the target is each call's
   // `master`.
   SessionOptions session_options;
-  // Time for every wait and sleep. Not owned.
-  Clock *clock = Clock::Real();
+  // Time for every wait and sleep. Required; not owned.
+  Clock *clock = nullptr;
   // Where readiness is marked and waited on; null: NewReadinessChannel(master)
   // at each call. Not owned; must be thread-safe.
   ReadinessChannel *readiness_channel = nullptr;
