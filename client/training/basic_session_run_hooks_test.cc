@@ -235,6 +235,7 @@ class LoggingTensorHookTest : public ::testing::Test {
 
 TEST_F(LoggingTensorHookTest, IllegalArgs) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {"t"};
   options.every_n_iter = 0;
   absl::Status s = LoggingTensorHook::Create(options).status();
@@ -257,6 +258,7 @@ TEST_F(LoggingTensorHookTest, IllegalArgs) {
 
 TEST_F(LoggingTensorHookTest, PrintAtEndOnly) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.at_end = true;
   auto hook = *LoggingTensorHook::Create(options);
@@ -268,6 +270,7 @@ TEST_F(LoggingTensorHookTest, PrintAtEndOnly) {
 
 TEST_F(LoggingTensorHookTest, PrintEveryNSteps) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_iter = 10;
   auto hook = *LoggingTensorHook::Create(options);
@@ -278,6 +281,7 @@ TEST_F(LoggingTensorHookTest, PrintEveryNSteps) {
 
 TEST_F(LoggingTensorHookTest, PrintEveryNStepsAndEnd) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_iter = 10;
   options.at_end = true;
@@ -288,6 +292,7 @@ TEST_F(LoggingTensorHookTest, PrintEveryNStepsAndEnd) {
 
 TEST_F(LoggingTensorHookTest, PrintFirstStep) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tagged_tensors = {{"foo", t_}};
   options.every_n_iter = 1;
   auto hook = *LoggingTensorHook::Create(options);
@@ -301,9 +306,9 @@ TEST_F(LoggingTensorHookTest, PrintFirstStep) {
 
 TEST_F(LoggingTensorHookTest, PrintEveryNSecs) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_secs = absl::Seconds(1);
-  options.clock = &clock_;
   auto hook = *LoggingTensorHook::Create(options);
   ValidatePrintEveryNSecs(hook.get(), /*at_end=*/false);
   ValidatePrintEveryNSecs(hook.get(), /*at_end=*/false);
@@ -311,10 +316,10 @@ TEST_F(LoggingTensorHookTest, PrintEveryNSecs) {
 
 TEST_F(LoggingTensorHookTest, PrintEveryNSecsAndEnd) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_secs = absl::Seconds(1);
   options.at_end = true;
-  options.clock = &clock_;
   auto hook = *LoggingTensorHook::Create(options);
   ValidatePrintEveryNSecs(hook.get(), /*at_end=*/true);
   ValidatePrintEveryNSecs(hook.get(), /*at_end=*/true);
@@ -322,6 +327,7 @@ TEST_F(LoggingTensorHookTest, PrintEveryNSecsAndEnd) {
 
 TEST_F(LoggingTensorHookTest, PrintFormatter) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_iter = 10;
   options.formatter = [this](const std::map<std::string, Tensor>& values) {
@@ -336,6 +342,7 @@ TEST_F(LoggingTensorHookTest, PrintFormatter) {
 
 TEST_F(LoggingTensorHookTest, ByOutputAndMissingName) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_, "no_such_tensor:0"};
   options.every_n_iter = 1;
   auto hook = *LoggingTensorHook::Create(options);

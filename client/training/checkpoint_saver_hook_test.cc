@@ -65,11 +65,13 @@ class CheckpointSaverHookTest : public ::testing::Test {
   CheckpointSaverHookOptions SaveSteps(int64_t n) {
     CheckpointSaverHookOptions options;
     options.save_steps = n;
+    options.clock = &clock_;
     return options;
   }
   CheckpointSaverHookOptions SaveSecs(absl::Duration d) {
     CheckpointSaverHookOptions options;
     options.save_secs = d;
+    options.clock = &clock_;
     return options;
   }
   void Train(HookedSession* hooked) {
@@ -129,6 +131,7 @@ TEST_F(CheckpointSaverHookTest, RaiseInBothSecsAndSteps) {
 TEST_F(CheckpointSaverHookTest, RaiseInNoneSecsAndSteps) {
   CheckpointSaverHookOptions options;
   options.checkpoint_location = model_dir_;
+  options.clock = &clock_;
   EXPECT_TRUE(absl::IsInvalidArgument(CheckpointSaverHook::Create(options).status()));
 }
 
