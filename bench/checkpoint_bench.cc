@@ -166,9 +166,9 @@ int Main() {
   CHECK(FileSystem::Posix()->CreateDirs(dir).ok());
   const std::string variables = MakeVariables();
 
-  auto embedded = CheckpointStore::Open(FileSystem::Posix(), dir + "/embedded");
+  auto embedded = CheckpointStore::Open(FileSystem::Posix(), dir + "/embedded", Clock::Real());
   CHECK(embedded.ok()) << embedded.status();
-  auto service_store = CheckpointStore::Open(FileSystem::Posix(), dir + "/service");
+  auto service_store = CheckpointStore::Open(FileSystem::Posix(), dir + "/service", Clock::Real());
   CHECK(service_store.ok()) << service_store.status();
   GrpcCheckpointStoreService service(service_store->get());
   ServerRunnerOptions runner_options;

@@ -141,7 +141,9 @@ int Main() {
   SummaryWriterServiceOptions service_options;
   service_options.logdir = dir + "/service";
   service_options.default_max_queue = kMaxQueue;
-  SummaryWriterServiceImpl impl(service_options, EventWriterEnv(), nullptr);
+  EventWriterEnv env;
+  env.clock = Clock::Real();
+  SummaryWriterServiceImpl impl(service_options, env, nullptr);
   GrpcSummaryWriterService service(&impl);
   ServerRunnerOptions runner_options;
   runner_options.component = "summary_writer";

@@ -210,6 +210,7 @@ CheckpointStore::~CheckpointStore() { Shutdown(); }
 absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
     FileSystem* fs, std::string root, Clock* clock, prometheus::Registry* metrics) {
   if (root.empty()) return absl::InvalidArgumentError("the checkpoint store root is empty");
+  if (clock == nullptr) return absl::InvalidArgumentError("the checkpoint store's clock is null");
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   RETURN_IF_ERROR(fs->CreateDirs(root));
   std::unique_ptr<CheckpointStore> store(new CheckpointStore(fs, std::move(root), clock, metrics));

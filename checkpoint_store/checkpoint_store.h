@@ -51,8 +51,7 @@ class CheckpointStore : public CheckpointStoreInterface {
   // behind under it: temp files and data files without an index. `fs` and `clock` are
   // borrowed and must outlive the store; `metrics` may be null.
   static absl::StatusOr<std::unique_ptr<CheckpointStore>> Open(
-      FileSystem* fs, std::string root, Clock* clock = Clock::Real(),
-      prometheus::Registry* metrics = nullptr);
+      FileSystem* fs, std::string root, Clock* clock, prometheus::Registry* metrics = nullptr);
   ~CheckpointStore() override;
 
   absl::StatusOr<std::string> BeginCheckpoint(const BeginCheckpointRequest& request) override;

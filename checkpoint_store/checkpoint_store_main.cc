@@ -64,6 +64,7 @@ int Main() {
     LocalReadServerOptions local_options;
     local_options.socket = socket;
     local_options.metrics = runner.metrics();
+    local_options.clock = Clock::Real();
     auto started = LocalReadServer::Start(store->get(), local_options);
     if (!started.ok()) {
       LOG(ERROR) << "cannot serve local reads (--local_read_socket): " << started.status();

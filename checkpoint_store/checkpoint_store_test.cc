@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -91,7 +91,7 @@ class CheckpointStoreTest : public ::testing::Test {
   }
 
   FileSystem* fs_ = FileSystem::Posix();
-  test::ManualClock clock_{absl::FromUnixSeconds(1700000000)};
+  test::FakeClock clock_{absl::FromUnixSeconds(1700000000)};
   std::string root_;
 };
 

@@ -56,6 +56,9 @@ absl::StatusOr<UniqueFd> OpenDataFile(const std::string& path, const std::string
 
 absl::StatusOr<std::unique_ptr<LocalReadServer>> LocalReadServer::Start(
     CheckpointStore* store, LocalReadServerOptions options) {
+  if (options.clock == nullptr) {
+    return absl::InvalidArgumentError("LocalReadServerOptions.clock is null");
+  }
   ASSIGN_OR_RETURN(UniqueFd listener, ListenLocalReadSocket(options.socket));
   return std::unique_ptr<LocalReadServer>(
       new LocalReadServer(store, std::move(options), std::move(listener)));

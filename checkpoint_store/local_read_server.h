@@ -39,7 +39,8 @@ struct LocalReadServerOptions {
   int max_tokens = 64;
   // Waited on for a client's token and for sending descriptors.
   absl::Duration socket_timeout = absl::Seconds(2);
-  Clock* clock = Clock::Real();
+  // Measures the tokens' time to live. Required; not owned.
+  Clock* clock = nullptr;
   // Counters of local reads served, bytes handed out and tokens refused; may be null.
   prometheus::Registry* metrics = nullptr;
 };

@@ -22,7 +22,7 @@
 #include "checkpoint_store/testing/tensor_headers.h"
 #include "core/io/crc32c.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -61,7 +61,7 @@ class LocalReadTest : public ::testing::Test {
   void SetUp() override {
     const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     root_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", test);
-    auto store = CheckpointStore::Open(FileSystem::Posix(), root_);
+    auto store = CheckpointStore::Open(FileSystem::Posix(), root_, Clock::Real());
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = *std::move(store);
     LocalReadServerOptions options;
@@ -114,7 +114,7 @@ class LocalReadTest : public ::testing::Test {
   }
 
   std::string root_;
-  test::ManualClock clock_;
+  test::FakeClock clock_;
   std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<LocalReadServer> server_;
   std::map<std::string, std::string> contents_;
@@ -370,11 +370,12 @@ TEST(LocalReadSocketTest, SocketFiles) {
   // The first listener is closed but its file stays: as after a kill -9.
   ASSERT_EQ(::access(path.c_str(), F_OK), 0);
   EXPECT_EQ(ConnectLocalReadSocket(path).status().code(), absl::StatusCode::kUnavailable);
-  auto root = CheckpointStore::Open(FileSystem::Posix(),
-                                    absl::StrCat(std::getenv("TEST_TMPDIR"), "/sockets"));
+  auto root = CheckpointStore::Open(
+      FileSystem::Posix(), absl::StrCat(std::getenv("TEST_TMPDIR"), "/sockets"), Clock::Real());
   ASSERT_TRUE(root.ok());
   LocalReadServerOptions options;
   options.socket = path;
+  options.clock = Clock::Real();
   {
     auto server = LocalReadServer::Start(root->get(), options);
     ASSERT_TRUE(server.ok()) << server.status();

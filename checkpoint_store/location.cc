@@ -50,8 +50,10 @@ absl::StatusOr<CheckpointLocation> ResolveCheckpointLocation(const std::string& 
   if (it == r.stores.end()) {
     std::unique_ptr<CheckpointStoreInterface> store;
     if (scheme.empty()) {
+      // The store is shared by every user of the location in this process, whatever
+      // their clocks; it reads its clock only for checkpoint timestamps and metrics.
       ASSIGN_OR_RETURN(std::unique_ptr<CheckpointStore> local,
-                       CheckpointStore::Open(FileSystem::Posix(), key));
+                       CheckpointStore::Open(FileSystem::Posix(), key, Clock::Real()));
       store = std::move(local);
     } else {
       auto factory = r.factories.find(scheme);

@@ -22,4 +22,11 @@ Clock* Clock::Real() {
   return clock;
 }
 
+bool AwaitOnClock(Clock* clock, absl::Mutex* mu, const absl::Condition& cond, absl::Time deadline) {
+  if (clock != nullptr) return clock->AwaitWithDeadline(mu, cond, deadline);
+  if (deadline == absl::InfinitePast()) return cond.Eval();
+  mu->Await(cond);
+  return true;
+}
+
 }  // namespace overseer

@@ -6,9 +6,11 @@
 
 namespace overseer {
 
-// The source of time for everything that waits, backs off or acts on an interval, so
-// that tests substitute a fake clock (testing/fake_clock.h) instead of sleeping.
-// Implementations are thread-safe.
+// The source of time for everything that waits, backs off, times out or acts on an
+// interval, so that tests substitute test::FakeClock (testing/fake_clock.h: it moves only
+// when told, or jumps to a wait's deadline) instead of sleeping. Libraries take a Clock*
+// from their caller (an *Env or options struct); only binaries' main and public option
+// structs turn a null clock into Clock::Real(). Implementations are thread-safe.
 class Clock {
  public:
   virtual ~Clock() = default;
@@ -28,6 +30,18 @@ class Clock {
   // The process-wide real clock. Never null; never deleted.
   static Clock* Real();
 };
+
+// Whether a wait until `deadline` needs a clock: false for absl::InfiniteFuture() (wait
+// for the condition only) and absl::InfinitePast() (do not wait), which mean the same
+// on every clock.
+inline bool DeadlineNeedsClock(absl::Time deadline) {
+  return deadline != absl::InfiniteFuture() && deadline != absl::InfinitePast();
+}
+
+// clock->AwaitWithDeadline(mu, cond, deadline), where `clock` may be null when
+// !DeadlineNeedsClock(deadline). Precondition: `clock` is not null otherwise.
+bool AwaitOnClock(Clock* clock, absl::Mutex* mu, const absl::Condition& cond, absl::Time deadline)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
 }  // namespace overseer
 

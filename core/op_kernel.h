@@ -160,7 +160,9 @@ class OpKernelContext {
   CancellationManager* cancellation() const { return params_.cancellation; }
   // Never null: the process's intra-op Eigen device when the caller gave none.
   const Eigen::ThreadPoolDevice& eigen_device() const;
-  Clock* clock() const { return params_.clock ? params_.clock : Clock::Real(); }
+  // The step's clock (ExecutorRunArgs::clock): measures deadline(). Never null in an
+  // executor's step; null for a kernel run by itself without one.
+  Clock* clock() const { return params_.clock; }
   // When the step must end (RunOptions timeout); blocking kernels wait no longer.
   absl::Time deadline() const { return params_.deadline; }
   // The step's rendezvous, or null (not owned).

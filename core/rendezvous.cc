@@ -33,6 +33,10 @@ absl::Status LocalRendezvous::Send(const RendezvousKey& key, const Tensor& value
 }
 
 absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key, const RendezvousWait& wait) {
+  if (wait.clock == nullptr && DeadlineNeedsClock(wait.deadline)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("receive of '", key.full, "': RendezvousWait has a deadline but no clock"));
+  }
   // Set (under mu_) by the cancellation callback, which may outlive this call.
   auto cancelled = std::make_shared<bool>(false);
   CancellationManager::Token token = CancellationManager::kInvalidToken;
@@ -58,8 +62,7 @@ absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key, const Ren
       auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return *cancelled || !abort_status_.ok() || items_[key.full].has_value;
       };
-      Clock* clock = wait.clock != nullptr ? wait.clock : Clock::Real();
-      const bool done = clock->AwaitWithDeadline(&mu_, absl::Condition(&ready), wait.deadline);
+      const bool done = AwaitOnClock(wait.clock, &mu_, absl::Condition(&ready), wait.deadline);
       Item& now = items_[key.full];
       if (now.has_value) {
         result = std::move(now.value);

@@ -41,7 +41,8 @@ struct RendezvousKey {
 struct RendezvousWait {
   // Cancelling it ends the wait with CANCELLED. Not owned.
   CancellationManager* cancellation = nullptr;
-  // Measures `deadline`; null means Clock::Real().
+  // Measures `deadline`. May be null only when the deadline is absl::InfiniteFuture() or
+  // absl::InfinitePast() (else Recv fails INVALID_ARGUMENT).
   Clock* clock = nullptr;
   absl::Time deadline = absl::InfiniteFuture();
 };

@@ -54,6 +54,7 @@ TEST(LocalRendezvousTest, DuplicateSendIsInvalid) {
 TEST(LocalRendezvousTest, PassedDeadlineNamesTheTensor) {
   auto rendezvous = LocalRendezvous::Create();
   RendezvousWait wait;
+  wait.clock = Clock::Real();
   wait.deadline = absl::Now() - absl::Seconds(1);
   absl::StatusOr<Tensor> got = rendezvous->Recv(Key("late"), wait);
   EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded);

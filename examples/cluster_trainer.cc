@@ -214,6 +214,7 @@ absl::Status RunTraining(const Scope& root, Operation train,
                          const std::function<std::vector<FeedPair>()>& next_feeds,
                          const TrainingOptions& o) {
   MonitoredTrainingSessionOptions options;
+  options.clock = Clock::Real();
   options.master = o.master;
   options.is_chief = o.is_chief;
   options.checkpoint_dir = o.checkpoint_dir;

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "master/placement_test_util.h"
 #include "master/testing/fake_workers.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -52,7 +53,7 @@ class MasterTest : public ::testing::Test {
     return master_->RunStep(req, resp);
   }
 
-  FakeClock clock_;
+  FakeClock clock_{FakeClock::Mode::kAutoAdvance};
   FakeCache cache_;
   MasterOptions options_;
   std::unique_ptr<Master> master_;

@@ -8,7 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "master/testing/fake_workers.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -76,15 +76,15 @@ WaitForReadyResponse Wait(ReadinessTracker* tracker, const std::string& key,
 // A clock that moves only when told: waits block until a mark or an Advance.
 class ReadinessTrackerTest : public ::testing::Test {
  protected:
-  test::ManualClock clock_;
+  test::FakeClock clock_;
   test::FakeCache cache_;
   RecordingListener listener_;
 };
 
-// FakeClock jumps to a wait's deadline at once: for timeouts.
+// This clock jumps to a wait's deadline at once: for timeouts.
 class ReadinessTimeoutTest : public ::testing::Test {
  protected:
-  test::FakeClock clock_;
+  test::FakeClock clock_{test::FakeClock::Mode::kAutoAdvance};
   test::FakeCache cache_;
 };
 

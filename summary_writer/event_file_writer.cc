@@ -57,6 +57,7 @@ std::string EventFileName(absl::Time time, absl::string_view hostname, int64_t p
 
 absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
     const std::string& dir, const EventFileWriterOptions& options, const EventWriterEnv& env) {
+  if (env.clock == nullptr) return absl::InvalidArgumentError("EventWriterEnv.clock is null");
   if (options.max_queue < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_queue must be at least 1, got ", options.max_queue));

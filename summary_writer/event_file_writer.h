@@ -44,7 +44,8 @@ struct EventFileWriterOptions {
 // What the writer uses from its surroundings. Not owned; must outlive the writer.
 struct EventWriterEnv {
   FileSystem* fs = FileSystem::Posix();
-  Clock* clock = Clock::Real();
+  // Stamps events and paces periodic flushes. Required.
+  Clock* clock = nullptr;
   // Empty: the machine's host name.
   std::string hostname;
   // 0: this process's id.

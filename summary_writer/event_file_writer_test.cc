@@ -13,7 +13,7 @@
 #include "summary_writer/event_file_reader.h"
 #include "summary_writer/record.h"
 #include "summary_writer/testing/fault_injecting_file_system.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -52,7 +52,7 @@ class EventFileWriterTest : public ::testing::Test {
   }
 
   std::string dir_;
-  test::ManualClock clock_{absl::FromUnixSeconds(1700000000) + absl::Milliseconds(250)};
+  test::FakeClock clock_{absl::FromUnixSeconds(1700000000) + absl::Milliseconds(250)};
   test::FaultInjectingFileSystem fs_{FileSystem::Posix()};
   EventWriterEnv env_;
 };
@@ -256,7 +256,7 @@ TEST_F(EventFileWriterTest, NewFilesSortAfterOldOnes) {
   {
     EventWriterEnv other = env_;
     other.hostname = "zzz";
-    test::ManualClock later(absl::FromUnixSeconds(1700000500));
+    test::FakeClock later(absl::FromUnixSeconds(1700000500));
     other.clock = &later;
     ASSERT_TRUE(EventFileWriter::Create(dir_, {}, other).ok());
   }

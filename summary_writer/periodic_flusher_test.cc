@@ -4,13 +4,13 @@
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
 
 TEST(PeriodicFlusherTest, TicksOncePerPeriodOfClockTime) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   std::atomic<int> ticks{0};
   absl::Notification first, second;
   {

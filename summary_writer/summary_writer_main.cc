@@ -47,7 +47,9 @@ int Main() {
   options.logdir = logdir;
   options.default_flush_interval = absl::Seconds(absl::GetFlag(FLAGS_flush_secs));
   options.default_max_queue = absl::GetFlag(FLAGS_max_queue);
-  SummaryWriterServiceImpl impl(options, EventWriterEnv(), runner.metrics());
+  EventWriterEnv env;
+  env.clock = Clock::Real();
+  SummaryWriterServiceImpl impl(options, env, runner.metrics());
   GrpcSummaryWriterService service(&impl);
   runner.AddService(&service, SummaryWriterService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
@@ -57,7 +59,7 @@ int Main() {
     return 1;
   }
   {
-    PeriodicFlusher flusher(Clock::Real(), absl::Seconds(1), [&impl] { impl.FlushDue(); });
+    PeriodicFlusher flusher(env.clock, absl::Seconds(1), [&impl] { impl.FlushDue(); });
     runner.SetServing(true);
     runner.WaitForTermination();
   }

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
 #include "summary_writer/event_file_reader.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -52,7 +52,7 @@ class SummaryWriterServiceTest : public ::testing::Test {
   std::string Metrics() { return prometheus::TextSerializer().Serialize(registry_.Collect()); }
 
   std::string logdir_;
-  test::ManualClock clock_;
+  test::FakeClock clock_;
   EventWriterEnv env_;
   prometheus::Registry registry_;
   std::unique_ptr<SummaryWriterServiceImpl> service_;

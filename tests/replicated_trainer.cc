@@ -105,6 +105,7 @@ absl::Status TrainSupervised(const Scope& root, const examples::Classifier& mode
                              const examples::TrainTest& data, int task) {
   const bool is_chief = absl::GetFlag(FLAGS_is_chief);
   SupervisorOptions options;
+  options.clock = Clock::Real();
   options.is_chief = is_chief;
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.summary_dir = absl::GetFlag(FLAGS_summary_dir);

@@ -36,7 +36,7 @@ std::string Bytes(const std::vector<T>& values) {
 }
 
 absl::Status Write(const std::string& dir) {
-  auto store = CheckpointStore::Open(FileSystem::Posix(), dir);
+  auto store = CheckpointStore::Open(FileSystem::Posix(), dir, Clock::Real());
   if (!store.ok()) return store.status();
   BeginCheckpointRequest begin;
   begin.set_name("model.ckpt-7");

@@ -152,8 +152,9 @@ absl::StatusOr<Tensor> StepRendezvous::RecvFromPeer(const std::string& task,
     request.set_step_id(step_id_);
     request.set_rendezvous_key(key.full);
     if (wait.deadline != absl::InfiniteFuture()) {
-      Clock* clock = wait.clock != nullptr ? wait.clock : Clock::Real();
-      const int64_t left_ms = absl::ToInt64Milliseconds(wait.deadline - clock->Now());
+      const int64_t left_ms = wait.clock == nullptr  // The deadline is InfinitePast.
+                                  ? 0
+                                  : absl::ToInt64Milliseconds(wait.deadline - wait.clock->Now());
       request.set_timeout_in_ms(std::max<int64_t>(1, left_ms));
     }
     status = peer->RecvTensor(request, cancel.get(), &value);

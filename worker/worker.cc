@@ -46,6 +46,8 @@ uint64_t NewIncarnation() {
 Worker::Worker(WorkerOptions options, WorkerEnv env)
     : options_(std::move(options)),
       env_(std::move(env)),
+      clock_(env_.clock != nullptr ? env_.clock : Clock::Real()),
+      step_timer_(clock_),
       incarnation_(options_.incarnation != 0 ? options_.incarnation : NewIncarnation()),
       task_name_(absl::StrCat("/job:", options_.job_name, "/replica:0/task:", options_.task_index)),
       device_name_(FullDeviceName(options_.job_name, options_.task_index)) {}
@@ -213,7 +215,8 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
     args.step_id = request.step_id();
     args.resource_mgr = &resources_;
     args.timeout_ms = request.timeout_in_ms();
-    args.clock = env_.clock;
+    args.clock = clock_;
+    args.timer = &step_timer_;
     args.rendezvous = &rendezvous;
     // CleanupGraph (the step failed elsewhere, or its master gave up) ends the run,
     // waking kernels that wait on something else than a tensor (a queue's dequeue).
@@ -302,10 +305,9 @@ absl::Status Worker::RecvTensor(const RecvTensorRequest& request, CancellationMa
   ASSIGN_OR_RETURN(StepState state, rendezvous_.FindForRecv(request.step_id()));
   RendezvousWait wait;
   wait.cancellation = cancellation;
-  wait.clock = env_.clock;
+  wait.clock = clock_;
   if (request.timeout_in_ms() > 0) {
-    Clock* clock = env_.clock != nullptr ? env_.clock : Clock::Real();
-    wait.deadline = clock->Now() + absl::Milliseconds(request.timeout_in_ms());
+    wait.deadline = clock_->Now() + absl::Milliseconds(request.timeout_in_ms());
   }
   absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, wait);
   rendezvous_.EndRecv(request.step_id(), state);

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "core/cancellation.h"
 #include "core/clock.h"
+#include "core/executor/step_timer.h"
 #include "core/message_budget.h"
 #include "core/resource_mgr.h"
 #include "proto/cluster.pb.h"
@@ -48,7 +49,8 @@ struct WorkerEnv {
   // Builds each session's way to the other tasks; null: sessions cannot receive
   // tensors from other tasks (FAILED_PRECONDITION when a step tries).
   WorkerCacheFactory worker_cache_factory;
-  // Measures step deadlines; null means Clock::Real().
+  // Measures step timeouts and receive deadlines; null means Clock::Real() (the worker
+  // resolves it once and hands it to everything below). Not owned.
   Clock* clock = nullptr;
   // Called on the first JobDone with its reason (worker_server uses it to drain and
   // exit under --exit_when_job_done). Must not block; may be null.
@@ -141,6 +143,8 @@ class Worker : public WorkerInterface {
 
   const WorkerOptions options_;
   const WorkerEnv env_;
+  Clock* const clock_;    // env_.clock, or the real clock. Never null.
+  StepTimer step_timer_;  // Cancels steps at their timeout, on clock_.
   const uint64_t incarnation_;
   const std::string task_name_;
   const std::string device_name_;

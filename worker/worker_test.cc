@@ -9,6 +9,7 @@
 #include "core/kernels/testing/kernel_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/fake_clock.h"
 #include "worker/testing/test_graphs.h"
 #include "worker/worker_cache.h"
 
@@ -343,6 +344,39 @@ TEST_F(WorkerTest, CleanupGraphEndsAStepWaitingOnAQueue) {
   size_request.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "size:0"));
   ASSERT_TRUE(ps_->RunGraph(size_request, &response).ok());
   test::ExpectTensorEqual(Recv(response, 0), Tensor::Scalar<int32_t>(1));
+}
+
+// Step timeouts and RecvTensor deadlines are measured on WorkerEnv::clock.
+TEST_F(WorkerTest, TimeoutsRunOnTheInjectedClock) {
+  // Every wait ends at its deadline at once: hour-long timeouts fire now.
+  test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);
+  WorkerEnv env;
+  env.clock = &clock;
+  Worker ps(Options("ps", kPsIncarnation), env);
+  CreateSession(&ps, "s");
+  GraphDef dequeues;
+  test::AddDequeue(&dequeues, "dequeue", kPsDevice, -1);  // No timeout of its own.
+  absl::StatusOr<std::string> handle = Register(&ps, "s", dequeues);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  RunGraphRequest request = RunRequest("s", *handle, 1);
+  request.set_timeout_in_ms(3600 * 1000);
+  RunGraphResponse response;
+  absl::Time start = clock.Now();
+  const absl::Status run = ps.RunGraph(request, &response);
+  EXPECT_EQ(run.code(), absl::StatusCode::kDeadlineExceeded) << run;
+  EXPECT_THAT(std::string(run.message()),
+              ::testing::HasSubstr("step exceeded timeout of 3600000 ms"));
+  EXPECT_GE(clock.Now() - start, absl::Hours(1));
+  ASSERT_TRUE(Cleanup(&ps, 1).ok());
+
+  RecvTensorRequest recv;
+  recv.set_step_id(2);
+  recv.set_rendezvous_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "never"));
+  recv.set_timeout_in_ms(3600 * 1000);
+  start = clock.Now();
+  Tensor t;
+  EXPECT_EQ(ps.RecvTensor(recv, nullptr, &t).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_GE(clock.Now() - start, absl::Hours(1));
 }
 
 TEST_F(WorkerTest, RecordsStepStatsUnderItsDeviceWhenAsked) {

@@ -104,8 +104,10 @@ class GrpcShardWriter : public ShardWriter {
 
 }  // namespace
 
-GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel, bool local_reads)
+GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel, bool local_reads,
+                                         Clock* clock)
     : local_reads_enabled_(local_reads),
+      clock_(clock),
       channel_(std::move(channel)),
       stub_(CheckpointStoreService::NewStub(channel_)),
       read_tensors_method_name_(
@@ -118,14 +120,15 @@ bool GrpcCheckpointStore::LocalReadsFromEnvironment() {
 }
 
 std::unique_ptr<GrpcCheckpointStore> GrpcCheckpointStore::Connect(const std::string& address,
-                                                                  bool local_reads) {
+                                                                  bool local_reads, Clock* clock) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   // A fixed 64 MiB stream window for ReadTensors (gRPC's BDP probing keeps it small,
   // capping a stream at tens of MB/s on loopback).
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20);
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  return std::make_unique<GrpcCheckpointStore>(NewChannel(address, args), local_reads);
+  return std::make_unique<GrpcCheckpointStore>(NewChannel(address, args), local_reads,
+                                               clock != nullptr ? clock : Clock::Real());
 }
 
 absl::StatusOr<std::string> GrpcCheckpointStore::BeginCheckpoint(
@@ -220,7 +223,7 @@ absl::Status GrpcCheckpointStore::ReadLocally(const std::string& run, const std:
   *fall_back = true;
   {
     absl::MutexLock lock(&mu_);
-    if (Clock::Real()->Now() < socket_unreachable_until_) {
+    if (clock_->Now() < socket_unreachable_until_) {
       return absl::UnavailableError(
           "the store's local read socket was out of reach a moment ago (another host?)");
     }
@@ -245,7 +248,7 @@ absl::Status GrpcCheckpointStore::ReadLocally(const std::string& run, const std:
   if (!files.ok()) {
     if (absl::IsUnavailable(files.status())) {
       absl::MutexLock lock(&mu_);
-      socket_unreachable_until_ = Clock::Real()->Now() + kUnreachableBackoff;
+      socket_unreachable_until_ = clock_->Now() + kUnreachableBackoff;
     }
     return files.status();
   }

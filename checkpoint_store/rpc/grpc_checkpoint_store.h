@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
+#include "core/clock.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "proto/checkpoint_store.grpc.pb.h"
@@ -28,12 +29,13 @@ namespace overseer {
 
 class GrpcCheckpointStore : public CheckpointStoreInterface {
  public:
-  // Reads try the local path first iff `local_reads`.
-  explicit GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel,
-                               bool local_reads = LocalReadsFromEnvironment());
-  // A store at "host:port".
+  // Reads try the local path first iff `local_reads`. `clock` (not owned, not null)
+  // measures how long an unreachable local read socket is left alone.
+  GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel, bool local_reads, Clock* clock);
+  // A store at "host:port". A null `clock` means the real clock.
   static std::unique_ptr<GrpcCheckpointStore> Connect(
-      const std::string& address, bool local_reads = LocalReadsFromEnvironment());
+      const std::string& address, bool local_reads = LocalReadsFromEnvironment(),
+      Clock* clock = nullptr);
   // False iff OVERSEER_CHECKPOINT_LOCAL_READS is "0", "false", "no" or "off".
   static bool LocalReadsFromEnvironment();
 
@@ -68,6 +70,7 @@ class GrpcCheckpointStore : public CheckpointStoreInterface {
                             const std::vector<std::string>& tensor_names, TensorReceiver* receiver);
 
   const bool local_reads_enabled_;
+  Clock* const clock_;
   std::atomic<int64_t> local_reads_{0};
   std::atomic<int64_t> streamed_reads_{0};
   // Until then the store's local read socket is taken to be out of reach (another

@@ -18,13 +18,14 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
 
 TEST(GrpcCheckpointStoreTest, SaveReadLatestOverTheWire) {
   const std::string root = std::string(std::getenv("TEST_TMPDIR")) + "/grpc";
-  auto store = CheckpointStore::Open(FileSystem::Posix(), root);
+  auto store = CheckpointStore::Open(FileSystem::Posix(), root, Clock::Real());
   ASSERT_TRUE(store.ok());
   GrpcCheckpointStoreService service(store->get());
   ServerRunnerOptions options;
@@ -91,7 +92,7 @@ TEST(GrpcCheckpointStoreTest, SaveReadLatestOverTheWire) {
 // first on both sides, which still hold the old bytes and a larger size.
 TEST(GrpcCheckpointStoreTest, ChunkedTensorsReadTwiceFromReusedBuffers) {
   const std::string root = std::string(std::getenv("TEST_TMPDIR")) + "/chunked";
-  auto store = CheckpointStore::Open(FileSystem::Posix(), root);
+  auto store = CheckpointStore::Open(FileSystem::Posix(), root, Clock::Real());
   ASSERT_TRUE(store.ok());
   GrpcCheckpointStoreService service(store->get());
   ServerRunnerOptions options;
@@ -171,13 +172,14 @@ class ServedCheckpoint {
   ServedCheckpoint(const std::string& dir, const std::vector<int64_t>& floats,
                    const std::string& local_read_socket = "")
       : root_(std::string(std::getenv("TEST_TMPDIR")) + "/" + dir),
-        store_(*CheckpointStore::Open(FileSystem::Posix(), root_)),
+        store_(*CheckpointStore::Open(FileSystem::Posix(), root_, Clock::Real())),
         local_reads_(StartLocalReads(store_.get(), local_read_socket)),
         service_(store_.get(), local_reads_.get()),
         runner_(Options()) {
     runner_.AddService(&service_);
     CHECK(runner_.Start().ok());
-    remote_ = GrpcCheckpointStore::Connect(address());
+    remote_ = GrpcCheckpointStore::Connect(
+        address(), GrpcCheckpointStore::LocalReadsFromEnvironment(), &clock_);
     BeginCheckpointRequest begin;
     begin.set_run("r");
     begin.set_name("model.ckpt-1");
@@ -212,6 +214,7 @@ class ServedCheckpoint {
   std::string data_file() const { return root_ + "/r/model.ckpt-1.data-00000-of-00001"; }
   GrpcCheckpointStore* remote() { return remote_.get(); }
   LocalReadServer* local_reads() { return local_reads_.get(); }
+  test::FakeClock* clock() { return &clock_; }  // The remote()'s.
   const std::vector<std::string>& contents() const { return contents_; }
 
  private:
@@ -220,6 +223,7 @@ class ServedCheckpoint {
     if (socket.empty()) return nullptr;
     LocalReadServerOptions options;
     options.socket = socket;
+    options.clock = Clock::Real();
     auto server = LocalReadServer::Start(store, options);
     CHECK(server.ok()) << server.status();
     return *std::move(server);
@@ -234,6 +238,7 @@ class ServedCheckpoint {
   }
 
   const std::string root_;
+  test::FakeClock clock_;  // Outlives remote_.
   std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<LocalReadServer> local_reads_;
   GrpcCheckpointStoreService service_;
@@ -405,6 +410,27 @@ TEST(GrpcCheckpointStoreTest, FallsBackToTheStream) {
   ASSERT_TRUE(ReadAll(served.remote()).ok());
   EXPECT_EQ(served.remote()->streamed_reads(), 2);
   EXPECT_EQ(served.local_reads()->tokens_held(), 1);  // Only the first read's.
+}
+
+// The unreachable socket is left alone for five minutes of the client's clock, then
+// asked for again.
+TEST(GrpcCheckpointStoreTest, AnUnreachableSocketIsAskedForAgainAfterFiveMinutes) {
+  char dir[] = "/tmp/overseer-gcs-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string socket = std::string(dir) + "/gone.sock";
+  ServedCheckpoint served("gone_later", {1 << 10, 5}, socket);
+  ASSERT_EQ(::unlink(socket.c_str()), 0);
+  ASSERT_EQ(::rmdir(dir), 0);
+  ASSERT_TRUE(ReadAll(served.remote()).ok());
+  EXPECT_EQ(served.local_reads()->tokens_held(), 1);
+  served.clock()->Advance(absl::Minutes(5) - absl::Seconds(1));
+  ASSERT_TRUE(ReadAll(served.remote()).ok());
+  EXPECT_EQ(served.local_reads()->tokens_held(), 1);  // Still within the backoff.
+  served.clock()->Advance(absl::Seconds(1));
+  ASSERT_TRUE(ReadAll(served.remote()).ok());
+  EXPECT_EQ(served.local_reads()->tokens_held(), 2);  // Asked again.
+  EXPECT_EQ(served.remote()->streamed_reads(), 3);
+  EXPECT_EQ(served.remote()->local_reads(), 0);
 }
 
 // A flipped byte read through the local path: DATA_LOSS naming the tensor and the

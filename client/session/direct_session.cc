@@ -42,6 +42,8 @@ absl::Status ClosedError() { return absl::FailedPreconditionError("the session i
 
 DirectSession::DirectSession(const SessionOptions& options)
     : options_(options),
+      clock_(options.clock != nullptr ? options.clock : Clock::Real()),
+      step_timer_(clock_),
       resource_mgr_(options.resource_mgr != nullptr ? options.resource_mgr
                                                     : ResourceMgr::Default()),
       pool_(options.config.inter_op_parallelism_threads() > 0
@@ -124,6 +126,8 @@ absl::Status DirectSession::RunSignature(const Signature& sig,
   args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
   args.resource_mgr = resource_mgr_;
   args.feeds = feeds;
+  args.clock = clock_;
+  args.timer = &step_timer_;
   args.timeout_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
                                                 : options_.config.operation_timeout_in_ms();
   if (metadata != nullptr && options.trace_level() != RunOptions::NO_TRACE) {

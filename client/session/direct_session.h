@@ -23,8 +23,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "client/session/session.h"
+#include "core/clock.h"
 #include "core/executor/executor.h"
 #include "core/executor/kernel_cache.h"
+#include "core/executor/step_timer.h"
 #include "core/executor/thread_pool.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/validate.h"
@@ -90,6 +92,8 @@ class DirectSession : public Session {
   absl::Status SetGraph(GraphDef graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SessionOptions options_;
+  Clock* const clock_;    // options_.clock, or the real clock. Never null.
+  StepTimer step_timer_;  // Cancels steps at their timeout, on clock_.
   ResourceMgr* const resource_mgr_;
   // Runs the nodes of every step: ConfigProto.inter_op_parallelism_threads threads to
   // start with, else one per core.

@@ -10,6 +10,7 @@
 #include "core/resource_mgr.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -133,6 +134,24 @@ TEST(DirectSessionTest, OperationTimeoutIsTheDefaultStepTimeout) {
   absl::Status s = session->Run({}, {"blocked"}, {}, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(s.message()), HasSubstr("20 ms"));
+}
+
+TEST(DirectSessionTest, StepTimeoutsRunOnTheSessionsClock) {
+  GraphDef g;
+  Add(&g, "blocked", "TestBlockUntilCancelled");
+  // The clock jumps to the step timer's deadline at once: an hour-long timeout fires
+  // now.
+  test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);
+  SessionOptions options;
+  options.clock = &clock;
+  auto session = MakeSession(g, options);
+  RunOptions run_options;
+  run_options.set_timeout_in_ms(3600 * 1000);
+  std::vector<Tensor> out;
+  const absl::Time start = clock.Now();
+  absl::Status s = session->Run(run_options, {}, {"blocked"}, {}, &out, nullptr);
+  EXPECT_EQ(s, absl::DeadlineExceededError("step exceeded timeout of 3600000 ms"));
+  EXPECT_GE(clock.Now() - start, absl::Hours(1));
 }
 
 TEST(DirectSessionTest, IndependentNodesRunInParallel) {

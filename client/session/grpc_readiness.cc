@@ -46,8 +46,9 @@ absl::Status OnMaster(const std::string& target, const std::string& what,
 // Thread-safe (GrpcMaster is).
 class GrpcReadinessChannel : public ReadinessChannel {
  public:
-  GrpcReadinessChannel(std::string target, std::unique_ptr<GrpcMaster> master)
-      : target_(std::move(target)), master_(std::move(master)) {}
+  // `clock` (not owned, not null) measures WaitForReady's timeout and its pauses.
+  GrpcReadinessChannel(std::string target, std::unique_ptr<GrpcMaster> master, Clock* clock)
+      : target_(std::move(target)), master_(std::move(master)), clock_(clock) {}
 
   absl::Status MarkReady(const std::string& key) override {
     MarkReadyRequest request;
@@ -67,11 +68,11 @@ class GrpcReadinessChannel : public ReadinessChannel {
 
   // The master bounds each call (60 s by default), so a longer wait takes several.
   absl::StatusOr<bool> WaitForReady(const std::string& key, absl::Duration timeout) override {
-    const absl::Time deadline = absl::Now() + std::max(timeout, absl::ZeroDuration());
+    const absl::Time deadline = clock_->Now() + std::max(timeout, absl::ZeroDuration());
     WaitForReadyRequest request;
     request.set_key(key);
     while (true) {
-      const absl::Time start = absl::Now();
+      const absl::Time start = clock_->Now();
       const absl::Duration left = std::max(deadline - start, absl::ZeroDuration());
       request.set_timeout_ms(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))));
       WaitForReadyResponse response;
@@ -80,7 +81,7 @@ class GrpcReadinessChannel : public ReadinessChannel {
         return OnMaster(target_, absl::StrCat("WaitForReady('", key, "')"), status);
       }
       if (response.ready()) return true;
-      const absl::Time now = absl::Now();
+      const absl::Time now = clock_->Now();
       if (now >= deadline) {
         LOG(INFO) << "WaitForReady('" << key << "') on " << target_ << ": not ready after "
                   << absl::FormatDuration(timeout) << ": " << response.reason();
@@ -90,7 +91,7 @@ class GrpcReadinessChannel : public ReadinessChannel {
       // what the caller asked for; a short pause keeps a master that keeps answering
       // early from being called in a tight loop.
       if (now - start < left / 2) {
-        Clock::Real()->SleepFor(std::min(absl::Milliseconds(50), deadline - now));
+        clock_->SleepFor(std::min(absl::Milliseconds(50), deadline - now));
       }
     }
   }
@@ -98,6 +99,7 @@ class GrpcReadinessChannel : public ReadinessChannel {
  private:
   const std::string target_;
   const std::unique_ptr<GrpcMaster> master_;
+  Clock* const clock_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcMaster>> ConnectMaster(const std::string& target) {
@@ -109,11 +111,12 @@ absl::StatusOr<std::unique_ptr<GrpcMaster>> ConnectMaster(const std::string& tar
 const bool kRegistered = [] {
   RegisterReadinessChannelFactory(
       std::string(kGrpcScheme),
-      [](const std::string& target) -> absl::StatusOr<std::unique_ptr<ReadinessChannel>> {
+      [](const std::string& target,
+         Clock* clock) -> absl::StatusOr<std::unique_ptr<ReadinessChannel>> {
         absl::StatusOr<std::unique_ptr<GrpcMaster>> master = ConnectMaster(target);
         if (!master.ok()) return master.status();
         return std::unique_ptr<ReadinessChannel>(
-            std::make_unique<GrpcReadinessChannel>(target, *std::move(master)));
+            std::make_unique<GrpcReadinessChannel>(target, *std::move(master), clock));
       });
   return true;
 }();

@@ -49,7 +49,9 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(const SessionO
   ASSIGN_OR_RETURN(const std::string address, ParseGrpcAddress(options.target));
   auto master = std::make_unique<GrpcMaster>(NewMasterChannel(address, grpc_options.keepalive),
                                              grpc_options.rpc_timeout, grpc_options.max_step_time);
-  return std::make_unique<GrpcSession>(options, std::move(master), Clock::Real(), grpc_options);
+  return std::make_unique<GrpcSession>(options, std::move(master),
+                                       options.clock != nullptr ? options.clock : Clock::Real(),
+                                       grpc_options);
 }
 
 GrpcSession::GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master,

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 
+#include "client/session/readiness.h"
 #include "client/session/session_conformance.h"
 #include "core/cluster/cluster_spec.h"
 #include "core/rpc/server_runner.h"
@@ -16,6 +17,7 @@
 #include "master/placement_test_util.h"
 #include "master/rpc/grpc_master.h"
 #include "master/rpc/grpc_master_service.h"
+#include "testing/fake_clock.h"
 #include "worker/worker.h"
 #include "worker/worker_cache.h"
 
@@ -25,7 +27,8 @@ namespace {
 // A master on gRPC over an in-process ps and worker. Lives for the whole test binary.
 class InProcessCluster {
  public:
-  InProcessCluster() {
+  // The master waits (for readiness marks) on `master_clock`.
+  explicit InProcessCluster(Clock* master_clock = Clock::Real()) {
     WorkerEnv env;
     env.worker_cache_factory =
         [this](const ClusterDef&) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
@@ -41,7 +44,7 @@ class InProcessCluster {
         *ClusterSpec::Parse("ps=localhost:1;worker=localhost:2"), NewCache());
     MasterOptions options;
     options.gc_thread = false;
-    master_ = std::make_unique<Master>(MasterEnv{cache_.get(), Clock::Real()}, options);
+    master_ = std::make_unique<Master>(MasterEnv{cache_.get(), master_clock}, options);
     ServerRunnerOptions ro;
     ro.component = "master";
     ro.host = "127.0.0.1";
@@ -255,6 +258,28 @@ TEST(GrpcSessionTest, GivesUpAfterMaxAttemptsAndDoesNotRetryReset) {
   EXPECT_EQ(f->calls.load(), 3);
   EXPECT_EQ(session.Reset({}).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(f->calls.load(), 4);
+}
+
+// WaitForReady's timeout, and its pauses between a master's early answers, are on the
+// channel's clock: a key never marked is given up on after its timeout of that clock.
+TEST(GrpcReadinessTest, WaitForReadyTimesOutOnTheChannelsClock) {
+  // The master answers "not ready" at once: its waits jump to their deadline.
+  test::FakeClock master_clock(test::FakeClock::Mode::kAutoAdvance);
+  InProcessCluster cluster(&master_clock);
+  test::FakeClock clock;
+  absl::StatusOr<std::unique_ptr<ReadinessChannel>> channel =
+      NewReadinessChannel(cluster.target(), &clock);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  const absl::Time start = clock.Now();
+  absl::StatusOr<bool> ready = (*channel)->WaitForReady("never", absl::Seconds(1));
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_FALSE(*ready);
+  EXPECT_EQ(clock.Now() - start, absl::Seconds(1));  // Pauses of 50 ms up to the timeout.
+  ASSERT_TRUE((*channel)->MarkReady("model").ok());
+  ready = (*channel)->WaitForReady("model", absl::Hours(1));
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_TRUE(*ready);
+  EXPECT_EQ(clock.Now() - start, absl::Seconds(1));  // A marked key needs no pause.
 }
 
 TEST(GrpcSessionTest, RejectsMalformedTargetsAndListsDevices) {

@@ -1,5 +1,6 @@
 #include "client/session/readiness.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "core/clock.h"
 #include "core/resource_mgr.h"
 
 namespace overseer {
@@ -27,8 +29,8 @@ struct InProcessTable : public ResourceBase {
 
 class InProcessReadinessChannel : public ReadinessChannel {
  public:
-  explicit InProcessReadinessChannel(std::shared_ptr<InProcessTable> table)
-      : table_(std::move(table)) {}
+  InProcessReadinessChannel(std::shared_ptr<InProcessTable> table, Clock* clock)
+      : table_(std::move(table)), clock_(clock) {}
 
   absl::Status MarkReady(const std::string& key) override {
     absl::MutexLock lock(&table_->mu);
@@ -47,11 +49,13 @@ class InProcessReadinessChannel : public ReadinessChannel {
     absl::MutexLock lock(&t->mu);
     auto is_ready = [t, &key]()
                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(t->mu) { return t->ready.count(key) > 0; };
-    return t->mu.AwaitWithTimeout(absl::Condition(&is_ready), timeout);
+    const absl::Time deadline = clock_->Now() + std::max(timeout, absl::ZeroDuration());
+    return clock_->AwaitWithDeadline(&t->mu, absl::Condition(&is_ready), deadline);
   }
 
  private:
   const std::shared_ptr<InProcessTable> table_;
+  Clock* const clock_;
 };
 
 struct ChannelRegistry {
@@ -72,8 +76,14 @@ void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannel
   r->factories[prefix] = std::move(factory);
 }
 
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target) {
+  return NewReadinessChannel(target, Clock::Real());
+}
+
 absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target,
+                                                                      Clock* clock,
                                                                       ResourceMgr* resources) {
+  if (clock == nullptr) return absl::InvalidArgumentError("NewReadinessChannel needs a clock");
   if (target.empty()) {
     if (resources == nullptr) resources = ResourceMgr::Default();
     absl::StatusOr<std::shared_ptr<InProcessTable>> table =
@@ -82,7 +92,7 @@ absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std:
               return std::make_shared<InProcessTable>();
             });
     if (!table.ok()) return table.status();
-    return std::make_unique<InProcessReadinessChannel>(*std::move(table));
+    return std::make_unique<InProcessReadinessChannel>(*std::move(table), clock);
   }
   ReadinessChannelFactory factory;
   std::string known = "\"\" (in-process)";
@@ -103,7 +113,7 @@ absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std:
         absl::StrCat("no readiness channel for target '", target, "'; known targets: ", known,
                      " (link //client/session:grpc_session for grpc://)"));
   }
-  return factory(target);
+  return factory(target, clock);
 }
 
 }  // namespace overseer

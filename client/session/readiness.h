@@ -23,6 +23,7 @@
 
 namespace overseer {
 
+class Clock;
 class ResourceMgr;
 
 class ReadinessChannel {
@@ -49,14 +50,17 @@ class ReadinessChannel {
 // ResourceMgr::Default(), as for DirectSession), which must outlive the channel; a
 // registered scheme ("grpc://", registered by //client/session:grpc_session) its
 // implementation, which ignores `resources`. INVALID_ARGUMENT naming the target
-// otherwise.
+// otherwise. `clock` (not owned, not null; outlives the channel) measures
+// WaitForReady's timeout and paces its calls.
 absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(
-    const std::string& target, ResourceMgr* resources = nullptr);
+    const std::string& target, Clock* clock, ResourceMgr* resources = nullptr);
+// The same on the real clock with the default resources, for binaries and tools.
+absl::StatusOr<std::unique_ptr<ReadinessChannel>> NewReadinessChannel(const std::string& target);
 
 // Registers the implementation for targets starting with `prefix`. Called from a
 // static initialiser of the implementing library. Thread-safe.
-using ReadinessChannelFactory =
-    std::function<absl::StatusOr<std::unique_ptr<ReadinessChannel>>(const std::string&)>;
+using ReadinessChannelFactory = std::function<absl::StatusOr<std::unique_ptr<ReadinessChannel>>(
+    const std::string& target, Clock* clock)>;
 void RegisterReadinessChannelFactory(const std::string& prefix, ReadinessChannelFactory factory);
 
 }  // namespace overseer

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "core/clock.h"
 #include "core/resource_mgr.h"
 #include "gtest/gtest.h"
 
@@ -15,7 +16,7 @@ namespace {
 class InProcessReadinessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto channel = NewReadinessChannel("", &resources_);
+    auto channel = NewReadinessChannel("", Clock::Real(), &resources_);
     ASSERT_TRUE(channel.ok()) << channel.status();
     channel_ = *std::move(channel);
   }
@@ -46,12 +47,12 @@ TEST_F(InProcessReadinessTest, MarkWaitWithdraw) {
 }
 
 TEST_F(InProcessReadinessTest, ChannelsShareTheResourceMgrsTable) {
-  auto other = NewReadinessChannel("", &resources_);
+  auto other = NewReadinessChannel("", Clock::Real(), &resources_);
   ASSERT_TRUE(other.ok());
   ASSERT_TRUE((*other)->MarkReady("model").ok());
   EXPECT_TRUE(*channel_->WaitForReady("model", absl::ZeroDuration()));
   ResourceMgr fresh;  // Another model's variables: no mark.
-  auto elsewhere = NewReadinessChannel("", &fresh);
+  auto elsewhere = NewReadinessChannel("", Clock::Real(), &fresh);
   ASSERT_TRUE(elsewhere.ok());
   EXPECT_FALSE(*(*elsewhere)->WaitForReady("model", absl::ZeroDuration()));
 }
@@ -97,11 +98,11 @@ class TaggedChannel : public ReadinessChannel {
 };
 
 TEST(ReadinessRegistryTest, TheLongestRegisteredPrefixWins) {
-  RegisterReadinessChannelFactory("test://", [](const std::string&) {
+  RegisterReadinessChannelFactory("test://", [](const std::string&, Clock*) {
     return absl::StatusOr<std::unique_ptr<ReadinessChannel>>(
         std::make_unique<TaggedChannel>("short"));
   });
-  RegisterReadinessChannelFactory("test://special/", [](const std::string&) {
+  RegisterReadinessChannelFactory("test://special/", [](const std::string&, Clock*) {
     return absl::StatusOr<std::unique_ptr<ReadinessChannel>>(
         std::make_unique<TaggedChannel>("long"));
   });

@@ -20,6 +20,7 @@
 
 namespace overseer {
 
+class Clock;
 class ResourceMgr;
 
 struct SessionOptions {
@@ -29,6 +30,10 @@ struct SessionOptions {
   // Where variables and queues live for DirectSession; nullptr means the process-wide
   // ResourceMgr::Default(), shared by every session of the process.
   ResourceMgr* resource_mgr = nullptr;
+  // Measures step timeouts, kernels' deadlines and the RPC deadlines and retries of a
+  // grpc:// session; nullptr means the real clock (Clock::Real()). Not owned; must
+  // outlive the session.
+  Clock* clock = nullptr;
 };
 
 // Names a callable within its session (Session::MakeCallable).

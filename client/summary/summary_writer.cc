@@ -18,7 +18,9 @@
 namespace overseer {
 
 absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
-    const std::string& logdir, const SummaryWriterOptions& options) {
+    const std::string& logdir, const SummaryWriterOptions& given) {
+  SummaryWriterOptions options = given;
+  if (options.clock == nullptr) options.clock = Clock::Real();  // The public entry point.
   if (options.flush_secs < 1 || options.max_queue < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("flush_secs and max_queue must be at least 1, got ", options.flush_secs,

@@ -45,8 +45,10 @@ struct SummaryWriterOptions {
   std::string filename_suffix;
   // Resuming at this step: the file starts with SessionLog START at it.
   std::optional<int64_t> start_step;
-  // Time source for wall_time and flush intervals. Not owned.
-  Clock* clock = Clock::Real();
+  // Time source for wall_time and flush intervals. Not owned. Null means the real
+  // clock (a trainer's main may make a writer directly; the library's own users pass
+  // their clock).
+  Clock* clock = nullptr;
   // Run a thread that flushes every flush_secs even when no events arrive.
   bool background_flush = true;
 };

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "summary_writer/event_file_reader.h"
 #include "summary_writer/rpc/grpc_summary_writer_service.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -92,7 +92,7 @@ void CheckTrainingRun(const std::string& dir) {
 }
 
 TEST(SummaryWriterTest, EmbeddedRunWithRestart) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   const std::string dir = TempDir("embedded");
   WriteTrainingRun(dir, &clock);
   CheckTrainingRun(dir);
@@ -102,7 +102,9 @@ TEST(SummaryWriterTest, RemoteRunWithRestartLooksTheSame) {
   const std::string logdir = TempDir("remote");
   SummaryWriterServiceOptions service_options;
   service_options.logdir = logdir;
-  SummaryWriterServiceImpl impl(service_options, EventWriterEnv(), nullptr);
+  EventWriterEnv env;
+  env.clock = Clock::Real();
+  SummaryWriterServiceImpl impl(service_options, env, nullptr);
   GrpcSummaryWriterService service(&impl);
   ServerRunnerOptions runner_options;
   runner_options.component = "summary_writer";
@@ -112,7 +114,7 @@ TEST(SummaryWriterTest, RemoteRunWithRestartLooksTheSame) {
   ServerRunner runner(runner_options);
   runner.AddService(&service);
   ASSERT_TRUE(runner.Start().ok());
-  test::ManualClock clock;
+  test::FakeClock clock;
   WriteTrainingRun(absl::StrCat("grpc://", runner.address(), "/exp/train"), &clock);
   CheckTrainingRun(logdir + "/exp/train");
 }

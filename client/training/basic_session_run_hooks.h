@@ -29,10 +29,9 @@ namespace overseer {
 class SecondOrStepTimer {
  public:
   // Exactly one of the two must be given (INVALID_ARGUMENT otherwise, or when it is
-  // negative). `clock` (not owned) is read for every_secs.
+  // negative, or `clock` is null). `clock` (not owned) is read for every_secs.
   static absl::StatusOr<SecondOrStepTimer> Create(std::optional<absl::Duration> every_secs,
-                                                  std::optional<int64_t> every_steps,
-                                                  Clock* clock = Clock::Real());
+                                                  std::optional<int64_t> every_steps, Clock* clock);
 
   // Forgets the last trigger.
   void Reset();
@@ -101,7 +100,8 @@ struct LoggingTensorHookOptions {
   bool at_end = false;
   // Turns tag -> value into the logged line instead of the default.
   std::function<std::string(const std::map<std::string, Tensor>&)> formatter;
-  Clock* clock = Clock::Real();
+  // Paces every_n_secs and every_n_iter. Required with either; not owned.
+  Clock* clock = nullptr;
 };
 
 class LoggingTensorHook : public SessionRunHook {
@@ -155,7 +155,8 @@ struct GlobalStepWaiterHookOptions {
   absl::Duration poll_interval = absl::Milliseconds(500);
   // The wait fails DEADLINE_EXCEEDED after this long (TensorFlow waits forever).
   absl::Duration max_wait = absl::Hours(2);
-  Clock* clock = Clock::Real();
+  // Measures max_wait and the polls. Required; not owned.
+  Clock* clock = nullptr;
 };
 
 class GlobalStepWaiterHook : public SessionRunHook {

@@ -16,17 +16,19 @@ using test::StepModel;
 // ---- SecondOrStepTimer ----
 
 TEST(SecondOrStepTimerTest, RaiseInBothSecsAndSteps) {
-  auto timer = SecondOrStepTimer::Create(absl::Seconds(2), 10);
+  test::FakeClock clock;
+  auto timer = SecondOrStepTimer::Create(absl::Seconds(2), 10, &clock);
   EXPECT_TRUE(absl::IsInvalidArgument(timer.status())) << timer.status();
 }
 
 TEST(SecondOrStepTimerTest, RaiseInNoneSecsAndSteps) {
-  auto timer = SecondOrStepTimer::Create(std::nullopt, std::nullopt);
+  test::FakeClock clock;
+  auto timer = SecondOrStepTimer::Create(std::nullopt, std::nullopt, &clock);
   EXPECT_TRUE(absl::IsInvalidArgument(timer.status())) << timer.status();
 }
 
 TEST(SecondOrStepTimerTest, EverySecs) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   auto timer = *SecondOrStepTimer::Create(absl::Seconds(1), std::nullopt, &clock);
   EXPECT_TRUE(timer.ShouldTriggerForStep(1));
   timer.UpdateLastTriggeredStep(1);
@@ -38,7 +40,8 @@ TEST(SecondOrStepTimerTest, EverySecs) {
 }
 
 TEST(SecondOrStepTimerTest, EverySteps) {
-  auto timer = *SecondOrStepTimer::Create(std::nullopt, 3);
+  test::FakeClock clock;
+  auto timer = *SecondOrStepTimer::Create(std::nullopt, 3, &clock);
   EXPECT_TRUE(timer.ShouldTriggerForStep(1));
   timer.UpdateLastTriggeredStep(1);
   EXPECT_FALSE(timer.ShouldTriggerForStep(1));
@@ -48,7 +51,7 @@ TEST(SecondOrStepTimerTest, EverySteps) {
 }
 
 TEST(SecondOrStepTimerTest, UpdateLastTriggeredStep) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   auto timer = *SecondOrStepTimer::Create(std::nullopt, 1, &clock);
   SecondOrStepTimer::Elapsed e = timer.UpdateLastTriggeredStep(1);
   EXPECT_FALSE(e.time.has_value());
@@ -227,11 +230,12 @@ class LoggingTensorHookTest : public ::testing::Test {
   StepModel m_;
   Output t_;
   Operation train_op_;
-  test::ManualClock clock_;
+  test::FakeClock clock_;
 };
 
 TEST_F(LoggingTensorHookTest, IllegalArgs) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {"t"};
   options.every_n_iter = 0;
   absl::Status s = LoggingTensorHook::Create(options).status();
@@ -254,6 +258,7 @@ TEST_F(LoggingTensorHookTest, IllegalArgs) {
 
 TEST_F(LoggingTensorHookTest, PrintAtEndOnly) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.at_end = true;
   auto hook = *LoggingTensorHook::Create(options);
@@ -265,6 +270,7 @@ TEST_F(LoggingTensorHookTest, PrintAtEndOnly) {
 
 TEST_F(LoggingTensorHookTest, PrintEveryNSteps) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_iter = 10;
   auto hook = *LoggingTensorHook::Create(options);
@@ -275,6 +281,7 @@ TEST_F(LoggingTensorHookTest, PrintEveryNSteps) {
 
 TEST_F(LoggingTensorHookTest, PrintEveryNStepsAndEnd) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_iter = 10;
   options.at_end = true;
@@ -285,6 +292,7 @@ TEST_F(LoggingTensorHookTest, PrintEveryNStepsAndEnd) {
 
 TEST_F(LoggingTensorHookTest, PrintFirstStep) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tagged_tensors = {{"foo", t_}};
   options.every_n_iter = 1;
   auto hook = *LoggingTensorHook::Create(options);
@@ -298,9 +306,9 @@ TEST_F(LoggingTensorHookTest, PrintFirstStep) {
 
 TEST_F(LoggingTensorHookTest, PrintEveryNSecs) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_secs = absl::Seconds(1);
-  options.clock = &clock_;
   auto hook = *LoggingTensorHook::Create(options);
   ValidatePrintEveryNSecs(hook.get(), /*at_end=*/false);
   ValidatePrintEveryNSecs(hook.get(), /*at_end=*/false);
@@ -308,10 +316,10 @@ TEST_F(LoggingTensorHookTest, PrintEveryNSecs) {
 
 TEST_F(LoggingTensorHookTest, PrintEveryNSecsAndEnd) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_secs = absl::Seconds(1);
   options.at_end = true;
-  options.clock = &clock_;
   auto hook = *LoggingTensorHook::Create(options);
   ValidatePrintEveryNSecs(hook.get(), /*at_end=*/true);
   ValidatePrintEveryNSecs(hook.get(), /*at_end=*/true);
@@ -319,6 +327,7 @@ TEST_F(LoggingTensorHookTest, PrintEveryNSecsAndEnd) {
 
 TEST_F(LoggingTensorHookTest, PrintFormatter) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_.name()};
   options.every_n_iter = 10;
   options.formatter = [this](const std::map<std::string, Tensor>& values) {
@@ -333,6 +342,7 @@ TEST_F(LoggingTensorHookTest, PrintFormatter) {
 
 TEST_F(LoggingTensorHookTest, ByOutputAndMissingName) {
   LoggingTensorHookOptions options;
+  options.clock = &clock_;
   options.tensors = {t_, "no_such_tensor:0"};
   options.every_n_iter = 1;
   auto hook = *LoggingTensorHook::Create(options);

@@ -68,7 +68,8 @@ struct CheckpointSaverHookOptions {
   // Global steps one run advances (several steps in one run); saves are decided on the
   // step a run will reach.
   int64_t steps_per_run = 1;
-  Clock* clock = Clock::Real();
+  // Paces save_secs and save_steps. Required; not owned.
+  Clock* clock = nullptr;
 };
 
 class CheckpointSaverHook : public SessionRunHook {

@@ -65,11 +65,13 @@ class CheckpointSaverHookTest : public ::testing::Test {
   CheckpointSaverHookOptions SaveSteps(int64_t n) {
     CheckpointSaverHookOptions options;
     options.save_steps = n;
+    options.clock = &clock_;
     return options;
   }
   CheckpointSaverHookOptions SaveSecs(absl::Duration d) {
     CheckpointSaverHookOptions options;
     options.save_secs = d;
+    options.clock = &clock_;
     return options;
   }
   void Train(HookedSession* hooked) {
@@ -87,7 +89,7 @@ class CheckpointSaverHookTest : public ::testing::Test {
   StepModel m_;
   std::string model_dir_;
   std::unique_ptr<Saver> saver_;
-  test::ManualClock clock_{absl::FromUnixMicros(1484695987209386)};
+  test::FakeClock clock_{absl::FromUnixMicros(1484695987209386)};
 };
 
 TEST_F(CheckpointSaverHookTest, SavesWhenSaverAndScaffoldBothMissing) {
@@ -129,6 +131,7 @@ TEST_F(CheckpointSaverHookTest, RaiseInBothSecsAndSteps) {
 TEST_F(CheckpointSaverHookTest, RaiseInNoneSecsAndSteps) {
   CheckpointSaverHookOptions options;
   options.checkpoint_location = model_dir_;
+  options.clock = &clock_;
   EXPECT_TRUE(absl::IsInvalidArgument(CheckpointSaverHook::Create(options).status()));
 }
 

@@ -25,7 +25,7 @@ bool Contains(const std::vector<std::shared_ptr<ManagedThread>>& threads,
 
 Coordinator::Coordinator(CoordinatorOptions options)
     : clean_stop_codes_(std::move(options.clean_stop_codes)),
-      clock_(options.clock),
+      clock_(options.clock != nullptr ? options.clock : Clock::Real()),
       state_(std::make_shared<State>()) {}
 
 Coordinator::~Coordinator() {

@@ -42,8 +42,10 @@ struct CoordinatorOptions {
   // stops as if RequestStop() had been called without an error, and Join does not
   // return them. OUT_OF_RANGE is what input queues report at the end of input.
   std::vector<absl::StatusCode> clean_stop_codes = {absl::StatusCode::kOutOfRange};
-  // Where WaitForStop, Join's grace period and LooperThread's intervals read time.
-  Clock* clock = Clock::Real();
+  // Where WaitForStop, Join's grace period and LooperThread's intervals read time. Not
+  // owned. Null means the real clock: a trainer's main may make a Coordinator directly;
+  // everything in this library that makes one passes its own clock.
+  Clock* clock = nullptr;
 };
 
 // Thread-safe: every method may be called from any thread.

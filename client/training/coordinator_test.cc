@@ -1,5 +1,5 @@
 // TensorFlow's coordinator_test.py scenarios as GoogleTest cases, plus the C++ parts
-// (ManagedThread, lingering threads, the destructor, LooperThread on a ManualClock).
+// (ManagedThread, lingering threads, the destructor, LooperThread on a FakeClock).
 // Threads synchronise through absl::Notification; nothing sleeps to wait.
 
 #include "client/training/coordinator.h"
@@ -15,7 +15,7 @@
 #include "client/training/managed_thread.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -65,9 +65,9 @@ std::shared_ptr<ManagedThread> BlockUntil(const std::string& name, absl::Notific
   return ManagedThread::Start(name, [release] { release->WaitForNotification(); });
 }
 
-// Advances `clock` by `step` until `done` is notified: drives waits on a ManualClock
+// Advances `clock` by `step` until `done` is notified: drives waits on a FakeClock
 // whatever moment they started at.
-void AdvanceUntil(test::ManualClock* clock, absl::Duration step, absl::Notification* done) {
+void AdvanceUntil(test::FakeClock* clock, absl::Duration step, absl::Notification* done) {
   while (!done->WaitForNotificationWithTimeout(absl::Milliseconds(1))) clock->Advance(step);
 }
 
@@ -82,7 +82,7 @@ TEST(CoordinatorTest, StopAPI) {
 }
 
 TEST(CoordinatorTest, WaitForStopTimesOutOnTheInjectedClock) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   const absl::Time start = clock.Now();
   CoordinatorOptions options;
   options.clock = &clock;
@@ -179,7 +179,7 @@ TEST(CoordinatorTest, JoinGraceExpires) {
 }
 
 TEST(CoordinatorTest, JoinGraceExpiresOnTheInjectedClock) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   CoordinatorOptions options;
   options.clock = &clock;
   absl::Notification release;  // Outlives coord, whose destructor waits for the sleeper.
@@ -521,7 +521,7 @@ TEST(LooperThreadTest, WaitsUntilTheDueTimeHoweverTheClockMovesMeanwhile) {
 }
 
 TEST(LooperThreadTest, CallsOnIntervalBoundariesOfTheInjectedClock) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   CoordinatorOptions options;
   options.clock = &clock;
   Coordinator coord(options);
@@ -552,7 +552,7 @@ TEST(LooperThreadTest, CallsOnIntervalBoundariesOfTheInjectedClock) {
 }
 
 TEST(LooperThreadTest, InitialDelayAndStopBeforeTheFirstCall) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   CoordinatorOptions options;
   options.clock = &clock;
   Coordinator coord(options);
@@ -574,7 +574,7 @@ TEST(LooperThreadTest, InitialDelayAndStopBeforeTheFirstCall) {
 }
 
 TEST(LooperThreadTest, FirstCallWaitsForTheInitialDelay) {
-  test::ManualClock clock;
+  test::FakeClock clock;
   CoordinatorOptions options;
   options.clock = &clock;
   Coordinator coord(options);

@@ -22,7 +22,7 @@
 #include "gtest/gtest.h"
 #include "proto/event.pb.h"
 #include "summary_writer/event_file_reader.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace test {
@@ -115,13 +115,13 @@ inline std::map<int64_t, std::map<std::string, float>> ReadSummaries(const std::
   return out;
 }
 
-// A ManualClock whose SleepFor advances time and then calls `on_sleep`.
-class CallbackClock : public ManualClock {
+// A FakeClock whose SleepFor advances time and then calls `on_sleep`.
+class CallbackClock : public FakeClock {
  public:
   std::function<void()> on_sleep;
   int sleeps = 0;
   void SleepFor(absl::Duration d) override {
-    ManualClock::SleepFor(d);
+    FakeClock::SleepFor(d);
     ++sleeps;
     if (on_sleep) on_sleep();
   }

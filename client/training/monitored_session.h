@@ -91,8 +91,8 @@ struct MonitoredSessionOptions {
   absl::Duration stop_grace_period = Coordinator::kDefaultStopGracePeriod;
   // Backoff and limits of recovery (MonitoredSession only).
   RecoveryOptions recovery;
-  // Where backoff sleeps and the coordinator's waits read time. Not owned.
-  Clock* clock = Clock::Real();
+  // Where backoff sleeps and the coordinator's waits read time. Required; not owned.
+  Clock* clock = nullptr;
   // If set (not owned; outlives the session), told of every recovery
   // (client/training/trainer_metrics.h).
   TrainerMetrics* metrics = nullptr;

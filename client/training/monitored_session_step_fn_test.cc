@@ -12,7 +12,7 @@
 #include "core/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -61,7 +61,7 @@ class StepFnTest : public ::testing::Test {
   }
 
   StepGraph g_;
-  test::ManualClock clock_;
+  test::FakeClock clock_;
 };
 
 TEST_F(StepFnTest, StepFnExample) {

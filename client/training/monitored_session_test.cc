@@ -18,7 +18,7 @@
 #include "client/training/scaffold.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -75,7 +75,7 @@ class MonitoredSessionTest : public ::testing::Test {
   }
 
   StepGraph g_;
-  test::ManualClock clock_;
+  test::FakeClock clock_;
 };
 
 TEST_F(MonitoredSessionTest, Defaults) {

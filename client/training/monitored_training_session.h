@@ -99,8 +99,9 @@ struct MonitoredTrainingSessionOptions {
   JobDoneSignal job_done_signal = SignalJobDone;
   std::string readiness_key = "model";
   ReadinessChannel* readiness_channel = nullptr;  // Not owned; null: the master's.
-  // Time for intervals, waits and backoff. Not owned.
-  Clock* clock = Clock::Real();
+  // Time for intervals, waits and backoff. Required (a trainer's main passes
+  // Clock::Real()); not owned.
+  Clock* clock = nullptr;
   // If set (not owned; outlives the session), the session feeds this trainer's
   // metrics (client/training/trainer_metrics.h): its steps and the global step (a hook that
   // fetches the global step with every run, which costs nothing more when another hook

@@ -24,7 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -97,7 +97,7 @@ class MonitoredTrainingSessionTest : public ::testing::Test {
   }
 
   StepGraph g_;
-  test::ManualClock clock_;
+  test::FakeClock clock_;
 };
 
 TEST_F(MonitoredTrainingSessionTest, DefaultsAreTensorFlows) {

@@ -52,8 +52,8 @@ class RecoverableSession : public WrappedSession {
   // other errors; the give-up error (see Run). `clock` (not owned) is slept on.
   // `on_recovery` (may be empty) is told of every recovery.
   static absl::StatusOr<std::unique_ptr<RecoverableSession>> Create(
-      WrappedSessionFactory factory, const RecoveryOptions& options = {},
-      Clock* clock = Clock::Real(), RecoveryObserver on_recovery = nullptr);
+      WrappedSessionFactory factory, const RecoveryOptions& options, Clock* clock,
+      RecoveryObserver on_recovery = nullptr);
   ~RecoverableSession() override;
 
   // Runs the step on the current session, recreating it and running the step again

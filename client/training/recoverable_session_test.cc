@@ -11,7 +11,7 @@
 #include "client/training/monitored_session_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -20,11 +20,11 @@ using test::StepGraph;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// A ManualClock that records its sleeps.
-class RecordingClock : public test::ManualClock {
+// A FakeClock that records its sleeps.
+class RecordingClock : public test::FakeClock {
  public:
   void SleepFor(absl::Duration d) override {
-    ManualClock::SleepFor(d);
+    FakeClock::SleepFor(d);
     absl::MutexLock lock(&mu_);
     sleeps_.push_back(d);
   }

@@ -49,8 +49,8 @@ struct SessionCreatorOptions {
   std::string readiness_key = "model";
   // Null: the master's channel (NewReadinessChannel). Not owned.
   ReadinessChannel* readiness_channel = nullptr;
-  // Time for waits and sleeps. Not owned.
-  Clock* clock = Clock::Real();
+  // Time for waits and sleeps. Required; not owned.
+  Clock* clock = nullptr;
   // If set (not owned; outlives the creator), told how long a worker's creator waited
   // for the model to be ready (client/training/trainer_metrics.h).
   TrainerMetrics* metrics = nullptr;

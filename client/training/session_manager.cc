@@ -47,7 +47,7 @@ ReadinessChannel *ChannelFor(const std::string &master, ReadinessChannel *inject
                              absl::Status *error) {
   if (injected != nullptr) return injected;
   absl::StatusOr<std::unique_ptr<ReadinessChannel>> channel =
-      NewReadinessChannel(master, resources);
+      NewReadinessChannel(master, Clock::Real(), resources);
   if (!channel.ok()) {
     *error = channel.status();
     return nullptr;

@@ -68,8 +68,8 @@ struct SessionManagerOptions {
   // Config and resource manager of the sessions; the target is each call's
   // `master`.
   SessionOptions session_options;
-  // Time for every wait and sleep. Not owned.
-  Clock *clock = Clock::Real();
+  // Time for every wait and sleep. Required; not owned.
+  Clock *clock = nullptr;
   // Where readiness is marked and waited on; null: NewReadinessChannel(master,
   // session_options.resource_mgr) at each call (for "", the table that lives with the
   // variables). Not owned; must be thread-safe.

@@ -15,19 +15,19 @@
 #include "core/resource_mgr.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
 
 using ::testing::HasSubstr;
 
-// A ManualClock that records every SleepFor and runs a hook after it (to change
+// A FakeClock that records every SleepFor and runs a hook after it (to change
 // the world while a waiter sleeps).
-class HookClock : public test::ManualClock {
+class HookClock : public test::FakeClock {
  public:
   void SleepFor(absl::Duration d) override {
-    ManualClock::SleepFor(d);
+    FakeClock::SleepFor(d);
     std::function<void(int)> hook;
     int n;
     {
@@ -62,7 +62,7 @@ class FakeChannel : public ReadinessChannel {
     kUnavailable,  // The master cannot be reached.
     kAlwaysReady,  // A stale record says ready.
   };
-  FakeChannel(Mode mode, test::ManualClock *clock) : mode_(mode), clock_(clock) {}
+  FakeChannel(Mode mode, test::FakeClock *clock) : mode_(mode), clock_(clock) {}
 
   absl::Status MarkReady(const std::string &key) override {
     absl::MutexLock lock(&mu_);
@@ -106,7 +106,7 @@ class FakeChannel : public ReadinessChannel {
 
  private:
   const Mode mode_;
-  test::ManualClock *const clock_;
+  test::FakeClock *const clock_;
   absl::Mutex mu_;
   std::vector<absl::Duration> waits_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> marks_ ABSL_GUARDED_BY(mu_);
@@ -169,7 +169,7 @@ class SessionManagerTest : public ::testing::Test {
   }
   // Whether `key` is marked ready in the in-process table of `resources`.
   static bool MarkedReady(ResourceMgr *resources, const std::string &key = "model") {
-    auto channel = NewReadinessChannel("", resources);
+    auto channel = NewReadinessChannel("", Clock::Real(), resources);
     return *(*channel)->WaitForReady(key, absl::ZeroDuration());
   }
 
@@ -352,7 +352,8 @@ class KeepReadyModelTest : public SessionManagerTest {
     ASSERT_TRUE(saver_->Save(first->session->session(), dir_ + "/model.ckpt", 1).ok());
     ASSERT_TRUE(first->session->Run({}, {}, {Operation(assign_.node())}, nullptr).ok());
     // Forget the first chief's mark, so that the tests see whether the next one marks.
-    ASSERT_TRUE((*NewReadinessChannel("", &resources_))->WithdrawReady("model").ok());
+    ASSERT_TRUE(
+        (*NewReadinessChannel("", Clock::Real(), &resources_))->WithdrawReady("model").ok());
   }
 
   ResourceMgr resources_;

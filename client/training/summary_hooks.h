@@ -33,7 +33,8 @@ struct StepCounterHookOptions {
   SummaryWriter* summary_writer = nullptr;
   // Global steps one run advances.
   int64_t steps_per_run = 1;
-  Clock* clock = Clock::Real();
+  // Paces the intervals and measures steps per second. Required; not owned.
+  Clock* clock = nullptr;
 };
 
 class StepCounterHook : public SessionRunHook {
@@ -79,7 +80,8 @@ struct SummarySaverHookOptions {
   // summary op).
   std::vector<Output> summary_op;
   SummaryOpProvider summary_op_provider;
-  Clock* clock = Clock::Real();
+  // Paces save_secs and save_steps. Required; not owned.
+  Clock* clock = nullptr;
 };
 
 class SummarySaverHook : public SessionRunHook {

@@ -57,6 +57,7 @@ class StepCounterHookTest : public ::testing::Test {
   Summaries StepsPerRun(int64_t every_n_steps, int64_t steps_per_run, int runs) {
     StepModel m(steps_per_run);
     StepCounterHookOptions options;
+    options.clock = &clock_;
     options.every_n_steps = every_n_steps;
     options.steps_per_run = steps_per_run;
     auto hook = NewHook(options, m.root);
@@ -67,12 +68,13 @@ class StepCounterHookTest : public ::testing::Test {
   }
 
   std::string log_dir_ = test::TestDir();
-  test::ManualClock clock_{absl::FromUnixMicros(1484695987209386)};
+  test::FakeClock clock_{absl::FromUnixMicros(1484695987209386)};
   std::unique_ptr<SummaryWriter> writer_;
 };
 
 TEST_F(StepCounterHookTest, RaiseUnlessExactlyOneInterval) {
   StepCounterHookOptions options;
+  options.clock = &clock_;
   options.every_n_secs = absl::Seconds(1);
   EXPECT_TRUE(absl::IsInvalidArgument(StepCounterHook::Create(options).status()));
   options.every_n_steps.reset();
@@ -83,6 +85,7 @@ TEST_F(StepCounterHookTest, RaiseUnlessExactlyOneInterval) {
 TEST_F(StepCounterHookTest, StepCounterEveryNSteps) {
   StepModel m;
   StepCounterHookOptions options;
+  options.clock = &clock_;
   options.every_n_steps = 10;
   auto hook = NewHook(options, m.root);
   HookedSession hooked(m.session.get(), {hook.get()});
@@ -102,6 +105,7 @@ TEST_F(StepCounterHookTest, StepCounterEveryNSteps) {
 TEST_F(StepCounterHookTest, StepCounterEveryNSecs) {
   StepModel m;
   StepCounterHookOptions options;
+  options.clock = &clock_;
   options.every_n_steps.reset();
   options.every_n_secs = absl::Milliseconds(100);
   auto hook = NewHook(options, m.root);
@@ -132,6 +136,7 @@ TEST_F(StepCounterHookTest, GlobalStepName) {
   auto session = std::move(*ClientSession::Create(root, session_options));
   ASSERT_TRUE(session->Run({}, {}, {GlobalVariablesInitializer(root)}, nullptr).ok());
   StepCounterHookOptions options;
+  options.clock = &clock_;
   options.every_n_steps = 1;
   auto hook = NewHook(options, root);
   HookedSession hooked(session.get(), {hook.get()});
@@ -144,6 +149,7 @@ TEST_F(StepCounterHookTest, GlobalStepName) {
 TEST_F(StepCounterHookTest, LogWarningIfGlobalStepNotIncreased) {
   StepModel m(/*steps_per_run=*/0);
   StepCounterHookOptions options;
+  options.clock = &clock_;
   options.every_n_steps = 1;
   auto hook = NewHook(options, m.root);
   HookedSession hooked(m.session.get(), {hook.get()});
@@ -212,18 +218,20 @@ class SummarySaverHookTest : public ::testing::Test {
   StepModel m_;
   Output summary_op_, summary_op2_;
   std::string log_dir_ = test::TestDir();
-  test::ManualClock clock_{absl::FromUnixMicros(1484695987209386)};
+  test::FakeClock clock_{absl::FromUnixMicros(1484695987209386)};
   std::unique_ptr<SummaryWriter> writer_;
 };
 
 TEST_F(SummarySaverHookTest, RaiseWhenSummaryOpAndProviderBothMissing) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_steps = 10;
   EXPECT_TRUE(absl::IsInvalidArgument(SummarySaverHook::Create(options).status()));
 }
 
 TEST_F(SummarySaverHookTest, RaiseWhenSummaryOpAndProviderBothPresent) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_steps = 10;
   options.summary_op = {summary_op_};
   options.summary_op_provider = [this]() -> absl::StatusOr<std::vector<Output>> {
@@ -234,6 +242,7 @@ TEST_F(SummarySaverHookTest, RaiseWhenSummaryOpAndProviderBothPresent) {
 
 TEST_F(SummarySaverHookTest, RaiseInBothSecsAndSteps) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_secs = absl::Seconds(10);
   options.save_steps = 20;
   options.summary_op = {summary_op_};
@@ -242,12 +251,14 @@ TEST_F(SummarySaverHookTest, RaiseInBothSecsAndSteps) {
 
 TEST_F(SummarySaverHookTest, RaiseInNoneSecsAndSteps) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.summary_op = {summary_op_};
   EXPECT_TRUE(absl::IsInvalidArgument(SummarySaverHook::Create(options).status()));
 }
 
 TEST_F(SummarySaverHookTest, SaveSteps) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_steps = 8;
   options.summary_op = {summary_op_};
   Summaries written = Train(NewHook(options).get(), 30);
@@ -268,6 +279,7 @@ TEST_F(SummarySaverHookTest, SaveSteps) {
 
 TEST_F(SummarySaverHookTest, MultipleSummaries) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_steps = 8;
   options.summary_op = {summary_op_, summary_op2_};
   Summaries written = Train(NewHook(options).get(), 10);
@@ -277,6 +289,7 @@ TEST_F(SummarySaverHookTest, MultipleSummaries) {
 
 TEST_F(SummarySaverHookTest, SummaryOpFromProvider) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_steps = 8;
   options.summary_op_provider = [this]() -> absl::StatusOr<std::vector<Output>> {
     return std::vector<Output>{ops::MergeAllSummaries(m_.root)};
@@ -288,6 +301,7 @@ TEST_F(SummarySaverHookTest, SummaryOpFromProvider) {
 
 TEST_F(SummarySaverHookTest, SaveSecsSavingOnceEveryStep) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_secs = absl::Milliseconds(500);
   options.summary_op = {summary_op_};
   Summaries written = Train(NewHook(options).get(), 4, absl::Milliseconds(500));
@@ -299,6 +313,7 @@ TEST_F(SummarySaverHookTest, SaveSecsSavingOnceEveryStep) {
 
 TEST_F(SummarySaverHookTest, SaveSecsSavingOnceEveryThreeSteps) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_secs = absl::Seconds(9);
   options.summary_op = {summary_op_};
   // 8 runs 3.1 s apart: saves every 9 s from the first.
@@ -310,6 +325,7 @@ TEST_F(SummarySaverHookTest, SaveSecsSavingOnceEveryThreeSteps) {
 
 TEST_F(SummarySaverHookTest, NoWriterFetchesNothing) {
   SummarySaverHookOptions options;
+  options.clock = &clock_;
   options.save_steps = 1;
   options.summary_op = {summary_op_};
   auto hook = std::move(*SummarySaverHook::Create(options));

@@ -99,8 +99,8 @@ struct SupervisorOptions {
 
   // Config and resource manager of the sessions (the target is each call's master).
   SessionOptions session_options;
-  // Time for services, waits and the coordinator. Not owned.
-  Clock* clock = Clock::Real();
+  // Time for services, waits and the coordinator. Required; not owned.
+  Clock* clock = nullptr;
   // Readiness marks and waits; null: the master's (NewReadinessChannel). Not owned.
   ReadinessChannel* readiness_channel = nullptr;
   // Called after each run of a service with the run's result (for progress displays

@@ -18,7 +18,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "summary_writer/event_file_reader.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -124,7 +124,7 @@ class SupervisorTest : public ::testing::Test {
     return Fetch<std::string>(session, t);
   }
 
-  test::ManualClock clock_;
+  test::FakeClock clock_;
   ResourceMgr resources_;
   std::string logdir_;
   absl::Mutex mu_;

@@ -144,6 +144,11 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   if (args.resource_mgr == nullptr) {
     return absl::InvalidArgumentError("ExecutorRunArgs.resource_mgr is null");
   }
+  if (args.clock == nullptr) return absl::InvalidArgumentError("ExecutorRunArgs.clock is null");
+  if (args.timeout_ms > 0 && args.timer == nullptr) {
+    return absl::InvalidArgumentError(
+        "ExecutorRunArgs.timer is null but the step has a timeout (timeout_ms > 0)");
+  }
   if (args.cancellation != nullptr && args.cancellation->IsCancelled()) {
     return args.cancellation->status();
   }
@@ -152,7 +157,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   Step* s = step.get();
   s->args = &args;
   s->cancellation = &cancellation;
-  s->clock = args.clock != nullptr ? args.clock : Clock::Real();
+  s->clock = args.clock;
   s->trace = args.stats != nullptr;
   s->failed.store(false, std::memory_order_relaxed);
   for (size_t i = 0; i < items_.size(); ++i) {
@@ -167,8 +172,8 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
                           : std::string();
   if (args.timeout_ms > 0) {
     s->deadline = s->clock->Now() + absl::Milliseconds(args.timeout_ms);
-    timeout_at = absl::Now() + absl::Milliseconds(args.timeout_ms);
-    timer = StepTimer::Default()->Schedule(timeout_at, [this, s, &timeout_message] {
+    timeout_at = s->deadline;
+    timer = args.timer->Schedule(timeout_at, [this, s, &timeout_message] {
       Fail(s, absl::DeadlineExceededError(timeout_message));
     });
   } else {
@@ -230,7 +235,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
       RunNodes(s, &here);
     }
   }
-  if (timer >= 0) StepTimer::Default()->Cancel(timer);
+  if (timer >= 0) args.timer->Cancel(timer);
   if (link != nullptr) {
     {
       absl::MutexLock lock(&link->mu);
@@ -247,7 +252,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
     status = s->status;
     s->status = absl::OkStatus();
   }
-  if (!status.ok() && args.timeout_ms > 0 && absl::Now() >= timeout_at) {
+  if (!status.ok() && args.timeout_ms > 0 && s->clock->Now() >= timeout_at) {
     status = absl::DeadlineExceededError(timeout_message);
   }
   if (status.ok()) status = CollectFetches(s, fetches);

@@ -26,6 +26,7 @@
 #include "core/cancellation.h"
 #include "core/clock.h"
 #include "core/executor/kernel_cache.h"
+#include "core/executor/step_timer.h"
 #include "core/executor/thread_pool.h"
 #include "core/graph/prune.h"
 #include "core/resource_mgr.h"
@@ -43,11 +44,14 @@ struct ExecutorRunArgs {
   // The value of each feed, in the order of PrunedGraph::feed_nodes. The caller has
   // checked dtypes and shapes. Must outlive Run.
   absl::Span<const Tensor* const> feeds;
-  // A step still running after this long is cancelled and fails DEADLINE_EXCEEDED
-  // "step exceeded timeout of N ms". Zero or negative: no timeout.
+  // A step still running after this long on `clock` is cancelled (by `timer`) and fails
+  // DEADLINE_EXCEEDED "step exceeded timeout of N ms". Zero or negative: no timeout.
   int64_t timeout_ms = 0;
-  // Time source for kernels' deadlines; null means Clock::Real().
+  // Time source for the step's timeout and kernels' deadlines. Required.
   Clock* clock = nullptr;
+  // Cancels the step at its timeout; must run on `clock`. Required when timeout_ms > 0.
+  // Not owned.
+  StepTimer* timer = nullptr;
   // When set, receives one NodeExecStats per node run, under one DeviceStepStats.
   StepStats* stats = nullptr;
   // Handed to kernels (OpKernelContext::rendezvous) for _Send/_Recv; not owned.

@@ -11,6 +11,7 @@
 #include "core/node_def_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -55,6 +56,8 @@ class ExecutorTest : public ::testing::Test {
                    const std::vector<const Tensor*>& feeds = {}, StepStats* stats = nullptr) {
     ExecutorRunArgs args;
     args.resource_mgr = &resources_;
+    args.clock = clock_;
+    args.timer = &timer_;
     args.feeds = feeds;
     args.timeout_ms = timeout_ms;
     args.stats = stats;
@@ -67,6 +70,8 @@ class ExecutorTest : public ::testing::Test {
   ThreadPool pool_{DefaultMinThreads()};  // Build's default.
   KernelCache kernels_;
   ResourceMgr resources_;
+  Clock* const clock_ = Clock::Real();
+  StepTimer timer_{Clock::Real()};
 };
 
 TEST_F(ExecutorTest, ComputesAChainAndFetchesInOrder) {
@@ -191,12 +196,48 @@ TEST_F(ExecutorTest, TimeoutCancelsTheStep) {
   ASSERT_TRUE(Run(e2.get(), &out, 50).ok());
 }
 
+TEST_F(ExecutorTest, TheTimeoutRunsOnTheInjectedClock) {
+  // The clock jumps to the timer's deadline at once: an hour-long timeout fires now.
+  test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);
+  StepTimer timer(&clock);
+  Add("blocked", "TestBlockUntilCancelled");
+  auto e = Build({}, {"blocked"}, {});
+  std::vector<Tensor> out;
+  const absl::Time start = clock.Now();
+  absl::Status s;
+  {
+    ExecutorRunArgs args;
+    args.resource_mgr = &resources_;
+    args.clock = &clock;
+    args.timer = &timer;
+    args.timeout_ms = 3600 * 1000;
+    s = e->Run(args, &out);
+  }
+  EXPECT_EQ(s, absl::DeadlineExceededError("step exceeded timeout of 3600000 ms"));
+  EXPECT_GE(clock.Now() - start, absl::Hours(1));
+}
+
+TEST_F(ExecutorTest, ATimeoutNeedsAClockAndATimer) {
+  Const("c", 1);
+  auto e = Build({}, {"c"}, {});
+  std::vector<Tensor> out;
+  ExecutorRunArgs args;
+  args.resource_mgr = &resources_;
+  EXPECT_EQ(e->Run(args, &out).code(), absl::StatusCode::kInvalidArgument);  // No clock.
+  args.clock = Clock::Real();
+  args.timeout_ms = 50;
+  EXPECT_EQ(e->Run(args, &out).code(), absl::StatusCode::kInvalidArgument);  // No timer.
+  args.timeout_ms = 0;
+  EXPECT_TRUE(e->Run(args, &out).ok());
+}
+
 TEST_F(ExecutorTest, TheCallersCancellationEndsTheStepWithItsReason) {
   Add("blocked", "TestBlockUntilCancelled");
   Const("c", 1);
   auto e = Build({}, {"blocked"}, {});
   ExecutorRunArgs args;
   args.resource_mgr = &resources_;
+  args.clock = clock_;
   CancellationManager caller;
   args.cancellation = &caller;
   std::vector<Tensor> out;

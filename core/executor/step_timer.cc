@@ -2,19 +2,22 @@
 
 namespace overseer {
 
-StepTimer::StepTimer(Clock* clock) : clock_(clock), thread_([this] { Loop(); }) {}
+StepTimer::StepTimer(Clock* clock) : clock_(clock) {}
 
 StepTimer::~StepTimer() {
+  std::thread thread;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     ++changes_;
+    thread = std::move(thread_);
   }
-  thread_.join();
+  if (thread.joinable()) thread.join();
 }
 
 StepTimer::Id StepTimer::Schedule(absl::Time when, std::function<void()> callback) {
   absl::MutexLock lock(&mu_);
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
   const Id id = next_id_++;
   if (pending_.empty() || when < pending_.begin()->first.first) ++changes_;
   pending_.emplace(std::make_pair(when, id), std::move(callback));
@@ -61,11 +64,6 @@ void StepTimer::Loop() {
     mu_.Lock();
     running_ = -1;
   }
-}
-
-StepTimer* StepTimer::Default() {
-  static StepTimer* timer = new StepTimer(Clock::Real());
-  return timer;
 }
 
 }  // namespace overseer

@@ -1,9 +1,10 @@
 #ifndef OVERSEER_CORE_EXECUTOR_STEP_TIMER_H_
 #define OVERSEER_CORE_EXECUTOR_STEP_TIMER_H_
 
-// Runs callbacks at given times on one background thread: how the executor cancels a
-// step that exceeds its timeout even while every thread of the step is blocked inside
-// a kernel.
+// Runs callbacks at given times, as an injected clock tells them, on one background
+// thread: how the executor cancels a step that exceeds its timeout even while every
+// thread of the step is blocked inside a kernel. Whoever runs steps (the worker, a
+// DirectSession) owns one on its clock and hands it to the executor (ExecutorRunArgs).
 
 #include <cstdint>
 #include <functional>
@@ -23,21 +24,21 @@ class StepTimer {
  public:
   using Id = int64_t;
 
-  // `clock` (not owned) decides when a deadline has come.
+  // `clock` (not owned, not null, must outlive the timer) decides when a deadline has
+  // come. The thread starts with the first Schedule.
   explicit StepTimer(Clock* clock);
   // Drops pending callbacks without running them.
   ~StepTimer();
   StepTimer(const StepTimer&) = delete;
   StepTimer& operator=(const StepTimer&) = delete;
 
-  // Runs `callback` once, at or soon after `when`.
+  // Runs `callback` once, at or soon after `when` on the clock.
   Id Schedule(absl::Time when, std::function<void()> callback);
   // Unschedules `id`. When it returns the callback is not running and will not run
   // (if it is running now, waits for it). Unknown or finished ids are ignored.
   void Cancel(Id id);
 
-  // The process-wide timer on the real clock. Never null.
-  static StepTimer* Default();
+  Clock* clock() const { return clock_; }
 
  private:
   void Loop();
@@ -51,7 +52,7 @@ class StepTimer {
   Id running_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t changes_ ABSL_GUARDED_BY(mu_) = 0;  // Bumped when the earliest deadline moves.
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  std::thread thread_ ABSL_GUARDED_BY(mu_);  // Started by the first Schedule.
 };
 
 }  // namespace overseer

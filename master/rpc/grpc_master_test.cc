@@ -15,7 +15,7 @@
 #include "master/testing/fake_workers.h"
 #include "prometheus/text_serializer.h"
 #include "testing/eventually.h"
-#include "testing/manual_clock.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -43,7 +43,7 @@ class GrpcMasterTest : public ::testing::Test {
   // The master's clock: the fake one, which jumps to a wait's deadline at once.
   virtual Clock* MasterClock() { return &clock_; }
 
-  test::FakeClock clock_;
+  test::FakeClock clock_{test::FakeClock::Mode::kAutoAdvance};
   test::FakeCache cache_;
   std::unique_ptr<Master> master_;
   // Declared before the runner: a service outlives the server that calls it.
@@ -213,7 +213,7 @@ using test::Eventually;
 class GrpcMasterStillClockTest : public GrpcMasterTest {
  protected:
   Clock* MasterClock() override { return &still_clock_; }
-  test::ManualClock still_clock_;
+  test::FakeClock still_clock_;
 };
 
 TEST_F(GrpcMasterStillClockTest, AWaitForReadyWhoseClientGivesUpEndsOnTheServer) {

@@ -11,6 +11,7 @@
 #include "master/placement_test_util.h"
 #include "master/testing/fake_workers.h"
 #include "prometheus/text_serializer.h"
+#include "testing/fake_clock.h"
 
 namespace overseer {
 namespace {
@@ -43,7 +44,7 @@ class SessionMetricsTest : public ::testing::Test {
     EXPECT_TRUE(absl::StrContains(text, line + "\n")) << line << "\n" << text;
   }
 
-  test::FakeClock clock_;
+  test::FakeClock clock_{test::FakeClock::Mode::kAutoAdvance};
   test::FakeCache cache_;
   prometheus::Registry registry_;
   SessionMetrics metrics_;

@@ -1,7 +1,7 @@
 #ifndef OVERSEER_MASTER_TESTING_FAKE_WORKERS_H_
 #define OVERSEER_MASTER_TESTING_FAKE_WORKERS_H_
 
-// Test doubles for the master: a fake clock, fake workers that answer without running
+// Test doubles for the master: fake workers that answer without running
 // graphs, and a worker cache over a ps and a worker task.
 
 #include <algorithm>
@@ -21,31 +21,6 @@
 
 namespace overseer {
 namespace test {
-
-// Time moves only when someone sleeps or waits.
-class FakeClock : public Clock {
- public:
-  absl::Time Now() override {
-    absl::MutexLock l(&mu_);
-    return now_;
-  }
-  void SleepFor(absl::Duration d) override { Advance(d); }
-  bool AwaitWithDeadline(absl::Mutex* /*mu*/, const absl::Condition& cond,
-                         absl::Time deadline) override {
-    if (cond.Eval()) return true;
-    absl::MutexLock l(&mu_);
-    now_ = std::max(now_, deadline);
-    return cond.Eval();
-  }
-  void Advance(absl::Duration d) {
-    absl::MutexLock l(&mu_);
-    now_ += d;
-  }
-
- private:
-  absl::Mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1000);
-};
 
 // Answers like a worker without running anything: RunGraph returns a float scalar for
 // each recv_key.

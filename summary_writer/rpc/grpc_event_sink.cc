@@ -49,6 +49,7 @@ OpenWriterRequest OpenRequest(const std::string& run, const GrpcEventSinkOptions
 absl::StatusOr<std::unique_ptr<GrpcEventSink>> GrpcEventSink::Open(
     std::shared_ptr<grpc::Channel> channel, const std::string& run,
     const GrpcEventSinkOptions& options, Clock* clock) {
+  if (clock == nullptr) return absl::InvalidArgumentError("GrpcEventSink: the clock is null");
   if (options.batch_size < 1 || options.max_pending_events < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch_size and max_pending_events must be at least 1, got ",

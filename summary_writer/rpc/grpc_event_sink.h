@@ -51,12 +51,13 @@ struct GrpcEventSinkOptions {
 // Thread-safe.
 class GrpcEventSink : public EventSink {
  public:
-  // Opens a writer for `run` on the server behind `channel`. The server's error
-  // (INVALID_ARGUMENT for a bad run name), or UNAVAILABLE / DEADLINE_EXCEEDED.
+  // Opens a writer for `run` on the server behind `channel`. `clock` (not owned, not
+  // null) stamps events and paces flushes. The server's error (INVALID_ARGUMENT for a
+  // bad run name), or UNAVAILABLE / DEADLINE_EXCEEDED.
   static absl::StatusOr<std::unique_ptr<GrpcEventSink>> Open(std::shared_ptr<grpc::Channel> channel,
                                                              const std::string& run,
                                                              const GrpcEventSinkOptions& options,
-                                                             Clock* clock = Clock::Real());
+                                                             Clock* clock);
 
   // Closes the remote writer if Close was not called (errors are logged).
   ~GrpcEventSink() override;

@@ -29,7 +29,9 @@ class GrpcSummaryWriterTest : public ::testing::Test {
   absl::Status StartServer(int port) {
     SummaryWriterServiceOptions options;
     options.logdir = logdir_;
-    impl_ = std::make_unique<SummaryWriterServiceImpl>(options, EventWriterEnv(), nullptr);
+    EventWriterEnv env;
+    env.clock = Clock::Real();
+    impl_ = std::make_unique<SummaryWriterServiceImpl>(options, env, nullptr);
     service_ = std::make_unique<GrpcSummaryWriterService>(impl_.get());
     ServerRunnerOptions runner_options;
     runner_options.component = "summary_writer";
@@ -76,7 +78,7 @@ TEST_F(GrpcSummaryWriterTest, EventsArriveInOrderAndFlushMakesThemDurable) {
   options.batch_size = 7;
   // Not a multiple of the server's queue: Flush must write out a partial queue.
   constexpr int kEvents = 103;
-  auto sink = GrpcEventSink::Open(channel_, "remote/run", options);
+  auto sink = GrpcEventSink::Open(channel_, "remote/run", options, Clock::Real());
   ASSERT_TRUE(sink.ok()) << sink.status();
   for (int i = 0; i < kEvents; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
   ASSERT_TRUE((*sink)->Flush().ok());
@@ -100,12 +102,12 @@ TEST_F(GrpcSummaryWriterTest, EventsArriveInOrderAndFlushMakesThemDurable) {
 }
 
 TEST_F(GrpcSummaryWriterTest, BadRunIsInvalidArgumentOverTheWire) {
-  auto sink = GrpcEventSink::Open(channel_, "../../etc", {});
+  auto sink = GrpcEventSink::Open(channel_, "../../etc", {}, Clock::Real());
   EXPECT_TRUE(absl::IsInvalidArgument(sink.status())) << sink.status();
 }
 
 TEST_F(GrpcSummaryWriterTest, AServerShuttingDownIsUnavailable) {
-  auto sink = GrpcEventSink::Open(channel_, "run", {});
+  auto sink = GrpcEventSink::Open(channel_, "run", {}, Clock::Real());
   ASSERT_TRUE(sink.ok());
   ASSERT_TRUE(impl_->CloseAll().ok());
   ASSERT_TRUE((*sink)->WriteEvent(Scalar(1)).ok());
@@ -117,7 +119,7 @@ TEST_F(GrpcSummaryWriterTest, AServerShuttingDownIsUnavailable) {
 TEST_F(GrpcSummaryWriterTest, AfterAServerRestartEventsGoToANewFile) {
   GrpcEventSinkOptions options;
   options.batch_size = 4;
-  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  auto sink = GrpcEventSink::Open(channel_, "run", options, Clock::Real());
   ASSERT_TRUE(sink.ok());
   for (int i = 0; i < 10; ++i) ASSERT_TRUE((*sink)->WriteEvent(Scalar(i)).ok());
   ASSERT_TRUE((*sink)->Flush().ok());
@@ -149,7 +151,7 @@ TEST_F(GrpcSummaryWriterTest, WhileTheServerIsDownEventsAreKeptAndFlushFails) {
   GrpcEventSinkOptions options;
   options.batch_size = 2;
   options.rpc_timeout = absl::Seconds(5);
-  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  auto sink = GrpcEventSink::Open(channel_, "run", options, Clock::Real());
   ASSERT_TRUE(sink.ok());
   const int port = runner_->port();
   StopServer();
@@ -172,7 +174,7 @@ TEST_F(GrpcSummaryWriterTest, PendingEventsAreBounded) {
   options.batch_size = 1;
   options.max_pending_events = 3;
   options.rpc_timeout = absl::Seconds(5);
-  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  auto sink = GrpcEventSink::Open(channel_, "run", options, Clock::Real());
   ASSERT_TRUE(sink.ok());
   const int port = runner_->port();
   StopServer();
@@ -190,7 +192,7 @@ TEST_F(GrpcSummaryWriterTest, AStreamIsEndedOnceItHoldsMaxPendingEvents) {
   GrpcEventSinkOptions options;
   options.batch_size = 4;
   options.max_pending_events = 20;
-  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  auto sink = GrpcEventSink::Open(channel_, "run", options, Clock::Real());
   ASSERT_TRUE(sink.ok());
   // Without a flush the sink keeps what it streamed until the stream is acknowledged;
   // it never holds much more than max_pending_events.
@@ -207,7 +209,7 @@ TEST_F(GrpcSummaryWriterTest, AStreamIsEndedOnceItHoldsMaxPendingEvents) {
 }
 
 TEST_F(GrpcSummaryWriterTest, WriterIdsOfAnotherIncarnationAreUnknown) {
-  auto sink = GrpcEventSink::Open(channel_, "run", {});
+  auto sink = GrpcEventSink::Open(channel_, "run", {}, Clock::Real());
   ASSERT_TRUE(sink.ok());
   const int port = runner_->port();
   StopServer();
@@ -215,7 +217,7 @@ TEST_F(GrpcSummaryWriterTest, WriterIdsOfAnotherIncarnationAreUnknown) {
   AwaitChannelReady();  // Else Open may find the channel backing off: UNAVAILABLE.
   // Another client opens a writer on the new server; the old client's writes must not
   // land in its file.
-  auto other = GrpcEventSink::Open(channel_, "run", {});
+  auto other = GrpcEventSink::Open(channel_, "run", {}, Clock::Real());
   ASSERT_TRUE(other.ok()) << other.status();
   ASSERT_TRUE((*sink)->WriteEvent(Scalar(1)).ok());
   ASSERT_TRUE((*sink)->Flush().ok());
@@ -229,7 +231,7 @@ TEST_F(GrpcSummaryWriterTest, WriterIdsOfAnotherIncarnationAreUnknown) {
 TEST_F(GrpcSummaryWriterTest, StartStepOverTheWire) {
   GrpcEventSinkOptions options;
   options.start_step = 42;
-  auto sink = GrpcEventSink::Open(channel_, "run", options);
+  auto sink = GrpcEventSink::Open(channel_, "run", options, Clock::Real());
   ASSERT_TRUE(sink.ok());
   auto events = ReadEventFile(FileSystem::Posix(), logdir_ + "/" + (*sink)->file());
   ASSERT_EQ(events->size(), 2u);

@@ -197,7 +197,11 @@ absl::Status FIFOQueue::WaitFor(const Turn& turn, const Waiter& waiter, Ready re
   auto cond = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return waiter.cancelled() || (turn.AtHead() && ready());
   };
-  const bool done = wait.clock->AwaitWithDeadline(&mu_, absl::Condition(&cond), wait.deadline);
+  if (wait.clock == nullptr && DeadlineNeedsClock(wait.deadline)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " on FIFOQueue '", name_, "': QueueWait has a deadline but no clock"));
+  }
+  const bool done = AwaitOnClock(wait.clock, &mu_, absl::Condition(&cond), wait.deadline);
   if (waiter.cancelled()) {
     return absl::CancelledError(absl::StrCat(what, " on FIFOQueue '", name_, "' was cancelled"));
   }

@@ -28,7 +28,9 @@ namespace overseer {
 struct QueueWait {
   // Cancelling it wakes the call, which then fails CANCELLED. May be null.
   CancellationManager* cancellation = nullptr;
-  Clock* clock = Clock::Real();
+  // Measures `deadline`. May be null only when the deadline is absl::InfiniteFuture() or
+  // absl::InfinitePast() (else the call fails INVALID_ARGUMENT).
+  Clock* clock = nullptr;
   // Reaching it wakes the call, which then fails DEADLINE_EXCEEDED.
   absl::Time deadline = absl::InfiniteFuture();
 };

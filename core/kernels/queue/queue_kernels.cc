@@ -84,12 +84,16 @@ class BlockingQueueOp : public OpKernel {
   bool MayWait() const override { return true; }
 
  protected:
-  QueueWait MakeWait(OpKernelContext* ctx) const {
+  // INVALID_ARGUMENT when the op has a timeout but the step no clock.
+  absl::StatusOr<QueueWait> MakeWait(OpKernelContext* ctx) const {
     QueueWait wait;
     wait.cancellation = ctx->cancellation();
     wait.clock = ctx->clock();
     wait.deadline = ctx->deadline();
     if (timeout_ms_ >= 0) {
+      if (wait.clock == nullptr) {
+        return absl::InvalidArgumentError("the queue op has timeout_ms but the step no clock");
+      }
       wait.deadline = std::min(wait.deadline, wait.clock->Now() + absl::Milliseconds(timeout_ms_));
     }
     return wait;
@@ -111,7 +115,7 @@ class EnqueueOp : public BlockingQueueOp {
       ASSIGN_OR_RETURN(Tensor t, ctx->input_value(i));
       tuple.push_back(std::move(t));
     }
-    const QueueWait wait = MakeWait(ctx);
+    ASSIGN_OR_RETURN(const QueueWait wait, MakeWait(ctx));
     return kMany ? queue->EnqueueMany(tuple, wait) : queue->Enqueue(tuple, wait);
   }
 };
@@ -140,9 +144,11 @@ class DequeueOp : public BlockingQueueOp {
       if (n_t.dtype() != DT_INT32 || n_t.dims() != 0) {
         return absl::InvalidArgumentError("QueueDequeueMany n must be an int32 scalar");
       }
-      ASSIGN_OR_RETURN(tuple, queue->DequeueMany(n_t.scalar<int32_t>(), MakeWait(ctx)));
+      ASSIGN_OR_RETURN(QueueWait wait, MakeWait(ctx));
+      ASSIGN_OR_RETURN(tuple, queue->DequeueMany(n_t.scalar<int32_t>(), wait));
     } else {
-      ASSIGN_OR_RETURN(tuple, queue->Dequeue(MakeWait(ctx)));
+      ASSIGN_OR_RETURN(QueueWait wait, MakeWait(ctx));
+      ASSIGN_OR_RETURN(tuple, queue->Dequeue(wait));
     }
     for (size_t i = 0; i < tuple.size(); ++i) {
       ctx->set_output(static_cast<int>(i), std::move(tuple[i]));

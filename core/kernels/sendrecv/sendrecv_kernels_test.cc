@@ -131,6 +131,7 @@ TEST(SendRecvKernelTest, TwoPartitionsExchangeATensorThroughTheExecutor) {
   ResourceMgr resources;
   ExecutorRunArgs args;
   args.resource_mgr = &resources;
+  args.clock = Clock::Real();
   args.rendezvous = rendezvous.get();
   std::vector<Tensor> fetched;
   absl::Status consumer_status;

@@ -103,7 +103,7 @@ class KernelRunner {
   CancellationManager own_cancellation_;
   ResourceMgr* resource_mgr_;
   CancellationManager* cancellation_;
-  Clock* clock_ = nullptr;
+  Clock* clock_ = Clock::Real();  // Tests of deadlines set a fake one.
   absl::Time deadline_ = absl::InfiniteFuture();
   int64_t step_id_ = 1;
   Rendezvous* rendezvous_ = nullptr;
