@@ -125,9 +125,17 @@ TEST(TypesTest, Names) {
 namespace overseer {
 namespace {
 
+// With the buffer cache on (binaries turn it on with --tensor_buffer_cache_bytes; it is
+// off by default), freed large buffers are kept for the next tensor of their size.
+class TensorCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SetTensorBufferCacheBytes(256 << 20); }
+  void TearDown() override { SetTensorBufferCacheBytes(0); }
+};
+
 // A large tensor's memory goes back to the process's cache when freed, and the next
 // tensor of that size reuses it (no fresh pages to fault in) still zero-filled.
-TEST(TensorTest, LargeBuffersAreRecycledZeroFilled) {
+TEST_F(TensorCacheTest, LargeBuffersAreRecycledZeroFilled) {
   const TensorShape shape({3 << 20});  // 12 MiB of floats.
   const void* first = nullptr;
   {
@@ -150,7 +158,7 @@ TEST(TensorTest, LargeBuffersAreRecycledZeroFilled) {
 
 // An uninitialised tensor has its dtype and shape and usable memory from the same
 // cache (its contents are whatever the caller writes), small or large.
-TEST(TensorTest, UninitializedTensorsTakeCachedMemoryWithoutWriting) {
+TEST_F(TensorCacheTest, UninitializedTensorsTakeCachedMemoryWithoutWriting) {
   const TensorShape shape({(3 << 20) + 1});  // Over 12 MiB of int32.
   const void* first = nullptr;
   {
