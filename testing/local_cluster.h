@@ -47,6 +47,8 @@ class LocalCluster {
 
   // "grpc://127.0.0.1:<master port>", for SessionOptions::target.
   std::string master_target() const;
+  // "127.0.0.1:<master port>", what a raw gRPC stub dials.
+  std::string master_address() const { return launcher_->address("master", 0); }
   const ClusterSpec& cluster() const { return launcher_->cluster(); }
 
   // Sends `signal` to task job:index and waits for it to exit; returns its exit code

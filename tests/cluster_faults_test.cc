@@ -178,8 +178,7 @@ TEST_F(ClusterFaultsTest, AWorkerThatStopsAnsweringMidStepFailsTheStepNamingIt) 
 }
 
 TEST_F(ClusterFaultsTest, UnknownSessionHandleIsAborted) {
-  const std::string address = cluster_->master_target().substr(std::string("grpc://").size());
-  GrpcMaster master(NewMasterChannel(address), absl::Seconds(30));
+  GrpcMaster master(NewMasterChannel(cluster_->master_address()), absl::Seconds(30));
   RunStepRequest request;
   request.set_session_handle("no-such-session");
   request.add_fetch("c:0");

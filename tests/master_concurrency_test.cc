@@ -50,7 +50,7 @@ class MasterConcurrencyTest : public ::testing::Test {
 // are FAILED_PRECONDITION (the graph moved on), as MasterInterface::ExtendSession says.
 TEST_F(MasterConcurrencyTest, OneOfManyConcurrentExtendsOnAVersionWins) {
   constexpr int kCalls = 100;
-  const std::string address = cluster_->master_target().substr(std::string("grpc://").size());
+  const std::string address = cluster_->master_address();
   GrpcMaster master(NewMasterChannel(address), absl::Seconds(60));
   CreateSessionRequest create;
   *create.mutable_graph_def() = SharedGraph();

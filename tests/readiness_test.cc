@@ -17,7 +17,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "client/session/session.h"
 #include "core/clock.h"
 #include "core/node_def_util.h"
@@ -52,9 +51,7 @@ class ReadinessClusterTest : public ::testing::Test {
 
   // A raw client of the master, to see WaitForReady's reason.
   WaitForReadyResponse RawWait(const std::string& key, int64_t timeout_ms) {
-    GrpcMaster master(
-        NewMasterChannel(std::string(absl::StripPrefix(cluster_->master_target(), "grpc://"))),
-        absl::Seconds(30));
+    GrpcMaster master(NewMasterChannel(cluster_->master_address()), absl::Seconds(30));
     WaitForReadyRequest request;
     request.set_key(key);
     request.set_timeout_ms(timeout_ms);
