@@ -3,6 +3,7 @@
 #include "core/cancellation.h"
 #include "core/op_kernel.h"
 #include "core/resource_mgr.h"
+#include "core/status_macros.h"
 #include "gtest/gtest.h"
 
 namespace overseer {
@@ -15,7 +16,7 @@ class DoubleOp : public OpKernel {
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    Tensor* y = ctx->allocate_output(0, x.shape());
+    ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     y->flat<float>().device(ctx->eigen_device()) = x.flat<float>() * 2.0f;
     return absl::OkStatus();
   }

@@ -133,7 +133,11 @@ absl::Status GetNodeAttr(const NodeDef& node, absl::string_view name, Tensor* va
   if (!v.ok()) return v.status();
   if ((*v)->value_case() != AttrValue::kTensor) return WrongType(node, name, "tensor");
   auto t = Tensor::FromProto((*v)->tensor());
-  if (!t.ok()) return AttrError(node, name, t.status().message());
+  if (!t.ok()) {  // INVALID_ARGUMENT, or RESOURCE_EXHAUSTED beyond the memory budget.
+    return absl::Status(t.status().code(),
+                        absl::StrCat("node '", node.name(), "' (op '", node.op(), "'): attr '",
+                                     name, "': ", t.status().message()));
+  }
   *value = *std::move(t);
   return absl::OkStatus();
 }

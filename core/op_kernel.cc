@@ -59,12 +59,13 @@ void OpKernelContext::set_output(int i, Tensor t) {
   outputs_[i].ref.reset();
 }
 
-Tensor* OpKernelContext::allocate_output(int i, const TensorShape& shape) {
+absl::StatusOr<Tensor*> OpKernelContext::allocate_output(int i, const TensorShape& shape) {
   return allocate_output(i, RemoveRefType(params_.kernel->output_type(i)), shape);
 }
 
-Tensor* OpKernelContext::allocate_output(int i, DataType dtype, const TensorShape& shape) {
-  outputs_[i].tensor = Tensor(dtype, shape);
+absl::StatusOr<Tensor*> OpKernelContext::allocate_output(int i, DataType dtype,
+                                                         const TensorShape& shape) {
+  ASSIGN_OR_RETURN(outputs_[i].tensor, Tensor::Allocate(dtype, shape));
   outputs_[i].ref.reset();
   return &outputs_[i].tensor;
 }

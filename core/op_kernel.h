@@ -148,10 +148,13 @@ class OpKernelContext {
 
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   void set_output(int i, Tensor t);
-  // Allocates output i with its declared dtype and `shape`.
-  Tensor* allocate_output(int i, const TensorShape& shape);
+  // Allocates output i, zero-filled, with its declared dtype and `shape`. Checked
+  // (Tensor::Allocate): a shape too large for a tensor, or for the process's memory
+  // budget, is INVALID_ARGUMENT or RESOURCE_EXHAUSTED, which the executor prefixes with
+  // the node's name; the kernel returns it.
+  absl::StatusOr<Tensor*> allocate_output(int i, const TensorShape& shape);
   // Allocates output i with `dtype` (for ops whose output type is decided late).
-  Tensor* allocate_output(int i, DataType dtype, const TensorShape& shape);
+  absl::StatusOr<Tensor*> allocate_output(int i, DataType dtype, const TensorShape& shape);
   void set_output_ref(int i, std::shared_ptr<Var> var);
   std::vector<TensorValue>* mutable_outputs() { return &outputs_; }
 

@@ -9,6 +9,10 @@
 //   --tensor_buffer_cache_bytes (default -1: an eighth of physical memory, at most
 //       8 GiB; 0: off): SetTensorBufferCacheBytes(), freed large tensor buffers kept
 //       for reuse.
+//   --tensor_memory_budget_bytes (default -1: physical memory, or the container's
+//       limit if lower; 0: none): SetTensorMemoryBudget(), the live tensor bytes past
+//       which a step's allocation fails with RESOURCE_EXHAUSTED. Libraries and tests
+//       get the same default without the flag.
 //   no flag: ConfigureMutexDeadlockDetection(), Abseil's lock-order check, on only
 //       under `bazel test`.
 //

@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "core/status_macros.h"
 
 namespace overseer {
 namespace {
@@ -153,14 +156,153 @@ size_t DefaultTensorBufferCacheBytes() {
   return std::min<uint64_t>(physical / 8, uint64_t{8} << 30);
 }
 
+namespace {
+
+// The largest tensor in bytes: far beyond any machine, and small enough that rounding
+// up to whole huge pages cannot overflow.
+constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 62;
+
+constexpr uint64_t kBudgetUnset = ~uint64_t{0};
+std::atomic<uint64_t> memory_budget{kBudgetUnset};
+std::atomic<uint64_t> live_bytes{0};
+
+size_t ElementSize(DataType dtype) {
+  return dtype == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype);
+}
+
+std::string Describe(DataType dtype, const TensorShape& shape) {
+  return absl::StrCat("a ", DataTypeString(dtype), " tensor of shape ", shape.DebugString());
+}
+
+// Elements and bytes of a `dtype` tensor of `shape`, or INVALID_ARGUMENT.
+absl::Status CheckedSize(DataType dtype, const TensorShape& shape, int64_t* elements,
+                         size_t* bytes) {
+  const uint64_t elem = ElementSize(dtype);
+  bool empty = false;
+  for (int i = 0; i < shape.dims(); ++i) {
+    if (shape.dim_size(i) < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Describe(dtype, shape), " has a negative dimension"));
+    }
+    empty = empty || shape.dim_size(i) == 0;
+  }
+  uint64_t n = empty ? 0 : 1;
+  for (int i = 0; i < shape.dims() && n > 0; ++i) {
+    const uint64_t d = static_cast<uint64_t>(shape.dim_size(i));
+    if (n > kMaxTensorBytes / elem / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Describe(dtype, shape), " would need more than 2^62 bytes"));
+    }
+    n *= d;
+  }
+  *elements = static_cast<int64_t>(n);
+  *bytes = static_cast<size_t>(n * elem);
+  return absl::OkStatus();
+}
+
+std::string Bytes(uint64_t n) {
+  if (n >= (uint64_t{1} << 30)) return absl::StrFormat("%.1f GiB", n / double(uint64_t{1} << 30));
+  if (n >= (uint64_t{1} << 20)) return absl::StrFormat("%.1f MiB", n / double(uint64_t{1} << 20));
+  return absl::StrCat(n, " bytes");
+}
+
+// Memory for `alloc` bytes (an AllocationSize), or null if the system refuses it.
+void* RawAllocate(size_t alloc) {
+  return alloc >= kLargeBytes ? LargeBuffers::Get()->Allocate(alloc)
+                              : std::aligned_alloc(kAlignment, alloc);
+}
+
+uint64_t ReadLimit(const char* path) {
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return 0;
+  unsigned long long v = 0;
+  const bool read = std::fscanf(f, "%llu", &v) == 1;  // "max" reads nothing: no limit.
+  std::fclose(f);
+  return read ? v : 0;
+}
+
+}  // namespace
+
+void SetTensorMemoryBudget(uint64_t bytes) {
+  memory_budget.store(bytes, std::memory_order_relaxed);
+}
+
+uint64_t TensorMemoryBudget() {
+  const uint64_t budget = memory_budget.load(std::memory_order_relaxed);
+  if (budget != kBudgetUnset) return budget;
+  static const uint64_t default_budget = DefaultTensorMemoryBudget();
+  return default_budget;
+}
+
+uint64_t DefaultTensorMemoryBudget() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  uint64_t budget = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    const uint64_t limit = ReadLimit(path);
+    if (limit > 0 && (budget == 0 || limit < budget)) budget = limit;
+  }
+  return budget;
+}
+
+uint64_t LiveTensorBytes() { return live_bytes.load(std::memory_order_relaxed); }
+
+absl::StatusOr<std::shared_ptr<TensorBuffer>> TensorBuffer::Create(DataType dtype,
+                                                                   const TensorShape& shape,
+                                                                   Init init) {
+  int64_t n = 0;
+  size_t size_bytes = 0;
+  RETURN_IF_ERROR(CheckedSize(dtype, shape, &n, &size_bytes));
+  const size_t alloc = AllocationSize(size_bytes);
+  const uint64_t budget = TensorMemoryBudget();
+  const uint64_t in_use = live_bytes.fetch_add(alloc, std::memory_order_relaxed);
+  if (budget > 0 && in_use + alloc > budget) {
+    live_bytes.fetch_sub(alloc, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("allocating ", Bytes(alloc), " for ", Describe(dtype, shape),
+                     " would exceed the process's tensor memory budget of ", Bytes(budget), " (",
+                     Bytes(in_use), " in use; --tensor_memory_budget_bytes)"));
+  }
+  void* data = RawAllocate(alloc);
+  if (data == nullptr) {
+    live_bytes.fetch_sub(alloc, std::memory_order_relaxed);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory allocating ", Bytes(alloc), " for ", Describe(dtype, shape)));
+  }
+  return std::shared_ptr<TensorBuffer>(new TensorBuffer(dtype, n, size_bytes, data, init));
+}
+
+TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements, size_t size_bytes, void* data,
+                           Init init)
+    : dtype_(dtype), num_elements_(num_elements), size_bytes_(size_bytes), data_(data) {
+  if (dtype == DT_STRING) {
+    auto* s = static_cast<std::string*>(data_);
+    for (int64_t i = 0; i < num_elements; ++i) new (s + i) std::string();
+  } else if (init == Init::kZero) {
+    std::memset(data_, 0, size_bytes_);
+  }
+}
+
+namespace {
+
+// For the unchecked constructors: the memory, counted as live, or a CHECK failure.
+void* MustAllocate(DataType dtype, int64_t num_elements, size_t* size_bytes) {
+  int64_t n = 0;
+  const absl::Status size = CheckedSize(dtype, TensorShape({num_elements}), &n, size_bytes);
+  CHECK(size.ok()) << size;
+  const size_t alloc = AllocationSize(*size_bytes);
+  void* data = RawAllocate(alloc);
+  CHECK(data != nullptr) << "out of memory allocating " << alloc << " bytes";
+  live_bytes.fetch_add(alloc, std::memory_order_relaxed);
+  return data;
+}
+
+}  // namespace
+
 TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements)
     : dtype_(dtype), num_elements_(num_elements) {
-  const size_t elem = dtype == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype);
-  size_bytes_ = elem * static_cast<size_t>(num_elements);
-  const size_t alloc = AllocationSize(size_bytes_);
-  data_ = alloc >= kLargeBytes ? LargeBuffers::Get()->Allocate(alloc)
-                               : std::aligned_alloc(kAlignment, alloc);
-  CHECK(data_ != nullptr) << "out of memory allocating " << alloc << " bytes";
+  data_ = MustAllocate(dtype, num_elements, &size_bytes_);
   if (dtype == DT_STRING) {
     auto* s = static_cast<std::string*>(data_);
     for (int64_t i = 0; i < num_elements; ++i) new (s + i) std::string();
@@ -172,11 +314,7 @@ TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements)
 TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements, Uninitialized)
     : dtype_(dtype), num_elements_(num_elements) {
   CHECK(dtype != DT_STRING) << "an uninitialised buffer of strings";
-  size_bytes_ = DataTypeSize(dtype) * static_cast<size_t>(num_elements);
-  const size_t alloc = AllocationSize(size_bytes_);
-  data_ = alloc >= kLargeBytes ? LargeBuffers::Get()->Allocate(alloc)
-                               : std::aligned_alloc(kAlignment, alloc);
-  CHECK(data_ != nullptr) << "out of memory allocating " << alloc << " bytes";
+  data_ = MustAllocate(dtype, num_elements, &size_bytes_);
 }
 
 TensorBuffer::~TensorBuffer() {
@@ -185,6 +323,7 @@ TensorBuffer::~TensorBuffer() {
     for (int64_t i = 0; i < num_elements_; ++i) s[i].~basic_string();
   }
   const size_t alloc = AllocationSize(size_bytes_);
+  live_bytes.fetch_sub(alloc, std::memory_order_relaxed);
   if (alloc >= kLargeBytes) {
     LargeBuffers::Get()->Free(data_, alloc);
   } else {
@@ -205,6 +344,37 @@ Tensor Tensor::Uninitialized(DataType dtype, const TensorShape& shape) {
   t.shape_ = shape;
   t.num_elements_ = shape.num_elements();
   t.buffer_ = std::make_shared<TensorBuffer>(dtype, t.num_elements_, TensorBuffer::Uninitialized{});
+  return t;
+}
+
+namespace {
+
+absl::Status CheckDtype(DataType dtype) {
+  if (IsSupportedDataType(dtype)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("unsupported dtype ", DataTypeString(dtype),
+                   "; supported: float, double, int32, int64, bool, string"));
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> Tensor::Allocate(DataType dtype, const TensorShape& shape) {
+  RETURN_IF_ERROR(CheckDtype(dtype));
+  Tensor t;
+  ASSIGN_OR_RETURN(t.buffer_, TensorBuffer::Create(dtype, shape, TensorBuffer::Init::kZero));
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.num_elements_ = shape.num_elements();
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::AllocateUninitialized(DataType dtype, const TensorShape& shape) {
+  RETURN_IF_ERROR(CheckDtype(dtype));
+  Tensor t;
+  ASSIGN_OR_RETURN(t.buffer_, TensorBuffer::Create(dtype, shape, TensorBuffer::Init::kNone));
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.num_elements_ = shape.num_elements();
   return t;
 }
 
@@ -261,7 +431,7 @@ absl::StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
     return absl::InvalidArgumentError(
         absl::StrCat("TensorProto has a bad shape: ", shape_or.status().message()));
   }
-  Tensor t(dtype, *shape_or);
+  ASSIGN_OR_RETURN(Tensor t, Allocate(dtype, *shape_or));
   const int64_t n = t.NumElements();
   if (dtype != DT_STRING && !proto.tensor_content().empty()) {
     const size_t want = DataTypeSize(dtype) * static_cast<size_t>(n);

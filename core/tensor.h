@@ -20,8 +20,21 @@ namespace overseer {
 // elements themselves are not synchronised.
 class TensorBuffer {
  public:
+  // How a new buffer's numeric and bool elements start (strings always start empty):
+  // zero, or unspecified for a writer of every byte (no pass over the memory).
+  enum class Init { kZero, kNone };
+
+  // The checked allocation, for sizes that a request decides: INVALID_ARGUMENT when
+  // the byte size of `shape` overflows (or a dimension is negative), RESOURCE_EXHAUSTED
+  // when it would take the process's live tensor bytes past the memory budget
+  // (SetTensorMemoryBudget) or the system refuses the memory. Messages name the dtype,
+  // the shape and the bytes.
+  static absl::StatusOr<std::shared_ptr<TensorBuffer>> Create(DataType dtype,
+                                                              const TensorShape& shape, Init init);
+
+  // Unchecked, for sizes the program decides: CHECK-fails where Create returns
+  // INVALID_ARGUMENT or the system refuses the memory; the budget is not consulted.
   TensorBuffer(DataType dtype, int64_t num_elements);  // zero / empty-string filled
-  // Numeric and bool elements left unspecified (no write), for a writer of every byte.
   struct Uninitialized {};
   TensorBuffer(DataType dtype, int64_t num_elements, Uninitialized);
   ~TensorBuffer();
@@ -32,11 +45,28 @@ class TensorBuffer {
   size_t size_bytes() const { return size_bytes_; }
 
  private:
+  // Takes `data` (AllocationSize(size_bytes) bytes, counted as live) and initialises it.
+  TensorBuffer(DataType dtype, int64_t num_elements, size_t size_bytes, void* data, Init init);
+
   DataType dtype_;
   int64_t num_elements_;
   size_t size_bytes_;
   void* data_;
 };
+
+// The process's tensor memory budget: the most bytes that live tensor buffers may hold
+// before a checked allocation (TensorBuffer::Create, Tensor::Allocate, every kernel
+// output, every parsed or received tensor) fails with RESOURCE_EXHAUSTED instead of
+// the process running out of memory. 0: no budget (overflow is still checked). Until a
+// binary sets it (--tensor_memory_budget_bytes, core/process_settings.h), it is
+// DefaultTensorMemoryBudget(). Thread-safe.
+void SetTensorMemoryBudget(uint64_t bytes);
+uint64_t TensorMemoryBudget();  // 0: none.
+// Physical memory, or the container's memory limit (cgroup v2 memory.max, or v1) if
+// lower.
+uint64_t DefaultTensorMemoryBudget();
+// Bytes held by live tensor buffers now (allocation sizes, so rounded up).
+uint64_t LiveTensorBytes();
 
 // The cache of freed large tensor buffers (1 MiB and up, by exact size): a step that
 // allocates the same large tensors as the previous one gets that step's memory back
@@ -73,6 +103,11 @@ class Tensor {
   // saves zero-filling memory that is overwritten at once. Precondition:
   // IsSupportedDataType(dtype) and dtype != DT_STRING.
   static Tensor Uninitialized(DataType dtype, const TensorShape& shape);
+
+  // The constructor and Uninitialized, checked (TensorBuffer::Create's errors, and
+  // INVALID_ARGUMENT for an unsupported dtype): for any size that a request decides.
+  static absl::StatusOr<Tensor> Allocate(DataType dtype, const TensorShape& shape);
+  static absl::StatusOr<Tensor> AllocateUninitialized(DataType dtype, const TensorShape& shape);
 
   // A scalar of T.
   template <typename T>
@@ -164,7 +199,7 @@ class Tensor {
 
   // Parses tensor_content or the typed *_val fields (a single value fills the shape,
   // as TensorFlow does). INVALID_ARGUMENT on unsupported dtypes, a bad shape or a
-  // content size that does not match the shape.
+  // content size that does not match the shape; the allocation is checked (Allocate).
   static absl::StatusOr<Tensor> FromProto(const TensorProto& proto);
   // Numeric tensors use tensor_content unless `use_typed_fields`; strings use
   // string_val.

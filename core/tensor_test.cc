@@ -1,5 +1,11 @@
 #include "core/tensor.h"
 
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace overseer {
@@ -109,6 +115,74 @@ TEST(TensorTest, FromProtoRejectsBadInput) {
   r.set_dtype(DT_INT32);
   r.mutable_tensor_shape()->add_dim()->set_size(-3);
   EXPECT_EQ(Tensor::FromProto(r).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Shapes whose byte size does not fit are refused, not wrapped: a float [2^62] needs
+// 2^64 bytes, which wrapped to a 0-byte buffer.
+TEST(TensorTest, AllocateRefusesShapesWhoseByteSizeOverflows) {
+  const std::vector<TensorShape> too_large = {
+      TensorShape({int64_t{1} << 62}), TensorShape({int64_t{1} << 61}),  // 2^63 bytes of floats.
+      TensorShape({int64_t{1} << 40, int64_t{1} << 40}),
+      TensorShape({int64_t{1} << 31, int64_t{1} << 31, 0}),  // Empty after all: fine.
+  };
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Tensor> t = Tensor::Allocate(DT_FLOAT, too_large[i]);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << too_large[i].DebugString();
+    EXPECT_NE(t.status().message().find("2^62 bytes"), std::string::npos) << t.status();
+    EXPECT_NE(t.status().message().find(too_large[i].DebugString()), std::string::npos);
+  }
+  absl::StatusOr<Tensor> empty = Tensor::Allocate(DT_FLOAT, too_large[3]);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->NumElements(), 0);
+  EXPECT_EQ(Tensor::Allocate(DT_FLOAT, TensorShape({2, -1})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::Allocate(DT_HALF, TensorShape({2})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      Tensor::AllocateUninitialized(DT_STRING, TensorShape({int64_t{1} << 60})).status().code(),
+      absl::StatusCode::kInvalidArgument);
+
+  TensorProto proto;  // The same through FromProto, with no values.
+  proto.set_dtype(DT_FLOAT);
+  proto.mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 62);
+  EXPECT_EQ(Tensor::FromProto(proto).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The process's budget for live tensor bytes: beyond it a checked allocation is
+// RESOURCE_EXHAUSTED (the unchecked constructor is the program's own business).
+class TensorBudgetTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SetTensorMemoryBudget(LiveTensorBytes() + (8 << 20)); }
+  void TearDown() override { SetTensorMemoryBudget(DefaultTensorMemoryBudget()); }
+};
+
+TEST_F(TensorBudgetTest, AllocationsBeyondTheBudgetAreResourceExhausted) {
+  const uint64_t before = LiveTensorBytes();
+  absl::StatusOr<Tensor> six = Tensor::Allocate(DT_FLOAT, TensorShape({3 << 19}));  // 6 MiB.
+  ASSERT_TRUE(six.ok()) << six.status();
+  EXPECT_GE(LiveTensorBytes(), before + (6 << 20));
+  absl::StatusOr<Tensor> four = Tensor::AllocateUninitialized(DT_FLOAT, TensorShape({1 << 20}));
+  EXPECT_EQ(four.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(four.status().message().find("memory budget"), std::string::npos) << four.status();
+  EXPECT_NE(four.status().message().find("[1048576]"), std::string::npos) << four.status();
+  EXPECT_EQ(LiveTensorBytes(), before + (6 << 20));  // The refused bytes are not counted.
+
+  *six = Tensor();  // Freed: the budget has room again.
+  EXPECT_EQ(LiveTensorBytes(), before);
+  EXPECT_TRUE(Tensor::Allocate(DT_FLOAT, TensorShape({1 << 20})).ok());
+  // Small tensors count too, rounded to their allocation.
+  absl::StatusOr<Tensor> small = Tensor::Allocate(DT_INT32, TensorShape({3}));
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(LiveTensorBytes(), before + 64);
+
+  SetTensorMemoryBudget(0);  // No budget: only the overflow check.
+  EXPECT_TRUE(Tensor::Allocate(DT_FLOAT, TensorShape({3 << 20})).ok());
+}
+
+TEST(TensorTest, DefaultBudgetIsAtMostPhysicalMemory) {
+  const uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
+  EXPECT_GT(DefaultTensorMemoryBudget(), 0u);
+  EXPECT_LE(DefaultTensorMemoryBudget(), physical);
 }
 
 TEST(TypesTest, Names) {

@@ -1,12 +1,14 @@
 #include "worker/worker.h"
 
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "core/cluster/device_name.h"
 #include "core/logging.h"
 #include "core/message_budget.h"
@@ -23,11 +25,16 @@ bool ClusterHasTask(const ClusterDef& cluster, const std::string& job, int index
   return false;
 }
 
+// A feed's tensor; its errors (INVALID_ARGUMENT, or RESOURCE_EXHAUSTED beyond the
+// memory budget) name the fed tensor, the fourth field of the rendezvous key
+// "src;incarnation;dst;name;frame".
 absl::Status ParseTensor(const NamedTensorProto& named, Tensor* out) {
   absl::StatusOr<Tensor> t = Tensor::FromProto(named.tensor());
   if (!t.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("RunGraph send '", named.name(), "': ", t.status().message()));
+    const std::vector<absl::string_view> key = absl::StrSplit(named.name(), ';');
+    const std::string what = key.size() == 5 ? absl::StrCat("feed '", key[3], "'")
+                                             : absl::StrCat("RunGraph send '", named.name(), "'");
+    return absl::Status(t.status().code(), absl::StrCat(what, ": ", t.status().message()));
   }
   *out = std::move(*t);
   return absl::OkStatus();

@@ -135,7 +135,7 @@ class OutputReceiver : public TensorReceiver {
                                               *checkpoint_, " has ", header.size(),
                                               " bytes, not what its shape needs"));
     }
-    Tensor out = Tensor::Uninitialized(expected, shape);
+    ASSIGN_OR_RETURN(Tensor out, Tensor::AllocateUninitialized(expected, shape));
     char* dst = static_cast<char*>(MutableRawBytes(&out));
     if (dst == nullptr) {
       return absl::InvalidArgumentError(

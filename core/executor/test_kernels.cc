@@ -10,6 +10,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/op_kernel.h"
 #include "core/shape_inference.h"
+#include "core/status_macros.h"
 
 namespace overseer {
 namespace testing_kernels {
@@ -72,7 +73,7 @@ class AddOneOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     auto in = ctx->input_value(0);
     if (!in.ok()) return in.status();
-    Tensor* out = ctx->allocate_output(0, in->shape());
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, in->shape()));
     out->flat<int32_t>() = in->flat<int32_t>() + 1;
     return absl::OkStatus();
   }

@@ -79,7 +79,7 @@ absl::Status TensorChunkReader::Add(const RecvTensorResponse& chunk) {
       ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(chunk.tensor().tensor_shape()));
       // Every byte is written by the chunks (Finish checks they all came), so the
       // buffer is not zero-filled first: that pass costs as much as the copy.
-      tensor_ = Tensor::Uninitialized(dtype, shape);
+      ASSIGN_OR_RETURN(tensor_, Tensor::AllocateUninitialized(dtype, shape));
       data_ = RawData(tensor_);
       total_ = static_cast<int64_t>(tensor_.NumElements() * DataTypeSize(dtype));
     }

@@ -161,7 +161,7 @@ class FillOp : public OpKernel {
           absl::StrCat("Fill value must be a scalar, got shape ", value.shape().DebugString()));
     }
     ASSIGN_OR_RETURN(TensorShape shape, ShapeFromTensor(ctx->input(0), "Fill dims"));
-    Tensor* out = ctx->allocate_output(0, shape);
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
     return VisitAllTypes(value.dtype(), "Fill", [&](auto tag) {
       using T = typename decltype(tag)::type;
       std::fill_n(out->data<T>(), out->NumElements(), value.scalar<T>());
@@ -178,7 +178,7 @@ class FillLikeOp : public OpKernel {
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Tensor in, ctx->input_value(0));
-    Tensor* out = ctx->allocate_output(0, in.shape());
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, in.shape()));
     if (!kOne) return absl::OkStatus();  // Allocation zero-fills.
     return VisitAllTypes(in.dtype(), "OnesLike", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -204,7 +204,7 @@ class ReducedShapeOp : public OpKernel {
           "ReducedShape input_shape must be a vector, got shape ", shape.shape().DebugString()));
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> axes, IntTensorToVector(ctx->input(1), "axes"));
-    Tensor* out = ctx->allocate_output(0, shape.shape());
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape.shape()));
     const int rank = static_cast<int>(shape.NumElements());
     std::copy_n(shape.data<int32_t>(), rank, out->data<int32_t>());
     for (int64_t a : axes) {

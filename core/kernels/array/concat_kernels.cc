@@ -67,7 +67,7 @@ class PackOp : public OpKernel {
     std::vector<int64_t> dims = shape.dim_sizes();
     const int64_t outer = Product(dims, 0, axis);
     dims.insert(dims.begin() + axis, n);
-    Tensor* out = ctx->allocate_output(0, TensorShape(dims));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape(dims)));
     return ConcatRows(values, outer, out, "Pack");
   }
 
@@ -94,7 +94,9 @@ class UnpackOp : public OpKernel {
     const int64_t inner = Product(dims, axis + 1, in.dims());
     dims.erase(dims.begin() + axis);
     std::vector<Tensor*> outs(num);
-    for (int i = 0; i < num; ++i) outs[i] = ctx->allocate_output(i, TensorShape(dims));
+    for (int i = 0; i < num; ++i) {
+      ASSIGN_OR_RETURN(outs[i], ctx->allocate_output(i, TensorShape(dims)));
+    }
     return VisitAllTypes(in.dtype(), "Unpack", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* src = in.data<T>();
@@ -140,7 +142,7 @@ class ConcatV2Op : public OpKernel {
       }
       dims[axis] += s.dim_size(axis);
     }
-    Tensor* out = ctx->allocate_output(0, TensorShape(dims));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape(dims)));
     return ConcatRows(values, Product(dims, 0, axis), out, "ConcatV2");
   }
 };
@@ -174,7 +176,7 @@ class ConcatOffsetOp : public OpKernel {
                            s.data<int32_t>()[d], " vs ", first.data<int32_t>()[d]));
         }
       }
-      Tensor* out = ctx->allocate_output(i, first.shape());
+      ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(i, first.shape()));
       out->data<int32_t>()[axis] = offset;
       offset += s.data<int32_t>()[axis];
     }

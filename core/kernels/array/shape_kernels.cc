@@ -157,7 +157,7 @@ class TransposeOp : public OpKernel {
       out_dims[i] = in.dim_size(perm[i]);
       strides[i] = in_strides[perm[i]];
     }
-    Tensor* out = ctx->allocate_output(0, TensorShape(out_dims));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape(out_dims)));
     return CopyStrided(in, 0, strides, out, "Transpose");
   }
 };
@@ -194,7 +194,7 @@ class SliceOp : public OpKernel {
       ctx->set_output(0, std::move(in));
       return absl::OkStatus();
     }
-    Tensor* out = ctx->allocate_output(0, TensorShape(size));
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape(size)));
     if (out->NumElements() == 0) return absl::OkStatus();
     return CopyStrided(in, offset, in_strides, out, "Slice");
   }
@@ -228,7 +228,7 @@ class BroadcastToOp : public OpKernel {
         return incompatible();
       }
     }
-    Tensor* out = ctx->allocate_output(0, target);
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, target));
     return CopyStrided(in, 0, strides, out, "BroadcastTo");
   }
 };

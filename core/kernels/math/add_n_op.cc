@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/op_kernel.h"
+#include "core/status_macros.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {
@@ -40,7 +41,7 @@ class AddNOp : public OpKernel {
  private:
   template <typename T>
   absl::Status Sum(OpKernelContext* ctx) {
-    Tensor* out = ctx->allocate_output(0, ctx->input(0).shape());
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, ctx->input(0).shape()));
     if (out->NumElements() == 0) return absl::OkStatus();
     const Eigen::ThreadPoolDevice& d = ctx->eigen_device();
     auto o = out->flat<T>();

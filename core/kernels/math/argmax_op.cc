@@ -35,7 +35,7 @@ class ArgMaxOp : public OpKernel {
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < a; ++d) outer *= in.dim_size(d);
     for (int d = a + 1; d < in.dims(); ++d) inner *= in.dim_size(d);
-    Tensor* out = ctx->allocate_output(0, output_type(0), out_shape);
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, output_type(0), out_shape));
     switch (in.dtype()) {
 #define OVERSEER_ARGMAX_CASE(T)                                            \
   case DataTypeToEnum<T>::value:                                           \

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/status_macros.h"
 #include "core/tensor.h"
 #include "core/tensor_shape.h"
 #include "unsupported/Eigen/CXX11/Tensor"
@@ -74,8 +75,8 @@ class BroadcastIndexer {
 
 // Operand `i` of `layout` copied out to the full output shape.
 template <typename T>
-Tensor ExpandToOutput(const Tensor& x, const BroadcastLayout& layout, int i) {
-  Tensor out(x.dtype(), layout.output_shape());
+absl::StatusOr<Tensor> ExpandToOutput(const Tensor& x, const BroadcastLayout& layout, int i) {
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(x.dtype(), layout.output_shape()));
   BroadcastIndexer indexer(layout, i);
   const T* in = x.data<T>();
   T* o = out.data<T>();

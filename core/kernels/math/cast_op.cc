@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/op_kernel.h"
+#include "core/status_macros.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {
@@ -38,7 +39,7 @@ class CastOp : public OpKernel {
     switch (dst) {
 #define OVERSEER_CAST_DST_CASE(D)                                                \
   case DataTypeToEnum<D>::value: {                                               \
-    Tensor* y = ctx->allocate_output(0, x.shape());                              \
+    ASSIGN_OR_RETURN(Tensor* y, ctx->allocate_output(0, x.shape()));             \
     if (x.NumElements() > 0) {                                                   \
       y->flat<D>().device(ctx->eigen_device()) = x.flat<S>().template cast<D>(); \
     }                                                                            \

@@ -73,7 +73,7 @@ class BinaryOp : public OpKernel {
     RETURN_IF_ERROR(F::template Check<T>(y));
     const TensorShape shapes[] = {x.shape(), y.shape()};
     ASSIGN_OR_RETURN(BroadcastLayout layout, BroadcastLayout::Make(shapes));
-    Tensor* z = ctx->allocate_output(0, layout.output_shape());
+    ASSIGN_OR_RETURN(Tensor * z, ctx->allocate_output(0, layout.output_shape()));
     const int64_t n = z->NumElements();
     if (n == 0) return absl::OkStatus();
     const Eigen::ThreadPoolDevice& d = ctx->eigen_device();
@@ -93,8 +93,8 @@ class BinaryOp : public OpKernel {
     } else if (layout.rank() == 4) {
       BroadcastEval<F, T, OutT, 4>(d, x, y, layout, z);
     } else {
-      const Tensor a = ExpandToOutput<T>(x, layout, 0);
-      const Tensor b = ExpandToOutput<T>(y, layout, 1);
+      ASSIGN_OR_RETURN(const Tensor a, ExpandToOutput<T>(x, layout, 0));
+      ASSIGN_OR_RETURN(const Tensor b, ExpandToOutput<T>(y, layout, 1));
       out.device(d) = F()(a.flat<T>(), b.flat<T>());
     }
     return absl::OkStatus();

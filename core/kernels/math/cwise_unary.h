@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/op_kernel.h"
+#include "core/status_macros.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {
@@ -48,7 +49,7 @@ class UnaryOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     return DispatchType<kIntegers>(*this, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Tensor* y = ctx->allocate_output(0, x.shape());
+      ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
       if (x.NumElements() > 0) {
         y->flat<T>().device(ctx->eigen_device()) = F::template Apply<T>(x.flat<T>());
       }

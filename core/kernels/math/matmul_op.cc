@@ -56,7 +56,7 @@ class MatMulOp : public OpKernel {
   template <typename T>
   absl::Status Multiply(OpKernelContext* ctx, const Tensor& a, const Tensor& b,
                         const TensorShape& out_shape, int64_t k) {
-    Tensor* out = ctx->allocate_output(0, out_shape);
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
     // Zero-filled already when there is nothing to sum.
     if (out->NumElements() == 0 || k == 0) return absl::OkStatus();
     const Eigen::array<Eigen::IndexPair<Eigen::DenseIndex>, 1> contract = {

@@ -124,7 +124,7 @@ class ReductionOp : public OpKernel {
   template <typename T>
   absl::Status Run(OpKernelContext* ctx, const Tensor& in, const std::vector<bool>& mask,
                    const TensorShape& out_shape, int64_t count) {
-    Tensor* out = ctx->allocate_output(0, out_shape);
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
     if (out->NumElements() == 0) return absl::OkStatus();
     auto o = out->flat<T>();
     if (count == 0) {

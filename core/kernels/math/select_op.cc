@@ -59,7 +59,7 @@ class SelectOp : public OpKernel {
             cond.shape().DebugString(), " vs. ", t.shape().DebugString(), " vs. ",
             e.shape().DebugString()));
       }
-      Tensor* out = ctx->allocate_output(0, t.shape());
+      ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, t.shape()));
       if (out->NumElements() == 0) return absl::OkStatus();
       const int64_t rows = t.dim_size(0), cols = t.NumElements() / rows;
       out->flat_inner_dims<T>(1).device(d) =
@@ -76,7 +76,7 @@ class SelectOp : public OpKernel {
       ctx->set_output(0, cond.data<bool>()[0] ? t : e);
       return absl::OkStatus();
     }
-    Tensor* out = ctx->allocate_output(0, l.output_shape());
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, l.output_shape()));
     if (n == 0) return absl::OkStatus();
     if (cond.NumElements() == n && t.NumElements() == n && e.NumElements() == n) {
       out->flat<T>().device(d) = cond.flat<bool>().select(t.flat<T>(), e.flat<T>());
@@ -87,9 +87,9 @@ class SelectOp : public OpKernel {
     } else if (l.rank() == 4) {
       SelectBroadcast<T, 4>(d, cond, t, e, l, out);
     } else {
-      const Tensor c2 = ExpandToOutput<bool>(cond, l, 0);
-      const Tensor t2 = ExpandToOutput<T>(t, l, 1);
-      const Tensor e2 = ExpandToOutput<T>(e, l, 2);
+      ASSIGN_OR_RETURN(const Tensor c2, ExpandToOutput<bool>(cond, l, 0));
+      ASSIGN_OR_RETURN(const Tensor t2, ExpandToOutput<T>(t, l, 1));
+      ASSIGN_OR_RETURN(const Tensor e2, ExpandToOutput<T>(e, l, 2));
       out->flat<T>().device(d) = c2.flat<bool>().select(t2.flat<T>(), e2.flat<T>());
     }
     return absl::OkStatus();

@@ -50,7 +50,7 @@ class BiasAddOp : public OpKernel {
     }
     return DispatchType<true>(*this, value.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Tensor* out = ctx->allocate_output(0, value.shape());
+      ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, value.shape()));
       if (out->NumElements() == 0) return absl::OkStatus();
       const int64_t channels = bias.dim_size(0);
       const int64_t rows = value.NumElements() / channels;
@@ -79,7 +79,7 @@ class BiasAddGradOp : public OpKernel {
     return DispatchType<true>(*this, grad.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const int64_t channels = grad.dim_size(grad.dims() - 1);
-      Tensor* out = ctx->allocate_output(0, TensorShape({channels}));
+      ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape({channels})));
       if (grad.NumElements() == 0) return absl::OkStatus();  // Zero-filled.
       out->flat<T>().device(ctx->eigen_device()) =
           grad.flat_inner_dims<T>(grad.dims() - 1).sum(Eigen::array<int, 1>{0});
@@ -156,7 +156,7 @@ class ActivationGradOp : public OpKernel {
     RETURN_IF_ERROR(CheckSameShape(*this, a, b));
     return DispatchType<kIntegers>(*this, a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Tensor* out = ctx->allocate_output(0, a.shape());
+      ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, a.shape()));
       if (a.NumElements() > 0) {
         out->flat<T>().device(ctx->eigen_device()) = F::template Apply<T>(a.flat<T>(), b.flat<T>());
       }

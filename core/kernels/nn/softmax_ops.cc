@@ -46,7 +46,7 @@ class SoftmaxOp : public OpKernel {
  private:
   template <typename T>
   absl::Status Run(OpKernelContext* ctx, const Tensor& in) {
-    Tensor* out = ctx->allocate_output(0, in.shape());
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, in.shape()));
     if (in.NumElements() == 0) return absl::OkStatus();
     const Eigen::ThreadPoolDevice& d = ctx->eigen_device();
     Matrix<T> x = in.flat_inner_dims<T>(in.dims() - 1);
@@ -105,8 +105,8 @@ class SoftmaxXentOp : public OpKernel {
   template <typename T>
   absl::Status Run(OpKernelContext* ctx, const Tensor& logits_t, const Tensor& labels_t) {
     const Index batch = logits_t.dim_size(0), classes = logits_t.dim_size(1);
-    Tensor* loss_t = ctx->allocate_output(0, TensorShape({batch}));
-    Tensor* backprop_t = ctx->allocate_output(1, logits_t.shape());
+    ASSIGN_OR_RETURN(Tensor * loss_t, ctx->allocate_output(0, TensorShape({batch})));
+    ASSIGN_OR_RETURN(Tensor * backprop_t, ctx->allocate_output(1, logits_t.shape()));
     if (logits_t.NumElements() == 0) return absl::OkStatus();  // Zero losses.
     const Eigen::ThreadPoolDevice& d = ctx->eigen_device();
     Tensor scratch_t(logits_t.dtype(), TensorShape({batch, 1}));
@@ -164,8 +164,8 @@ class SparseSoftmaxXentOp : public OpKernel {
   template <typename T, typename L>
   absl::Status Run(OpKernelContext* ctx, const Tensor& logits_t, const L* label) {
     const Index batch = logits_t.dim_size(0), classes = logits_t.dim_size(1);
-    Tensor* loss_t = ctx->allocate_output(0, TensorShape({batch}));
-    Tensor* backprop_t = ctx->allocate_output(1, logits_t.shape());
+    ASSIGN_OR_RETURN(Tensor * loss_t, ctx->allocate_output(0, TensorShape({batch})));
+    ASSIGN_OR_RETURN(Tensor * backprop_t, ctx->allocate_output(1, logits_t.shape()));
     if (logits_t.NumElements() == 0) return absl::OkStatus();
     const Eigen::ThreadPoolDevice& d = ctx->eigen_device();
     Tensor scratch_t(logits_t.dtype(), TensorShape({batch, 1}));

@@ -48,12 +48,12 @@ absl::StatusOr<Tensor> Stack(const std::deque<FIFOQueue::Tuple>& tuples, int c, 
   if (tuples.empty()) {
     std::vector<int64_t> dims = empty_shape.dim_sizes();
     dims.insert(dims.begin(), 0);
-    return Tensor(dtype, TensorShape(dims));
+    return Tensor::Allocate(dtype, TensorShape(dims));
   }
   const TensorShape& shape = tuples[0][c].shape();
   std::vector<int64_t> dims = shape.dim_sizes();
   dims.insert(dims.begin(), static_cast<int64_t>(tuples.size()));
-  Tensor out(dtype, TensorShape(dims));
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(dtype, TensorShape(dims)));
   const int64_t n = tuples[0][c].NumElements();
   for (size_t i = 0; i < tuples.size(); ++i) {
     if (tuples[i][c].shape() != shape) {

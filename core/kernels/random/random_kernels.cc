@@ -71,7 +71,7 @@ class RandomOp : public OpKernel {
   // Draws from the kernel's generator, which advances across calls.
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(TensorShape shape, ShapeFromTensor(ctx->input(0), "shape"));
-    Tensor* out = ctx->allocate_output(0, shape);
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
     return VisitFloatTypes(out->dtype(), type_string(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       absl::MutexLock lock(&mu_);

@@ -42,9 +42,10 @@ absl::Status CheckNumeric(const Tensor& t, absl::string_view what) {
   }
 }
 
-void SetSummaryOutput(OpKernelContext* ctx, const Summary& summary) {
-  Tensor* out = ctx->allocate_output(0, TensorShape({}));
+absl::Status SetSummaryOutput(OpKernelContext* ctx, const Summary& summary) {
+  ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape({})));
   summary.SerializeToString(&out->scalar<std::string>());
+  return absl::OkStatus();
 }
 
 absl::Status ScalarStringInput(OpKernelContext* ctx, int i, absl::string_view what,
@@ -82,8 +83,7 @@ class ScalarSummaryOp : public OpKernel {
       v->set_tag(tag_values(i));
       v->set_simple_value(static_cast<float>(NumericAt(values, i)));
     }
-    SetSummaryOutput(ctx, summary);
-    return absl::OkStatus();
+    return SetSummaryOutput(ctx, summary);
   }
 };
 REGISTER_KERNEL(ScalarSummaryOp, "ScalarSummary");
@@ -109,8 +109,7 @@ class HistogramSummaryOp : public OpKernel {
     Summary::Value* v = summary.add_value();
     v->set_tag(tag);
     histogram.EncodeToProto(v->mutable_histo());
-    SetSummaryOutput(ctx, summary);
-    return absl::OkStatus();
+    return SetSummaryOutput(ctx, summary);
   }
 };
 REGISTER_KERNEL(HistogramSummaryOp, "HistogramSummary");
@@ -131,8 +130,7 @@ class TensorSummaryV2Op : public OpKernel {
                                                      "' is not a SummaryMetadata proto"));
     }
     ctx->input(1).ToProto(v->mutable_tensor());
-    SetSummaryOutput(ctx, summary);
-    return absl::OkStatus();
+    return SetSummaryOutput(ctx, summary);
   }
 };
 REGISTER_KERNEL(TensorSummaryV2Op, "TensorSummaryV2");
@@ -151,8 +149,7 @@ class TensorSummaryOp : public OpKernel {
     v->mutable_metadata()->set_display_name(display_name_);
     v->mutable_metadata()->set_summary_description(description_);
     ctx->input(0).ToProto(v->mutable_tensor());
-    SetSummaryOutput(ctx, summary);
-    return absl::OkStatus();
+    return SetSummaryOutput(ctx, summary);
   }
 
  private:
@@ -190,8 +187,7 @@ class MergeSummaryOp : public OpKernel {
         }
       }
     }
-    SetSummaryOutput(ctx, merged);
-    return absl::OkStatus();
+    return SetSummaryOutput(ctx, merged);
   }
 };
 REGISTER_KERNEL(MergeSummaryOp, "MergeSummary");

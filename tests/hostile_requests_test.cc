@@ -1,0 +1,178 @@
+// Requests that ask a server for more memory than a tensor can hold or the process may
+// spend, sent to a real cluster (a master, a ps and a worker, each its own process):
+// every one fails its step with INVALID_ARGUMENT or RESOURCE_EXHAUSTED naming the node,
+// and every server keeps serving. Before, a Fill of 2^33 floats aborted the worker
+// ("out of memory allocating 34359738368 bytes"), as did a feed of shape [2^61] with no
+// values, and a float Const of shape [2^62] got a 0-byte buffer (the byte size wrapped)
+// that crashed the task which read it.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "client/graph/ops.h"
+#include "client/graph/scope.h"
+#include "client/session/grpc_session.h"
+#include "client/session/session.h"
+#include "gtest/gtest.h"
+#include "master/rpc/grpc_master.h"
+#include "proto/master.pb.h"
+#include "testing/local_cluster.h"
+
+namespace overseer {
+namespace {
+
+constexpr int64_t kBudget = int64_t{1} << 30;  // The servers' --tensor_memory_budget_bytes.
+
+class HostileRequestsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    test::LocalClusterOptions options;
+    options.worker_flags = {"--tensor_memory_budget_bytes=" + std::to_string(kBudget)};
+    options.master_flags = {"--tensor_memory_budget_bytes=" + std::to_string(kBudget)};
+    auto cluster = test::LocalCluster::Start(std::move(options));
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = cluster->release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+
+  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
+
+  // A session on the cluster with `graph` created, or the creation's error.
+  absl::StatusOr<std::unique_ptr<Session>> Created(const GraphDef& graph) {
+    SessionOptions options;
+    options.target = cluster_->master_target();
+    options.config.set_operation_timeout_in_ms(60000);
+    auto session = GrpcSession::Connect(options);
+    if (!session.ok()) return session.status();
+    absl::Status created = (*session)->Create(graph);
+    if (!created.ok()) return created;
+    return std::unique_ptr<Session>(*std::move(session));
+  }
+
+  // `status` failed with `code` and names `node`; then every server is still running
+  // and a step over the ps and the worker still works.
+  void ExpectRefusedAndServing(const absl::Status& status, absl::StatusCode code,
+                               const std::string& node) {
+    EXPECT_EQ(status.code(), code) << status;
+    EXPECT_TRUE(absl::StrContains(status.message(), node)) << status;
+    EXPECT_TRUE(cluster_->IsRunning("worker", 0)) << cluster_->Log("worker", 0);
+    EXPECT_TRUE(cluster_->IsRunning("ps", 0)) << cluster_->Log("ps", 0);
+    EXPECT_TRUE(cluster_->IsRunning("master", 0)) << cluster_->Log("master", 0);
+    Scope root = Scope::NewRootScope();
+    Output c = ops::Const(root.WithDevice("/job:worker/task:0").WithOpName("c"), 2.0f);
+    ops::Add(root.WithDevice("/job:ps/task:0").WithOpName("sum"), c, 1.0f);
+    GraphDef graph;
+    ASSERT_TRUE(root.ToGraphDef(&graph).ok()) << root.status();
+    auto session = Created(graph);
+    ASSERT_TRUE(session.ok()) << session.status();
+    std::vector<Tensor> out;
+    absl::Status good = (*session)->Run({}, {"sum:0"}, {}, &out);
+    ASSERT_TRUE(good.ok()) << good;
+    EXPECT_EQ(out[0].scalar<float>(), 3.0f);
+  }
+
+  static test::LocalCluster* cluster_;
+};
+
+test::LocalCluster* HostileRequestsTest::cluster_ = nullptr;
+
+// The first request: d = Const int64 [2^33], v = 1.0, f = Fill(d, v) on the
+// worker, fetched. 32 GiB is beyond the budget.
+TEST_F(HostileRequestsTest, AFillBeyondTheMemoryBudgetIsResourceExhausted) {
+  Scope worker = Scope::NewRootScope().WithDevice("/job:worker/task:0");
+  Output d = ops::Const(worker.WithOpName("d"), Tensor::FromVector<int64_t>({int64_t{1} << 33}));
+  Output v = ops::Const(worker.WithOpName("v"), 1.0f);
+  ops::Fill(worker.WithOpName("f"), d, v);
+  GraphDef graph;
+  ASSERT_TRUE(worker.ToGraphDef(&graph).ok());
+  auto session = Created(graph);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> out;
+  absl::Status s = (*session)->Run({}, {"f:0"}, {}, &out);
+  ExpectRefusedAndServing(s, absl::StatusCode::kResourceExhausted, "f");
+  EXPECT_TRUE(absl::StrContains(s.message(), "memory budget")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "[8589934592]")) << s;
+}
+
+// A tensor computed from small inputs can be enormous: the outer product of two
+// [2^20] vectors holds 2^40 floats.
+TEST_F(HostileRequestsTest, AnOuterProductBeyondTheBudgetIsResourceExhausted) {
+  Scope worker = Scope::NewRootScope().WithDevice("/job:worker/task:0");
+  Output column = ops::Fill(worker.WithOpName("column"),
+                            ops::Const(worker, Tensor::FromVector<int64_t>({1 << 20, 1})), 1.0f);
+  Output row = ops::Fill(worker.WithOpName("row"),
+                         ops::Const(worker, Tensor::FromVector<int64_t>({1, 1 << 20})), 1.0f);
+  ops::MatMul(worker.WithOpName("outer"), column, row);
+  GraphDef graph;
+  ASSERT_TRUE(worker.ToGraphDef(&graph).ok());
+  auto session = Created(graph);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> out;
+  absl::Status s = (*session)->Run({}, {"outer:0"}, {}, &out);
+  ExpectRefusedAndServing(s, absl::StatusCode::kResourceExhausted, "outer");
+}
+
+// A float Const of shape [2^62] with no values: its byte size (2^64) wrapped to 0.
+TEST_F(HostileRequestsTest, AConstWhoseByteSizeOverflowsIsInvalidArgument) {
+  GraphDef graph;
+  NodeDef* node = graph.add_node();
+  node->set_name("huge");
+  node->set_op("Const");
+  node->set_device("/job:worker/task:0");
+  (*node->mutable_attr())["dtype"].set_type(DT_FLOAT);
+  TensorProto* value = (*node->mutable_attr())["value"].mutable_tensor();
+  value->set_dtype(DT_FLOAT);
+  value->mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 62);
+  NodeDef* add = graph.add_node();
+  add->set_name("use");
+  add->set_op("Neg");
+  add->set_device("/job:ps/task:0");
+  add->add_input("huge");
+  (*add->mutable_attr())["T"].set_type(DT_FLOAT);
+  auto session = Created(graph);
+  absl::Status s = session.status();
+  if (session.ok()) {  // Refused when the step builds the kernel, if not at creation.
+    std::vector<Tensor> out;
+    s = (*session)->Run({}, {"use:0"}, {}, &out);
+  }
+  ExpectRefusedAndServing(s, absl::StatusCode::kInvalidArgument, "huge");
+  EXPECT_TRUE(absl::StrContains(s.message(), "2^62 bytes")) << s;
+}
+
+// A feed of shape [2^61] with no values, sent as a TensorProto straight to the master
+// (a client library would not build it), for an unknown-rank Placeholder on the worker.
+TEST_F(HostileRequestsTest, AFeedTooLargeForATensorIsInvalidArgument) {
+  Scope worker = Scope::NewRootScope().WithDevice("/job:worker/task:0");
+  Output x = ops::Placeholder(worker.WithOpName("x"), DT_FLOAT);
+  ops::Neg(worker.WithOpName("neg"), x);
+  GraphDef graph;
+  ASSERT_TRUE(worker.ToGraphDef(&graph).ok());
+
+  GrpcMaster master(NewMasterChannel(cluster_->master_address()), absl::Seconds(60));
+  CreateSessionRequest create;
+  *create.mutable_graph_def() = graph;
+  CreateSessionResponse created;
+  ASSERT_TRUE(master.CreateSession(create, &created).ok());
+
+  RunStepRequest request;
+  request.set_session_handle(created.session_handle());
+  NamedTensorProto* feed = request.add_feed();
+  feed->set_name("x:0");
+  feed->mutable_tensor()->set_dtype(DT_FLOAT);
+  feed->mutable_tensor()->mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 61);
+  request.add_fetch("neg:0");
+  RunStepResponse response;
+  absl::Status s = master.RunStep(request, &response);
+  ExpectRefusedAndServing(s, absl::StatusCode::kInvalidArgument, "feed 'x:0'");
+  EXPECT_TRUE(absl::StrContains(s.message(), "2^62 bytes")) << s;
+}
+
+}  // namespace
+}  // namespace overseer
