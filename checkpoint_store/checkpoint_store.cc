@@ -42,6 +42,15 @@ bool ParseDataFilename(const std::string& file, std::string* name) {
   return true;
 }
 
+// Whether `suffix` is a temp id: 16 lowercase hex digits (Pending::id).
+bool IsTempId(absl::string_view suffix) {
+  if (suffix.size() != 16) return false;
+  for (char c : suffix) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c)) && (c < 'a' || c > 'f')) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int64_t CheckpointStepFromName(absl::string_view name) {
@@ -130,9 +139,9 @@ class CheckpointStore::LocalShardWriter : public ShardWriter {
   bool closed_ = false;
 };
 
-CheckpointStore::CheckpointStore(FileSystem* fs, std::string root, Clock* clock,
+CheckpointStore::CheckpointStore(std::unique_ptr<RootedFileSystem> fs, Clock* clock,
                                  prometheus::Registry* metrics)
-    : fs_(fs), root_(std::move(root)), clock_(clock) {
+    : rooted_(std::move(fs)), fs_(rooted_.get()), root_(rooted_->root()), clock_(clock) {
   if (metrics == nullptr) return;
   auto counter = [&](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(*metrics).Add({});
@@ -201,7 +210,10 @@ void CheckpointStore::RecordLatestOfRuns(const std::string& dir, const std::stri
     }
     if (ParseDataFilename(name, &owner) || absl::EndsWith(name, ".index")) continue;
     const std::string child = run.empty() ? name : absl::StrCat(run, "/", name);
-    if (ValidateRunName(child).ok()) RecordLatestOfRuns(absl::StrCat(dir, "/", name), child);
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (ValidateRunName(child).ok() && fs_->IsDirectory(path).value_or(false)) {
+      RecordLatestOfRuns(path, child);
+    }
   }
 }
 
@@ -213,11 +225,39 @@ absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
   if (clock == nullptr) return absl::InvalidArgumentError("the checkpoint store's clock is null");
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   RETURN_IF_ERROR(fs->CreateDirs(root));
-  std::unique_ptr<CheckpointStore> store(new CheckpointStore(fs, std::move(root), clock, metrics));
+  ASSIGN_OR_RETURN(std::unique_ptr<RootedFileSystem> rooted,
+                   RootedFileSystem::Create(fs, std::move(root)));
+  std::unique_ptr<CheckpointStore> store(new CheckpointStore(std::move(rooted), clock, metrics));
   RETURN_IF_ERROR(store->RemoveLeftovers(store->root_));
   if (metrics != nullptr) store->RecordLatestOfRuns(store->root_, "");
   return store;
 }
+
+namespace {
+
+// Whether `name` is a temp file that the store's own naming produces, and nothing
+// else: "checkpoint.tmp<id>", "<ckpt>.index.tempstate<id>" or
+// "<ckpt>.data-NNNNN-of-NNNNN.tempstate<id>", with a valid checkpoint name and a
+// 16-hex-digit id.
+bool IsStoreTempFile(const std::string& name) {
+  if (absl::StartsWith(name, kStateTempPrefix)) {
+    return IsTempId(absl::string_view(name).substr(std::strlen(kStateTempPrefix)));
+  }
+  const size_t marker = name.rfind(kTempMarker);
+  if (marker == std::string::npos ||
+      !IsTempId(absl::string_view(name).substr(marker + std::strlen(kTempMarker)))) {
+    return false;
+  }
+  const std::string file = name.substr(0, marker);  // "<ckpt>.index" or a data file.
+  std::string ckpt;
+  if (!ParseDataFilename(file, &ckpt)) {
+    if (!absl::EndsWith(file, ".index")) return false;
+    ckpt = file.substr(0, file.size() - std::strlen(".index"));
+  }
+  return ValidateCheckpointName(ckpt).ok();
+}
+
+}  // namespace
 
 absl::Status CheckpointStore::RemoveLeftovers(const std::string& dir) {
   ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dir));
@@ -225,18 +265,19 @@ absl::Status CheckpointStore::RemoveLeftovers(const std::string& dir) {
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(dir, "/", name);
     std::string ckpt;
-    if (absl::StrContains(name, kTempMarker) || absl::StartsWith(name, kStateTempPrefix)) {
-      LOG(INFO) << "removing leftover " << path;
+    if (IsStoreTempFile(name)) {
+      LOG(INFO) << "removing leftover " << rooted_->Relative(path);
       RETURN_IF_ERROR(fs_->DeleteFile(path));
       removed = true;
-    } else if (ParseDataFilename(name, &ckpt)) {
+    } else if (ParseDataFilename(name, &ckpt) && ValidateCheckpointName(ckpt).ok()) {
       const std::string index = IndexFilename(absl::StrCat(dir, "/", ckpt));
       if (absl::IsNotFound(fs_->FileExists(index))) {
-        LOG(INFO) << "removing " << path << " (its checkpoint has no index)";
+        LOG(INFO) << "removing " << rooted_->Relative(path) << " (its checkpoint has no index)";
         RETURN_IF_ERROR(fs_->DeleteFile(path));
         removed = true;
       }
-    } else if (fs_->ListDir(path).ok()) {
+    } else if (ValidateRunName(name).ok() && fs_->IsDirectory(path).value_or(false)) {
+      // A run's directory: never a symbolic link, so nothing outside is visited.
       RETURN_IF_ERROR(RemoveLeftovers(path));
     }
   }

@@ -26,6 +26,7 @@
 #include "checkpoint_store/checkpoint_store_interface.h"
 #include "core/clock.h"
 #include "core/io/file_system.h"
+#include "core/io/rooted_file_system.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -87,7 +88,8 @@ class CheckpointStore : public CheckpointStoreInterface {
   struct Pending;
   class LocalShardWriter;
 
-  CheckpointStore(FileSystem* fs, std::string root, Clock* clock, prometheus::Registry* metrics);
+  CheckpointStore(std::unique_ptr<RootedFileSystem> fs, Clock* clock,
+                  prometheus::Registry* metrics);
   std::string RunDir(const std::string& run) const;
   absl::Mutex* RunMutex(const std::string& dir);
   absl::StatusOr<std::shared_ptr<Pending>> TakePending(const std::string& id, bool require_closed);
@@ -111,7 +113,10 @@ class CheckpointStore : public CheckpointStoreInterface {
   // RecordLatest for every run at or under `dir` (run `run`) that has a state file.
   void RecordLatestOfRuns(const std::string& dir, const std::string& run);
 
-  FileSystem* const fs_;
+  // Every file operation goes through it: nothing outside the root, symbolic links
+  // included, is read, written or deleted.
+  const std::unique_ptr<RootedFileSystem> rooted_;
+  FileSystem* const fs_;  // rooted_.get()
   const std::string root_;
   Clock* const clock_;
 

@@ -1,7 +1,11 @@
 #include "checkpoint_store/checkpoint_store.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "checkpoint_store/bundle.h"
@@ -343,6 +347,69 @@ TEST_F(CheckpointStoreTest, MetricsNameEachRunsNewestCheckpoint) {
 
 // A crash at every mutating file operation of a save never leaves a torn checkpoint
 // visible: after a restart, latest is the previous checkpoint or the new one, complete.
+// Opening removes only what the store's own naming produces (a crashed save's temp
+// files, data files whose index never came), and descends only into real run
+// directories: a file that merely contains ".tempstate", or anything behind a symbolic
+// link, stays. Before, any name containing ".tempstate" went, in every directory
+// reachable through links.
+TEST_F(CheckpointStoreTest, OpeningRemovesOnlyItsOwnLeftovers) {
+  const std::string outside = root_ + "_outside";
+  std::filesystem::create_directories(root_ + "/r");
+  std::filesystem::create_directories(outside);
+  const std::string id = "0123456789abcdef";
+  const std::vector<std::string> own = {"checkpoint.tmp" + id, "model.ckpt-1.index.tempstate" + id,
+                                        "r/model.ckpt-2.data-00000-of-00002.tempstate" + id,
+                                        "r/model.ckpt-3.data-00001-of-00002"};
+  const std::vector<std::string> others = {"notes.tempstate",
+                                           "x.tempstate1",
+                                           "checkpoint.tmpfoo",
+                                           "model.ckpt-1.index.tempstate1234",
+                                           "r/bad name.data-00000-of-00001",
+                                           "r/.data-00000-of-00001"};
+  for (const std::string& name : own) std::ofstream(root_ + "/" + name) << "x";
+  for (const std::string& name : others) std::ofstream(root_ + "/" + name) << "x";
+  std::ofstream(outside + "/model.ckpt-1.data-00000-of-00001.tempstate" + id) << "x";
+  std::ofstream(outside + "/model.ckpt-4.data-00000-of-00001") << "x";
+  std::filesystem::create_directory_symlink(outside, root_ + "/linked");
+
+  auto store = OpenStore(FileSystem::Posix());
+  ASSERT_NE(store, nullptr);
+  for (const std::string& name : own) {
+    EXPECT_FALSE(std::filesystem::exists(root_ + "/" + name)) << name;
+  }
+  for (const std::string& name : others) {
+    EXPECT_TRUE(std::filesystem::exists(root_ + "/" + name)) << name;
+  }
+  EXPECT_TRUE(
+      std::filesystem::exists(outside + "/model.ckpt-1.data-00000-of-00001.tempstate" + id));
+  EXPECT_TRUE(std::filesystem::exists(outside + "/model.ckpt-4.data-00000-of-00001"));
+}
+
+// A symbolic link inside the root that leads out of it is not followed: a run behind
+// it can be neither written nor read.
+TEST_F(CheckpointStoreTest, ARunBehindASymbolicLinkOutOfTheRootIsRefused) {
+  const std::string outside = root_ + "_outside";
+  std::filesystem::create_directories(outside);
+  auto store = OpenStore(FileSystem::Posix());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(Save(store.get(), "inside", "model.ckpt-1", 'a').ok());
+  std::filesystem::create_directory_symlink(outside, root_ + "/escape");
+  std::filesystem::create_directory_symlink(root_ + "/inside", root_ + "/alias");
+
+  absl::Status saved = Save(store.get(), "escape", "model.ckpt-1", 'a');
+  EXPECT_EQ(saved.code(), absl::StatusCode::kPermissionDenied) << saved;
+  EXPECT_TRUE(std::filesystem::is_empty(outside));
+  EXPECT_EQ(store->LatestCheckpoint("escape").status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(store->ListCheckpoints("escape/run").status().code(),
+            absl::StatusCode::kPermissionDenied);
+  // The message shows the path within the root, not the server's directories.
+  EXPECT_FALSE(absl::StrContains(saved.message(), std::getenv("TEST_TMPDIR"))) << saved;
+  // A link that stays inside the root works.
+  auto latest = store->LatestCheckpoint("alias");
+  ASSERT_TRUE(latest.ok() && latest->has_value()) << latest.status();
+  ExpectContents(store.get(), "alias", "model.ckpt-1", 'a');
+}
+
 TEST_F(CheckpointStoreTest, CrashAtEveryPointLeavesNoTornCheckpoint) {
   int crash_at = 1;
   for (;; ++crash_at) {

@@ -9,7 +9,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
 
@@ -25,6 +27,16 @@ struct CheckpointLocation {
 // port); UNAVAILABLE/other errors of opening.
 // Thread-safe.
 absl::StatusOr<CheckpointLocation> ResolveCheckpointLocation(const std::string& location);
+
+// Confines the local directories that ResolveCheckpointLocation opens to `roots`
+// (existing directories). Until called, any local directory is accepted: a trainer's
+// checkpoints are its own. A server that runs kernels of remote graphs (worker_server,
+// --checkpoint_roots, none by default) calls it once before serving, after which a local
+// location is accepted only if it is one of the roots or under one, by its components
+// (no "..") and with its symbolic links resolved; anything else is PERMISSION_DENIED
+// before any file or directory is touched. An empty `roots` refuses every local
+// location. INVALID_ARGUMENT for a relative or missing root. Thread-safe.
+absl::Status RestrictLocalCheckpointLocations(const std::vector<std::string>& roots);
 
 // Opens the store "scheme://authority" (e.g. "grpc://localhost:5000"), the location up
 // to the first '/' after the authority (the rest is the run); INVALID_ARGUMENT if the

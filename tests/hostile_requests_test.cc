@@ -4,9 +4,13 @@
 // and every server keeps serving. Before, a Fill of 2^33 floats aborted the worker
 // ("out of memory allocating 34359738368 bytes"), as did a feed of shape [2^61] with no
 // values, and a float Const of shape [2^62] got a 0-byte buffer (the byte size wrapped)
-// that crashed the task which read it.
+// that crashed the task which read it. And a remote graph may not use the files of a
+// server's host as checkpoint locations.
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -172,6 +176,52 @@ TEST_F(HostileRequestsTest, AFeedTooLargeForATensorIsInvalidArgument) {
   absl::Status s = master.RunStep(request, &response);
   ExpectRefusedAndServing(s, absl::StatusCode::kInvalidArgument, "feed 'x:0'");
   EXPECT_TRUE(absl::StrContains(s.message(), "2^62 bytes")) << s;
+}
+
+// The servers run without --checkpoint_roots: a remote graph's save or restore kernel
+// on the ps may not use a directory of the ps host. Before, a restore read tensors from
+// any directory, opening it deleted files it took for its own leftovers, and a save
+// created the directories of any path.
+TEST_F(HostileRequestsTest, ALocalCheckpointLocationOnAServerIsPermissionDenied) {
+  const std::string outside = std::string(std::getenv("TEST_TMPDIR")) + "/host_files";
+  std::filesystem::create_directories(outside);
+  std::ofstream(outside + "/notes.tempstate") << "not the store's";
+  std::ofstream(outside + "/model.ckpt-1.data-00000-of-00001") << "no index next to it";
+
+  Scope ps = Scope::NewRootScope().WithDevice("/job:ps/task:0");
+  ops::Const(ps.WithOpName("location"), outside);
+  ops::Const(ps.WithOpName("new_location"), outside + "/made/here");
+  ops::Const(ps.WithOpName("checkpoint"), std::string("model.ckpt-1"));
+  ops::Const(ps.WithOpName("names"), Tensor::FromVector<std::string>({"w"}));
+  ops::Const(ps.WithOpName("w"), 1.0f);
+  GraphDef graph;
+  ASSERT_TRUE(ps.ToGraphDef(&graph).ok()) << ps.status();
+  NodeDef* restore = graph.add_node();
+  restore->set_name("restore");
+  restore->set_op("CheckpointRestore");
+  restore->set_device("/job:ps/task:0");
+  for (const char* input : {"location", "checkpoint", "names"}) restore->add_input(input);
+  (*restore->mutable_attr())["dtypes"].mutable_list()->add_type(DT_FLOAT);
+  NodeDef* save = graph.add_node();
+  save->set_name("save");
+  save->set_op("CheckpointSaveShard");
+  save->set_device("/job:ps/task:0");
+  for (const char* input : {"new_location", "checkpoint", "names", "w"}) save->add_input(input);
+  (*save->mutable_attr())["dtypes"].mutable_list()->add_type(DT_FLOAT);
+  (*save->mutable_attr())["shard_id"].set_i(0);
+  auto session = Created(graph);
+  ASSERT_TRUE(session.ok()) << session.status();
+
+  std::vector<Tensor> out;
+  absl::Status restored = (*session)->Run({}, {"restore:0"}, {}, &out);
+  ExpectRefusedAndServing(restored, absl::StatusCode::kPermissionDenied, "restore");
+  EXPECT_TRUE(absl::StrContains(restored.message(), "--checkpoint_roots")) << restored;
+  absl::Status saved = (*session)->Run({}, {}, {"save"}, &out);
+  ExpectRefusedAndServing(saved, absl::StatusCode::kPermissionDenied, "save");
+
+  EXPECT_FALSE(std::filesystem::exists(outside + "/made")) << "the save created directories";
+  EXPECT_TRUE(std::filesystem::exists(outside + "/notes.tempstate"));
+  EXPECT_TRUE(std::filesystem::exists(outside + "/model.ckpt-1.data-00000-of-00001"));
 }
 
 }  // namespace

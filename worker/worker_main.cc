@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -23,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "checkpoint_store/location.h"
 #include "core/cluster/cluster_spec.h"
 #include "core/logging.h"
 #include "core/process_settings.h"
@@ -41,6 +43,12 @@ ABSL_FLAG(std::string, cluster_spec, "",
 ABSL_FLAG(bool, exit_when_job_done, false,
           "When the chief signals that the job is done (JobDone through the master), drain "
           "in-flight calls and exit 0 instead of serving on (a ps otherwise serves forever)");
+
+ABSL_FLAG(std::vector<std::string>, checkpoint_roots, {},
+          "Directories (absolute, comma-separated) under which save and restore kernels may "
+          "use a local checkpoint location; default none: remote graphs save and restore "
+          "only through checkpoint stores (grpc://host:port/run), never this host's files "
+          "(docs/security.md)");
 
 namespace overseer {
 namespace {
@@ -189,5 +197,11 @@ int main(int argc, char** argv) {
   absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   overseer::ApplyProcessSettings();
+  const absl::Status roots =
+      overseer::RestrictLocalCheckpointLocations(absl::GetFlag(FLAGS_checkpoint_roots));
+  if (!roots.ok()) {
+    LOG(ERROR) << "--checkpoint_roots: " << roots.message();
+    return 2;
+  }
   return overseer::Main();
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -151,6 +152,20 @@ class PosixFileSystem : public FileSystem {
     ::close(dir_fd);
     if (rc != 0) return ErrnoError(err, "cannot sync directory", path);
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<bool> IsDirectory(const std::string& path) override {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return ErrnoError(errno, "cannot stat", path);
+    return S_ISDIR(st.st_mode);
+  }
+
+  absl::StatusOr<std::string> RealPath(const std::string& path) override {
+    char* resolved = ::realpath(path.c_str(), nullptr);
+    if (resolved == nullptr) return ErrnoError(errno, "cannot resolve", path);
+    std::string out(resolved);
+    std::free(resolved);
+    return out;
   }
 
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {

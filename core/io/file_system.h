@@ -73,6 +73,12 @@ class FileSystem {
   virtual absl::Status DeleteFile(const std::string& path) = 0;
   // Makes the entries of directory `path` (creations, renames, deletions) durable.
   virtual absl::Status SyncDir(const std::string& path) = 0;
+  // Whether `path` itself is a directory: false for a file and for a symbolic link,
+  // whatever it points to (lstat); NOT_FOUND if nothing is there.
+  virtual absl::StatusOr<bool> IsDirectory(const std::string& path) = 0;
+  // The absolute path of `path` with every symbolic link, "." and ".." resolved
+  // (realpath); NOT_FOUND if it does not exist.
+  virtual absl::StatusOr<std::string> RealPath(const std::string& path) = 0;
 
   // The local file system. Never null; never deleted.
   static FileSystem* Posix();

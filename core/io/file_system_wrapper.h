@@ -52,6 +52,12 @@ class FileSystemWrapper : public FileSystem {
   }
   absl::Status DeleteFile(const std::string& path) override { return target_->DeleteFile(path); }
   absl::Status SyncDir(const std::string& path) override { return target_->SyncDir(path); }
+  absl::StatusOr<bool> IsDirectory(const std::string& path) override {
+    return target_->IsDirectory(path);
+  }
+  absl::StatusOr<std::string> RealPath(const std::string& path) override {
+    return target_->RealPath(path);
+  }
 
  private:
   FileSystem* const target_;
