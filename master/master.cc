@@ -225,8 +225,26 @@ absl::StatusOr<std::vector<SessionTask>> Master::WaitForTasks(const std::vector<
   return out;
 }
 
+absl::Status Master::CheckGraphBytes(int64_t bytes) const {
+  if (bytes <= options_.max_graph_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the session's graph would hold ", bytes, " bytes, more than the master's limit of ",
+      options_.max_graph_bytes,
+      " (--max_graph_mib); keep large data in variables fed in parts, not in Const nodes"));
+}
+
 absl::Status Master::DoCreateSession(const CreateSessionRequest& request,
-                                     CreateSessionResponse* response) {
+                                     CreateSessionResponse* response, absl::Time deadline) {
+  RETURN_IF_ERROR(CheckGraphBytes(static_cast<int64_t>(request.graph_def().ByteSizeLong())));
+  {
+    absl::MutexLock lock(&mu_);
+    if (static_cast<int64_t>(sessions_.size()) >= options_.max_sessions) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the master has ", sessions_.size(),
+          " open sessions, its limit (--max_sessions); "
+          "close the sessions you no longer use (idle ones close after --session_gc_seconds)"));
+    }
+  }
   RETURN_IF_ERROR(ValidateAndIndexGraph(request.graph_def()).status());
   ASSIGN_OR_RETURN(std::vector<std::string> task_names,
                    FilterTasks(request.config().device_filters()));
@@ -234,7 +252,7 @@ absl::Status Master::DoCreateSession(const CreateSessionRequest& request,
                                   ? absl::Milliseconds(request.config().operation_timeout_in_ms())
                                   : options_.create_session_wait;
   ASSIGN_OR_RETURN(std::vector<SessionTask> tasks,
-                   WaitForTasks(task_names, env_.clock->Now() + wait));
+                   WaitForTasks(task_names, std::min(env_.clock->Now() + wait, deadline)));
   std::string client_task = request.client_task();
   if (client_task.empty()) {
     client_task = DefaultClientTask(tasks);
@@ -262,14 +280,22 @@ absl::Status Master::DoCreateSession(const CreateSessionRequest& request,
 
 absl::Status Master::CreateSession(const CreateSessionRequest& request,
                                    CreateSessionResponse* response) {
+  return CreateSessionWithDeadline(request, response, absl::InfiniteFuture());
+}
+
+absl::Status Master::CreateSessionWithDeadline(const CreateSessionRequest& request,
+                                               CreateSessionResponse* response,
+                                               absl::Time deadline) {
   return dedup_.Run(request.request_id(), response,
-                    [&] { return DoCreateSession(request, response); });
+                    [&] { return DoCreateSession(request, response, deadline); });
 }
 
 absl::Status Master::ExtendSession(const ExtendSessionRequest& request,
                                    ExtendSessionResponse* response) {
   return dedup_.Run(request.request_id(), response, [&]() -> absl::Status {
     ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+    RETURN_IF_ERROR(CheckGraphBytes(session->graph_bytes() +
+                                    static_cast<int64_t>(request.graph_def().ByteSizeLong())));
     ASSIGN_OR_RETURN(int64_t version,
                      session->Extend(request.graph_def(), request.current_graph_version()));
     response->set_new_graph_version(version);

@@ -46,6 +46,12 @@ struct MasterOptions {
   // encoded sizes add up to more than this, the step fails INVALID_ARGUMENT naming
   // them (protobuf cannot encode a message of 2 GiB or more).
   int64_t max_message_tensor_bytes = kMaxMessageTensorBytes;
+  // A session's graph (CreateSession's, then with every ExtendSession's nodes) may hold
+  // at most this many encoded bytes; beyond, RESOURCE_EXHAUSTED. Large data belongs in
+  // variables, fed in parts, not in Const nodes.
+  int64_t max_graph_bytes = int64_t{256} << 20;
+  // CreateSession fails RESOURCE_EXHAUSTED while this many sessions are open.
+  int max_sessions = 10000;
 };
 
 // Told of every change to the master's sessions, whatever made it (a call, the GC, a
@@ -86,6 +92,11 @@ class Master : public MasterInterface, public MasterReadinessInterface {
 
   absl::Status CreateSession(const CreateSessionRequest& request,
                              CreateSessionResponse* response) override;
+  // Waits for the tasks no later than `deadline` either: a client that gave up does
+  // not leave the master waiting.
+  absl::Status CreateSessionWithDeadline(const CreateSessionRequest& request,
+                                         CreateSessionResponse* response,
+                                         absl::Time deadline) override;
   absl::Status ExtendSession(const ExtendSessionRequest& request,
                              ExtendSessionResponse* response) override;
   absl::Status RunStep(const RunStepRequest& request, RunStepResponse* response) override;
@@ -154,8 +165,10 @@ class Master : public MasterInterface, public MasterReadinessInterface {
                                                         absl::Time deadline);
   absl::StatusOr<std::vector<std::string>> FilterTasks(
       const google::protobuf::RepeatedPtrField<std::string>& filters) const;
-  absl::Status DoCreateSession(const CreateSessionRequest& request,
-                               CreateSessionResponse* response);
+  absl::Status DoCreateSession(const CreateSessionRequest& request, CreateSessionResponse* response,
+                               absl::Time deadline);
+  // RESOURCE_EXHAUSTED if a graph of `bytes` is more than max_graph_bytes.
+  absl::Status CheckGraphBytes(int64_t bytes) const;
   // RunStepAsync and RunCallableAsync: through the request-id dedup, finds the
   // request's session and calls run(session, ran), holding the session until `ran`.
   using SessionRun = std::function<void(MasterSession*, std::function<void(absl::Status)> ran)>;

@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "core/cancellation.h"
 #include "proto/master.pb.h"
 
@@ -30,6 +31,13 @@ class MasterInterface {
   // each. UNAVAILABLE naming every task that did not answer.
   virtual absl::Status CreateSession(const CreateSessionRequest& request,
                                      CreateSessionResponse* response) = 0;
+  // CreateSession for a caller that gives up at `deadline` (the gRPC call's): the
+  // master waits for the tasks no longer than that. By default, CreateSession.
+  virtual absl::Status CreateSessionWithDeadline(const CreateSessionRequest& request,
+                                                 CreateSessionResponse* response,
+                                                 absl::Time /*deadline*/) {
+    return CreateSession(request, response);
+  }
   // Adds nodes. FAILED_PRECONDITION when current_graph_version is not the session's
   // (another extension won); INVALID_ARGUMENT for a bad or duplicate node.
   virtual absl::Status ExtendSession(const ExtendSessionRequest& request,

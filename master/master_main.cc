@@ -7,6 +7,8 @@
 //
 // SIGTERM or SIGINT drains in-flight calls, closes every session and exits 0.
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -41,6 +43,11 @@ ABSL_FLAG(int, session_gc_seconds, 3600,
 ABSL_FLAG(int, create_session_wait_seconds, 60,
           "How long CreateSession waits for the tasks to answer when the request sets "
           "no operation timeout.");
+ABSL_FLAG(int, max_graph_mib, 256,
+          "The largest graph a session may hold (CreateSession's, then with every "
+          "ExtendSession's nodes), in MiB; beyond, RESOURCE_EXHAUSTED.");
+ABSL_FLAG(int, max_sessions, 10000,
+          "CreateSession fails RESOURCE_EXHAUSTED while this many sessions are open.");
 ABSL_FLAG(int, readiness_check_ms, 500,
           "How often the master asks every task for its incarnation while models are "
           "marked ready (a restarted or dead task withdraws the mark).");
@@ -60,6 +67,7 @@ constexpr char kUsage[] =
     "  --cluster_spec=S  the cluster, \"ps=h:p,h:p;worker=h:p\" (else TF_CONFIG)\n"
     "  --session_gc_seconds=N  close sessions idle for N seconds (0: never)\n"
     "  --create_session_wait_seconds=N  how long CreateSession waits for the tasks\n"
+    "  --max_graph_mib=N  the largest graph of a session; --max_sessions=N  open sessions\n"
     "  --readiness_check_ms=N  how often marked-ready models' tasks are checked\n"
     "  --max_ready_wait_seconds=N  the cap on one WaitForReady\n"
     "Example: master_server --cluster_spec=\"ps=localhost:2223;worker=localhost:2224\" "
@@ -115,6 +123,8 @@ int Main() {
   MasterOptions options;
   options.session_gc_idle = absl::Seconds(absl::GetFlag(FLAGS_session_gc_seconds));
   options.create_session_wait = absl::Seconds(absl::GetFlag(FLAGS_create_session_wait_seconds));
+  options.max_graph_bytes = int64_t{std::max(1, absl::GetFlag(FLAGS_max_graph_mib))} << 20;
+  options.max_sessions = std::max(1, absl::GetFlag(FLAGS_max_sessions));
   options.readiness.check_period = absl::Milliseconds(absl::GetFlag(FLAGS_readiness_check_ms));
   options.readiness.max_wait = absl::Seconds(absl::GetFlag(FLAGS_max_ready_wait_seconds));
   ReadinessMetrics readiness_metrics(runner.metrics());

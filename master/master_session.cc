@@ -76,6 +76,11 @@ absl::Status MasterSession::Usable() const {
   return aborted_;
 }
 
+int64_t MasterSession::graph_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(graph_def_.ByteSizeLong());
+}
+
 absl::StatusOr<int64_t> MasterSession::Extend(const GraphDef& graph, int64_t current_version) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Usable());

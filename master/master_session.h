@@ -51,6 +51,8 @@ class MasterSession {
   // new version. FAILED_PRECONDITION for a stale version, INVALID_ARGUMENT for a bad
   // or duplicate node (the graph is then unchanged).
   absl::StatusOr<int64_t> Extend(const GraphDef& graph, int64_t current_version);
+  // The encoded size of the session's graph.
+  int64_t graph_bytes() const;
   // Runs a step without blocking for long: `done` is called once with the step's
   // status (the fetches are in `response`), on the thread of its last RunGraph reply,
   // on a StepBlockingThreads() thread (a signature built for the first time, a failed

@@ -114,6 +114,65 @@ TEST_F(MasterTest, CreateSessionWaitsThenNamesEveryMissingTask) {
   EXPECT_EQ(cache_.ps()->sessions.size(), 0u);
 }
 
+// With a task down, CreateSession waits for it no longer than its caller does: 20
+// callers that gave up after a second no longer kept 20 master threads waiting 60 s.
+TEST_F(MasterTest, CreateSessionWaitsNoLongerThanTheCallersDeadline) {
+  cache_.ps()->dead = true;
+  CreateSessionRequest req;
+  *req.mutable_graph_def() = TwoTaskGraph();
+  CreateSessionResponse resp;
+  const absl::Time start = clock_.Now();
+  absl::Status s = master_->CreateSessionWithDeadline(req, &resp, start + absl::Seconds(1));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_GE(clock_.Now() - start, absl::Seconds(1));
+  EXPECT_LT(clock_.Now() - start, options_.create_session_wait);
+}
+
+// A graph may hold at most max_graph_bytes, created or extended; the session's graph is
+// unchanged by a refused extension.
+TEST_F(MasterTest, GraphsBeyondTheSizeLimitAreResourceExhausted) {
+  options_.max_graph_bytes = 4096;
+  master_ = std::make_unique<Master>(MasterEnv{&cache_, &clock_}, options_);
+  GraphDef big = TwoTaskGraph();
+  NodeDef* padded = big.add_node();
+  padded->set_name("padded");
+  padded->set_op("NoOp");
+  (*padded->mutable_attr())["_pad"].set_s(std::string(8192, 'x'));
+  CreateSessionRequest req;
+  *req.mutable_graph_def() = big;
+  CreateSessionResponse resp;
+  absl::Status s = master_->CreateSession(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "--max_graph_mib")) << s;
+
+  const std::string h = Create();
+  ExtendSessionRequest extend;
+  extend.set_session_handle(h);
+  *extend.mutable_graph_def()->add_node() = big.node(big.node_size() - 1);
+  ExtendSessionResponse extended;
+  EXPECT_EQ(master_->ExtendSession(extend, &extended).code(), absl::StatusCode::kResourceExhausted);
+  RunStepResponse ran;
+  EXPECT_TRUE(Run(h, &ran).ok());  // The session still works, on its old graph.
+}
+
+TEST_F(MasterTest, SessionsBeyondTheLimitAreResourceExhausted) {
+  options_.max_sessions = 2;
+  master_ = std::make_unique<Master>(MasterEnv{&cache_, &clock_}, options_);
+  const std::string first = Create();
+  Create();
+  CreateSessionRequest req;
+  *req.mutable_graph_def() = TwoTaskGraph();
+  CreateSessionResponse resp;
+  absl::Status s = master_->CreateSession(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "--max_sessions")) << s;
+  CloseSessionRequest close;
+  close.set_session_handle(first);
+  CloseSessionResponse closed;
+  ASSERT_TRUE(master_->CloseSession(close, &closed).ok());
+  EXPECT_TRUE(master_->CreateSession(req, &resp).ok());
+}
+
 TEST_F(MasterTest, ConstraintOnAFilteredOutTaskIsInvalidArgument) {
   CreateSessionRequest req;
   *req.mutable_graph_def() = TwoTaskGraph();

@@ -1,5 +1,6 @@
 #include "master/rpc/grpc_master_service.h"
 
+#include <chrono>
 #include <type_traits>
 #include <vector>
 
@@ -123,11 +124,15 @@ grpc::Status GrpcMasterService::Finish(RpcMetrics::Method* method, absl::Time st
   return ToGrpcStatus(status);
 }
 
-grpc::Status GrpcMasterService::CreateSession(grpc::ServerContext*,
+grpc::Status GrpcMasterService::CreateSession(grpc::ServerContext* context,
                                               const CreateSessionRequest* request,
                                               CreateSessionResponse* response) {
   const absl::Time start = absl::Now();
-  return Finish(create_session_, start, master_->CreateSession(*request, response));
+  const absl::Time deadline = context->deadline() == std::chrono::system_clock::time_point::max()
+                                  ? absl::InfiniteFuture()
+                                  : absl::FromChrono(context->deadline());
+  return Finish(create_session_, start,
+                master_->CreateSessionWithDeadline(*request, response, deadline));
 }
 grpc::Status GrpcMasterService::ExtendSession(grpc::ServerContext*,
                                               const ExtendSessionRequest* request,
