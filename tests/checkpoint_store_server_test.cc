@@ -151,6 +151,21 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
   EXPECT_FALSE(std::filesystem::exists(root + "/escape"));
   EXPECT_FALSE(std::filesystem::exists(root + "/a"));
 
+  // A request past the store's receive limit (64 MiB by default) is refused before it
+  // is read whole; the server keeps serving.
+  {
+    BeginCheckpointRequest request;
+    request.set_run("exp/train");
+    request.set_name(std::string(65 << 20, 'n'));
+    request.set_num_shards(1);
+    BeginCheckpointResponse response;
+    auto context = NewClientContext();
+    EXPECT_EQ(stub->BeginCheckpoint(context.get(), request, &response).error_code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+    auto latest_again = store->LatestCheckpoint("exp/train");
+    ASSERT_TRUE(latest_again.ok()) << latest_again.status();
+  }
+
   // Metrics name what happened.
   auto metrics = test::HttpGet(server.metrics_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();

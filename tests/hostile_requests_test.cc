@@ -21,6 +21,7 @@
 #include "client/graph/scope.h"
 #include "client/session/grpc_session.h"
 #include "client/session/session.h"
+#include "core/rpc/grpc_status.h"
 #include "gtest/gtest.h"
 #include "master/rpc/grpc_master.h"
 #include "proto/master.pb.h"
@@ -176,6 +177,25 @@ TEST_F(HostileRequestsTest, AFeedTooLargeForATensorIsInvalidArgument) {
   absl::Status s = master.RunStep(request, &response);
   ExpectRefusedAndServing(s, absl::StatusCode::kInvalidArgument, "feed 'x:0'");
   EXPECT_TRUE(absl::StrContains(s.message(), "2^62 bytes")) << s;
+}
+
+// An error that echoes a 1 MB input is cut to fit gRPC's trailing metadata: the client
+// sees the real error, not RESOURCE_EXHAUSTED about the size of the metadata.
+TEST_F(HostileRequestsTest, AnErrorEchoingAHugeNameKeepsItsCode) {
+  Scope worker = Scope::NewRootScope().WithDevice("/job:worker/task:0");
+  ops::Const(worker.WithOpName("c"), 1.0f);
+  GraphDef graph;
+  ASSERT_TRUE(worker.ToGraphDef(&graph).ok());
+  auto session = Created(graph);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> out;
+  absl::Status s = (*session)->Run({}, {std::string(1 << 20, 'n') + ":0"}, {}, &out);
+  EXPECT_TRUE(s.code() == absl::StatusCode::kNotFound ||
+              s.code() == absl::StatusCode::kInvalidArgument)
+      << s.ToString().substr(0, 300);
+  EXPECT_LE(s.message().size(), kMaxGrpcErrorMessageBytes);
+  EXPECT_TRUE(absl::StrContains(s.message(), "bytes, cut)")) << s.message().substr(0, 300);
+  ExpectRefusedAndServing(absl::NotFoundError("c"), absl::StatusCode::kNotFound, "c");
 }
 
 // The servers run without --checkpoint_roots: a remote graph's save or restore kernel

@@ -2,11 +2,19 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace overseer {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  const absl::string_view message = status.message();
+  if (message.size() <= kMaxGrpcErrorMessageBytes) {
+    return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(message));
+  }
+  const std::string cut = absl::StrCat(" ... (", message.size(), " bytes, cut)");
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      absl::StrCat(message.substr(0, kMaxGrpcErrorMessageBytes - cut.size()), cut));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

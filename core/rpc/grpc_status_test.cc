@@ -25,5 +25,20 @@ TEST(GrpcStatusTest, ErrorCodesKeepTheirMeaning) {
       FromGrpcStatus(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "late"))));
 }
 
+// An error that echoes a huge input is cut to fit gRPC's trailing metadata, keeping its
+// code and its start.
+TEST(GrpcStatusTest, LongMessagesAreCut) {
+  const std::string name(1 << 20, 'n');
+  const grpc::Status g =
+      ToGrpcStatus(absl::NotFoundError("fetch '" + name + "' is not in the graph"));
+  EXPECT_EQ(g.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(g.error_message().size(), kMaxGrpcErrorMessageBytes);
+  EXPECT_EQ(g.error_message().rfind("fetch 'nnn", 0), 0u);
+  EXPECT_NE(g.error_message().find("1048604 bytes, cut)"), std::string::npos)
+      << g.error_message().substr(4000);
+  const std::string fits(kMaxGrpcErrorMessageBytes, 'x');
+  EXPECT_EQ(ToGrpcStatus(absl::InternalError(fits)).error_message(), fits);
+}
+
 }  // namespace
 }  // namespace overseer

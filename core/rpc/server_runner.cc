@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -37,12 +38,23 @@ ABSL_FLAG(std::string, port_file, "",
           "once listening, write the gRPC port and the metrics port (-1: none), one per "
           "line, to this file (replaced atomically): how a launcher that passed --port=0 "
           "learns the ports");
+ABSL_FLAG(int, max_receive_message_mib, 0,
+          "the largest request this server accepts, in MiB; larger ones fail "
+          "RESOURCE_EXHAUSTED before they are read whole. 0: the server's default: 2048 "
+          "(protobuf's limit) for the master and workers, whose steps may feed that much, "
+          "64 for the checkpoint store, 512 for the summary writer");
 ABSL_FLAG(int, bind_retry_seconds, 0,
           "if --port is in use, retry binding it for this many seconds before exiting (a "
           "restart on the same port while the old socket is going away); 0: fail at once");
 
 namespace overseer {
 namespace {
+
+// The default request limits, in MiB, of the servers whose requests are pieces: a
+// checkpoint shard streams in 4 MiB chunks; a summary writer gets batches of events
+// (by count, so a batch of image summaries may reach a few hundred MiB).
+constexpr int kCheckpointStoreMaxReceiveMib = 64;
+constexpr int kSummaryWriterMaxReceiveMib = 512;
 
 // The write end of the wake pipe of the runner that handles signals (one per process).
 std::atomic<int> signal_pipe_fd{-1};
@@ -121,6 +133,14 @@ ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component) {
   options.keepalive = KeepaliveFromFlags();
   options.port_file = absl::GetFlag(FLAGS_port_file);
   options.bind_retry = absl::Seconds(std::max(0, absl::GetFlag(FLAGS_bind_retry_seconds)));
+  int mib = absl::GetFlag(FLAGS_max_receive_message_mib);
+  if (mib <= 0) {
+    mib = options.component == "checkpoint_store" ? kCheckpointStoreMaxReceiveMib
+          : options.component == "summary_writer" ? kSummaryWriterMaxReceiveMib
+                                                  : 2048;
+  }
+  options.max_receive_message_bytes =
+      mib >= 2048 ? std::numeric_limits<int>::max() : mib * (1 << 20);
   return options;
 }
 

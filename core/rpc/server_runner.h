@@ -71,7 +71,9 @@ struct ServerRunnerOptions {
   // Install SIGTERM/SIGINT handlers in Start (off for servers inside tests).
   bool handle_signals = true;
   // Largest message the server accepts; -1: no limit (protobuf's own 2 GB limit still
-  // applies), so gRPC's 4 MiB default never rejects a large request.
+  // applies), so gRPC's 4 MiB default never rejects a large request. From flags
+  // (--max_receive_message_mib): 2 GiB for the master and workers, 64 MiB for the
+  // checkpoint store, 512 MiB for the summary writer.
   int max_receive_message_bytes = -1;
   // > 0: every stream's HTTP/2 receive window starts at this many bytes instead of
   // gRPC's 64 KiB, so that a bulk stream runs at memory speed from its first byte.
