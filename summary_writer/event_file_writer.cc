@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -65,9 +66,19 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(
   if (options.flush_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("flush_interval must be positive");
   }
-  if (absl::StrContains(options.filename_suffix, '/')) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("filename_suffix '", options.filename_suffix, "' contains '/'"));
+  if (options.filename_suffix.size() > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "filename_suffix has ", options.filename_suffix.size(), " bytes, more than 64"));
+  }
+  for (const char c : options.filename_suffix) {
+    // A file name part: no directory separator, no NUL, newline or other control
+    // character that would cut or forge the name in a listing or a log line.
+    if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("filename_suffix '", absl::CHexEscape(options.filename_suffix),
+                       "' contains '", absl::CHexEscape(std::string(1, c)),
+                       "'; only printable characters other than '/' may appear"));
+    }
   }
   const std::string hostname = env.hostname.empty() ? LocalHostname() : env.hostname;
   const int64_t pid = env.pid != 0 ? env.pid : static_cast<int64_t>(::getpid());

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -280,8 +281,15 @@ TEST_F(EventFileWriterTest, BadOptions) {
   options.max_queue = 0;
   EXPECT_TRUE(absl::IsInvalidArgument(EventFileWriter::Create(dir_, options, env_).status()));
   options = {};
-  options.filename_suffix = "/x";
-  EXPECT_TRUE(absl::IsInvalidArgument(EventFileWriter::Create(dir_, options, env_).status()));
+  for (const std::string& suffix : {std::string("/x"), std::string("a\nb"), std::string("a\0b", 3),
+                                    std::string("\x7f"), std::string(65, 'x')}) {
+    options.filename_suffix = suffix;
+    absl::Status s = EventFileWriter::Create(dir_, options, env_).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << absl::CHexEscape(suffix) << ": " << s;
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << s;
+  }
+  options.filename_suffix = ".v2-eval";
+  EXPECT_TRUE(EventFileWriter::Create(dir_, options, env_).ok());
 }
 
 TEST_F(EventFileWriterTest, WriteErrorsAreStickyAndLeaveATornTailOnly) {
