@@ -22,6 +22,11 @@
 ABSL_FLAG(std::string, logdir, "", "Directory under which run directories are written");
 ABSL_FLAG(int, flush_secs, 120, "Default seconds between flushes of each event file");
 ABSL_FLAG(int, max_queue, 10, "Default events queued before they are written out");
+ABSL_FLAG(int, max_open_writers, 1000,
+          "OpenWriter fails RESOURCE_EXHAUSTED while this many event files are open");
+ABSL_FLAG(int, writer_idle_close_seconds, 3600,
+          "Close an event file that no call used for this long (a client that comes back "
+          "opens a new one); 0: never");
 
 namespace overseer {
 namespace {
@@ -32,8 +37,11 @@ int Main() {
     LOG(ERROR) << "--logdir is required";
     return 2;
   }
-  if (absl::GetFlag(FLAGS_flush_secs) < 1 || absl::GetFlag(FLAGS_max_queue) < 1) {
-    LOG(ERROR) << "--flush_secs and --max_queue must be at least 1";
+  if (absl::GetFlag(FLAGS_flush_secs) < 1 || absl::GetFlag(FLAGS_max_queue) < 1 ||
+      absl::GetFlag(FLAGS_max_open_writers) < 1 ||
+      absl::GetFlag(FLAGS_writer_idle_close_seconds) < 0) {
+    LOG(ERROR) << "--flush_secs, --max_queue and --max_open_writers must be at least 1, "
+                  "--writer_idle_close_seconds at least 0";
     return 2;
   }
   const absl::Status made = FileSystem::Posix()->CreateDirs(logdir);
@@ -47,6 +55,8 @@ int Main() {
   options.logdir = logdir;
   options.default_flush_interval = absl::Seconds(absl::GetFlag(FLAGS_flush_secs));
   options.default_max_queue = absl::GetFlag(FLAGS_max_queue);
+  options.max_open_writers = absl::GetFlag(FLAGS_max_open_writers);
+  options.idle_close = absl::Seconds(absl::GetFlag(FLAGS_writer_idle_close_seconds));
   EventWriterEnv env;
   env.clock = Clock::Real();
   SummaryWriterServiceImpl impl(options, env, runner.metrics());

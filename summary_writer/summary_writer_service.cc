@@ -52,6 +52,13 @@ SummaryWriterServiceImpl::SummaryWriterServiceImpl(SummaryWriterServiceOptions o
                              .Help("Event files open now (OpenWriter, not yet closed).")
                              .Register(*metrics)
                              .Add({});
+  idle_closed_ = &prometheus::BuildCounter()
+                      .Name("overseer_event_writer_idle_closed_total")
+                      .Help(
+                          "Event files closed because no call used them for "
+                          "--writer_idle_close_seconds.")
+                      .Register(*metrics)
+                      .Add({});
 }
 
 int64_t RandomFirstWriterId() {
@@ -64,15 +71,16 @@ SummaryWriterServiceImpl::~SummaryWriterServiceImpl() {
   if (!s.ok()) LOG(ERROR) << "closing event files: " << s.ToString();
 }
 
-absl::StatusOr<std::shared_ptr<EventFileWriter>> SummaryWriterServiceImpl::Find(
-    int64_t writer_id) const {
+absl::StatusOr<std::shared_ptr<EventFileWriter>> SummaryWriterServiceImpl::Find(int64_t writer_id) {
+  const absl::Time now = env_.clock->Now();
   absl::MutexLock lock(&mu_);
   auto it = writers_.find(writer_id);
   if (it == writers_.end()) {
     return absl::NotFoundError(
         absl::StrCat("no open summary writer with id ", writer_id, "; open one with OpenWriter"));
   }
-  return it->second;
+  it->second.last_used = now;
+  return it->second.writer;
 }
 
 absl::Status SummaryWriterServiceImpl::OpenWriter(const OpenWriterRequest& request,
@@ -86,6 +94,12 @@ absl::Status SummaryWriterServiceImpl::OpenWriter(const OpenWriterRequest& reque
   {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::UnavailableError("summary_writer is shutting down");
+    if (static_cast<int>(writers_.size()) >= options_.max_open_writers) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the summary writer has ", writers_.size(),
+          " event files open, its limit (--max_open_writers); close the writers you no "
+          "longer use (idle ones close after --writer_idle_close_seconds)"));
+    }
   }
   EventFileWriterOptions options;
   options.flush_interval = request.flush_secs() > 0 ? absl::Seconds(request.flush_secs())
@@ -100,7 +114,7 @@ absl::Status SummaryWriterServiceImpl::OpenWriter(const OpenWriterRequest& reque
   absl::MutexLock lock(&mu_);
   if (closed_) return absl::UnavailableError("summary_writer is shutting down");
   const int64_t id = next_id_++;
-  writers_[id] = std::move(writer);
+  writers_[id] = OpenFile{std::move(writer), env_.clock->Now()};
   response->set_writer_id(id);
   if (open_writers_gauge_ != nullptr) open_writers_gauge_->Set(writers_.size());
   return absl::OkStatus();
@@ -138,7 +152,7 @@ absl::Status SummaryWriterServiceImpl::CloseWriter(const CloseWriterRequest& req
       return absl::NotFoundError(
           absl::StrCat("no open summary writer with id ", request.writer_id()));
     }
-    writer = std::move(it->second);
+    writer = std::move(it->second.writer);
     writers_.erase(it);
     if (open_writers_gauge_ != nullptr) open_writers_gauge_->Set(writers_.size());
   }
@@ -147,18 +161,36 @@ absl::Status SummaryWriterServiceImpl::CloseWriter(const CloseWriterRequest& req
 
 void SummaryWriterServiceImpl::FlushDue() {
   std::vector<std::shared_ptr<EventFileWriter>> writers;
+  std::vector<std::shared_ptr<EventFileWriter>> idle;
   {
+    const absl::Time now = env_.clock->Now();
     absl::MutexLock lock(&mu_);
-    for (const auto& entry : writers_) writers.push_back(entry.second);
+    for (auto it = writers_.begin(); it != writers_.end();) {
+      if (options_.idle_close > absl::ZeroDuration() &&
+          now - it->second.last_used > options_.idle_close) {
+        idle.push_back(std::move(it->second.writer));
+        it = writers_.erase(it);
+      } else {
+        writers.push_back(it->second.writer);
+        ++it;
+      }
+    }
+    if (!idle.empty() && open_writers_gauge_ != nullptr) open_writers_gauge_->Set(writers_.size());
   }
   for (const auto& writer : writers) {
     const absl::Status s = writer->FlushIfDue();
     if (!s.ok()) LOG(WARNING) << "periodic flush of " << writer->path() << ": " << s.ToString();
   }
+  for (const auto& writer : idle) {
+    LOG(INFO) << "closing idle event file " << writer->path().substr(options_.logdir.size() + 1);
+    const absl::Status s = writer->Close();
+    if (!s.ok()) LOG(WARNING) << "closing idle " << writer->path() << ": " << s.ToString();
+    if (idle_closed_ != nullptr) idle_closed_->Increment();
+  }
 }
 
 absl::Status SummaryWriterServiceImpl::CloseAll() {
-  std::map<int64_t, std::shared_ptr<EventFileWriter>> writers;
+  std::map<int64_t, OpenFile> writers;
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
@@ -167,7 +199,7 @@ absl::Status SummaryWriterServiceImpl::CloseAll() {
   }
   absl::Status first;
   for (auto& entry : writers) {
-    const absl::Status s = entry.second->Close();
+    const absl::Status s = entry.second.writer->Close();
     if (!s.ok() && first.ok()) first = s;
   }
   return first;

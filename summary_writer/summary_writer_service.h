@@ -30,6 +30,11 @@ struct SummaryWriterServiceOptions {
   // Used when OpenWriterRequest leaves flush_secs or max_queue at 0.
   absl::Duration default_flush_interval = absl::Seconds(120);
   int default_max_queue = 10;
+  // OpenWriter fails RESOURCE_EXHAUSTED while this many writers are open.
+  int max_open_writers = 1000;
+  // FlushDue closes writers that no call used for this long (zero: never). A client
+  // that comes back gets NOT_FOUND, on which GrpcEventSink opens a new file.
+  absl::Duration idle_close = absl::Hours(1);
 };
 
 // Thread-safe: calls for different writers run in parallel; calls for one writer are
@@ -47,6 +52,7 @@ class SummaryWriterServiceImpl {
   //   overseer_event_writer_flush_duration_seconds  every flush that made events
   //       durable (write out and fsync): FlushWriter, periodic, on close
   //   overseer_event_writer_files_open            event files open now
+  //   overseer_event_writer_idle_closed_total     files closed after idle_close
   SummaryWriterServiceImpl(SummaryWriterServiceOptions options, EventWriterEnv env,
                            prometheus::Registry* metrics);
   // Closes every writer still open (errors are logged).
@@ -67,7 +73,8 @@ class SummaryWriterServiceImpl {
   // Flushes and closes the writer and forgets its id. NOT_FOUND for an unknown id.
   absl::Status CloseWriter(const CloseWriterRequest& request, CloseWriterResponse* response);
 
-  // Flushes every writer whose flush interval has passed (called periodically).
+  // Flushes every writer whose flush interval has passed, and closes those idle for
+  // longer than idle_close (called periodically).
   void FlushDue();
   // Flushes and closes every writer; later OpenWriter calls fail. Returns the first
   // error. For shutdown.
@@ -76,7 +83,12 @@ class SummaryWriterServiceImpl {
   int open_writers() const;
 
  private:
-  absl::StatusOr<std::shared_ptr<EventFileWriter>> Find(int64_t writer_id) const;
+  struct OpenFile {
+    std::shared_ptr<EventFileWriter> writer;
+    absl::Time last_used;
+  };
+  // The writer, marked used now.
+  absl::StatusOr<std::shared_ptr<EventFileWriter>> Find(int64_t writer_id);
 
   const SummaryWriterServiceOptions options_;
   const EventWriterEnv env_;
@@ -85,13 +97,14 @@ class SummaryWriterServiceImpl {
   prometheus::Counter* bytes_written_ = nullptr;
   prometheus::Histogram* flush_duration_ = nullptr;
   prometheus::Gauge* open_writers_gauge_ = nullptr;
+  prometheus::Counter* idle_closed_ = nullptr;
 
   mutable absl::Mutex mu_;
   // Starts at a random value, so that a client holding the id of a writer of an
   // earlier incarnation of the server gets NOT_FOUND, never another client's writer.
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = RandomFirstWriterId();
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<int64_t, std::shared_ptr<EventFileWriter>> writers_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, OpenFile> writers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace overseer

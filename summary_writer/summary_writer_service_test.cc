@@ -145,6 +145,38 @@ TEST_F(SummaryWriterServiceTest, FlushDueAndCloseAll) {
   EXPECT_TRUE(absl::IsUnavailable(service_->OpenWriter(request, &response)));
 }
 
+// 2000 OpenWriter calls used to leave 2018 files open: the service caps open writers
+// and closes the ones nobody used for idle_close, events flushed; the idle writer's
+// client gets NOT_FOUND (and GrpcEventSink opens a new file).
+TEST_F(SummaryWriterServiceTest, OpenWritersAreCappedAndIdleOnesClosed) {
+  SummaryWriterServiceOptions options;
+  options.logdir = logdir_;
+  options.max_open_writers = 2;
+  options.idle_close = absl::Minutes(10);
+  service_ = std::make_unique<SummaryWriterServiceImpl>(options, env_, &registry_);
+  OpenWriterResponse opened;
+  const int64_t idle = Open("idle", &opened);
+  const int64_t busy = Open("busy");
+  ASSERT_TRUE(service_->WriteEvents(Events(idle, 0, 3)).ok());
+  OpenWriterRequest third;
+  third.set_run("third");
+  OpenWriterResponse response;
+  absl::Status refused = service_->OpenWriter(third, &response);
+  EXPECT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "--max_open_writers")) << refused;
+
+  clock_.Advance(absl::Minutes(6));
+  ASSERT_TRUE(service_->WriteEvents(Events(busy, 0, 1)).ok());  // Keeps "busy" in use.
+  clock_.Advance(absl::Minutes(6));
+  service_->FlushDue();
+  EXPECT_EQ(service_->open_writers(), 1);
+  EXPECT_TRUE(absl::IsNotFound(service_->WriteEvents(Events(idle, 3, 1)).status()));
+  EXPECT_EQ(ReadEventFile(FileSystem::Posix(), logdir_ + "/" + opened.file())->size(), 4u);
+  EXPECT_TRUE(absl::StrContains(Metrics(), "overseer_event_writer_idle_closed_total 1"))
+      << Metrics();
+  EXPECT_TRUE(service_->OpenWriter(third, &response).ok());
+}
+
 // The flush histogram counted only FlushWriter calls: 0 after 1024 events that the
 // periodic flushes had made durable. It counts every flush now.
 TEST_F(SummaryWriterServiceTest, EveryFlushIsTimedNotOnlyFlushWriter) {
