@@ -73,7 +73,7 @@ int Main() {
     local_reads = *std::move(started);
     LOG(INFO) << "local reads at " << socket;
   }
-  GrpcCheckpointStoreService service(store->get(), local_reads.get());
+  GrpcCheckpointStoreService service(store->get(), local_reads.get(), root);
   runner.AddService(&service, CheckpointStoreService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();

@@ -60,7 +60,7 @@ int Main() {
   EventWriterEnv env;
   env.clock = Clock::Real();
   SummaryWriterServiceImpl impl(options, env, runner.metrics());
-  GrpcSummaryWriterService service(&impl);
+  GrpcSummaryWriterService service(&impl, logdir);
   runner.AddService(&service, SummaryWriterService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();

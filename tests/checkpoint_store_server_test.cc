@@ -151,6 +151,15 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
   EXPECT_FALSE(std::filesystem::exists(root + "/escape"));
   EXPECT_FALSE(std::filesystem::exists(root + "/a"));
 
+  // Errors name paths within the root, never the server's directories.
+  {
+    auto missing = ReadAll(store.get(), "exp/train", "model.ckpt-99");
+    EXPECT_FALSE(missing.ok());
+    EXPECT_FALSE(absl::StrContains(missing.status().message(), root)) << missing.status();
+    EXPECT_TRUE(absl::StrContains(missing.status().message(), "exp/train/model.ckpt-99"))
+        << missing.status();
+  }
+
   // A request past the store's receive limit (64 MiB by default) is refused before it
   // is read whole; the server keeps serving.
   {

@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "checkpoint_store/rpc/read_tensors_wire.h"
+#include "core/io/rooted_file_system.h"
 #include "core/rpc/grpc_status.h"
 #include "grpcpp/support/method_handler.h"
 
@@ -246,9 +247,15 @@ grpc::Status Timed(RpcMetrics::Method* method, const Body& body) {
 
 }  // namespace
 
+grpc::Status GrpcCheckpointStoreService::Reply(const absl::Status& status) const {
+  return ToGrpcStatus(WithPathsRelativeTo(root_, status));
+}
+
 GrpcCheckpointStoreService::GrpcCheckpointStoreService(CheckpointStoreInterface* store,
-                                                       LocalReadServer* local_reads)
+                                                       LocalReadServer* local_reads,
+                                                       std::string root)
     : store_(store),
+      root_(std::move(root)),
       local_reads_(local_reads),
       rpc_metrics_(CheckpointStoreRpcMetrics()),
       begin_checkpoint_(rpc_metrics_->method("BeginCheckpoint")),
@@ -275,7 +282,7 @@ grpc::Status GrpcCheckpointStoreService::BeginCheckpoint(grpc::ServerContext*,
                                                          BeginCheckpointResponse* response) {
   return Timed(begin_checkpoint_, [&]() -> grpc::Status {
     absl::StatusOr<std::string> id = store_->BeginCheckpoint(*request);
-    if (!id.ok()) return ToGrpcStatus(id.status());
+    if (!id.ok()) return Reply(id.status());
     response->set_checkpoint_id(*id);
     return grpc::Status::OK;
   });
@@ -287,27 +294,27 @@ grpc::Status GrpcCheckpointStoreService::WriteShard(grpc::ServerContext* context
   return Timed(write_shard_, [&]() -> grpc::Status {
     auto first = std::make_unique<WriteShardRequest>();
     if (!reader->Read(first.get())) {
-      return ToGrpcStatus(absl::InvalidArgumentError("WriteShard stream carried no message"));
+      return Reply(absl::InvalidArgumentError("WriteShard stream carried no message"));
     }
     absl::StatusOr<std::unique_ptr<ShardWriter>> writer =
         store_->OpenShard(first->checkpoint_id(), first->shard_id());
-    if (!writer.ok()) return ToGrpcStatus(writer.status());
+    if (!writer.ok()) return Reply(writer.status());
     // This thread receives while `appender` writes, so the network and the disk overlap.
     ShardAppender appender(writer->get());
     bool more = true;
     for (std::unique_ptr<WriteShardRequest> request = std::move(first); more;) {
       if (context->IsCancelled()) {
         appender.Finish().IgnoreError();
-        return ToGrpcStatus(absl::CancelledError("WriteShard cancelled; the shard is dropped"));
+        return Reply(absl::CancelledError("WriteShard cancelled; the shard is dropped"));
       }
       if (!appender.Push(std::move(request))) break;  // The appender failed.
       request = appender.Recycled();
       more = reader->Read(request.get());
     }
     absl::Status appended = appender.Finish();
-    if (!appended.ok()) return ToGrpcStatus(appended);
+    if (!appended.ok()) return Reply(appended);
     absl::Status closed = (*writer)->Close();
-    if (!closed.ok()) return ToGrpcStatus(closed);
+    if (!closed.ok()) return Reply(closed);
     response->set_bytes_written(appender.bytes());
     response->set_num_tensors(appender.tensors());
     return grpc::Status::OK;
@@ -319,7 +326,7 @@ grpc::Status GrpcCheckpointStoreService::CommitCheckpoint(grpc::ServerContext*,
                                                           CommitCheckpointResponse* response) {
   return Timed(commit_checkpoint_, [&]() -> grpc::Status {
     absl::StatusOr<CheckpointInfo> info = store_->CommitCheckpoint(request->checkpoint_id());
-    if (!info.ok()) return ToGrpcStatus(info.status());
+    if (!info.ok()) return Reply(info.status());
     *response->mutable_checkpoint() = *std::move(info);
     return grpc::Status::OK;
   });
@@ -329,7 +336,7 @@ grpc::Status GrpcCheckpointStoreService::AbortCheckpoint(grpc::ServerContext*,
                                                          const AbortCheckpointRequest* request,
                                                          AbortCheckpointResponse*) {
   return Timed(abort_checkpoint_, [&]() -> grpc::Status {
-    return ToGrpcStatus(store_->AbortCheckpoint(request->checkpoint_id()));
+    return Reply(store_->AbortCheckpoint(request->checkpoint_id()));
   });
 }
 
@@ -338,7 +345,7 @@ grpc::Status GrpcCheckpointStoreService::LatestCheckpoint(grpc::ServerContext*,
                                                           LatestCheckpointResponse* response) {
   return Timed(latest_checkpoint_, [&]() -> grpc::Status {
     absl::StatusOr<std::optional<CheckpointInfo>> latest = store_->LatestCheckpoint(request->run());
-    if (!latest.ok()) return ToGrpcStatus(latest.status());
+    if (!latest.ok()) return Reply(latest.status());
     response->set_found(latest->has_value());
     if (latest->has_value()) *response->mutable_checkpoint() = **latest;
     return grpc::Status::OK;
@@ -350,7 +357,7 @@ grpc::Status GrpcCheckpointStoreService::ListCheckpoints(grpc::ServerContext*,
                                                          ListCheckpointsResponse* response) {
   return Timed(list_checkpoints_, [&]() -> grpc::Status {
     absl::StatusOr<std::vector<CheckpointInfo>> all = store_->ListCheckpoints(request->run());
-    if (!all.ok()) return ToGrpcStatus(all.status());
+    if (!all.ok()) return Reply(all.status());
     for (CheckpointInfo& info : *all) *response->add_checkpoints() = std::move(info);
     return grpc::Status::OK;
   });
@@ -362,7 +369,7 @@ grpc::Status GrpcCheckpointStoreService::ListTensors(grpc::ServerContext*,
   return Timed(list_tensors_, [&]() -> grpc::Status {
     absl::StatusOr<std::vector<TensorHeader>> all =
         store_->ListTensors(request->run(), request->name());
-    if (!all.ok()) return ToGrpcStatus(all.status());
+    if (!all.ok()) return Reply(all.status());
     for (TensorHeader& h : *all) *response->add_tensors() = std::move(h);
     return grpc::Status::OK;
   });
@@ -374,7 +381,7 @@ grpc::Status GrpcCheckpointStoreService::StreamTensors(
   return Timed(read_tensors_, [&]() -> grpc::Status {
     ReadTensorsRequest request;
     if (!stream->Read(&request)) {
-      return ToGrpcStatus(absl::InvalidArgumentError("ReadTensors carried no request"));
+      return Reply(absl::InvalidArgumentError("ReadTensors carried no request"));
     }
     std::vector<std::string> names(request.tensor_names().begin(), request.tensor_names().end());
     TensorPipe pipe(read_buffers_);
@@ -407,7 +414,7 @@ grpc::Status GrpcCheckpointStoreService::StreamTensors(
       }
     }
     reader.join();
-    return ToGrpcStatus(sent.ok() ? read : sent);
+    return Reply(sent.ok() ? read : sent);
   });
 }
 
@@ -415,7 +422,7 @@ grpc::Status GrpcCheckpointStoreService::DeleteCheckpoint(grpc::ServerContext*,
                                                           const DeleteCheckpointRequest* request,
                                                           DeleteCheckpointResponse*) {
   return Timed(delete_checkpoint_, [&]() -> grpc::Status {
-    return ToGrpcStatus(store_->DeleteCheckpoint(request->run(), request->name()));
+    return Reply(store_->DeleteCheckpoint(request->run(), request->name()));
   });
 }
 
@@ -424,10 +431,10 @@ grpc::Status GrpcCheckpointStoreService::OpenLocalRead(grpc::ServerContext*,
                                                        OpenLocalReadResponse* response) {
   return Timed(open_local_read_, [&]() -> grpc::Status {
     if (local_reads_ == nullptr) {
-      return ToGrpcStatus(absl::UnimplementedError("this checkpoint store serves no local reads"));
+      return Reply(absl::UnimplementedError("this checkpoint store serves no local reads"));
     }
     absl::StatusOr<OpenLocalReadResponse> granted = local_reads_->Open(*request);
-    if (!granted.ok()) return ToGrpcStatus(granted.status());
+    if (!granted.ok()) return Reply(granted.status());
     *response = *std::move(granted);
     return grpc::Status::OK;
   });

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "checkpoint_store/buffer_pool.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
@@ -31,8 +32,10 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
  public:
   // `store` is borrowed and must outlive the service. OpenLocalRead is served by
   // `local_reads` (borrowed, must outlive the service), or is UNIMPLEMENTED if it is null.
+  // Errors name paths relative to `root` (the store's --root), when given.
   explicit GrpcCheckpointStoreService(CheckpointStoreInterface* store,
-                                      LocalReadServer* local_reads = nullptr);
+                                      LocalReadServer* local_reads = nullptr,
+                                      std::string root = "");
 
   // Serve it with the registry (ServerRunner::AddCollectable).
   std::shared_ptr<RpcMetrics> rpc_metrics() const { return rpc_metrics_; }
@@ -57,12 +60,15 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
                              OpenLocalReadResponse* response) override;
 
  private:
+  // `status` for the client, its paths relative to the root.
+  grpc::Status Reply(const absl::Status& status) const;
   // ReadTensors: one request, then the stream of raw ReadTensorsResponse messages.
   grpc::Status StreamTensors(
       grpc::ServerContext* context,
       grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream);
 
   CheckpointStoreInterface* const store_;
+  const std::string root_;
   LocalReadServer* const local_reads_;
   const std::shared_ptr<RpcMetrics> rpc_metrics_;
   RpcMetrics::Method* const begin_checkpoint_;

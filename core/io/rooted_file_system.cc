@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
 
@@ -81,64 +82,77 @@ std::string RootedFileSystem::Relative(const std::string& path) const {
   return RelativeTo(root_, path);
 }
 
+absl::Status WithPathsRelativeTo(std::string root, const absl::Status& status) {
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (status.ok() || root.empty() || root == "/" || !absl::StrContains(status.message(), root)) {
+    return status;
+  }
+  return absl::Status(status.code(),
+                      absl::StrReplaceAll(status.message(), {{root + "/", ""}, {root, "."}}));
+}
+
+absl::Status RootedFileSystem::Relativize(const absl::Status& status) const {
+  return WithPathsRelativeTo(root_, status);
+}
+
 absl::Status RootedFileSystem::Check(const std::string& path) {
   if (!IsLexicallyUnder(root_, path)) {
     return absl::PermissionDeniedError(absl::StrCat("'", path, "' is not under the root"));
   }
-  return CheckResolvesUnder(target(), root_, real_root_, path);
+  return Relativize(CheckResolvesUnder(target(), root_, real_root_, path));
 }
 
 absl::StatusOr<std::unique_ptr<WritableFile>> RootedFileSystem::NewWritableFile(
     const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->NewWritableFile(path);
+  return Relativized(target()->NewWritableFile(path));
 }
 
 absl::Status RootedFileSystem::CreateDirs(const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->CreateDirs(path);
+  return Relativized(target()->CreateDirs(path));
 }
 
 absl::StatusOr<std::vector<std::string>> RootedFileSystem::ListDir(const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->ListDir(path);
+  return Relativized(target()->ListDir(path));
 }
 
 absl::StatusOr<std::string> RootedFileSystem::ReadFile(const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->ReadFile(path);
+  return Relativized(target()->ReadFile(path));
 }
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> RootedFileSystem::NewRandomAccessFile(
     const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->NewRandomAccessFile(path);
+  return Relativized(target()->NewRandomAccessFile(path));
 }
 
 absl::StatusOr<uint64_t> RootedFileSystem::GetFileSize(const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->GetFileSize(path);
+  return Relativized(target()->GetFileSize(path));
 }
 
 absl::Status RootedFileSystem::FileExists(const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->FileExists(path);
+  return Relativized(target()->FileExists(path));
 }
 
 absl::Status RootedFileSystem::RenameFile(const std::string& from, const std::string& to) {
   RETURN_IF_ERROR(Check(from));
   RETURN_IF_ERROR(Check(to));
-  return target()->RenameFile(from, to);
+  return Relativized(target()->RenameFile(from, to));
 }
 
 absl::Status RootedFileSystem::DeleteFile(const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->DeleteFile(path);
+  return Relativized(target()->DeleteFile(path));
 }
 
 absl::Status RootedFileSystem::SyncDir(const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->SyncDir(path);
+  return Relativized(target()->SyncDir(path));
 }
 
 absl::StatusOr<bool> RootedFileSystem::IsDirectory(const std::string& path) {
@@ -147,12 +161,12 @@ absl::StatusOr<bool> RootedFileSystem::IsDirectory(const std::string& path) {
     return absl::PermissionDeniedError(absl::StrCat("'", path, "' is not under the root"));
   }
   if (path != root_) RETURN_IF_ERROR(Check(Parent(path)));
-  return target()->IsDirectory(path);
+  return Relativized(target()->IsDirectory(path));
 }
 
 absl::StatusOr<std::string> RootedFileSystem::RealPath(const std::string& path) {
   RETURN_IF_ERROR(Check(path));
-  return target()->RealPath(path);
+  return Relativized(target()->RealPath(path));
 }
 
 }  // namespace overseer

@@ -7,6 +7,7 @@
 // it (placed there by accident or by someone with write access to the root) is refused
 // with PERMISSION_DENIED instead of followed. The checkpoint store works through one
 // over its --root, so no request can make it read, write or delete a file elsewhere.
+// Errors name paths relative to the root, not the server's directories.
 
 #include <memory>
 #include <string>
@@ -31,6 +32,11 @@ bool IsLexicallyUnder(absl::string_view root, absl::string_view path);
 // error of resolving it.
 absl::Status CheckResolvesUnder(FileSystem* fs, const std::string& root,
                                 const std::string& real_root, const std::string& path);
+
+// `status` with `root` taken out of its message: "<root>/a/b" becomes "a/b" and "<root>"
+// ".", so that an error a server sends does not show its directories. Unchanged if OK
+// or `root` is empty.
+absl::Status WithPathsRelativeTo(std::string root, const absl::Status& status);
 
 // Thread-safe, as its target. Each call costs a realpath(3) of its path (and lstat of
 // its missing parents) before the target's call; files already opened are not checked
@@ -67,6 +73,14 @@ class RootedFileSystem : public FileSystemWrapper {
 
   // OK if `path` may be used; PERMISSION_DENIED otherwise.
   absl::Status Check(const std::string& path);
+  // `status` with the root's path taken out of its message (paths relative to it).
+  absl::Status Relativize(const absl::Status& status) const;
+  template <typename T>
+  absl::StatusOr<T> Relativized(absl::StatusOr<T> result) const {
+    if (result.ok()) return result;
+    return Relativize(result.status());
+  }
+  absl::Status Relativized(const absl::Status& status) const { return Relativize(status); }
 
   const std::string root_;
   const std::string real_root_;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/io/rooted_file_system.h"
 #include "core/rpc/grpc_status.h"
 #include "google/protobuf/arena.h"
 
@@ -26,8 +27,10 @@ std::shared_ptr<RpcMetrics> EventWriterRpcMetrics() {
 
 }  // namespace
 
-GrpcSummaryWriterService::GrpcSummaryWriterService(SummaryWriterServiceImpl* impl)
+GrpcSummaryWriterService::GrpcSummaryWriterService(SummaryWriterServiceImpl* impl,
+                                                   std::string logdir)
     : impl_(impl),
+      logdir_(std::move(logdir)),
       rpc_metrics_(EventWriterRpcMetrics()),
       open_writer_(rpc_metrics_->method("OpenWriter")),
       write_events_(rpc_metrics_->method("WriteEvents")),
@@ -37,7 +40,7 @@ GrpcSummaryWriterService::GrpcSummaryWriterService(SummaryWriterServiceImpl* imp
 grpc::Status GrpcSummaryWriterService::Done(RpcMetrics::Method* method, absl::Time start,
                                             const absl::Status& status) {
   method->RecordSince(start, status);
-  return ToGrpcStatus(status);
+  return ToGrpcStatus(WithPathsRelativeTo(logdir_, status));
 }
 
 grpc::Status GrpcSummaryWriterService::OpenWriter(grpc::ServerContext*,

@@ -2,6 +2,7 @@
 #define OVERSEER_SUMMARY_WRITER_RPC_GRPC_SUMMARY_WRITER_SERVICE_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/time/time.h"
 #include "core/metrics/rpc_metrics.h"
@@ -18,7 +19,8 @@ namespace overseer {
 class GrpcSummaryWriterService final : public SummaryWriterService::Service {
  public:
   // `impl` is not owned and must outlive this object.
-  explicit GrpcSummaryWriterService(SummaryWriterServiceImpl* impl);
+  // Errors name paths relative to `logdir`, when given.
+  explicit GrpcSummaryWriterService(SummaryWriterServiceImpl* impl, std::string logdir = "");
 
   // Serve it with the registry (ServerRunner::AddCollectable).
   std::shared_ptr<RpcMetrics> rpc_metrics() const { return rpc_metrics_; }
@@ -38,6 +40,7 @@ class GrpcSummaryWriterService final : public SummaryWriterService::Service {
   grpc::Status Done(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
 
   SummaryWriterServiceImpl* const impl_;
+  const std::string logdir_;
   const std::shared_ptr<RpcMetrics> rpc_metrics_;
   RpcMetrics::Method* const open_writer_;
   RpcMetrics::Method* const write_events_;
