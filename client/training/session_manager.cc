@@ -40,14 +40,14 @@ std::string TaskOf(const ClientGraph &graph, const std::string &var) {
 }
 
 // A readiness channel for `master`: the injected one, or a new one owned by
-// `owned` (for the in-process target, over the table in `resources`, the sessions'
-// ResourceMgr). Null (with the reason in `error`) when the target has none.
-ReadinessChannel *ChannelFor(const std::string &master, ReadinessChannel *injected,
+// `owned` on `clock` (for the in-process target, over the table in `resources`, the
+// sessions' ResourceMgr). Null (with the reason in `error`) when the target has none.
+ReadinessChannel *ChannelFor(const std::string &master, ReadinessChannel *injected, Clock *clock,
                              ResourceMgr *resources, std::unique_ptr<ReadinessChannel> *owned,
                              absl::Status *error) {
   if (injected != nullptr) return injected;
   absl::StatusOr<std::unique_ptr<ReadinessChannel>> channel =
-      NewReadinessChannel(master, Clock::Real(), resources);
+      NewReadinessChannel(master, clock, resources);
   if (!channel.ok()) {
     *error = channel.status();
     return nullptr;
@@ -200,7 +200,7 @@ absl::StatusOr<SessionManager::Readiness> SessionManager::LocalInitAndCheck(
 void SessionManager::MarkReady(const std::string &master) const {
   std::unique_ptr<ReadinessChannel> owned;
   absl::Status error;
-  ReadinessChannel *channel = ChannelFor(master, options_.readiness_channel,
+  ReadinessChannel *channel = ChannelFor(master, options_.readiness_channel, options_.clock,
                                          options_.session_options.resource_mgr, &owned, &error);
   if (channel != nullptr) error = channel->MarkReady(options_.readiness_key);
   if (!error.ok()) {
@@ -212,7 +212,7 @@ void SessionManager::MarkReady(const std::string &master) const {
 void SessionManager::WithdrawReady(const std::string &master) const {
   std::unique_ptr<ReadinessChannel> owned;
   absl::Status error;
-  ReadinessChannel *channel = ChannelFor(master, options_.readiness_channel,
+  ReadinessChannel *channel = ChannelFor(master, options_.readiness_channel, options_.clock,
                                          options_.session_options.resource_mgr, &owned, &error);
   if (channel != nullptr) error = channel->WithdrawReady(options_.readiness_key);
   if (!error.ok()) {
@@ -349,8 +349,8 @@ absl::StatusOr<std::unique_ptr<ClientSession>> SessionManager::WaitForSession(
   std::unique_ptr<ReadinessChannel> owned;
   absl::Status channel_error;
   ReadinessChannel *channel =
-      ChannelFor(master, options_.readiness_channel, options_.session_options.resource_mgr, &owned,
-                 &channel_error);
+      ChannelFor(master, options_.readiness_channel, options_.clock,
+                 options_.session_options.resource_mgr, &owned, &channel_error);
   const absl::Duration max_poll =
       std::max(std::min(kMaxPoll, options_.recovery_wait), absl::Milliseconds(1));
   absl::Duration poll = std::min(kMinPoll, max_poll);

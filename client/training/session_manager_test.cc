@@ -706,6 +706,8 @@ TEST_F(SessionManagerTest, WaitForSessionTimesOutNamingVariablesAndTasks) {
   MakeVariable(root.WithDevice("/job:ps/task:0").WithOpName("w"), 1);
   SessionManagerOptions options = Options(&resources);
   options.ready_op = ReportUninitializedVariables(root);
+  test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);  // The wait times out at once.
+  options.clock = &clock;
   auto session = Manager(root, options)->WaitForSession("", absl::Milliseconds(300));
   ASSERT_EQ(session.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(session.status().message(),
@@ -806,13 +808,10 @@ TEST_F(SessionManagerTest, WaitForSessionIsReleasedByThePreparingChief) {
   SessionManagerOptions options = Options(&resources);
   options.ready_op = ReportUninitializedVariables(root);
   auto manager = Manager(root, options);
-  absl::Notification waiting;
-  clock_.SetHook([&](int) {
-    if (!waiting.HasBeenNotified()) waiting.Notify();
-  });
   absl::StatusOr<std::unique_ptr<ClientSession>> waited;
+  // The readiness channel waits on the manual clock, which nothing moves: only the
+  // chief's mark can release the non-chief, whether it starts waiting first or not.
   std::thread non_chief([&] { waited = manager->WaitForSession("", absl::Hours(1)); });
-  waiting.WaitForNotification();  // The non-chief has waited once on the channel.
   PrepareSessionOptions prepare;
   prepare.init_op = GlobalVariablesInitializer(root);
   auto chief = manager->PrepareSession("", prepare);
