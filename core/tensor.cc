@@ -358,24 +358,23 @@ absl::Status CheckDtype(DataType dtype) {
 
 }  // namespace
 
-absl::StatusOr<Tensor> Tensor::Allocate(DataType dtype, const TensorShape& shape) {
+absl::StatusOr<Tensor> Tensor::AllocateChecked(DataType dtype, const TensorShape& shape,
+                                               TensorBuffer::Init init) {
   RETURN_IF_ERROR(CheckDtype(dtype));
   Tensor t;
-  ASSIGN_OR_RETURN(t.buffer_, TensorBuffer::Create(dtype, shape, TensorBuffer::Init::kZero));
+  ASSIGN_OR_RETURN(t.buffer_, TensorBuffer::Create(dtype, shape, init));
   t.dtype_ = dtype;
   t.shape_ = shape;
   t.num_elements_ = shape.num_elements();
   return t;
 }
 
+absl::StatusOr<Tensor> Tensor::Allocate(DataType dtype, const TensorShape& shape) {
+  return AllocateChecked(dtype, shape, TensorBuffer::Init::kZero);
+}
+
 absl::StatusOr<Tensor> Tensor::AllocateUninitialized(DataType dtype, const TensorShape& shape) {
-  RETURN_IF_ERROR(CheckDtype(dtype));
-  Tensor t;
-  ASSIGN_OR_RETURN(t.buffer_, TensorBuffer::Create(dtype, shape, TensorBuffer::Init::kNone));
-  t.dtype_ = dtype;
-  t.shape_ = shape;
-  t.num_elements_ = shape.num_elements();
-  return t;
+  return AllocateChecked(dtype, shape, TensorBuffer::Init::kNone);
 }
 
 size_t Tensor::TotalBytes() const {

@@ -211,6 +211,9 @@ class Tensor {
   bool Equals(const Tensor& other) const;
 
  private:
+  static absl::StatusOr<Tensor> AllocateChecked(DataType dtype, const TensorShape& shape,
+                                                TensorBuffer::Init init);
+
   DataType dtype_ = DT_INVALID;
   TensorShape shape_;
   int64_t num_elements_ = 1;
