@@ -60,9 +60,9 @@ absl::Status CheckResolvesUnder(FileSystem* fs, const std::string& root,
     if (!absl::IsNotFound(real.status())) return real.status();
     // Missing, or a link to something missing (which lstat still finds).
     if (fs->IsDirectory(existing).ok()) {
-      return absl::PermissionDeniedError(absl::StrCat("'", RelativeTo(root, path),
-                                                      "' goes through '", RelativeTo(root, existing),
-                                                      "', a symbolic link to nothing"));
+      return absl::PermissionDeniedError(
+          absl::StrCat("'", RelativeTo(root, path), "' goes through '", RelativeTo(root, existing),
+                       "', a symbolic link to nothing"));
     }
     if (existing == root || existing == "/" || existing == ".") return real.status();
     existing = Parent(existing);
@@ -70,7 +70,7 @@ absl::Status CheckResolvesUnder(FileSystem* fs, const std::string& root,
 }
 
 absl::StatusOr<std::unique_ptr<RootedFileSystem>> RootedFileSystem::Create(FileSystem* target,
-                                                                          std::string root) {
+                                                                           std::string root) {
   if (root.empty()) return absl::InvalidArgumentError("the root is empty");
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   ASSIGN_OR_RETURN(std::string real_root, target->RealPath(root));
