@@ -47,7 +47,7 @@ class LocalCluster {
 
   // "grpc://127.0.0.1:<master port>", for SessionOptions::target.
   std::string master_target() const;
-  // "127.0.0.1:<master port>", what a raw gRPC stub dials.
+  // "127.0.0.1:<master port>", the address a GrpcMaster channel dials directly.
   std::string master_address() const { return launcher_->address("master", 0); }
   const ClusterSpec& cluster() const { return launcher_->cluster(); }
 

@@ -1,5 +1,5 @@
 // The real checkpoint_store_server binary in its own process: started on port 0, used
-// through GrpcCheckpointStore and a raw stub, checked for health, metrics and bad run
+// through GrpcCheckpointStore and a generated gRPC client, checked for health, metrics and bad run
 // names, stopped with SIGTERM (exit 0, pending saves aborted, no temp files), and
 // killed with SIGKILL in the middle of a 256 MiB save: after a restart on the same
 // --root the previous checkpoint is still latest and intact, and saving works again.
@@ -127,7 +127,7 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
   EXPECT_EQ(*read, tensors);
 
   // Bad run names are INVALID_ARGUMENT and write nothing, inside or outside --root.
-  auto stub = CheckpointStoreService::NewStub(channel);
+  auto service = CheckpointStoreService::NewStub(channel);
   for (const std::string run : {"../escape", "/abs", "a/../../escape", "a//b", "x y"}) {
     BeginCheckpointRequest request;
     request.set_run(run);
@@ -135,16 +135,16 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
     request.set_num_shards(1);
     BeginCheckpointResponse response;
     auto context = NewClientContext();
-    EXPECT_EQ(stub->BeginCheckpoint(context.get(), request, &response).error_code(),
+    EXPECT_EQ(service->BeginCheckpoint(context.get(), request, &response).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT)
         << run;
     LatestCheckpointRequest latest_request;
     latest_request.set_run(run);
     LatestCheckpointResponse latest_response;
     auto latest_context = NewClientContext();
-    EXPECT_EQ(
-        stub->LatestCheckpoint(latest_context.get(), latest_request, &latest_response).error_code(),
-        grpc::StatusCode::INVALID_ARGUMENT)
+    EXPECT_EQ(service->LatestCheckpoint(latest_context.get(), latest_request, &latest_response)
+                  .error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT)
         << run;
   }
   EXPECT_FALSE(std::filesystem::exists(TmpDir("escape")));
@@ -169,7 +169,7 @@ TEST(CheckpointStoreServerTest, HealthMetricsBadRunsAndSigterm) {
     request.set_num_shards(1);
     BeginCheckpointResponse response;
     auto context = NewClientContext();
-    EXPECT_EQ(stub->BeginCheckpoint(context.get(), request, &response).error_code(),
+    EXPECT_EQ(service->BeginCheckpoint(context.get(), request, &response).error_code(),
               grpc::StatusCode::RESOURCE_EXHAUSTED);
     auto latest_again = store->LatestCheckpoint("exp/train");
     ASSERT_TRUE(latest_again.ok()) << latest_again.status();
@@ -335,8 +335,8 @@ TEST(CheckpointStoreServerTest, KillDashNineDuringALargeSaveKeepsThePreviousChec
 
 // The client on the store's host reads locally: the store's metrics count the read and
 // its bytes, and the values are bit-identical to a stream from a store that serves no
-// local reads (--local_read_socket=) over the same root. Tokens taken with the raw
-// stub are single-use, a bogus one is refused and the server goes on serving; a
+// local reads (--local_read_socket=) over the same root. Tokens taken with the
+// generated client are single-use, a bogus one is refused and the server goes on serving; a
 // checkpoint deleted after OpenLocalRead is still read through the descriptors.
 TEST(CheckpointStoreServerTest, LocalReadsOnTheSameHost) {
   const std::string root = TmpDir("store_local");
@@ -370,13 +370,13 @@ TEST(CheckpointStoreServerTest, LocalReadsOnTheSameHost) {
   EXPECT_EQ(streamed_store->streamed_reads(), 1);
   EXPECT_EQ(streamed_store->local_reads(), 0);
 
-  auto stub = CheckpointStoreService::NewStub(
+  auto service = CheckpointStoreService::NewStub(
       grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()));
   OpenLocalReadRequest request;
   request.set_run("exp");
   request.set_name("model.ckpt-1");
   OpenLocalReadResponse grant;
-  ASSERT_TRUE(stub->OpenLocalRead(NewClientContext().get(), request, &grant).ok());
+  ASSERT_TRUE(service->OpenLocalRead(NewClientContext().get(), request, &grant).ok());
   ASSERT_EQ(grant.files_size(), 2);
   ASSERT_TRUE(store->DeleteCheckpoint("exp", "model.ckpt-1").ok());
   EXPECT_FALSE(std::filesystem::exists(grant.files(0)));

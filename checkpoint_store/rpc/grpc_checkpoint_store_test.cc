@@ -166,6 +166,24 @@ void FlipByte(const std::string& path, std::streamoff offset) {
   ASSERT_TRUE(f.good()) << path;
 }
 
+// A local-read socket path that a test can make unreachable: it lies in a fresh
+// directory in /tmp (a socket path holds at most 107 bytes, fewer than TEST_TMPDIR
+// under a default bazel output base), and Remove deletes the socket file and the
+// directory, so that a store keeps serving a socket no client can reach.
+class GoneSocket {
+ public:
+  GoneSocket() {
+    char dir[] = "/tmp/overseer-gcs-XXXXXX";
+    if (::mkdtemp(dir) != nullptr) dir_ = dir;
+  }
+  bool made() const { return !dir_.empty(); }
+  std::string path() const { return dir_ + "/gone.sock"; }
+  bool Remove() const { return ::unlink(path().c_str()) == 0 && ::rmdir(dir_.c_str()) == 0; }
+
+ private:
+  std::string dir_;
+};
+
 class ServedCheckpoint {
  public:
   // With `local_read_socket`, the store also serves local reads there.
@@ -392,14 +410,10 @@ TEST(GrpcCheckpointStoreTest, FallsBackToTheStream) {
   EXPECT_EQ(plain.remote()->local_reads(), 0);
   EXPECT_TRUE((*got)[0].second == plain.contents()[0]);
 
-  // A socket path holds at most 107 bytes, fewer than TEST_TMPDIR under a default
-  // bazel output base: the socket goes in a fresh directory in /tmp.
-  char dir[] = "/tmp/overseer-gcs-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string socket = std::string(dir) + "/gone.sock";
-  ServedCheckpoint served("gone", {1 << 18, 5}, socket);
-  ASSERT_EQ(::unlink(socket.c_str()), 0);
-  ASSERT_EQ(::rmdir(dir), 0);
+  GoneSocket socket;
+  ASSERT_TRUE(socket.made());
+  ServedCheckpoint served("gone", {1 << 18, 5}, socket.path());
+  ASSERT_TRUE(socket.Remove());
   got = ReadAll(served.remote());
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(served.remote()->streamed_reads(), 1);
@@ -415,12 +429,10 @@ TEST(GrpcCheckpointStoreTest, FallsBackToTheStream) {
 // The unreachable socket is left alone for five minutes of the client's clock, then
 // asked for again.
 TEST(GrpcCheckpointStoreTest, AnUnreachableSocketIsAskedForAgainAfterFiveMinutes) {
-  char dir[] = "/tmp/overseer-gcs-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string socket = std::string(dir) + "/gone.sock";
-  ServedCheckpoint served("gone_later", {1 << 10, 5}, socket);
-  ASSERT_EQ(::unlink(socket.c_str()), 0);
-  ASSERT_EQ(::rmdir(dir), 0);
+  GoneSocket socket;
+  ASSERT_TRUE(socket.made());
+  ServedCheckpoint served("gone_later", {1 << 10, 5}, socket.path());
+  ASSERT_TRUE(socket.Remove());
   ASSERT_TRUE(ReadAll(served.remote()).ok());
   EXPECT_EQ(served.local_reads()->tokens_held(), 1);
   served.clock()->Advance(absl::Minutes(5) - absl::Seconds(1));
