@@ -4,8 +4,9 @@
 // and every server keeps serving. Before, a Fill of 2^33 floats aborted the worker
 // ("out of memory allocating 34359738368 bytes"), as did a feed of shape [2^61] with no
 // values, and a float Const of shape [2^62] got a 0-byte buffer (the byte size wrapped)
-// that crashed the task which read it. And a remote graph may not use the files of a
-// server's host as checkpoint locations.
+// that crashed the task which read it. A remote graph may not use the files of a
+// server's host as checkpoint locations. And RecvTensor calls for a step that never
+// comes end (before, each held a server thread for as long as its caller waited).
 
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,22 +23,30 @@
 #include "client/graph/scope.h"
 #include "client/session/grpc_session.h"
 #include "client/session/session.h"
+#include "core/cluster/rendezvous_key.h"
 #include "core/rpc/grpc_status.h"
 #include "gtest/gtest.h"
 #include "master/rpc/grpc_master.h"
 #include "proto/master.pb.h"
+#include "proto/worker.pb.h"
 #include "testing/local_cluster.h"
+#include "worker/rpc/grpc_worker.h"
 
 namespace overseer {
 namespace {
 
 constexpr int64_t kBudget = int64_t{1} << 30;  // The servers' --tensor_memory_budget_bytes.
+// The workers' --recv_wait_for_step_seconds: long enough that the RunGraph of a real
+// step reaches every task in time on a loaded machine.
+constexpr int kRecvWaitForStepSeconds = 5;
 
 class HostileRequestsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     test::LocalClusterOptions options;
-    options.worker_flags = {"--tensor_memory_budget_bytes=" + std::to_string(kBudget)};
+    options.worker_flags = {
+        "--tensor_memory_budget_bytes=" + std::to_string(kBudget),
+        "--recv_wait_for_step_seconds=" + std::to_string(kRecvWaitForStepSeconds)};
     options.master_flags = {"--tensor_memory_budget_bytes=" + std::to_string(kBudget)};
     auto cluster = test::LocalCluster::Start(std::move(options));
     ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -246,6 +256,35 @@ TEST_F(HostileRequestsTest, ALocalCheckpointLocationOnAServerIsPermissionDenied)
   EXPECT_FALSE(std::filesystem::exists(outside + "/made")) << "the save created directories";
   EXPECT_TRUE(std::filesystem::exists(outside + "/notes.tempstate"));
   EXPECT_TRUE(std::filesystem::exists(outside + "/model.ckpt-1.data-00000-of-00001"));
+}
+
+// Callers that are no peers ask the ps, with no deadline of their own, for a tensor of
+// a step that no master ever runs: each call ends DEADLINE_EXCEEDED after the ps's
+// --recv_wait_for_step_seconds, and the ps keeps serving real steps.
+TEST_F(HostileRequestsTest, RecvTensorsForAStepThatNeverComesEnd) {
+  GrpcWorker ps(NewWorkerChannel(cluster_->cluster().jobs().at("ps")[0]));
+  GetStatusResponse ps_status;
+  ASSERT_TRUE(ps.GetStatus(GetStatusRequest(), &ps_status).ok());
+  constexpr int kCalls = 40;
+  std::vector<absl::Status> ended(kCalls);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < kCalls; ++i) {
+    callers.emplace_back([&, i] {
+      RecvTensorRequest request;  // timeout_in_ms 0: wait as long as the ps lets it.
+      request.set_step_id(int64_t{1} << 50 | i);
+      request.set_rendezvous_key(MakeRendezvousKey(
+          "/job:ps/replica:0/task:0/device:CPU:0", ps_status.incarnation(),
+          "/job:worker/replica:0/task:0/device:CPU:0", "edge_" + std::to_string(i)));
+      Tensor ignored;
+      ended[i] = ps.RecvTensor(request, nullptr, &ignored);
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  for (const absl::Status& status : ended) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+    EXPECT_TRUE(absl::StrContains(status.message(), "no RunGraph of step")) << status;
+  }
+  ExpectServing();
 }
 
 }  // namespace

@@ -59,6 +59,12 @@ void RendezvousMgr::EndRecv(int64_t step_id, const StepState& state) {
   steps_.erase(it);
 }
 
+bool RendezvousMgr::Ran(int64_t step_id, const StepState& state) const {
+  absl::MutexLock lock(&mu_);
+  auto it = steps_.find(step_id);
+  return it != steps_.end() && it->second.state.rendezvous == state.rendezvous && it->second.ran;
+}
+
 void RendezvousMgr::Cleanup(int64_t step_id) {
   StepState state;
   {

@@ -51,6 +51,9 @@ class RendezvousMgr {
   // A RecvTensor of `step_id` that FindForRecv gave `state` ended. The step is
   // forgotten if no RunGraph has used it and no other RecvTensor waits on it.
   void EndRecv(int64_t step_id, const StepState& state);
+  // Whether a RunGraph has used the step whose state FindForRecv gave as `state` (false
+  // if that step was cleaned up meanwhile).
+  bool Ran(int64_t step_id, const StepState& state) const;
   // Aborts the step's rendezvous and cancels it with CANCELLED, then forgets it.
   void Cleanup(int64_t step_id);
   // Forgets a finished step that nobody will ask for a tensor of (no abort, no

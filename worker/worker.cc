@@ -313,10 +313,30 @@ absl::Status Worker::RecvTensor(const RecvTensorRequest& request, CancellationMa
   RendezvousWait wait;
   wait.cancellation = cancellation;
   wait.clock = clock_;
-  if (request.timeout_in_ms() > 0) {
-    wait.deadline = clock_->Now() + absl::Milliseconds(request.timeout_in_ms());
+  const absl::Time caller_deadline =
+      request.timeout_in_ms() > 0 ? clock_->Now() + absl::Milliseconds(request.timeout_in_ms())
+                                  : absl::InfiniteFuture();
+  absl::StatusOr<Tensor> value;
+  while (true) {
+    // Until a RunGraph of the step came, wait at most options_.recv_wait_for_step.
+    bool step_bound = false;
+    wait.deadline = caller_deadline;
+    const absl::Duration step_wait = options_.recv_wait_for_step;
+    if (step_wait > absl::ZeroDuration() && !rendezvous_.Ran(request.step_id(), state) &&
+        clock_->Now() + step_wait < caller_deadline) {
+      wait.deadline = clock_->Now() + step_wait;
+      step_bound = true;
+    }
+    value = state.rendezvous->Recv(key, wait);
+    if (!step_bound || value.status().code() != absl::StatusCode::kDeadlineExceeded) break;
+    if (!rendezvous_.Ran(request.step_id(), state)) {
+      value = absl::DeadlineExceededError(absl::StrCat(
+          "no RunGraph of step ", request.step_id(), " came to ", task_name_, " within ",
+          absl::FormatDuration(step_wait), " of the RecvTensor of '", key.parsed.tensor_name,
+          "' (its master is gone, or the caller is not a peer in a step)"));
+      break;
+    }
   }
-  absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, wait);
   rendezvous_.EndRecv(request.step_id(), state);
   if (!value.ok()) return value.status();
   *tensor = *std::move(value);

@@ -42,6 +42,12 @@ struct WorkerOptions {
   // A graph whose recent runs took this long or less on average (and that never waits)
   // is quick: the thread that read its RunGraph call runs it (IsQuick).
   absl::Duration quick_run_graph = absl::Microseconds(500);
+  // A RecvTensor can come before its step's RunGraph (the master starts the tasks'
+  // RunGraphs at once). One that waits this long while no RunGraph of its step came
+  // fails DEADLINE_EXCEEDED, whatever its caller's deadline: the step's master is gone,
+  // or the caller is no peer. Zero: no bound. Once the RunGraph came, the caller's
+  // deadline and the step's cleanup bound the wait.
+  absl::Duration recv_wait_for_step = absl::Seconds(60);
 };
 
 // What the worker talks to. Every field is optional.

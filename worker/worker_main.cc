@@ -50,6 +50,10 @@ ABSL_FLAG(std::vector<std::string>, checkpoint_roots, {},
           "only through checkpoint stores (grpc://host:port/run), never this host's files "
           "(docs/security.md)");
 
+ABSL_FLAG(int, recv_wait_for_step_seconds, 60,
+          "A RecvTensor that waits this long while no RunGraph of its step came here fails "
+          "DEADLINE_EXCEEDED (its master is gone, or the caller is no peer); 0: no bound");
+
 namespace overseer {
 namespace {
 
@@ -113,6 +117,10 @@ int Main() {
     LOG(ERROR) << task.status().message();
     return 2;
   }
+  if (absl::GetFlag(FLAGS_recv_wait_for_step_seconds) < 0) {
+    LOG(ERROR) << "--recv_wait_for_step_seconds must be >= 0";
+    return 2;
+  }
   ServerRunnerOptions runner_options = ServerRunnerOptionsFromFlags("worker");
   runner_options.stream_window_bytes = kWorkerStreamWindowBytes;
   runner_options.bdp_probe = true;
@@ -134,6 +142,7 @@ int Main() {
   options.job_name = task->job;
   options.task_index = task->index;
   options.cluster = ToProto(task->cluster);
+  options.recv_wait_for_step = absl::Seconds(absl::GetFlag(FLAGS_recv_wait_for_step_seconds));
   WorkerEnv env;
   const bool exit_when_job_done = absl::GetFlag(FLAGS_exit_when_job_done);
   std::atomic<bool> exiting_for_job_done{false};

@@ -352,7 +352,9 @@ TEST_F(WorkerTest, TimeoutsRunOnTheInjectedClock) {
   test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);
   WorkerEnv env;
   env.clock = &clock;
-  Worker ps(Options("ps", kPsIncarnation), env);
+  WorkerOptions options = Options("ps", kPsIncarnation);
+  options.recv_wait_for_step = absl::ZeroDuration();  // No bound: the RecvTensor's own.
+  Worker ps(options, env);
   CreateSession(&ps, "s");
   GraphDef dequeues;
   test::AddDequeue(&dequeues, "dequeue", kPsDevice, -1);  // No timeout of its own.
@@ -672,6 +674,67 @@ TEST_F(CrossTaskTest, AStepThatRanKeepsItsTensorsWhenARecvTensorGivesUp) {
   EXPECT_EQ(ps_->num_steps(), 1);  // Until CleanupGraph.
   ASSERT_TRUE(Cleanup(ps_.get(), 22).ok());
   EXPECT_EQ(ps_->num_steps(), 0);
+}
+
+// A RecvTensor for a step that no RunGraph ever starts here (a lost master, or a
+// caller that is not a peer) ends after WorkerOptions::recv_wait_for_step even when it
+// has no deadline of its own, and leaves nothing behind.
+TEST_F(WorkerTest, ARecvTensorForAStepThatNeverRunsEndsAfterTheStepWait) {
+  test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);
+  WorkerEnv env;
+  env.clock = &clock;
+  WorkerOptions options = Options("ps", kPsIncarnation);
+  options.recv_wait_for_step = absl::Minutes(2);
+  Worker ps(options, env);
+  RecvTensorRequest recv;
+  recv.set_step_id(31);
+  recv.set_rendezvous_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "never"));
+  const absl::Time start = clock.Now();
+  Tensor t;
+  const absl::Status status = ps.RecvTensor(recv, nullptr, &t);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("no RunGraph of step 31 came to /job:ps/replica:0/task:0"));
+  EXPECT_EQ(clock.Now() - start, absl::Minutes(2));
+  EXPECT_EQ(ps.num_steps(), 0);
+
+  // The caller's own shorter timeout still comes first.
+  recv.set_timeout_in_ms(1000);
+  const absl::Time again = clock.Now();
+  EXPECT_EQ(ps.RecvTensor(recv, nullptr, &t).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(clock.Now() - again, absl::Seconds(1));
+}
+
+// Once a RunGraph of the step came, its RecvTensor calls wait as long as their callers
+// allow: a slow producer is not cut off by the bound on steps that never start.
+TEST_F(WorkerTest, ARecvTensorOfAStepThatRanWaitsForItsCaller) {
+  test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);
+  WorkerEnv env;
+  env.clock = &clock;
+  WorkerOptions options = Options("ps", kPsIncarnation);
+  options.recv_wait_for_step = absl::Minutes(2);
+  Worker ps(options, env);
+  CreateSession(&ps, "s");
+  GraphDef produces;  // A tensor for the worker, which keeps the step until its cleanup.
+  test::AddConst(&produces, "c", test::AsTensor<float>({1, 2, 3}), kPsDevice);
+  test::AddSend(&produces, "c/_send", "c", DT_FLOAT, "edge_0_c", kPsDevice, kPsIncarnation,
+                kWorkerDevice);
+  absl::StatusOr<std::string> handle = Register(&ps, "s", produces);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  RunGraphResponse response;
+  ASSERT_TRUE(ps.RunGraph(RunRequest("s", *handle, 32), &response).ok());
+  ASSERT_EQ(ps.num_steps(), 1);
+
+  RecvTensorRequest recv;
+  recv.set_step_id(32);
+  recv.set_rendezvous_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "later"));
+  recv.set_timeout_in_ms(3 * 3600 * 1000);
+  const absl::Time start = clock.Now();
+  Tensor t;
+  const absl::Status status = ps.RecvTensor(recv, nullptr, &t);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("timed out waiting for tensor"));
+  EXPECT_EQ(clock.Now() - start, absl::Hours(3));
 }
 
 }  // namespace
