@@ -149,11 +149,19 @@ absl::Status CheckFieldSize(const Field& field, int64_t n, const TensorShape& sh
 
 void SetTensorBufferCacheBytes(size_t bytes) { LargeBuffers::Get()->SetLimit(bytes); }
 
-size_t DefaultTensorBufferCacheBytes() {
+namespace {
+
+// The machine's physical memory in bytes; 0 if unknown.
+uint64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGE_SIZE);
-  const uint64_t physical = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
-  return std::min<uint64_t>(physical / 8, uint64_t{8} << 30);
+  return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+}
+
+}  // namespace
+
+size_t DefaultTensorBufferCacheBytes() {
+  return std::min<uint64_t>(PhysicalMemoryBytes() / 8, uint64_t{8} << 30);
 }
 
 namespace {
@@ -235,9 +243,7 @@ uint64_t TensorMemoryBudget() {
 }
 
 uint64_t DefaultTensorMemoryBudget() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  uint64_t budget = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+  uint64_t budget = PhysicalMemoryBytes();
   for (const char* path :
        {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     const uint64_t limit = ReadLimit(path);
@@ -288,9 +294,11 @@ namespace {
 
 // For the unchecked constructors: the memory, counted as live, or a CHECK failure.
 void* MustAllocate(DataType dtype, int64_t num_elements, size_t* size_bytes) {
-  int64_t n = 0;
-  const absl::Status size = CheckedSize(dtype, TensorShape({num_elements}), &n, size_bytes);
-  CHECK(size.ok()) << size;
+  const uint64_t elem = ElementSize(dtype);
+  CHECK(num_elements >= 0 && static_cast<uint64_t>(num_elements) <= kMaxTensorBytes / elem)
+      << "a buffer of " << num_elements << " " << DataTypeString(dtype)
+      << " elements: negative, or more than 2^62 bytes";
+  *size_bytes = static_cast<size_t>(num_elements) * elem;
   const size_t alloc = AllocationSize(*size_bytes);
   void* data = RawAllocate(alloc);
   CHECK(data != nullptr) << "out of memory allocating " << alloc << " bytes";

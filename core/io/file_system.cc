@@ -37,13 +37,6 @@ absl::Status ErrnoError(int err, absl::string_view what, const std::string& path
   }
 }
 
-std::string Dirname(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 class PosixWritableFile : public WritableFile {
  public:
   PosixWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
@@ -241,6 +234,13 @@ class PosixFileSystem : public FileSystem {
 FileSystem* FileSystem::Posix() {
   static FileSystem* const fs = new PosixFileSystem();
   return fs;
+}
+
+std::string Dirname(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
 }
 
 }  // namespace overseer

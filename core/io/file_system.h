@@ -84,6 +84,9 @@ class FileSystem {
   static FileSystem* Posix();
 };
 
+// `path` without its last component: "/a/b" -> "/a", "/a" -> "/", "a" -> ".".
+std::string Dirname(const std::string& path);
+
 }  // namespace overseer
 
 #endif  // OVERSEER_CORE_IO_FILE_SYSTEM_H_

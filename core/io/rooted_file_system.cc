@@ -11,13 +11,6 @@
 namespace overseer {
 namespace {
 
-// `path` without its last component ("/a/b" -> "/a", "/a" -> "/").
-std::string Parent(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 bool IsUnder(absl::string_view root, absl::string_view path) {
   if (path == root) return true;
   if (root == "/") return absl::StartsWith(path, "/");
@@ -65,7 +58,7 @@ absl::Status CheckResolvesUnder(FileSystem* fs, const std::string& root,
                        "', a symbolic link to nothing"));
     }
     if (existing == root || existing == "/" || existing == ".") return real.status();
-    existing = Parent(existing);
+    existing = Dirname(existing);
   }
 }
 
@@ -160,7 +153,7 @@ absl::StatusOr<bool> RootedFileSystem::IsDirectory(const std::string& path) {
   if (!IsLexicallyUnder(root_, path)) {
     return absl::PermissionDeniedError(absl::StrCat("'", path, "' is not under the root"));
   }
-  if (path != root_) RETURN_IF_ERROR(Check(Parent(path)));
+  if (path != root_) RETURN_IF_ERROR(Check(Dirname(path)));
   return Relativized(target()->IsDirectory(path));
 }
 
