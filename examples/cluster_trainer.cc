@@ -20,8 +20,9 @@
 //
 // Serves its Prometheus metrics (client/training/trainer_metrics.h: steps, global step,
 // recoveries, readiness waits, the chief's checkpoints, process_*) at
-// http://0.0.0.0:<--metrics_port>/metrics; --metrics_port=0 (the default) picks a free
-// port, logs it and writes it to --metrics_port_file; -1 serves none.
+// http://<--metrics_bind>:<--metrics_port>/metrics (loopback unless told otherwise);
+// --metrics_port=0 (the default) picks a free port, logs it and writes it to
+// --metrics_port_file; -1 serves none.
 
 #include <cstdio>
 #include <functional>
@@ -96,8 +97,11 @@ ABSL_FLAG(int64_t, seed, 7, "seed of the synthetic data");
 ABSL_FLAG(std::string, data_dir, "",
           "directory holding the four MNIST IDX files; empty: synthetic data");
 ABSL_FLAG(int, metrics_port, 0,
-          "serve this trainer's Prometheus metrics at http://0.0.0.0:PORT/metrics; 0 picks a "
+          "serve this trainer's Prometheus metrics at http://BIND:PORT/metrics; 0 picks a "
           "free port (logged, and written to --metrics_port_file), -1 serves none");
+ABSL_FLAG(std::string, metrics_bind, "127.0.0.1",
+          "the address the metrics listener binds: loopback by default, \"0.0.0.0\" for "
+          "every interface (for a Prometheus on another host or container)");
 ABSL_FLAG(std::string, metrics_port_file, "",
           "once the metrics are served, write their port to this file (one line, replaced "
           "atomically): how a launcher that passed --metrics_port=0 learns it");
@@ -287,6 +291,7 @@ absl::Status Train() {
   std::unique_ptr<TrainerMetrics> metrics;
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) {
     TrainerMetricsOptions metrics_options;
+    metrics_options.host = absl::GetFlag(FLAGS_metrics_bind);
     metrics_options.port = absl::GetFlag(FLAGS_metrics_port);
     metrics_options.port_file = absl::GetFlag(FLAGS_metrics_port_file);
     ASSIGN_OR_RETURN(metrics, TrainerMetrics::Serve(metrics_options));

@@ -272,5 +272,15 @@ TEST(WorkerServerFlagsTest, ATaskOutsideTheClusterExits2) {
   EXPECT_TRUE(absl::StrContains(bad->log(), "not in the cluster")) << bad->log();
 }
 
+// A server binds loopback unless told otherwise, and every interface only knowingly.
+TEST(WorkerServerFlagsTest, BindingEveryInterfaceNeedsInsecure) {
+  auto refused = StartTask("ps", {"--bind=0.0.0.0"});
+  EXPECT_EQ(refused->WaitForExit(), 1) << refused->log();
+  EXPECT_TRUE(absl::StrContains(refused->log(), "pass --insecure")) << refused->log();
+
+  auto served = StartTask("ps", {"--bind=0.0.0.0", "--insecure"});
+  EXPECT_TRUE(WaitServing(*served, absl::Seconds(60))) << served->log();
+}
+
 }  // namespace
 }  // namespace overseer

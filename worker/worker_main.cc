@@ -136,6 +136,12 @@ int Main() {
       LOG(ERROR) << "cannot read the port of " << address;
       return 2;
     }
+    const std::string host = address.substr(0, address.rfind(':'));
+    if (IsLoopbackHost(runner_options.host) && !IsLoopbackHost(host)) {
+      LOG(WARNING) << "the cluster names this task " << address << " but it binds "
+                   << runner_options.host << ", which other hosts cannot reach: pass "
+                   << "--bind=0.0.0.0 --insecure (docs/security.md) for a cluster of hosts";
+    }
   }
   ServerRunner runner(runner_options);
   WorkerOptions options;

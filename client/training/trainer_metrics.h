@@ -43,7 +43,7 @@
 namespace overseer {
 
 struct TrainerMetricsOptions {
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";
   // 0: a free port (port() says which).
   int port = 0;
   // Not empty: once listening, the port is written to this file (one line, replaced

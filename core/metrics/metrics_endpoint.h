@@ -29,7 +29,7 @@
 namespace overseer {
 
 struct MetricsEndpointOptions {
-  std::string host = "0.0.0.0";
+  std::string host = "127.0.0.1";
   // 0: a free port (port() says which).
   int port = 0;
   // overseer_build_info's labels: the program ("master", "worker", "trainer", ...) and

@@ -47,6 +47,15 @@ ABSL_FLAG(int, bind_retry_seconds, 0,
           "if --port is in use, retry binding it for this many seconds before exiting (a "
           "restart on the same port while the old socket is going away); 0: fail at once");
 
+ABSL_FLAG(std::string, bind, "127.0.0.1",
+          "the address the gRPC and metrics listeners bind: loopback by default; "
+          "\"0.0.0.0\" or \"::\" for every interface, or one address. Anything but "
+          "loopback also needs --insecure");
+ABSL_FLAG(bool, insecure, false,
+          "allow --bind to name an address other hosts reach, although this server takes "
+          "calls from anyone who reaches its port, with no authentication or TLS "
+          "(docs/security.md)");
+
 namespace overseer {
 namespace {
 
@@ -125,9 +134,25 @@ absl::Duration KeepaliveFromFlags() {
   return absl::Seconds(std::max(1, absl::GetFlag(FLAGS_keepalive_seconds)));
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4;
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6;
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
 ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component) {
   ServerRunnerOptions options;
   options.component = std::move(component);
+  options.host = absl::GetFlag(FLAGS_bind);
+  options.insecure = absl::GetFlag(FLAGS_insecure);
   options.port = absl::GetFlag(FLAGS_port);
   options.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   options.keepalive = KeepaliveFromFlags();
@@ -202,6 +227,13 @@ std::string ServerRunner::address() const { return absl::StrCat(options_.host, "
 
 absl::Status ServerRunner::Start() {
   if (server_ != nullptr) return absl::FailedPreconditionError("server already started");
+  if (!options_.insecure && !IsLoopbackHost(options_.host)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options_.component, ": --bind=", options_.host,
+        " would take calls from anyone who reaches this port, with no authentication or "
+        "TLS; pass --insecure to serve so knowingly (on a network only the cluster "
+        "reaches, docs/security.md), or bind a loopback address"));
+  }
   absl::StatusOr<std::unique_ptr<ConnectionAcceptor>> acceptor =
       ConnectionAcceptor::Listen(options_.host, options_.port, options_.bind_retry);
   if (!acceptor.ok()) {

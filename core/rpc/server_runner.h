@@ -54,6 +54,8 @@ ABSL_DECLARE_FLAG(int, metrics_port);
 ABSL_DECLARE_FLAG(int, keepalive_seconds);
 ABSL_DECLARE_FLAG(std::string, port_file);
 ABSL_DECLARE_FLAG(int, bind_retry_seconds);
+ABSL_DECLARE_FLAG(std::string, bind);
+ABSL_DECLARE_FLAG(bool, insecure);
 
 namespace overseer {
 
@@ -61,7 +63,13 @@ struct ServerRunnerOptions {
   // Used in the log line and as overseer_build_info's component ("summary_writer").
   std::string component;
   std::string version = kOverseerVersion;
-  std::string host = "0.0.0.0";
+  // The address the gRPC and metrics listeners bind (--bind): loopback unless told
+  // otherwise, so that a server on a laptop is not open to its network.
+  std::string host = "127.0.0.1";
+  // Start refuses a host that is not a loopback address ("0.0.0.0", "::", a host's own
+  // IP or name) unless this is set (--insecure): such a server takes every call from
+  // anyone who reaches the port, without authentication or TLS (docs/security.md).
+  bool insecure = false;
   // 0: pick a free port (port() says which).
   int port = 0;
   // 0: pick a free port; negative: no metrics endpoint.
@@ -104,9 +112,13 @@ struct ServerRunnerOptions {
   absl::Duration bind_retry = absl::ZeroDuration();
 };
 
-// Options with port, metrics_port, keepalive, port_file and bind_retry from the --port,
-// --metrics_port, --keepalive_seconds, --port_file and --bind_retry_seconds flags.
+// Options with host, insecure, port, metrics_port, keepalive, port_file and bind_retry
+// from the --bind, --insecure, --port, --metrics_port, --keepalive_seconds, --port_file
+// and --bind_retry_seconds flags.
 ServerRunnerOptions ServerRunnerOptionsFromFlags(std::string component);
+
+// Whether `host` is a loopback address: "localhost", 127.0.0.0/8, ::1, or ::ffff:127.x.
+bool IsLoopbackHost(const std::string& host);
 
 // --keepalive_seconds, for the channels a server opens to its peers.
 absl::Duration KeepaliveFromFlags();

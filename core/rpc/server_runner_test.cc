@@ -144,6 +144,46 @@ TEST(ServerRunnerTest, SigtermEndsTheWait) {
   EXPECT_EQ(runner.WaitForTermination(), SIGTERM);
 }
 
+TEST(ServerRunnerTest, BindsLoopbackByDefault) {
+  ServerRunnerOptions options;
+  options.component = "test";
+  options.handle_signals = false;
+  ServerRunner runner(options);
+  ASSERT_TRUE(runner.Start().ok());
+  EXPECT_EQ(runner.address(), "127.0.0.1:" + std::to_string(runner.port()));
+  HealthCheckResponse response;
+  EXPECT_TRUE(ProbeOnce(runner, &response).ok());
+}
+
+// Every interface, with no authentication or TLS, only when asked knowingly.
+TEST(ServerRunnerTest, ANonLoopbackAddressNeedsInsecure) {
+  ServerRunnerOptions options = TestOptions();
+  options.host = "0.0.0.0";
+  ServerRunner refused(options);
+  const absl::Status status = refused.Start();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "--bind=0.0.0.0")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "--insecure")) << status;
+
+  options.insecure = true;
+  ServerRunner served(options);
+  ASSERT_TRUE(served.Start().ok());
+  HealthCheckResponse response;
+  auto stub = Health::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(served.port()),
+                                                  grpc::InsecureChannelCredentials()));
+  EXPECT_TRUE(Check(stub.get(), &response).ok());
+}
+
+TEST(ServerRunnerTest, LoopbackHostsAreKnown) {
+  for (const char* host : {"localhost", "127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "::ffff:10.0.0.1", "ps-0",
+                           "localhost.example.com", ""}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
+}
+
 TEST(ServerRunnerTest, PortInUseIsUnavailable) {
   ServerRunner first(TestOptions());
   ASSERT_TRUE(first.Start().ok());
