@@ -14,11 +14,19 @@
 //     the 2-core shared host, against 2.95-3.26 (median 3.17) with the worker's
 //     synchronous RunGraph interleaved with it (both then as the ratio of the fastest
 //     windows). docs/performance.md section 2 says where a step's time goes.
+//   master.threads_at_1000_sessions: the master process's threads (/proc/PID/status)
+//     with 1,000 more sessions open, each having run a step; baseline: the same master
+//     with only the measuring session open, in the same rounds. Goal: at most 64 (each
+//     session held a thread of its own for its step cleanups: 1,015 threads).
+//   master.step_us_at_1000_sessions: the step above on one session while the 1,000 are
+//     open; baseline: the same step with none open, interleaved. Goal: a ratio near 1.
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
 #include "bench/multiprocess.h"
 #include "client/session/session.h"
@@ -34,6 +42,19 @@ namespace {
 
 constexpr int kRounds = 8;
 constexpr double kWindowSeconds = 0.3;
+constexpr int kManySessions = 1000;
+constexpr int kSessionRounds = 5;
+
+// The threads of process `pid`, from /proc/PID/status.
+double ThreadsOf(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stod(line.substr(8));
+  }
+  LOG(FATAL) << "no Threads: line in /proc/" << pid << "/status";
+  return 0;
+}
 
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
@@ -71,9 +92,44 @@ int Run(const char* argv0) {
       rounds.Add("step", [&] { return 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds); });
   rounds.Run(kRounds);
   CHECK(out.size() == 1 && out[0].scalar<float>() == 1.0f);
-  absl::Status closed = (*session)->Close();
-  CHECK(closed.ok()) << closed;
   bench::PrintFigure("grpc_session.run_step_us", "us", rounds.samples(steps), rounds.samples(ping));
+
+  // The master with kManySessions more sessions open, each of which ran a step.
+  const pid_t master = (*cluster)->pid("master", 0);
+  std::vector<double> threads_alone, threads_many;
+  auto open_many = [&] {
+    std::vector<std::unique_ptr<Session>> many;
+    for (int i = 0; i < kManySessions; ++i) {
+      auto other = NewSession(session_options);
+      CHECK(other.ok()) << other.status();
+      absl::Status made = (*other)->Create(graph);
+      CHECK(made.ok()) << made;
+      std::vector<Tensor> ignored;
+      absl::Status ran = (*other)->Run({}, {"c:0"}, {}, &ignored);
+      CHECK(ran.ok()) << ran;
+      many.push_back(*std::move(other));
+    }
+    return many;
+  };
+  bench::Rounds sessions("master.sessions");
+  const int alone = sessions.Add("1 session", [&] {
+    const double us = 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds);
+    threads_alone.push_back(ThreadsOf(master));
+    return us;
+  });
+  const int many = sessions.Add(absl::StrCat(kManySessions + 1, " sessions"), [&] {
+    std::vector<std::unique_ptr<Session>> open = open_many();
+    const double us = 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds);
+    threads_many.push_back(ThreadsOf(master));
+    for (auto& s : open) CHECK(s->Close().ok());
+    return us;
+  });
+  sessions.Run(kSessionRounds, /*warmup_rounds=*/0);
+  absl::Status closed_too = (*session)->Close();
+  CHECK(closed_too.ok()) << closed_too;
+  bench::PrintFigure("master.threads_at_1000_sessions", "threads", threads_many, threads_alone);
+  bench::PrintFigure("master.step_us_at_1000_sessions", "us", sessions.samples(many),
+                     sessions.samples(alone));
   return 0;
 }
 

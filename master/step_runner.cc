@@ -1,6 +1,7 @@
 #include "master/step_runner.h"
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -264,44 +265,71 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
 
 }  // namespace
 
-StepCleaner::StepCleaner(MasterWorkerCacheInterface* workers, int max_pending)
-    : workers_(workers), max_pending_(static_cast<size_t>(std::max(1, max_pending))) {
-  thread_ = std::thread([this] { Loop(); });
+ThreadPool* StepCleaner::Pool() {
+  static ThreadPool* pool = new ThreadPool(1, kMaxStepCleanerThreads);
+  return pool;
 }
 
+struct StepCleaner::Queue {
+  struct Pending {
+    std::vector<std::string> tasks;
+    int64_t step_id;
+  };
+
+  Queue(MasterWorkerCacheInterface* workers, size_t max_pending)
+      : workers(workers), max_pending(max_pending) {}
+
+  MasterWorkerCacheInterface* const workers;
+  const size_t max_pending;
+  absl::Mutex mu;
+  std::deque<Pending> pending ABSL_GUARDED_BY(mu);
+  // A Send task runs (or is scheduled): true whenever `pending` is not empty.
+  bool sending ABSL_GUARDED_BY(mu) = false;
+};
+
+StepCleaner::StepCleaner(MasterWorkerCacheInterface* workers, int max_pending)
+    : queue_(std::make_shared<Queue>(workers, static_cast<size_t>(std::max(1, max_pending)))) {}
+
 StepCleaner::~StepCleaner() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  thread_.join();
+  Queue& q = *queue_;
+  absl::MutexLock lock(&q.mu);
+  auto sent = [&q]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(q.mu) { return !q.sending; };
+  q.mu.Await(absl::Condition(&sent));
 }
 
 void StepCleaner::Enqueue(std::vector<std::string> tasks, int64_t step_id) {
-  absl::MutexLock lock(&mu_);
-  auto has_room = [this]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.size() < max_pending_; };
-  mu_.Await(absl::Condition(&has_room));
-  pending_.push_back(Pending{std::move(tasks), step_id});
+  Queue& q = *queue_;
+  bool start = false;
+  {
+    absl::MutexLock lock(&q.mu);
+    auto has_room = [&q]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(q.mu) {
+      return q.pending.size() < q.max_pending;
+    };
+    q.mu.Await(absl::Condition(&has_room));
+    q.pending.push_back(Queue::Pending{std::move(tasks), step_id});
+    start = !q.sending;
+    q.sending = true;
+  }
+  if (start) Pool()->Schedule([queue = queue_] { Send(queue); });
 }
 
-void StepCleaner::Loop() {
+void StepCleaner::Send(std::shared_ptr<Queue> queue) {
+  Queue& q = *queue;
   while (true) {
-    Pending next;
+    Queue::Pending next;
     {
-      absl::MutexLock lock(&mu_);
-      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !pending_.empty();
-      };
-      mu_.Await(absl::Condition(&has_work));
-      if (pending_.empty()) return;  // Stopping, and everything is sent.
-      next = std::move(pending_.front());
-      pending_.pop_front();
+      absl::MutexLock lock(&q.mu);
+      if (q.pending.empty()) {
+        q.sending = false;
+        return;
+      }
+      next = std::move(q.pending.front());
+      q.pending.pop_front();
     }
     CleanupGraphRequest req;
     req.set_step_id(next.step_id);
     for (const std::string& task : next.tasks) {
-      WorkerInterface* w = workers_->GetWorker(task);
+      WorkerInterface* w = q.workers->GetWorker(task);
       CleanupGraphResponse resp;
       if (w != nullptr) w->CleanupGraph(req, &resp).IgnoreError();
     }

@@ -10,12 +10,11 @@
 // RunRegisteredStep waits for it.
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,10 +48,15 @@ struct StepArgs {
   bool trace = false;
 };
 
-// Sends CleanupGraph for finished steps from one background thread. When `max_pending`
-// steps wait, Enqueue blocks until the thread catches up, so a fast step loop cannot
-// grow the queue without bound. The destructor sends everything queued, then returns.
+// Sends CleanupGraph for finished steps, in the order queued, from a thread of a
+// process-wide pool (at most kMaxStepCleanerThreads) while it has steps queued: a cleaner
+// holds no thread of its own, so a master with a thousand sessions open does not keep a
+// thousand threads. When `max_pending`
+// steps wait, Enqueue blocks until the sending catches up, so a fast step loop cannot
+// grow the queue without bound. The destructor waits until everything queued is sent.
 // Thread-safe.
+inline constexpr int kMaxStepCleanerThreads = 32;
+
 class StepCleaner {
  public:
   explicit StepCleaner(MasterWorkerCacheInterface* workers, int max_pending = 1024);
@@ -64,18 +68,12 @@ class StepCleaner {
   void Enqueue(std::vector<std::string> tasks, int64_t step_id);
 
  private:
-  struct Pending {
-    std::vector<std::string> tasks;
-    int64_t step_id;
-  };
-  void Loop();
+  // Shared with the task that sends, which may end after the destructor's wait did.
+  struct Queue;
+  static void Send(std::shared_ptr<Queue> queue);
+  static ThreadPool* Pool();
 
-  MasterWorkerCacheInterface* const workers_;
-  const size_t max_pending_;
-  absl::Mutex mu_;
-  std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  const std::shared_ptr<Queue> queue_;
 };
 
 // Where the master's step path does what blocks (cancelling and cleaning up a failed

@@ -1,5 +1,6 @@
 #include "master/step_runner.h"
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -90,6 +91,46 @@ TEST(StepRunnerTest, AFailedStepIsCleanedUpOnEveryTaskAtOnce) {
     EXPECT_EQ(w->cleaned.count(8), 1u);
     EXPECT_FALSE(w->cleanup_gave_up);
   }
+}
+
+// The threads of this process, from /proc/self/status.
+int ProcessThreads() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "Threads:")) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// A master keeps a cleaner per session: a thousand of them, each with steps cleaned up,
+// hold no thread once their queues are sent (a thread each, before).
+TEST(StepRunnerTest, CleanersHoldNoThreadOfTheirOwn) {
+  TwoTasks tasks;
+  const int before = ProcessThreads();
+  ASSERT_GT(before, 0);
+  std::vector<std::unique_ptr<StepCleaner>> cleaners;
+  for (int i = 0; i < 1000; ++i) cleaners.push_back(std::make_unique<StepCleaner>(&tasks));
+  EXPECT_EQ(ProcessThreads(), before);
+  for (int i = 0; i < 1000; ++i) cleaners[i]->Enqueue({kA, kB}, 1000 + i);
+  cleaners.clear();  // Each destructor waits until its queue is sent.
+  for (test::FakeWorker* w : {tasks.a(), tasks.b()}) {
+    absl::MutexLock l(&w->mu);
+    EXPECT_EQ(w->cleaned.size(), 1000u);
+  }
+  // The sending ran on the cleaners' pool, which keeps the threads it grew for a while.
+  EXPECT_LE(ProcessThreads(), before + kMaxStepCleanerThreads);
+}
+
+// Enqueue waits while max_pending steps are queued; the destructor sends them all.
+TEST(StepRunnerTest, ACleanerWithAShortQueueSendsEverything) {
+  TwoTasks tasks;
+  {
+    StepCleaner cleaner(&tasks, /*max_pending=*/2);
+    for (int64_t step = 1; step <= 50; ++step) cleaner.Enqueue({kA}, step);
+  }
+  absl::MutexLock l(&tasks.a()->mu);
+  EXPECT_EQ(tasks.a()->cleaned.size(), 50u);
 }
 
 TEST(StepRunnerTest, ManyConcurrentStepsEachGetTheirFetches) {
