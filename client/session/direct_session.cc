@@ -36,8 +36,6 @@ void SignatureKey(const Feeds& feeds, NameOf name_of, const std::vector<std::str
   for (const auto& t : targets) key->append(t).push_back('\0');
 }
 
-absl::Status ClosedError() { return absl::FailedPreconditionError("the session is closed"); }
-
 }  // namespace
 
 DirectSession::DirectSession(const SessionOptions& options)
@@ -61,7 +59,7 @@ absl::Status DirectSession::SetGraph(GraphDef graph) {
 
 absl::Status DirectSession::Create(const GraphDef& graph) {
   absl::MutexLock lock(&mu_);
-  if (closed_) return ClosedError();
+  if (closed_) return SessionClosedError();
   if (graph_ != nullptr) {
     return absl::FailedPreconditionError(
         "the session already has a graph; use Extend to add nodes");
@@ -71,7 +69,7 @@ absl::Status DirectSession::Create(const GraphDef& graph) {
 
 absl::Status DirectSession::Extend(const GraphDef& graph) {
   absl::MutexLock lock(&mu_);
-  if (closed_) return ClosedError();
+  if (closed_) return SessionClosedError();
   if (graph_ == nullptr) return SetGraph(graph);
   for (const NodeDef& node : graph.node()) {
     if (graph_->graph->FindNode(node.name()) >= 0) {
@@ -101,10 +99,11 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::G
   std::shared_ptr<const ValidatedGraph> graph;
   {
     absl::ReaderMutexLock lock(&mu_);
-    if (closed_) return ClosedError();
+    if (closed_) return SessionClosedError();
     if (graph_ == nullptr) {
       return absl::FailedPreconditionError("the session has no graph; call Create first");
     }
+    if (graph_def_.node_size() == 0) return EmptyGraphError();
     auto it = signatures_.find(key);
     if (it != signatures_.end()) return it->second;
     graph = graph_;
@@ -112,7 +111,7 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::G
   ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig,
                    BuildSignature(*graph, feeds(), fetches, targets));
   absl::MutexLock lock(&mu_);
-  if (closed_) return ClosedError();
+  if (closed_) return SessionClosedError();
   // Another thread may have built it meanwhile; keep one so kernels see one executor.
   return signatures_.emplace(key, std::move(sig)).first->second;
 }
@@ -168,7 +167,7 @@ absl::StatusOr<CallableHandle> DirectSession::MakeCallable(const CallableOptions
                    GetSignature(
                        key, [&feeds] { return feeds; }, fetches, targets));
   absl::MutexLock lock(&mu_);
-  if (closed_) return ClosedError();
+  if (closed_) return SessionClosedError();
   const CallableHandle handle = next_callable_++;
   callables_[handle] = Callable{std::move(sig), options.run_options(), options.fetch_size()};
   return handle;
@@ -179,7 +178,7 @@ absl::Status DirectSession::RunCallable(CallableHandle handle, const std::vector
   Callable callable;
   {
     absl::ReaderMutexLock lock(&mu_);
-    if (closed_) return ClosedError();
+    if (closed_) return SessionClosedError();
     auto it = callables_.find(handle);
     if (it == callables_.end()) {
       return absl::InvalidArgumentError(absl::StrCat("no callable with handle ", handle,
@@ -204,7 +203,7 @@ absl::Status DirectSession::RunCallable(CallableHandle handle, const std::vector
 
 absl::Status DirectSession::ReleaseCallable(CallableHandle handle) {
   absl::MutexLock lock(&mu_);
-  if (closed_) return ClosedError();
+  if (closed_) return SessionClosedError();
   if (handle <= 0 || handle >= next_callable_) {
     return absl::InvalidArgumentError(
         absl::StrCat("no callable with handle ", handle, " was made in this session"));

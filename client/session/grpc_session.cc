@@ -14,8 +14,6 @@
 namespace overseer {
 namespace {
 
-absl::Status ClosedError() { return absl::FailedPreconditionError("the session is closed"); }
-
 constexpr char kFeedHint[] =
     "feed smaller tensors (split the batch over several steps), or keep large data in the "
     "cluster (a variable or a queue filled in parts)";
@@ -89,6 +87,7 @@ absl::Status GrpcSession::CreateLocked(const GraphDef& graph) {
   absl::MutexLock lock(&mu_);
   handle_ = response.session_handle();
   graph_version_ = response.graph_version();
+  graph_nodes_ = graph.node_size();
   return absl::OkStatus();
 }
 
@@ -96,7 +95,7 @@ absl::Status GrpcSession::Create(const GraphDef& graph) {
   absl::MutexLock ops(&ops_mu_);
   {
     absl::MutexLock lock(&mu_);
-    if (closed_) return ClosedError();
+    if (closed_) return SessionClosedError();
     if (!handle_.empty()) {
       return absl::FailedPreconditionError(
           "the session already has a graph; use Extend to add nodes");
@@ -110,7 +109,7 @@ absl::Status GrpcSession::Extend(const GraphDef& graph) {
   ExtendSessionRequest request;
   {
     absl::MutexLock lock(&mu_);
-    if (closed_) return ClosedError();
+    if (closed_) return SessionClosedError();
     request.set_session_handle(handle_);
     request.set_current_graph_version(graph_version_);
   }
@@ -123,13 +122,15 @@ absl::Status GrpcSession::Extend(const GraphDef& graph) {
   RETURN_IF_ERROR(Retry([&] { return master_->ExtendSession(request, &response); }));
   absl::MutexLock lock(&mu_);
   graph_version_ = response.new_graph_version();
+  graph_nodes_ += graph.node_size();
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> GrpcSession::RunnableHandle() const {
   absl::MutexLock lock(&mu_);
-  if (closed_) return ClosedError();
+  if (closed_) return SessionClosedError();
   if (handle_.empty()) return NoGraphError();
+  if (graph_nodes_ == 0) return EmptyGraphError();
   return handle_;
 }
 

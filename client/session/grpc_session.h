@@ -117,6 +117,8 @@ class GrpcSession : public Session {
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(ops_mu_);
   std::string handle_ ABSL_GUARDED_BY(mu_);
   int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // Nodes of the graph created and extended (none: Run fails, as TensorFlow's).
+  int64_t graph_nodes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

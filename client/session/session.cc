@@ -48,11 +48,19 @@ absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& option
     }
   }
   if (factory == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return absl::NotFoundError(absl::StrCat(
         "no session implementation for target '", options.target, "'; known targets: ",
         known.empty() ? "none (link //client/session:direct_session for \"\")" : known));
   }
   return factory(options);
+}
+
+absl::Status SessionClosedError() { return absl::FailedPreconditionError("the session is closed"); }
+
+absl::Status EmptyGraphError() {
+  return absl::FailedPreconditionError(
+      "The Session graph is empty: add operations to the graph (Create or Extend) before "
+      "calling Run");
 }
 
 }  // namespace overseer

@@ -99,9 +99,15 @@ class Session {
   virtual absl::Status Close() = 0;
 };
 
+// The errors every implementation gives alike: FAILED_PRECONDITION for a call on a
+// closed session, and for a Run (or callable) while the graph has no node (TensorFlow:
+// "The Session graph is empty.").
+absl::Status SessionClosedError();
+absl::Status EmptyGraphError();
+
 // Creates a session for `options.target`: "" gives a DirectSession, a registered
-// scheme ("grpc://") its implementation. INVALID_ARGUMENT naming the target and the
-// known schemes for anything else.
+// scheme ("grpc://") its implementation. NOT_FOUND (as TensorFlow's lookup of a
+// session factory) naming the target and the known schemes for anything else.
 absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options);
 
 // Registers the implementation for targets starting with `prefix` (e.g. "grpc://").

@@ -188,6 +188,20 @@ TEST_P(SessionConformanceTest, UnknownFetchFeedOrTargetIsNamed) {
               absl::StatusCode::kInvalidArgument, "phantom");
 }
 
+// As TensorFlow's session: a Run before the graph has a node fails (Python's "The
+// Session graph is empty."); Extend then makes it runnable.
+TEST_P(SessionConformanceTest, RunOnAnEmptyGraphFails) {
+  auto session = MakeSession();
+  ASSERT_NE(session, nullptr);
+  const absl::Status created = session->Create(GraphDef());
+  ASSERT_TRUE(created.ok()) << created;
+  std::vector<Tensor> out;
+  ExpectError(session->Run({}, {}, {}, &out), absl::StatusCode::kFailedPrecondition,
+              "The Session graph is empty");
+  ASSERT_TRUE(session->Extend(AddGraph().def()).ok());
+  EXPECT_TRUE(session->Run({}, {}, {}, &out).ok());
+}
+
 TEST_P(SessionConformanceTest, CreateValidatesAndHappensOnce) {
   auto session = MakeSession();
   G bad;
