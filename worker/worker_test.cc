@@ -679,13 +679,25 @@ TEST_F(CrossTaskTest, AStepThatRanKeepsItsTensorsWhenARecvTensorGivesUp) {
 // A RecvTensor for a step that no RunGraph ever starts here (a lost master, or a
 // caller that is not a peer) ends after WorkerOptions::recv_wait_for_step even when it
 // has no deadline of its own, and leaves nothing behind.
-TEST_F(WorkerTest, ARecvTensorForAStepThatNeverRunsEndsAfterTheStepWait) {
-  test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);
-  WorkerEnv env;
-  env.clock = &clock;
-  WorkerOptions options = Options("ps", kPsIncarnation);
-  options.recv_wait_for_step = absl::Minutes(2);
-  Worker ps(options, env);
+// A ps whose RecvTensor calls wait at most two minutes for their step's RunGraph,
+// timed on a clock on which every wait ends at its deadline at once.
+class StepWaitTest : public WorkerTest {
+ protected:
+  StepWaitTest() {
+    WorkerEnv env;
+    env.clock = &clock_;
+    WorkerOptions options = Options("ps", kPsIncarnation);
+    options.recv_wait_for_step = absl::Minutes(2);
+    bounded_ = std::make_unique<Worker>(options, env);
+  }
+
+  test::FakeClock clock_{test::FakeClock::Mode::kAutoAdvance};
+  std::unique_ptr<Worker> bounded_;
+};
+
+TEST_F(StepWaitTest, ARecvTensorForAStepThatNeverRunsEndsAfterTheStepWait) {
+  Worker& ps = *bounded_;
+  test::FakeClock& clock = clock_;
   RecvTensorRequest recv;
   recv.set_step_id(31);
   recv.set_rendezvous_key(MakeRendezvousKey(kPsDevice, kPsIncarnation, kWorkerDevice, "never"));
@@ -707,13 +719,9 @@ TEST_F(WorkerTest, ARecvTensorForAStepThatNeverRunsEndsAfterTheStepWait) {
 
 // Once a RunGraph of the step came, its RecvTensor calls wait as long as their callers
 // allow: a slow producer is not cut off by the bound on steps that never start.
-TEST_F(WorkerTest, ARecvTensorOfAStepThatRanWaitsForItsCaller) {
-  test::FakeClock clock(test::FakeClock::Mode::kAutoAdvance);
-  WorkerEnv env;
-  env.clock = &clock;
-  WorkerOptions options = Options("ps", kPsIncarnation);
-  options.recv_wait_for_step = absl::Minutes(2);
-  Worker ps(options, env);
+TEST_F(StepWaitTest, ARecvTensorOfAStepThatRanWaitsForItsCaller) {
+  Worker& ps = *bounded_;
+  test::FakeClock& clock = clock_;
   CreateSession(&ps, "s");
   GraphDef produces;  // A tensor for the worker, which keeps the step until its cleanup.
   test::AddConst(&produces, "c", test::AsTensor<float>({1, 2, 3}), kPsDevice);
