@@ -94,8 +94,10 @@ ABSL_FLAG(int64_t, log_every, 1, "print a step line every this many of this trai
 ABSL_FLAG(int64_t, num_train, 4000, "synthetic training examples");
 ABSL_FLAG(int64_t, num_test, 1000, "synthetic test examples");
 ABSL_FLAG(int64_t, seed, 7, "seed of the synthetic data");
-ABSL_FLAG(std::string, data_dir, "",
-          "directory holding the four MNIST IDX files; empty: synthetic data");
+ABSL_FLAG(std::string, data_dir, overseer::examples::kFashionMnistDir,
+          "directory holding the four MNIST or Fashion-MNIST IDX files, gzipped or not "
+          "(default: Fashion-MNIST, from Debian's dataset-fashion-mnist)");
+ABSL_FLAG(bool, synthetic, false, "train on synthetic data instead (fast, trivially separable)");
 ABSL_FLAG(int, metrics_port, 0,
           "serve this trainer's Prometheus metrics at http://BIND:PORT/metrics; 0 picks a "
           "free port (logged, and written to --metrics_port_file), -1 serves none");
@@ -278,11 +280,17 @@ absl::Status CheckFlags() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<TrainTest> LoadData() {
-  const std::string dir = absl::GetFlag(FLAGS_data_dir);
-  if (!dir.empty()) return ReadMnist(dir);
-  return MakeSynthetic(absl::GetFlag(FLAGS_num_train), absl::GetFlag(FLAGS_num_test),
-                       static_cast<uint64_t>(absl::GetFlag(FLAGS_seed)));
+absl::StatusOr<TrainTest> LoadDataFromFlags() {
+  DataChoice choice;
+  choice.synthetic = absl::GetFlag(FLAGS_synthetic);
+  choice.data_dir = absl::GetFlag(FLAGS_data_dir);
+  choice.num_train = absl::GetFlag(FLAGS_num_train);
+  choice.num_test = absl::GetFlag(FLAGS_num_test);
+  choice.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
+  std::string description;
+  ASSIGN_OR_RETURN(TrainTest data, LoadData(choice, &description));
+  LOG(INFO) << description;
+  return data;
 }
 
 absl::Status Train() {
@@ -298,7 +306,7 @@ absl::Status Train() {
     LOG(INFO) << "trainer metrics on " << metrics_options.host << ":" << metrics->port()
               << "/metrics";
   }
-  ASSIGN_OR_RETURN(TrainTest data, LoadData());
+  ASSIGN_OR_RETURN(TrainTest data, LoadDataFromFlags());
   const int task = absl::GetFlag(FLAGS_task_index);
 
   ReplicaDeviceSetterOptions setter_options;

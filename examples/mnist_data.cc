@@ -1,8 +1,11 @@
 #include "examples/mnist_data.h"
 
+#include <sys/stat.h>
+#include <zlib.h>
+
 #include <algorithm>
-#include <fstream>
-#include <iterator>
+#include <cerrno>
+#include <cstring>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -14,10 +17,43 @@ namespace {
 constexpr int kSide = 28;
 constexpr int kClasses = 10;
 
+// The bytes of `path`, gunzipped if it is a gzip file (zlib reads a plain file as is).
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  gzFile in = gzopen(path.c_str(), "rb");
+  if (in == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  gzbuffer(in, 1 << 20);
+  std::string bytes;
+  std::string chunk(1 << 20, '\0');
+  int n = 0;
+  while ((n = gzread(in, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0) {
+    bytes.append(chunk.data(), static_cast<size_t>(n));
+  }
+  int code = Z_OK;
+  const std::string error = gzerror(in, &code);
+  gzclose(in);
+  if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " cannot be read as a gzip file (", error, "): damaged or cut short?"));
+  }
+  return bytes;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// `dir`/`name`, or `dir`/`name`.gz; NOT_FOUND naming both if neither exists.
+absl::StatusOr<std::string> IdxFile(const std::string& dir, const std::string& name) {
+  const std::string plain = absl::StrCat(dir, "/", name);
+  if (Exists(plain)) return plain;
+  if (Exists(plain + ".gz")) return plain + ".gz";
+  return absl::NotFoundError(absl::StrCat(
+      dir, " has no ", name,
+      "[.gz]: --data_dir takes a directory of the four MNIST or "
+      "Fashion-MNIST IDX files, gzipped or not (Debian: apt install dataset-fashion-mnist)"));
 }
 
 uint32_t BigEndian32(const std::string& bytes, size_t offset) {
@@ -85,9 +121,17 @@ absl::StatusOr<Dataset> ReadIdx(const std::string& images_path, const std::strin
 
 absl::StatusOr<TrainTest> ReadMnist(const std::string& dir) {
   TrainTest tt;
-  auto train = ReadIdx(dir + "/train-images-idx3-ubyte", dir + "/train-labels-idx1-ubyte");
+  std::string files[4];
+  const char* names[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                          "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<std::string> file = IdxFile(dir, names[i]);
+    if (!file.ok()) return file.status();
+    files[i] = *std::move(file);
+  }
+  auto train = ReadIdx(files[0], files[1]);
   if (!train.ok()) return train.status();
-  auto test = ReadIdx(dir + "/t10k-images-idx3-ubyte", dir + "/t10k-labels-idx1-ubyte");
+  auto test = ReadIdx(files[2], files[3]);
   if (!test.ok()) return test.status();
   tt.train = *std::move(train);
   tt.test = *std::move(test);
@@ -140,6 +184,28 @@ TrainTest MakeSynthetic(int64_t num_train, int64_t num_test, uint64_t seed) {
   tt.train = make(num_train);
   tt.test = make(num_test);
   return tt;
+}
+
+absl::StatusOr<TrainTest> LoadData(const DataChoice& choice, std::string* description) {
+  if (choice.synthetic) {
+    TrainTest data = MakeSynthetic(choice.num_train, choice.num_test, choice.seed);
+    *description = absl::StrCat("data: synthetic 28x28, 10 classes (", data.train.num_examples,
+                                " train, ", data.test.num_examples, " test)");
+    return data;
+  }
+  if (!Exists(choice.data_dir)) {
+    return absl::NotFoundError(absl::StrCat(
+        "no data at ", choice.data_dir,
+        choice.data_dir == kFashionMnistDir ? " (apt install dataset-fashion-mnist)" : "",
+        "; give --data_dir a directory of MNIST or Fashion-MNIST IDX files, or --synthetic"));
+  }
+  absl::StatusOr<TrainTest> data = ReadMnist(choice.data_dir);
+  if (!data.ok()) return data.status();
+  *description =
+      absl::StrCat("data: ", choice.data_dir == kFashionMnistDir ? "Fashion-MNIST" : "IDX files",
+                   " from ", choice.data_dir, " (", data->train.num_examples, " train, ",
+                   data->test.num_examples, " test)");
+  return data;
 }
 
 }  // namespace examples

@@ -56,6 +56,7 @@ absl::StatusOr<std::unique_ptr<TrainingJob>> TrainingJob::Start(TrainingJobOptio
     args.push_back(
         absl::StrCat("--metrics_port_file=", options.cluster.log_dir, "/", name, ".metrics_port"));
     if (i == 0) args.push_back("--is_chief");
+    if (options.synthetic_data) args.push_back("--synthetic");
     args.insert(args.end(), options.trainer_flags.begin(), options.trainer_flags.end());
     TrainerProcessOptions trainer_options;
     trainer_options.bin_dir = options.cluster.bin_dir;

@@ -47,6 +47,9 @@ struct TrainingJobOptions {
   int64_t last_step = 600;
   int64_t save_checkpoint_steps = 100;
   int64_t log_every = 1;
+  // The trainers' data: synthetic (--synthetic: fast, for tests), or the
+  // cluster_trainer's default, Fashion-MNIST, unless trainer_flags name another.
+  bool synthetic_data = true;
   // More flags for every cluster_trainer (see its --help).
   std::vector<std::string> trainer_flags;
 };

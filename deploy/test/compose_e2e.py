@@ -290,7 +290,9 @@ def main():
     parser.add_argument("--kill", default="ps-1")
     parser.add_argument("--kill_at_step", type=int, default=300)
     parser.add_argument("--steps_after_kill", type=int, default=600)
-    parser.add_argument("--target_accuracy", type=float, default=0.95)
+    # Fashion-MNIST, the trainers' data: the example's small network reaches 0.80-0.85
+    # after 600-1500 steps (0.90 would take a convolutional one).
+    parser.add_argument("--target_accuracy", type=float, default=0.75)
     parser.add_argument("--timeout", type=int, default=300, help="seconds per wait")
     args = parser.parse_args()
     env = dict(os.environ)
