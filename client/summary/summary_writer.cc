@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
     const std::string run = target.rest;
     RETURN_IF_ERROR(ValidateRunName(run));
     auto channel = NewChannel(target.address);
-    factory = [channel, run, options](
+    factory = [channel, run, options, logdir](
                   std::optional<int64_t> start_step) -> absl::StatusOr<std::unique_ptr<EventSink>> {
       GrpcEventSinkOptions sink_options;
       sink_options.flush_secs = options.flush_secs;
@@ -45,8 +45,16 @@ absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
       sink_options.batch_size = std::max(options.max_queue, 512);
       sink_options.filename_suffix = options.filename_suffix;
       sink_options.start_step = start_step;
-      ASSIGN_OR_RETURN(auto sink, GrpcEventSink::Open(channel, run, sink_options, options.clock));
-      return std::unique_ptr<EventSink>(std::move(sink));
+      auto sink = GrpcEventSink::Open(channel, run, sink_options, options.clock);
+      if (absl::IsUnimplemented(sink.status())) {
+        // Another kind of server: gRPC says only UNIMPLEMENTED, with no detail.
+        return absl::FailedPreconditionError(absl::StrCat(
+            "summary logdir '", logdir, "': the server there is not a summary writer (it ",
+            "does not serve overseer.SummaryWriterService; a checkpoint store, perhaps?): ",
+            "name a summary_writer_server's grpc://host:port/<run>, or a local directory"));
+      }
+      if (!sink.ok()) return sink.status();
+      return std::unique_ptr<EventSink>(*std::move(sink));
     };
   } else {
     factory = [logdir, options](

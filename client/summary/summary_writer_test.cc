@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/rpc/server_runner.h"
 #include "gtest/gtest.h"
@@ -117,6 +118,22 @@ TEST(SummaryWriterTest, RemoteRunWithRestartLooksTheSame) {
   test::FakeClock clock;
   WriteTrainingRun(absl::StrCat("grpc://", runner.address(), "/exp/train"), &clock);
   CheckTrainingRun(logdir + "/exp/train");
+}
+
+// A grpc:// logdir whose server is no summary writer (gRPC answers UNIMPLEMENTED with
+// no detail) fails FAILED_PRECONDITION saying so.
+TEST(SummaryWriterTest, AServerThatIsNoSummaryWriterIsNamed) {
+  ServerRunnerOptions runner_options;
+  runner_options.component = "checkpoint_store";
+  runner_options.metrics_port = -1;
+  runner_options.handle_signals = false;
+  ServerRunner runner(runner_options);  // Health and reflection only.
+  ASSERT_TRUE(runner.Start().ok());
+  const std::string logdir = absl::StrCat("grpc://", runner.address(), "/demo");
+  const absl::Status status = SummaryWriter::Create(logdir, SummaryWriterOptions()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "is not a summary writer")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), logdir)) << status;
 }
 
 TEST(SummaryWriterTest, StartStepOption) {

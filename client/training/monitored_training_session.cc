@@ -186,7 +186,13 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
   if (!summary_dir.empty() && (save_summaries || count_steps)) {
     SummaryWriterOptions writer_options = options.summary_writer_options;
     writer_options.clock = options.clock;
-    ASSIGN_OR_RETURN(writer, SummaryWriter::Create(summary_dir, writer_options));
+    absl::StatusOr<std::unique_ptr<SummaryWriter>> made =
+        SummaryWriter::Create(summary_dir, writer_options);
+    if (!made.ok() && options.summary_dir.empty()) {
+      return Annotate(made.status(), "summary_dir is unset, so summaries go to checkpoint_dir: ");
+    }
+    if (!made.ok()) return made.status();
+    writer = *std::move(made);
   }
 
   std::vector<std::unique_ptr<SessionRunHook>> owned;

@@ -21,6 +21,7 @@
 #include "client/training/monitored_session_test_util.h"
 #include "client/training/saver.h"
 #include "client/training/trainer_metrics.h"
+#include "core/rpc/server_runner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
@@ -425,6 +426,25 @@ TEST_F(MonitoredTrainingSessionTest, TheChiefSignalsJobDoneOnACleanEndOnly) {
     auto session = Mts(options);
     EXPECT_TRUE(session->Close().ok());
   }
+}
+
+// summary_dir defaults to checkpoint_dir, as TensorFlow's; when that is a checkpoint
+// store (no summary writer) the error says so instead of a bare UNIMPLEMENTED.
+TEST_F(MonitoredTrainingSessionTest, SummariesDefaultingToACheckpointStoreAreExplained) {
+  ServerRunnerOptions runner_options;
+  runner_options.component = "checkpoint_store";
+  runner_options.metrics_port = -1;
+  runner_options.handle_signals = false;
+  ServerRunner not_a_writer(runner_options);
+  ASSERT_TRUE(not_a_writer.Start().ok());
+  MonitoredTrainingSessionOptions options = Options(test::FreshTestDir());
+  options.checkpoint_dir = absl::StrCat("grpc://", not_a_writer.address(), "/demo");
+  options.summary_dir.clear();
+  options.save_summaries_steps = 1;
+  const absl::Status status = MonitoredTrainingSession(g_.root, options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "summary_dir is unset")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "is not a summary writer")) << status;
 }
 
 TEST_F(MonitoredTrainingSessionTest, BadIntervalsAreRejected) {
