@@ -59,12 +59,38 @@ Output ConstOfType(const Scope& scope, DataType dtype, double value) {
 }
 
 Output ConstFilled(const Scope& scope, DataType dtype, const TensorShape& shape, double value) {
-  absl::StatusOr<Tensor> t = FilledTensor(RemoveRefType(dtype), shape, value);
-  if (!t.ok()) {
-    scope.UpdateStatus(t.status());
-    return Output();
+  dtype = RemoveRefType(dtype);
+  // One value that every element repeats, as TensorFlow writes tf.constant(v, shape):
+  // a slot initialiser of a million zeros is a few bytes in the GraphDef, not 4 MB.
+  AttrValue proto;
+  TensorProto* t = proto.mutable_tensor();
+  t->set_dtype(dtype);
+  shape.ToProto(t->mutable_tensor_shape());
+  switch (dtype) {
+    case DT_FLOAT:
+      t->add_float_val(static_cast<float>(value));
+      break;
+    case DT_DOUBLE:
+      t->add_double_val(value);
+      break;
+    case DT_INT32:
+      t->add_int_val(static_cast<int32_t>(value));
+      break;
+    case DT_INT64:
+      t->add_int64_val(static_cast<int64_t>(value));
+      break;
+    case DT_BOOL:
+      t->add_bool_val(value != 0);
+      break;
+    default:
+      scope.UpdateStatus(absl::InvalidArgumentError(absl::StrCat(
+          "cannot make a constant of dtype ", DataTypeString(dtype), " from a number")));
+      return Output();
   }
-  return Const(scope, *t);
+  AttrValue type;
+  type.set_type(dtype);
+  return FirstOutput(
+      NodeBuilder(scope, "Const").Attr("value", proto).Attr("dtype", type).Finalize());
 }
 
 }  // namespace ops

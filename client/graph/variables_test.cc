@@ -92,6 +92,31 @@ TEST_F(VariablesTest, InitializerAndUninitializedReport) {
   EXPECT_EQ(out[1].scalar<int64_t>(), 7);
 }
 
+// A filled initialiser is one repeated value in the GraphDef, as TensorFlow writes
+// tf.constant(v, shape): Adam's slots of a [512, 1024] variable used to add 4 MiB of
+// zeros each to every graph the trainers sent and logged.
+TEST_F(VariablesTest, FilledInitializersAreSmallInTheGraph) {
+  Scope root = Scope::NewRootScope();
+  Variable zeros = MakeVariable(root.WithOpName("zeros"),
+                                ZerosInitializer(TensorShape({512, 1024})), VariableOptions());
+  Variable sevens =
+      MakeVariable(root.WithOpName("sevens"), ConstantInitializer(TensorShape({3, 2}), 7, DT_INT64),
+                   VariableOptions());
+  ASSERT_TRUE(root.ok()) << root.status();
+  GraphDef graph;
+  ASSERT_TRUE(root.ToGraphDef(&graph).ok());
+  EXPECT_LT(graph.ByteSizeLong(), 8192u);
+  auto session = NewClientSession(root, &resources_);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {GlobalVariablesInitializer(root)}, &out).ok());
+  ASSERT_TRUE(session->Run({zeros.value, sevens.value}, &out).ok());
+  ASSERT_EQ(out[0].shape(), TensorShape({512, 1024}));
+  for (int64_t i = 0; i < out[0].NumElements(); i += 4099) EXPECT_EQ(out[0].flat<float>()(i), 0);
+  EXPECT_EQ(out[0].flat<float>()(out[0].NumElements() - 1), 0);
+  ASSERT_EQ(out[1].shape(), TensorShape({3, 2}));
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(out[1].flat<int64_t>()(i), 7);
+}
+
 TEST_F(VariablesTest, GlobalStep) {
   Scope root = Scope::NewRootScope();
   EXPECT_EQ(GetGlobalStep(*root.graph()).status().code(), absl::StatusCode::kNotFound);
