@@ -223,12 +223,7 @@ absl::Status RunDemo() {
   options.synthetic_data = absl::GetFlag(FLAGS_synthetic);
   if (!options.synthetic_data) {
     const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
-    if (!std::filesystem::is_directory(data_dir)) {
-      return absl::NotFoundError(absl::StrCat(
-          "no data at ", data_dir,
-          data_dir == kFashionMnistDir ? " (apt install dataset-fashion-mnist)" : "",
-          "; give --data_dir a directory of MNIST or Fashion-MNIST IDX files, or --synthetic"));
-    }
+    RETURN_IF_ERROR(CheckDataDir(data_dir));
     options.trainer_flags = {"--data_dir=" + data_dir};
   }
 

@@ -186,6 +186,13 @@ TrainTest MakeSynthetic(int64_t num_train, int64_t num_test, uint64_t seed) {
   return tt;
 }
 
+absl::Status CheckDataDir(const std::string& dir) {
+  if (Exists(dir)) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat(
+      "no data at ", dir, dir == kFashionMnistDir ? " (apt install dataset-fashion-mnist)" : "",
+      "; give --data_dir a directory of MNIST or Fashion-MNIST IDX files, or --synthetic"));
+}
+
 absl::StatusOr<TrainTest> LoadData(const DataChoice& choice, std::string* description) {
   if (choice.synthetic) {
     TrainTest data = MakeSynthetic(choice.num_train, choice.num_test, choice.seed);
@@ -193,12 +200,7 @@ absl::StatusOr<TrainTest> LoadData(const DataChoice& choice, std::string* descri
                                 " train, ", data.test.num_examples, " test)");
     return data;
   }
-  if (!Exists(choice.data_dir)) {
-    return absl::NotFoundError(absl::StrCat(
-        "no data at ", choice.data_dir,
-        choice.data_dir == kFashionMnistDir ? " (apt install dataset-fashion-mnist)" : "",
-        "; give --data_dir a directory of MNIST or Fashion-MNIST IDX files, or --synthetic"));
-  }
+  if (absl::Status dir = CheckDataDir(choice.data_dir); !dir.ok()) return dir;
   absl::StatusOr<TrainTest> data = ReadMnist(choice.data_dir);
   if (!data.ok()) return data.status();
   *description =

@@ -61,6 +61,10 @@ struct DataChoice {
   uint64_t seed = 0;
 };
 
+// OK if `dir` exists; else NOT_FOUND naming it (and the Debian package for the default)
+// and --data_dir / --synthetic.
+absl::Status CheckDataDir(const std::string& dir);
+
 // The data `choice` names, and in `description` a line saying what it is ("data:
 // Fashion-MNIST from DIR (60000 train, 10000 test)"). A missing directory or file is
 // NOT_FOUND naming it, the Debian package and --synthetic.
