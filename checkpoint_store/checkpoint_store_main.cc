@@ -25,6 +25,7 @@
 #include "checkpoint_store/rpc/grpc_checkpoint_store_service.h"
 #include "core/logging.h"
 #include "core/process_settings.h"
+#include "core/rpc/security.h"
 #include "core/rpc/server_runner.h"
 
 ABSL_FLAG(std::string, root, "", "Directory under which run directories hold checkpoints");
@@ -43,6 +44,10 @@ int Main() {
   const std::string root = absl::GetFlag(FLAGS_root);
   if (root.empty()) {
     LOG(ERROR) << "--root is required";
+    return 2;
+  }
+  if (const absl::Status security = InitSecurityFromFlags("checkpoint_store"); !security.ok()) {
+    LOG(ERROR) << security.message();
     return 2;
   }
   ServerRunnerOptions options = ServerRunnerOptionsFromFlags("checkpoint_store");

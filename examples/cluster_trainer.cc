@@ -48,6 +48,7 @@
 #include "client/training/trainer_metrics.h"
 #include "core/logging.h"
 #include "core/process_settings.h"
+#include "core/rpc/security.h"
 #include "core/status_macros.h"
 #include "examples/classifier.h"
 #include "examples/mnist_data.h"
@@ -392,7 +393,11 @@ int main(int argc, char** argv) {
       "[--is_chief] [--task_index=N] [--checkpoint_dir=...] [--summary_dir=...] ...");
   absl::ParseCommandLine(argc, argv);
   overseer::ApplyProcessSettings();
-  absl::Status status = overseer::examples::Train();
+  // --tls_dir or --cluster_token_file for a secured cluster; the chief's identity may
+  // end the job (docs/security.md).
+  absl::Status status =
+      overseer::InitSecurityFromFlags(absl::GetFlag(FLAGS_is_chief) ? "chief" : "trainer");
+  if (status.ok()) status = overseer::examples::Train();
   if (!status.ok()) {
     std::fprintf(stderr, "cluster_trainer: %s\n", status.ToString().c_str());
     return 1;

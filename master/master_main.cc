@@ -24,6 +24,7 @@
 #include "core/cluster/cluster_spec.h"
 #include "core/logging.h"
 #include "core/process_settings.h"
+#include "core/rpc/security.h"
 #include "core/rpc/server_runner.h"
 #include "master/cluster_worker_cache.h"
 #include "master/master.h"
@@ -105,6 +106,10 @@ int Main() {
     return 2;
   }
 
+  if (const absl::Status security = InitSecurityFromFlags("master"); !security.ok()) {
+    LOG(ERROR) << security.message();
+    return 2;
+  }
   ServerRunner runner(ServerRunnerOptionsFromFlags("master"));
   // Steps arrive on this loop's thread, and their RunGraph calls go out and come back on
   // it: a step continues on the thread that reads its last reply.

@@ -14,6 +14,7 @@
 #include "core/io/file_system.h"
 #include "core/logging.h"
 #include "core/process_settings.h"
+#include "core/rpc/security.h"
 #include "core/rpc/server_runner.h"
 #include "summary_writer/periodic_flusher.h"
 #include "summary_writer/rpc/grpc_summary_writer_service.h"
@@ -50,6 +51,10 @@ int Main() {
     return 1;
   }
 
+  if (const absl::Status security = InitSecurityFromFlags("summary_writer"); !security.ok()) {
+    LOG(ERROR) << security.message();
+    return 2;
+  }
   ServerRunner runner(ServerRunnerOptionsFromFlags("summary_writer"));
   SummaryWriterServiceOptions options;
   options.logdir = logdir;

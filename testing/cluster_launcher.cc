@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/rpc/channel.h"
 #include "core/rpc/testing/health.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -167,8 +168,8 @@ absl::Status ClusterLauncher::WaitServing(const std::string& job, int index) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 20);
-  auto channel =
-      grpc::CreateCustomChannel(server.address, grpc::InsecureChannelCredentials(), args);
+  // With the test's own security (core/rpc/security.h): a TLS cluster's health too.
+  auto channel = NewChannel(server.address, args);
   auto stub = grpc::health::v1::Health::NewStub(channel);
   const absl::Time deadline = absl::Now() + options_.start_timeout;
   while (absl::Now() < deadline) {

@@ -28,6 +28,7 @@
 #include "core/cluster/cluster_spec.h"
 #include "core/logging.h"
 #include "core/process_settings.h"
+#include "core/rpc/security.h"
 #include "core/rpc/server_runner.h"
 #include "core/status_macros.h"
 #include "worker/rpc/grpc_worker.h"
@@ -119,6 +120,10 @@ int Main() {
   }
   if (absl::GetFlag(FLAGS_recv_wait_for_step_seconds) < 0) {
     LOG(ERROR) << "--recv_wait_for_step_seconds must be >= 0";
+    return 2;
+  }
+  if (const absl::Status security = InitSecurityFromFlags("worker"); !security.ok()) {
+    LOG(ERROR) << security.message();
     return 2;
   }
   ServerRunnerOptions runner_options = ServerRunnerOptionsFromFlags("worker");

@@ -14,6 +14,7 @@
 #include "checkpoint_store/rpc/read_tensors_wire.h"
 #include "core/io/rooted_file_system.h"
 #include "core/rpc/grpc_status.h"
+#include "core/rpc/security.h"
 #include "grpcpp/support/method_handler.h"
 
 namespace overseer {
@@ -235,11 +236,14 @@ std::shared_ptr<RpcMetrics> CheckpointStoreRpcMetrics() {
                                                                     {"OpenLocalRead", step}});
 }
 
-// Runs a handler's `body` and records its call of `method`.
+// Runs a handler's `body` if the caller is a member of the cluster
+// (core/rpc/security.h), and records its call of `method` (named `name`).
 template <typename Body>
-grpc::Status Timed(RpcMetrics::Method* method, const Body& body) {
+grpc::Status Timed(const grpc::ServerContext& context, RpcMetrics::Method* method,
+                   absl::string_view name, const Body& body) {
   const absl::Time start = absl::Now();
-  grpc::Status status = body();
+  const absl::Status denied = Authorize(context, Permission::kMember, name);
+  grpc::Status status = denied.ok() ? body() : ToGrpcStatus(denied);
   // gRPC's codes are absl's.
   method->Record(absl::Now() - start, static_cast<absl::StatusCode>(status.error_code()));
   return status;
@@ -277,10 +281,10 @@ GrpcCheckpointStoreService::GrpcCheckpointStoreService(CheckpointStoreInterface*
           }));
 }
 
-grpc::Status GrpcCheckpointStoreService::BeginCheckpoint(grpc::ServerContext*,
+grpc::Status GrpcCheckpointStoreService::BeginCheckpoint(grpc::ServerContext* context,
                                                          const BeginCheckpointRequest* request,
                                                          BeginCheckpointResponse* response) {
-  return Timed(begin_checkpoint_, [&]() -> grpc::Status {
+  return Timed(*context, begin_checkpoint_, "BeginCheckpoint", [&]() -> grpc::Status {
     absl::StatusOr<std::string> id = store_->BeginCheckpoint(*request);
     if (!id.ok()) return Reply(id.status());
     response->set_checkpoint_id(*id);
@@ -291,7 +295,7 @@ grpc::Status GrpcCheckpointStoreService::BeginCheckpoint(grpc::ServerContext*,
 grpc::Status GrpcCheckpointStoreService::WriteShard(grpc::ServerContext* context,
                                                     grpc::ServerReader<WriteShardRequest>* reader,
                                                     WriteShardResponse* response) {
-  return Timed(write_shard_, [&]() -> grpc::Status {
+  return Timed(*context, write_shard_, "WriteShard", [&]() -> grpc::Status {
     auto first = std::make_unique<WriteShardRequest>();
     if (!reader->Read(first.get())) {
       return Reply(absl::InvalidArgumentError("WriteShard stream carried no message"));
@@ -321,10 +325,10 @@ grpc::Status GrpcCheckpointStoreService::WriteShard(grpc::ServerContext* context
   });
 }
 
-grpc::Status GrpcCheckpointStoreService::CommitCheckpoint(grpc::ServerContext*,
+grpc::Status GrpcCheckpointStoreService::CommitCheckpoint(grpc::ServerContext* context,
                                                           const CommitCheckpointRequest* request,
                                                           CommitCheckpointResponse* response) {
-  return Timed(commit_checkpoint_, [&]() -> grpc::Status {
+  return Timed(*context, commit_checkpoint_, "CommitCheckpoint", [&]() -> grpc::Status {
     absl::StatusOr<CheckpointInfo> info = store_->CommitCheckpoint(request->checkpoint_id());
     if (!info.ok()) return Reply(info.status());
     *response->mutable_checkpoint() = *std::move(info);
@@ -332,18 +336,18 @@ grpc::Status GrpcCheckpointStoreService::CommitCheckpoint(grpc::ServerContext*,
   });
 }
 
-grpc::Status GrpcCheckpointStoreService::AbortCheckpoint(grpc::ServerContext*,
+grpc::Status GrpcCheckpointStoreService::AbortCheckpoint(grpc::ServerContext* context,
                                                          const AbortCheckpointRequest* request,
                                                          AbortCheckpointResponse*) {
-  return Timed(abort_checkpoint_, [&]() -> grpc::Status {
+  return Timed(*context, abort_checkpoint_, "AbortCheckpoint", [&]() -> grpc::Status {
     return Reply(store_->AbortCheckpoint(request->checkpoint_id()));
   });
 }
 
-grpc::Status GrpcCheckpointStoreService::LatestCheckpoint(grpc::ServerContext*,
+grpc::Status GrpcCheckpointStoreService::LatestCheckpoint(grpc::ServerContext* context,
                                                           const LatestCheckpointRequest* request,
                                                           LatestCheckpointResponse* response) {
-  return Timed(latest_checkpoint_, [&]() -> grpc::Status {
+  return Timed(*context, latest_checkpoint_, "LatestCheckpoint", [&]() -> grpc::Status {
     absl::StatusOr<std::optional<CheckpointInfo>> latest = store_->LatestCheckpoint(request->run());
     if (!latest.ok()) return Reply(latest.status());
     response->set_found(latest->has_value());
@@ -352,10 +356,10 @@ grpc::Status GrpcCheckpointStoreService::LatestCheckpoint(grpc::ServerContext*,
   });
 }
 
-grpc::Status GrpcCheckpointStoreService::ListCheckpoints(grpc::ServerContext*,
+grpc::Status GrpcCheckpointStoreService::ListCheckpoints(grpc::ServerContext* context,
                                                          const ListCheckpointsRequest* request,
                                                          ListCheckpointsResponse* response) {
-  return Timed(list_checkpoints_, [&]() -> grpc::Status {
+  return Timed(*context, list_checkpoints_, "ListCheckpoints", [&]() -> grpc::Status {
     absl::StatusOr<std::vector<CheckpointInfo>> all = store_->ListCheckpoints(request->run());
     if (!all.ok()) return Reply(all.status());
     for (CheckpointInfo& info : *all) *response->add_checkpoints() = std::move(info);
@@ -363,10 +367,10 @@ grpc::Status GrpcCheckpointStoreService::ListCheckpoints(grpc::ServerContext*,
   });
 }
 
-grpc::Status GrpcCheckpointStoreService::ListTensors(grpc::ServerContext*,
+grpc::Status GrpcCheckpointStoreService::ListTensors(grpc::ServerContext* context,
                                                      const ListTensorsRequest* request,
                                                      ListTensorsResponse* response) {
-  return Timed(list_tensors_, [&]() -> grpc::Status {
+  return Timed(*context, list_tensors_, "ListTensors", [&]() -> grpc::Status {
     absl::StatusOr<std::vector<TensorHeader>> all =
         store_->ListTensors(request->run(), request->name());
     if (!all.ok()) return Reply(all.status());
@@ -378,7 +382,7 @@ grpc::Status GrpcCheckpointStoreService::ListTensors(grpc::ServerContext*,
 grpc::Status GrpcCheckpointStoreService::StreamTensors(
     grpc::ServerContext* context,
     grpc::ServerSplitStreamer<ReadTensorsRequest, grpc::ByteBuffer>* stream) {
-  return Timed(read_tensors_, [&]() -> grpc::Status {
+  return Timed(*context, read_tensors_, "ReadTensors", [&]() -> grpc::Status {
     ReadTensorsRequest request;
     if (!stream->Read(&request)) {
       return Reply(absl::InvalidArgumentError("ReadTensors carried no request"));
@@ -418,18 +422,18 @@ grpc::Status GrpcCheckpointStoreService::StreamTensors(
   });
 }
 
-grpc::Status GrpcCheckpointStoreService::DeleteCheckpoint(grpc::ServerContext*,
+grpc::Status GrpcCheckpointStoreService::DeleteCheckpoint(grpc::ServerContext* context,
                                                           const DeleteCheckpointRequest* request,
                                                           DeleteCheckpointResponse*) {
-  return Timed(delete_checkpoint_, [&]() -> grpc::Status {
+  return Timed(*context, delete_checkpoint_, "DeleteCheckpoint", [&]() -> grpc::Status {
     return Reply(store_->DeleteCheckpoint(request->run(), request->name()));
   });
 }
 
-grpc::Status GrpcCheckpointStoreService::OpenLocalRead(grpc::ServerContext*,
+grpc::Status GrpcCheckpointStoreService::OpenLocalRead(grpc::ServerContext* context,
                                                        const OpenLocalReadRequest* request,
                                                        OpenLocalReadResponse* response) {
-  return Timed(open_local_read_, [&]() -> grpc::Status {
+  return Timed(*context, open_local_read_, "OpenLocalRead", [&]() -> grpc::Status {
     if (local_reads_ == nullptr) {
       return Reply(absl::UnimplementedError("this checkpoint store serves no local reads"));
     }

@@ -1,6 +1,7 @@
 #include "core/rpc/channel.h"
 
 #include "core/rpc/keepalive.h"
+#include "core/rpc/security.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -8,7 +9,10 @@ namespace overseer {
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
                                           const grpc::ChannelArguments& args) {
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  auto interceptors = ChannelInterceptors();
+  if (interceptors.empty()) return grpc::CreateCustomChannel(address, ChannelCredentials(), args);
+  return grpc::experimental::CreateCustomChannelWithInterceptors(address, ChannelCredentials(),
+                                                                 args, std::move(interceptors));
 }
 
 grpc::ChannelArguments PeerChannelArguments(absl::Duration keepalive) {

@@ -2,7 +2,8 @@
 #define OVERSEER_CORE_RPC_CHANNEL_H_
 
 // Client channels to Overseer's servers: the one place that chooses their credentials
-// (plaintext), and the arguments of the channels that carry steps.
+// (the process's TLS and cluster token, core/rpc/security.h; plaintext without), and
+// the arguments of the channels that carry steps.
 
 #include <memory>
 #include <string>
@@ -13,8 +14,9 @@
 
 namespace overseer {
 
-// A plaintext channel to `address` ("host:port", see grpc_target.h) with `args`. Never
-// null; it connects on its first call, so an unreachable server fails calls UNAVAILABLE.
+// A channel to `address`, with the process's security (security.h), ("host:port", see
+// grpc_target.h) with `args`. Never null; it connects on its first call, so an unreachable server
+// fails calls UNAVAILABLE.
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
                                           const grpc::ChannelArguments& args = {});
 

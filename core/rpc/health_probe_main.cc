@@ -17,10 +17,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "core/rpc/channel.h"
+#include "core/rpc/security.h"
 #include "core/rpc/testing/health.grpc.pb.h"
 #include "grpcpp/client_context.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 
 ABSL_FLAG(std::string, service, "",
           "the service to ask about, e.g. overseer.MasterService; empty: the whole server");
@@ -65,7 +65,7 @@ const char* CodeName(grpc::StatusCode code) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Exits 0 only when the gRPC health service at HOST:PORT answers SERVING.\n"
-      "Usage: overseer_health [--service=NAME] [--timeout_seconds=N] HOST:PORT");
+      "Usage: overseer_health [--service=NAME] [--timeout_seconds=N] [--tls_dir=DIR] HOST:PORT");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() != 2 || absl::GetFlag(FLAGS_timeout_seconds) < 1) {
     std::fprintf(stderr,
@@ -75,7 +75,13 @@ int main(int argc, char** argv) {
   }
   const std::string address = args[1];
   const std::string service = absl::GetFlag(FLAGS_service);
-  auto stub = Health::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  // With --tls_dir (or --tls_cert, --tls_key, --tls_ca): a TLS server's probe.
+  if (const absl::Status security = overseer::InitSecurityFromFlags("health_probe");
+      !security.ok()) {
+    std::fprintf(stderr, "overseer_health: %s\n", std::string(security.message()).c_str());
+    return 2;
+  }
+  auto stub = Health::NewStub(overseer::NewChannel(address));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::seconds(absl::GetFlag(FLAGS_timeout_seconds)));

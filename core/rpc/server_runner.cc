@@ -22,6 +22,7 @@
 #include "core/logging.h"
 #include "core/port_file.h"
 #include "core/rpc/keepalive.h"
+#include "core/rpc/security.h"
 #include "core/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/generic/async_generic_service.h"
@@ -227,18 +228,31 @@ std::string ServerRunner::address() const { return absl::StrCat(options_.host, "
 
 absl::Status ServerRunner::Start() {
   if (server_ != nullptr) return absl::FailedPreconditionError("server already started");
-  if (!options_.insecure && !IsLoopbackHost(options_.host)) {
+  const SecurityOptions& security = ProcessSecurity();
+  if (!options_.insecure && !security.enabled() && !IsLoopbackHost(options_.host)) {
     return absl::InvalidArgumentError(absl::StrCat(
         options_.component, ": --bind=", options_.host,
         " would take calls from anyone who reaches this port, with no authentication or "
-        "TLS; pass --insecure to serve so knowingly (on a network only the cluster "
-        "reaches, docs/security.md), or bind a loopback address"));
+        "TLS; give --tls_dir (or --cluster_token_file), or pass --insecure to serve so "
+        "knowingly (on a network only the cluster reaches, docs/security.md), or bind a "
+        "loopback address"));
   }
-  absl::StatusOr<std::unique_ptr<ConnectionAcceptor>> acceptor =
-      ConnectionAcceptor::Listen(options_.host, options_.port, options_.bind_retry);
-  if (!acceptor.ok()) {
-    return absl::Status(acceptor.status().code(),
-                        absl::StrCat(options_.component, ": ", acceptor.status().message()));
+  if (!security.tls() && !security.token.empty() && !IsLoopbackHost(options_.host)) {
+    LOG(WARNING) << options_.component << ": the cluster token authenticates calls, but "
+                 << "without TLS it crosses the network in plaintext (docs/security.md)";
+  }
+  // With TLS, gRPC owns the listener (a connection handed over by file descriptor can
+  // only be plaintext): the port closes when the drain starts, without a drain server.
+  std::shared_ptr<grpc::ServerCredentials> tls = TlsServerCredentialsOrNull();
+  std::unique_ptr<ConnectionAcceptor> acceptor;
+  if (tls == nullptr) {
+    absl::StatusOr<std::unique_ptr<ConnectionAcceptor>> listening =
+        ConnectionAcceptor::Listen(options_.host, options_.port, options_.bind_retry);
+    if (!listening.ok()) {
+      return absl::Status(listening.status().code(),
+                          absl::StrCat(options_.component, ": ", listening.status().message()));
+    }
+    acceptor = *std::move(listening);
   }
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::vector<std::string> listed(health_names_.begin() + 1, health_names_.end());
@@ -260,13 +274,18 @@ absl::Status ServerRunner::Start() {
   }
   for (grpc::Service* service : services_) builder.RegisterService(service);
   for (auto& loop : loops_) loop->Attach(&builder);
-  server_ = builder.BuildAndStart();
-  if (server_ == nullptr) {
-    return absl::InternalError(absl::StrCat(options_.component, ": the gRPC server did not start"));
+  if (tls != nullptr) {
+    RETURN_IF_ERROR(StartTlsServer(&builder, std::move(tls)));
+  } else {
+    server_ = builder.BuildAndStart();
+    if (server_ == nullptr) {
+      return absl::InternalError(
+          absl::StrCat(options_.component, ": the gRPC server did not start"));
+    }
+    acceptor_ = std::move(acceptor);
+    port_ = acceptor_->port();
+    acceptor_->SetTarget(server_.get());
   }
-  acceptor_ = *std::move(acceptor);
-  port_ = acceptor_->port();
-  acceptor_->SetTarget(server_.get());
   SetServing(false);
   for (auto& loop : loops_) loop->Start();
 
@@ -311,6 +330,34 @@ absl::Status ServerRunner::Start() {
             << address() << ", metrics on "
             << (metrics_port_ >= 0 ? absl::StrCat(options_.host, ":", metrics_port_, "/metrics")
                                    : std::string("(disabled)"));
+  return absl::OkStatus();
+}
+
+absl::Status ServerRunner::StartTlsServer(grpc::ServerBuilder* builder,
+                                          std::shared_ptr<grpc::ServerCredentials> tls) {
+  if (options_.port != 0) {
+    // Waits out a fixed port still in use (bind_retry) with a listener of our own,
+    // closed again at once: a failed BuildAndStart cannot be retried with the same
+    // services.
+    absl::StatusOr<std::unique_ptr<ConnectionAcceptor>> probe =
+        ConnectionAcceptor::Listen(options_.host, options_.port, options_.bind_retry);
+    if (!probe.ok()) {
+      return absl::Status(probe.status().code(),
+                          absl::StrCat(options_.component, ": ", probe.status().message()));
+    }
+  }
+  // Without reuseport a port in use fails to bind, as with our own listener.
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  const std::string host = options_.host.find(':') != std::string::npos
+                               ? absl::StrCat("[", options_.host, "]")
+                               : options_.host;
+  builder->AddListeningPort(absl::StrCat(host, ":", options_.port), std::move(tls), &port_);
+  server_ = builder->BuildAndStart();
+  if (server_ == nullptr || port_ <= 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat(options_.component, ": cannot listen on ", host, ":",
+                                               options_.port, " with TLS"));
+  }
   return absl::OkStatus();
 }
 
@@ -373,8 +420,10 @@ int ServerRunner::WaitForTermination() {
   }).detach();
   // New connections go to the drain server from here on; the port stays open until
   // the drain is over.
-  drain_server_ = std::make_unique<DrainServer>(options_.component, health_names_);
-  if (drain_server_->server() != nullptr) acceptor_->SetTarget(drain_server_->server());
+  if (acceptor_ != nullptr) {
+    drain_server_ = std::make_unique<DrainServer>(options_.component, health_names_);
+    if (drain_server_->server() != nullptr) acceptor_->SetTarget(drain_server_->server());
+  }
   server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.drain_timeout));
   server_->Wait();
   for (auto& loop : loops_) loop->Shutdown();

@@ -44,7 +44,9 @@
 #include "core/rpc/reflection/reflection_v1_service.h"
 #include "core/version.h"
 #include "grpcpp/impl/codegen/service_type.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
 #include "prometheus/collectable.h"
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
@@ -190,6 +192,9 @@ class ServerRunner {
   class DrainServer;
 
   void WatchWakePipe();
+  // Binds the port with `tls` (gRPC's own listener) and starts the server.
+  absl::Status StartTlsServer(grpc::ServerBuilder* builder,
+                              std::shared_ptr<grpc::ServerCredentials> tls);
 
   const ServerRunnerOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;

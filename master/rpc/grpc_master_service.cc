@@ -111,6 +111,12 @@ void GrpcMasterService::Serve(AsyncUnaryCall<Request, Response>* call) {
     method->Record(latency, s.code());
     call->Reply(loop, s);
   };
+  if (absl::Status denied =
+          Authorize(call->context, Permission::kMember, kRunStep ? "RunStep" : "RunCallable");
+      !denied.ok()) {
+    done(denied);
+    return;
+  }
   if constexpr (kRunStep) {
     master_->RunStepAsync(&call->request, &call->response, &call->cancellation, done);
   } else {
@@ -128,51 +134,82 @@ grpc::Status GrpcMasterService::CreateSession(grpc::ServerContext* context,
                                               const CreateSessionRequest* request,
                                               CreateSessionResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "CreateSession");
+      !denied.ok()) {
+    return Finish(create_session_, start, denied);
+  }
   const absl::Time deadline = context->deadline() == std::chrono::system_clock::time_point::max()
                                   ? absl::InfiniteFuture()
                                   : absl::FromChrono(context->deadline());
   return Finish(create_session_, start,
                 master_->CreateSessionWithDeadline(*request, response, deadline));
 }
-grpc::Status GrpcMasterService::ExtendSession(grpc::ServerContext*,
+grpc::Status GrpcMasterService::ExtendSession(grpc::ServerContext* context,
                                               const ExtendSessionRequest* request,
                                               ExtendSessionResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "ExtendSession");
+      !denied.ok()) {
+    return Finish(extend_session_, start, denied);
+  }
   return Finish(extend_session_, start, master_->ExtendSession(*request, response));
 }
-grpc::Status GrpcMasterService::CloseSession(grpc::ServerContext*,
+grpc::Status GrpcMasterService::CloseSession(grpc::ServerContext* context,
                                              const CloseSessionRequest* request,
                                              CloseSessionResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "CloseSession");
+      !denied.ok()) {
+    return Finish(close_session_, start, denied);
+  }
   return Finish(close_session_, start, master_->CloseSession(*request, response));
 }
-grpc::Status GrpcMasterService::ListDevices(grpc::ServerContext*, const ListDevicesRequest* request,
+grpc::Status GrpcMasterService::ListDevices(grpc::ServerContext* context,
+                                            const ListDevicesRequest* request,
                                             ListDevicesResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "ListDevices"); !denied.ok()) {
+    return Finish(list_devices_, start, denied);
+  }
   return Finish(list_devices_, start, master_->ListDevices(*request, response));
 }
-grpc::Status GrpcMasterService::Reset(grpc::ServerContext*, const ResetRequest* request,
+grpc::Status GrpcMasterService::Reset(grpc::ServerContext* context, const ResetRequest* request,
                                       ResetResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kJobControl, "Reset"); !denied.ok()) {
+    return Finish(reset_, start, denied);
+  }
   return Finish(reset_, start, master_->Reset(*request, response));
 }
-grpc::Status GrpcMasterService::MakeCallable(grpc::ServerContext*,
+grpc::Status GrpcMasterService::MakeCallable(grpc::ServerContext* context,
                                              const MakeCallableRequest* request,
                                              MakeCallableResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "MakeCallable");
+      !denied.ok()) {
+    return Finish(make_callable_, start, denied);
+  }
   return Finish(make_callable_, start, master_->MakeCallable(*request, response));
 }
-grpc::Status GrpcMasterService::ReleaseCallable(grpc::ServerContext*,
+grpc::Status GrpcMasterService::ReleaseCallable(grpc::ServerContext* context,
                                                 const ReleaseCallableRequest* request,
                                                 ReleaseCallableResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "ReleaseCallable");
+      !denied.ok()) {
+    return Finish(release_callable_, start, denied);
+  }
   return Finish(release_callable_, start, master_->ReleaseCallable(*request, response));
 }
 
 grpc::Status GrpcMasterService::Readiness(
+    const grpc::ServerContext& context, Permission permission, absl::string_view name,
     RpcMetrics::Method* method,
     const std::function<absl::Status(MasterReadinessInterface*)>& call) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(context, permission, name); !denied.ok()) {
+    return Finish(method, start, denied);
+  }
   if (readiness_ == nullptr) {
     return Finish(method, start,
                   absl::UnimplementedError(
@@ -182,17 +219,18 @@ grpc::Status GrpcMasterService::Readiness(
   return Finish(method, start, call(readiness_));
 }
 
-grpc::Status GrpcMasterService::MarkReady(grpc::ServerContext*, const MarkReadyRequest* request,
+grpc::Status GrpcMasterService::MarkReady(grpc::ServerContext* context,
+                                          const MarkReadyRequest* request,
                                           MarkReadyResponse* response) {
-  return Readiness(mark_ready_,
+  return Readiness(*context, Permission::kMember, "MarkReady", mark_ready_,
                    [&](MasterReadinessInterface* r) { return r->MarkReady(*request, response); });
 }
-grpc::Status GrpcMasterService::WithdrawReady(grpc::ServerContext*,
+grpc::Status GrpcMasterService::WithdrawReady(grpc::ServerContext* context,
                                               const WithdrawReadyRequest* request,
                                               WithdrawReadyResponse* response) {
-  return Readiness(withdraw_ready_, [&](MasterReadinessInterface* r) {
-    return r->WithdrawReady(*request, response);
-  });
+  return Readiness(
+      *context, Permission::kMember, "WithdrawReady", withdraw_ready_,
+      [&](MasterReadinessInterface* r) { return r->WithdrawReady(*request, response); });
 }
 grpc::Status GrpcMasterService::WaitForReady(grpc::ServerContext* context,
                                              const WaitForReadyRequest* request,
@@ -202,13 +240,14 @@ grpc::Status GrpcMasterService::WaitForReady(grpc::ServerContext* context,
   CallWatch watch(context, [&cancellation] {
     cancellation.StartCancel(absl::CancelledError("the WaitForReady call was cancelled"));
   });
-  return Readiness(wait_for_ready_, [&](MasterReadinessInterface* r) {
-    return r->WaitForReadyCancellable(*request, response, &cancellation);
-  });
+  return Readiness(*context, Permission::kMember, "WaitForReady", wait_for_ready_,
+                   [&](MasterReadinessInterface* r) {
+                     return r->WaitForReadyCancellable(*request, response, &cancellation);
+                   });
 }
-grpc::Status GrpcMasterService::JobDone(grpc::ServerContext*, const JobDoneRequest* request,
+grpc::Status GrpcMasterService::JobDone(grpc::ServerContext* context, const JobDoneRequest* request,
                                         JobDoneResponse* response) {
-  return Readiness(job_done_,
+  return Readiness(*context, Permission::kJobControl, "JobDone", job_done_,
                    [&](MasterReadinessInterface* r) { return r->JobDone(*request, response); });
 }
 

@@ -27,11 +27,13 @@
 #include <functional>
 #include <memory>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/cancellation.h"
 #include "core/metrics/rpc_metrics.h"
 #include "core/rpc/async_unary_call.h"
 #include "core/rpc/completion_queue_loop.h"
+#include "core/rpc/security.h"
 #include "master/master_interface.h"
 #include "master/readiness_interface.h"
 #include "prometheus/counter.h"
@@ -89,8 +91,10 @@ class GrpcMasterService final
 
   // Records a call of `method` that arrived at `start` and converts its status.
   grpc::Status Finish(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
-  // Runs `call` on the readiness logic, or UNIMPLEMENTED without one.
-  grpc::Status Readiness(RpcMetrics::Method* method,
+  // Runs `call` on the readiness logic if the caller has `permission` for method
+  // `name` (core/rpc/security.h), or UNIMPLEMENTED without readiness logic.
+  grpc::Status Readiness(const grpc::ServerContext& context, Permission permission,
+                         absl::string_view name, RpcMetrics::Method* method,
                          const std::function<absl::Status(MasterReadinessInterface*)>& call);
 
   MasterInterface* const master_;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/io/rooted_file_system.h"
 #include "core/rpc/grpc_status.h"
+#include "core/rpc/security.h"
 #include "google/protobuf/arena.h"
 
 namespace overseer {
@@ -43,17 +44,23 @@ grpc::Status GrpcSummaryWriterService::Done(RpcMetrics::Method* method, absl::Ti
   return ToGrpcStatus(WithPathsRelativeTo(logdir_, status));
 }
 
-grpc::Status GrpcSummaryWriterService::OpenWriter(grpc::ServerContext*,
+grpc::Status GrpcSummaryWriterService::OpenWriter(grpc::ServerContext* context,
                                                   const OpenWriterRequest* request,
                                                   OpenWriterResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "OpenWriter"); !denied.ok()) {
+    return Done(open_writer_, start, denied);
+  }
   return Done(open_writer_, start, impl_->OpenWriter(*request, response));
 }
 
-grpc::Status GrpcSummaryWriterService::WriteEvents(grpc::ServerContext*,
+grpc::Status GrpcSummaryWriterService::WriteEvents(grpc::ServerContext* context,
                                                    grpc::ServerReader<WriteEventsRequest>* reader,
                                                    WriteEventsResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "WriteEvents"); !denied.ok()) {
+    return Done(write_events_, start, denied);
+  }
   // Each message is parsed into an arena that starts in a block allocated once per
   // stream and is reset between messages: the events of a message (an Event, its
   // Summary, values and tags each) cost no malloc/free pair apiece.
@@ -91,17 +98,23 @@ grpc::Status GrpcSummaryWriterService::WriteEvents(grpc::ServerContext*,
   return Done(write_events_, start, absl::OkStatus());
 }
 
-grpc::Status GrpcSummaryWriterService::FlushWriter(grpc::ServerContext*,
+grpc::Status GrpcSummaryWriterService::FlushWriter(grpc::ServerContext* context,
                                                    const FlushWriterRequest* request,
                                                    FlushWriterResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "FlushWriter"); !denied.ok()) {
+    return Done(flush_writer_, start, denied);
+  }
   return Done(flush_writer_, start, impl_->FlushWriter(*request, response));
 }
 
-grpc::Status GrpcSummaryWriterService::CloseWriter(grpc::ServerContext*,
+grpc::Status GrpcSummaryWriterService::CloseWriter(grpc::ServerContext* context,
                                                    const CloseWriterRequest* request,
                                                    CloseWriterResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "CloseWriter"); !denied.ok()) {
+    return Done(close_writer_, start, denied);
+  }
   return Done(close_writer_, start, impl_->CloseWriter(*request, response));
 }
 

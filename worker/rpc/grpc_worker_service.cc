@@ -9,6 +9,7 @@
 #include "core/cancellation.h"
 #include "core/rpc/call_watch.h"
 #include "core/rpc/grpc_status.h"
+#include "core/rpc/security.h"
 #include "grpcpp/support/method_handler.h"
 #include "worker/rpc/tensor_chunks.h"
 
@@ -128,41 +129,67 @@ void GrpcWorkerService::UpdateResourceBytes() {
   }
 }
 
-grpc::Status GrpcWorkerService::GetStatus(grpc::ServerContext*, const GetStatusRequest* request,
+grpc::Status GrpcWorkerService::GetStatus(grpc::ServerContext* context,
+                                          const GetStatusRequest* request,
                                           GetStatusResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "GetStatus"); !denied.ok()) {
+    return Done(get_status_, start, denied);
+  }
   return Done(get_status_, start, worker_->GetStatus(*request, response));
 }
 
-grpc::Status GrpcWorkerService::CreateWorkerSession(grpc::ServerContext*,
+grpc::Status GrpcWorkerService::CreateWorkerSession(grpc::ServerContext* context,
                                                     const CreateWorkerSessionRequest* request,
                                                     CreateWorkerSessionResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMaster, "CreateWorkerSession");
+      !denied.ok()) {
+    return Done(create_worker_session_, start, denied);
+  }
   return Done(create_worker_session_, start, worker_->CreateWorkerSession(*request, response));
 }
 
-grpc::Status GrpcWorkerService::DeleteWorkerSession(grpc::ServerContext*,
+grpc::Status GrpcWorkerService::DeleteWorkerSession(grpc::ServerContext* context,
                                                     const DeleteWorkerSessionRequest* request,
                                                     DeleteWorkerSessionResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMaster, "DeleteWorkerSession");
+      !denied.ok()) {
+    return Done(delete_worker_session_, start, denied);
+  }
   return Done(delete_worker_session_, start, worker_->DeleteWorkerSession(*request, response));
 }
 
-grpc::Status GrpcWorkerService::RegisterGraph(grpc::ServerContext*,
+grpc::Status GrpcWorkerService::RegisterGraph(grpc::ServerContext* context,
                                               const RegisterGraphRequest* request,
                                               RegisterGraphResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMaster, "RegisterGraph");
+      !denied.ok()) {
+    return Done(register_graph_, start, denied);
+  }
   return Done(register_graph_, start, worker_->RegisterGraph(*request, response));
 }
 
-grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext*,
+grpc::Status GrpcWorkerService::DeregisterGraph(grpc::ServerContext* context,
                                                 const DeregisterGraphRequest* request,
                                                 DeregisterGraphResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMaster, "DeregisterGraph");
+      !denied.ok()) {
+    return Done(deregister_graph_, start, denied);
+  }
   return Done(deregister_graph_, start, worker_->DeregisterGraph(*request, response));
 }
 
 void GrpcWorkerService::Serve(RunGraphCall* call) {
+  if (absl::Status denied = Authorize(call->context, Permission::kMaster, "RunGraph");
+      !denied.ok()) {
+    run_graph_->RecordSince(call->start, denied);
+    call->Reply(loop_, denied);
+    return;
+  }
   absl::StatusOr<Worker::FoundGraph> found = worker_->FindGraph(call->request);
   if (!found.ok() || worker_->IsQuick(*found)) {
     // Nothing to wait for and done in a moment (or an unknown graph): on the loop's
@@ -189,24 +216,35 @@ void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call,
   call->Reply(loop_, status);
 }
 
-grpc::Status GrpcWorkerService::CleanupGraph(grpc::ServerContext*,
+grpc::Status GrpcWorkerService::CleanupGraph(grpc::ServerContext* context,
                                              const CleanupGraphRequest* request,
                                              CleanupGraphResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMaster, "CleanupGraph");
+      !denied.ok()) {
+    return Done(cleanup_graph_, start, denied);
+  }
   return Done(cleanup_graph_, start, worker_->CleanupGraph(*request, response));
 }
 
-grpc::Status GrpcWorkerService::CleanupAll(grpc::ServerContext*, const CleanupAllRequest* request,
+grpc::Status GrpcWorkerService::CleanupAll(grpc::ServerContext* context,
+                                           const CleanupAllRequest* request,
                                            CleanupAllResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMaster, "CleanupAll"); !denied.ok()) {
+    return Done(cleanup_all_, start, denied);
+  }
   const absl::Status status = worker_->CleanupAll(*request, response);
   UpdateResourceBytes();
   return Done(cleanup_all_, start, status);
 }
 
-grpc::Status GrpcWorkerService::JobDone(grpc::ServerContext*, const JobDoneRequest* request,
+grpc::Status GrpcWorkerService::JobDone(grpc::ServerContext* context, const JobDoneRequest* request,
                                         JobDoneResponse* response) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMaster, "JobDone"); !denied.ok()) {
+    return Done(job_done_, start, denied);
+  }
   return Done(job_done_, start, worker_->JobDone(*request, response));
 }
 
@@ -214,6 +252,10 @@ grpc::Status GrpcWorkerService::StreamTensor(
     grpc::ServerContext* context,
     grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream) {
   const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "StreamTensor");
+      !denied.ok()) {
+    return Done(recv_tensor_method_, start, denied);
+  }
   if (recv_tensor_ != nullptr) recv_tensor_->Increment();
   RecvTensorRequest bounded;
   if (!stream->Read(&bounded)) {
