@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The Compose cluster end to end, for real (`./dev deploy-test` runs it).
 
-Brings deploy/compose/ up from the image `./dev image` built, trains until every
+Brings deploy/compose/ up from the image `./dev image` built (every call mutual TLS),
+checks from outside (Python's gRPC with the cluster's certificates) that a plaintext
+call is refused and that a trainer's certificate may neither end the job nor clean up
+a ps, trains until every
 Prometheus target is up and the global step passed --kill_at_step, kills one ps with
 `docker-compose kill` (SIGKILL) and starts it again, then ends the job itself: the
 trainers run with no last step of their own (OVERSEER_LAST_STEP=0) and stop at the
@@ -17,7 +20,7 @@ last two lines are `prometheus targets up: K/K` and `final accuracy: 0.xxxx`; ex
 only when every check passed.
 
 Needs DOCKER_HOST pointing at podman's Docker-compatible API and CONTAINERS_CONF
-(./dev sets both), docker-compose, podman and promtool.
+(./dev sets both), docker-compose, podman, promtool and python3-grpcio.
 """
 
 import argparse
@@ -160,6 +163,54 @@ def check_metrics(cluster, services):
     return failures
 
 
+CERTS = os.path.join(HERE, "..", "compose", "certs")
+
+
+def check_tls(cluster):
+    """A plaintext call is refused; a trainer may not end the job or clean up a ps."""
+    import grpc  # python3-grpcio; only this check needs it.
+
+    def call(service, method, identity):
+        target = f"{cluster.address(service)}:2222"
+        if identity is None:
+            channel = grpc.insecure_channel(target)
+        else:
+            def read(name):
+                with open(os.path.join(CERTS, identity, name), "rb") as f:
+                    return f.read()
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=read("ca.crt"), private_key=read("tls.key"),
+                certificate_chain=read("tls.crt"))
+            # The certificates name the service, not the container's address.
+            channel = grpc.secure_channel(
+                target, credentials, options=[("grpc.ssl_target_name_override", service)])
+        with channel:
+            # An empty message is a valid request of every method: no stubs needed.
+            rpc = channel.unary_unary(method)
+            try:
+                rpc(b"", timeout=10)
+                return grpc.StatusCode.OK, ""
+            except grpc.RpcError as e:
+                return e.code(), e.details()
+
+    checks = [
+        ("master", "/overseer.MasterService/ListDevices", None, grpc.StatusCode.UNAVAILABLE),
+        ("master", "/overseer.MasterService/JobDone", "trainer",
+         grpc.StatusCode.PERMISSION_DENIED),
+        ("ps-0", "/overseer.WorkerService/CleanupAll", "trainer",
+         grpc.StatusCode.PERMISSION_DENIED),
+        ("master", "/overseer.MasterService/ListDevices", "trainer", grpc.StatusCode.OK),
+    ]
+    for service, method, identity, want in checks:
+        code, details = call(service, method, identity)
+        who = identity or "no certificate"
+        if code != want:
+            raise Failure(f"{method} on {service} as {who}: {code.name} {details!r}, "
+                          f"expected {want.name}")
+        say(f"TLS: {method} on {service} as {who}: {code.name}"
+            + (f" ({details})" if details and code != grpc.StatusCode.UNAVAILABLE else ""))
+
+
 def run(args, cluster):
     env = cluster.env
     say(f"starting the Compose cluster (project {cluster.project}) from {env['OVERSEER_IMAGE']}")
@@ -170,6 +221,7 @@ def run(args, cluster):
     prometheus_port = int(port_line.rsplit(":", 1)[1])
     say(f"cluster up (every server healthy); Prometheus on 127.0.0.1:{prometheus_port}")
 
+    check_tls(cluster)
     targets = SERVERS + TRAINERS
     notes = []
 

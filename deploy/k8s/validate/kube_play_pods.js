@@ -5,9 +5,12 @@
 // pod's 2222 would clash (Kubernetes gives each pod an address of its own). Each StatefulSet becomes its Pods (name-0, name-1, ... with the hostname a
 // StatefulSet gives them, and a claim per volumeClaimTemplate); Deployments, ConfigMaps
 // and claims pass through; Services, Namespaces and Jobs (the trainers: they need the
-// Services' DNS names) are left out. Prints the YAML stream on stdout.
+// Services' DNS names) are left out. The TLS Secrets (kustomization.yaml's
+// secretGenerator, which kube play does not run) become host directories:
+// $OVERSEER_KUBE_TLS_DIR/<identity> for the Secret overseer-tls-<identity>, as
+// deploy/tls/make-certs.sh lays them out. Prints the YAML stream on stdout.
 //
-//   node deploy/k8s/validate/kube_play_pods.js > /tmp/overseer-kube.yaml
+//   OVERSEER_KUBE_TLS_DIR=/tmp/certs node deploy/k8s/validate/kube_play_pods.js > /tmp/overseer-kube.yaml
 //   podman kube play --network NET /tmp/overseer-kube.yaml
 
 "use strict";
@@ -43,8 +46,19 @@ for (const resource of kustomization.resources) {
     }
   }
 }
+const tlsDir = process.env.OVERSEER_KUBE_TLS_DIR;
 for (const doc of out) {
   const spec = doc.kind === "Deployment" ? doc.spec.template.spec : doc.spec;
   for (const container of (spec && spec.containers) || []) delete container.ports;
+  for (const volume of (spec && spec.volumes) || []) {
+    if (!volume.secret) continue;
+    if (!tlsDir) {
+      process.stderr.write("kube_play_pods.js: set OVERSEER_KUBE_TLS_DIR (the pods mount TLS Secrets)\n");
+      process.exit(2);
+    }
+    const identity = volume.secret.secretName.replace(/^overseer-tls-/, "");
+    volume.hostPath = { path: path.join(tlsDir, identity), type: "Directory" };
+    delete volume.secret;
+  }
 }
 process.stdout.write(out.map((doc) => yaml.dump(doc)).join("---\n"));

@@ -34,6 +34,11 @@ async function modelOf(apiVersion, kind) {
 
 async function validate(doc, where, errors) {
   if (!doc || typeof doc !== "object") return 0;
+  // kustomize's secretGenerator wraps base64 at 70 columns; the API server's decoder
+  // (Go's base64) skips the newlines, the schema's "byte" format does not.
+  if (doc.kind === "Secret" && doc.data) {
+    for (const key of Object.keys(doc.data)) doc.data[key] = String(doc.data[key]).replace(/\s+/g, "");
+  }
   const Model = await modelOf(doc.apiVersion || "", doc.kind || "");
   const name = `${doc.apiVersion} ${doc.kind} ${doc.metadata && doc.metadata.name} (${where})`;
   if (!Model) {
