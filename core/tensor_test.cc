@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "proto/tensor.pb.h"
 
 namespace overseer {
 namespace {
@@ -191,6 +193,22 @@ TEST(TypesTest, Names) {
   EXPECT_EQ(*DataTypeFromString("int64"), DT_INT64);
   EXPECT_FALSE(DataTypeFromString("complex").ok());
   EXPECT_EQ(RemoveRefType(MakeRefType(DT_INT32)), DT_INT32);
+}
+
+// A dtype from a message can be any int32 (found by //core:tensor_proto_fuzz: a
+// TensorProto with dtype 10^9 took DataTypeString 10^7 calls deep, past the stack).
+TEST(TypesTest, AnyValueFromTheWireHasAName) {
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(1000000000)), "unknown dtype 1000000000");
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(-5)), "unknown dtype -5");
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(250)), "unknown dtype 250");
+  EXPECT_FALSE(IsRefType(static_cast<DataType>(1000000000)));
+  EXPECT_EQ(RemoveRefType(static_cast<DataType>(250)), static_cast<DataType>(250));
+  TensorProto proto;
+  proto.set_dtype(static_cast<DataType>(1000000000));
+  absl::StatusOr<Tensor> tensor = Tensor::FromProto(proto);
+  EXPECT_EQ(tensor.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(tensor.status().message(), "unknown dtype 1000000000"))
+      << tensor.status();
 }
 
 }  // namespace

@@ -41,7 +41,13 @@ absl::StatusOr<DataType> DataTypeFromString(absl::string_view name) {
       "unknown data type '", name, "'; expected one of float, double, int32, int64, bool, string"));
 }
 
-bool IsRefType(DataType dtype) { return static_cast<int>(dtype) > 100; }
+// Reference types are the value types plus 100 (as TensorFlow's kDataTypeRefOffset).
+// A DataType read from a message can hold any int32 (proto3 enums are open): only
+// 101..199 are references, so that no other value is "removed" again and again.
+bool IsRefType(DataType dtype) {
+  const int value = static_cast<int>(dtype);
+  return value > 100 && value < 200;
+}
 
 DataType MakeRefType(DataType dtype) {
   if (IsRefType(dtype)) return dtype;

@@ -167,6 +167,28 @@ TEST_F(HostileRequestsTest, AConstWhoseByteSizeOverflowsIsInvalidArgument) {
   EXPECT_TRUE(absl::StrContains(s.message(), "2^62 bytes")) << s;
 }
 
+// A dtype that no enum value names (proto3 enums carry any int32): a Const's dtype attr
+// and its value's dtype of 10^9. Naming it in the error used to recurse once per 100
+// (10^7 frames) and crash the master with a stack overflow (found by
+// //core:tensor_proto_fuzz).
+TEST_F(HostileRequestsTest, AnUnknownDtypeIsInvalidArgument) {
+  GraphDef graph;
+  NodeDef* node = graph.add_node();
+  node->set_name("odd");
+  node->set_op("Const");
+  node->set_device("/job:worker/task:0");
+  (*node->mutable_attr())["dtype"].set_type(static_cast<DataType>(1000000000));
+  TensorProto* value = (*node->mutable_attr())["value"].mutable_tensor();
+  value->set_dtype(static_cast<DataType>(1000000000));
+  auto session = Created(graph);
+  absl::Status s = session.status();
+  if (session.ok()) {
+    std::vector<Tensor> out;
+    s = (*session)->Run({}, {"odd:0"}, {}, &out);
+  }
+  ExpectRefusedAndServing(s, absl::StatusCode::kInvalidArgument, "odd");
+}
+
 // A feed of shape [2^61] with no values, sent as a TensorProto straight to the master
 // (a client library would not build it), for an unknown-rank Placeholder on the worker.
 TEST_F(HostileRequestsTest, AFeedTooLargeForATensorIsInvalidArgument) {
