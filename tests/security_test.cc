@@ -5,6 +5,8 @@
 // job-control identity can end the job. Certificates come from deploy/tls/make-certs.sh,
 // the script operators use.
 
+#include "core/rpc/security.h"
+
 #include <stdlib.h>
 
 #include <fstream>
@@ -19,7 +21,6 @@
 #include "client/session/session.h"
 #include "core/node_def_util.h"
 #include "core/rpc/channel.h"
-#include "core/rpc/security.h"
 #include "core/tensor.h"
 #include "gtest/gtest.h"
 #include "proto/master.grpc.pb.h"
@@ -196,13 +197,15 @@ TEST_F(SecurityTest, ClusterTokenAuthenticatesEveryCall) {
   absl::StatusOr<float> v = ReadVariable(cluster->master_target(), /*assign=*/true);
   ASSERT_TRUE(v.ok()) << v.status();
 
-  for (const std::string& token : {std::string(), std::string("s3cret-token-of-the-clustex"),
-                                   std::string("s3cret")}) {
+  for (const std::string& token :
+       {std::string(), std::string("s3cret-token-of-the-clustex"), std::string("s3cret")}) {
     ASSERT_TRUE(InstallSecurity(Token(token, "master")).ok());
     grpc::Status s = CleanupAll(ps);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token << ": " << s.error_message();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+        << token << ": " << s.error_message();
     s = JobDone(cluster->address("master", 0));
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token << ": " << s.error_message();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+        << token << ": " << s.error_message();
   }
   ASSERT_TRUE(InstallSecurity(Token("s3cret-token-of-the-cluster", "trainer")).ok());
   grpc::Status denied = CleanupAll(ps);

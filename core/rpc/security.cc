@@ -24,7 +24,8 @@ ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain of this process (with --tls_key and --tls_ca; instead of "
           "--tls_dir)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, tls_ca, "", "PEM certificate of the CA that signs the cluster's certificates");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM certificate of the CA that signs the cluster's certificates");
 ABSL_FLAG(int, tls_reload_seconds, 10,
           "How often the TLS files are checked for changes; changed files are used for new "
           "connections (certificate rotation)");
@@ -97,8 +98,7 @@ class TokenInterceptor final : public grpc::experimental::Interceptor {
   const std::string* identity_;
 };
 
-class TokenInterceptorFactory final
-    : public grpc::experimental::ClientInterceptorFactoryInterface {
+class TokenInterceptorFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
   TokenInterceptorFactory(std::string token, std::string identity)
       : token_(std::move(token)), identity_(std::move(identity)) {}
@@ -173,8 +173,9 @@ absl::StatusOr<SecurityOptions> SecurityOptionsFromFlags(const std::string& defa
 absl::Status InstallSecurity(SecurityOptions options) {
   std::shared_ptr<grpc::experimental::FileWatcherCertificateProvider> watcher;
   if (options.tls()) {
-    const std::pair<const std::string*, const char*> files[] = {
-        {&options.tls_cert, "tls_cert"}, {&options.tls_key, "tls_key"}, {&options.tls_ca, "tls_ca"}};
+    const std::pair<const std::string*, const char*> files[] = {{&options.tls_cert, "tls_cert"},
+                                                                {&options.tls_key, "tls_key"},
+                                                                {&options.tls_ca, "tls_ca"}};
     for (const auto& [path, flag] : files) {
       absl::StatusOr<std::string> contents = ReadFile(*path, flag);
       if (!contents.ok()) return contents.status();
@@ -273,10 +274,11 @@ absl::Status Authorize(const grpc::ServerContext& context, Permission permission
   const std::string identity = CallerIdentity(context);
   if (identity.empty()) {
     return absl::UnauthenticatedError(absl::StrCat(method, ": the caller has no identity (",
-                                     options.tls() ? "no verified client certificate with a "
-                                                     "common name"
-                                                   : "no x-overseer-identity with the token",
-                                     "; docs/security.md)"));
+                                                   options.tls()
+                                                       ? "no verified client certificate with a "
+                                                         "common name"
+                                                       : "no x-overseer-identity with the token",
+                                                   "; docs/security.md)"));
   }
   const std::vector<std::string>* allowed = nullptr;
   const char* flag = "";
@@ -293,8 +295,9 @@ absl::Status Authorize(const grpc::ServerContext& context, Permission permission
       break;
   }
   if (Contains(*allowed, identity)) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(method, " may be called only by ", absl::StrJoin(*allowed, ", "), " (",
-                   flag, "); the caller is \"", identity.substr(0, 128), "\""));
+  return absl::PermissionDeniedError(
+      absl::StrCat(method, " may be called only by ", absl::StrJoin(*allowed, ", "), " (", flag,
+                   "); the caller is \"", identity.substr(0, 128), "\""));
 }
 
 }  // namespace overseer

@@ -30,9 +30,9 @@ std::string TestDir() {
 std::string MakeCerts(const std::string& out, const std::string& identities) {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  std::string script = absl::StrCat(srcdir != nullptr ? srcdir : ".", "/",
-                                    workspace != nullptr ? workspace : "overseer",
-                                    "/deploy/tls/make_certs");
+  std::string script =
+      absl::StrCat(srcdir != nullptr ? srcdir : ".", "/",
+                   workspace != nullptr ? workspace : "overseer", "/deploy/tls/make_certs");
   const std::string command = absl::StrCat(script, " ", out, " ", identities, " >/dev/null");
   EXPECT_EQ(::system(command.c_str()), 0) << command;
   return out;
@@ -102,8 +102,7 @@ TEST_F(SecurityTest, FlagErrorsNameTheFlag) {
   const std::string empty = TestDir() + "/empty_token";
   std::ofstream(empty) << "\n";
   absl::SetFlag(&FLAGS_cluster_token_file, empty);
-  EXPECT_EQ(SecurityOptionsFromFlags("worker").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SecurityOptionsFromFlags("worker").status().code(), absl::StatusCode::kInvalidArgument);
   const std::string token = TestDir() + "/token";
   std::ofstream(token) << "  abc123  \nignored\n";
   absl::SetFlag(&FLAGS_cluster_token_file, token);
