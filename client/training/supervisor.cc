@@ -299,6 +299,11 @@ absl::StatusOr<std::vector<std::shared_ptr<ManagedThread>>> Supervisor::StartSta
     ASSIGN_OR_RETURN(counter->last_step, GlobalStepValue(*session));
     counter->last_time = options_.clock->Now();
     counter->tag = absl::StrCat(CounterName(global_step_), "/sec");
+    // As TensorFlow's counter thread, whose first sample (0 steps/sec) comes at the
+    // start, so that a run shorter than save_summaries_secs still has one.
+    absl::Status first = CountSteps(session, counter.get());
+    ServiceRan(SupervisorService::kStepCounter, first);
+    RETURN_IF_ERROR(first);
   }
   if (save_checkpoints) {
     absl::Status first = SaveCheckpoint(session);
@@ -334,8 +339,10 @@ absl::Status Supervisor::CountSteps(ClientSession* session, StepCounter* counter
   ASSIGN_OR_RETURN(int64_t step, GlobalStepValue(*session));
   const absl::Time now = options_.clock->Now();
   const double elapsed = absl::ToDoubleSeconds(now - counter->last_time);
-  const double rate =
-      elapsed > 0 ? (step - counter->last_step) / elapsed : std::numeric_limits<double>::infinity();
+  const int64_t steps = step - counter->last_step;
+  const double rate = steps == 0    ? 0.0
+                      : elapsed > 0 ? steps / elapsed
+                                    : std::numeric_limits<double>::infinity();
   counter->last_step = step;
   counter->last_time = now;
   Summary summary;

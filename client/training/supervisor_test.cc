@@ -617,21 +617,24 @@ TEST_F(SupervisorTest, StandardServicesWithGlobalStep) {
   ASSERT_TRUE(root.ToGraphDef(&graph).ok());
   ASSERT_TRUE(RunAll(**session, {add60}).ok());
   clock_.Advance(absl::Seconds(120));  // The step counter's interval.
-  WaitForRuns(SupervisorService::kStepCounter, 1);
+  WaitForRuns(SupervisorService::kStepCounter, 2);
   ASSERT_TRUE(sv->Stop().ok());
 
   std::vector<Event> events = LastEvents(logdir_);
-  ASSERT_EQ(events.size(), 6u);
+  ASSERT_EQ(events.size(), 7u);
   EXPECT_EQ(events[0].file_version(), "brain.Event:2");
   EXPECT_TRUE(GraphIs(events[1], graph));
   EXPECT_EQ(events[2].session_log().status(), SessionLog::START);
   EXPECT_EQ(events[2].step(), 123);
-  EXPECT_EQ(events[3].session_log().status(), SessionLog::CHECKPOINT);
-  EXPECT_EQ(events[3].session_log().checkpoint_path(), sv->save_path() + "-123");
+  // The counter's first sample comes at the start, as TensorFlow's.
+  EXPECT_TRUE(SummaryIs(events[3], {{"global_step/sec", 0.0f}}));
   EXPECT_EQ(events[3].step(), 123);
-  EXPECT_TRUE(SummaryIs(events[4], {{"global_step/sec", 0.5f}}));  // 60 steps in 120 s.
-  EXPECT_EQ(events[4].step(), 183);
-  EXPECT_EQ(events[5].session_log().status(), SessionLog::STOP);
+  EXPECT_EQ(events[4].session_log().status(), SessionLog::CHECKPOINT);
+  EXPECT_EQ(events[4].session_log().checkpoint_path(), sv->save_path() + "-123");
+  EXPECT_EQ(events[4].step(), 123);
+  EXPECT_TRUE(SummaryIs(events[5], {{"global_step/sec", 0.5f}}));  // 60 steps in 120 s.
+  EXPECT_EQ(events[5].step(), 183);
+  EXPECT_EQ(events[6].session_log().status(), SessionLog::STOP);
   EXPECT_EQ(Runs(SupervisorService::kCheckpoint), 1);
 }
 
@@ -651,7 +654,7 @@ TEST_F(SupervisorTest, ServicesRunEveryInterval) {
     clock_.Advance(absl::Seconds(60));
     if (minute % 2 == 0) {
       WaitForRuns(SupervisorService::kSummary, 1 + minute / 2);
-      WaitForRuns(SupervisorService::kStepCounter, minute / 2);
+      WaitForRuns(SupervisorService::kStepCounter, 1 + minute / 2);
     }
   }
   WaitForRuns(SupervisorService::kCheckpoint, 2);  // At 600 s.
@@ -659,7 +662,24 @@ TEST_F(SupervisorTest, ServicesRunEveryInterval) {
   EXPECT_TRUE(CheckpointExists(sv->save_path() + "-0"));
   EXPECT_TRUE(CheckpointExists(sv->save_path() + "-10"));
   EXPECT_EQ(Runs(SupervisorService::kSummary), 6);
-  EXPECT_EQ(Runs(SupervisorService::kStepCounter), 5);
+  EXPECT_EQ(Runs(SupervisorService::kStepCounter), 6);
+}
+
+// save_summaries_secs at its default (120 s) and a run far shorter: the step counter
+// has its sample at the start (TensorFlow's first comes then too).
+TEST_F(SupervisorTest, AShortRunHasAStepRate) {
+  Scope root = Scope::NewRootScope();
+  ASSERT_TRUE(GetOrCreateGlobalStep(root).ok());
+  auto sv = NewSupervisor(root, Options());
+  auto session = sv->PrepareOrWaitForSession("");
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(Runs(SupervisorService::kStepCounter), 1);
+  ASSERT_TRUE(sv->Stop().ok());
+  bool found = false;
+  for (const Event& event : LastEvents(logdir_)) {
+    found = found || SummaryIs(event, {{"global_step/sec", 0.0f}});
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST_F(SupervisorTest, RestoreFromLogdirAtTheSavedStep) {
