@@ -116,7 +116,7 @@ absl::StatusOr<bool> CheckpointSaverHook::Save(ClientSession* session, int64_t s
   // The saver's nodes may be newer than the session's graph.
   RETURN_IF_ERROR(session->ExtendIfNeeded());
   ASSIGN_OR_RETURN(std::string path, saver_->Save(session->session(), save_path_, step));
-  if (options_.summary_writer != nullptr) {
+  if (options_.summary_writer != nullptr && !path.empty()) {  // "": an empty saver.
     RETURN_IF_ERROR(options_.summary_writer->AddSessionLog(SessionLog::CHECKPOINT, step, path));
   }
   bool should_stop = false;

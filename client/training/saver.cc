@@ -22,7 +22,13 @@ std::string Join(const std::string& location, const std::string& name) {
 absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOptions options) {
   if (options.var_list.empty()) options.var_list = GlobalVariables(*scope.graph());
   if (options.var_list.empty()) {
-    return absl::InvalidArgumentError("Saver: there are no variables to save");
+    if (!options.allow_empty) {
+      return absl::InvalidArgumentError("Saver: there are no variables to save");
+    }
+    std::unique_ptr<Saver> empty(new Saver());
+    empty->options_ = std::move(options);
+    empty->empty_ = true;
+    return empty;
   }
   // Device groups, in order of first appearance.
   std::vector<std::string> devices;
@@ -94,6 +100,10 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
 
 absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& prefix,
                                         int64_t global_step) {
+  if (empty_) {
+    LOG(INFO) << "Saver " << options_.name << ": no variables to save; nothing is written";
+    return std::string();
+  }
   std::string location, base;
   RETURN_IF_ERROR(SplitCheckpointPrefix(prefix, &location, &base));
   const std::string name = global_step >= 0 ? absl::StrCat(base, "-", global_step) : base;
@@ -119,6 +129,7 @@ absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& pre
 }
 
 absl::Status Saver::Restore(Session* session, const std::string& path) {
+  if (empty_) return absl::OkStatus();
   std::string location, name;
   RETURN_IF_ERROR(SplitCheckpointPrefix(path, &location, &name));
   if (!CheckpointExists(path)) {
@@ -130,6 +141,7 @@ absl::Status Saver::Restore(Session* session, const std::string& path) {
 }
 
 absl::Status Saver::RecoverLastCheckpoints(const std::string& location) {
+  if (empty_) return absl::OkStatus();
   ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
   ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all, where.store->ListCheckpoints(where.run));
   last_checkpoints_.clear();

@@ -33,24 +33,32 @@ struct SaverOptions {
   bool sharded = false;
   // Name scope of the saver's nodes.
   std::string name = "save";
+  // As TensorFlow's allow_empty: with no variables, Create makes an empty saver (no
+  // nodes; Save and Restore do nothing) instead of failing.
+  bool allow_empty = false;
 };
 
 // Not thread-safe: one Save or Restore at a time.
 class Saver {
  public:
   // Adds the save and restore nodes to the scope's graph (create the session, or
-  // extend it, afterwards). INVALID_ARGUMENT if there are no variables or one has a
-  // dtype that checkpoints do not hold (DT_STRING).
+  // extend it, afterwards). INVALID_ARGUMENT if there are no variables (unless
+  // allow_empty) or one has a dtype that checkpoints do not hold (DT_STRING).
   static absl::StatusOr<std::unique_ptr<Saver>> Create(const Scope& scope, SaverOptions options);
 
   // Saves the variables as "<prefix>-<global_step>" (or "<prefix>" when global_step < 0)
   // and returns that path. Errors of the store or of running the graph; on failure the
-  // checkpoint is aborted and nothing becomes visible.
+  // checkpoint is aborted and nothing becomes visible. An empty saver writes nothing
+  // and returns "" (TensorFlow's None).
   absl::StatusOr<std::string> Save(Session* session, const std::string& prefix,
                                    int64_t global_step = -1);
   // Assigns every variable of the saver from checkpoint `path` ("<location>/<name>").
   // NOT_FOUND naming a missing checkpoint or variable; DATA_LOSS for damaged files.
+  // An empty saver does nothing.
   absl::Status Restore(Session* session, const std::string& path);
+
+  // Whether it has no variables (allow_empty).
+  bool empty() const { return empty_; }
 
   // Checkpoints saved by this saver and still kept, oldest first.
   const std::vector<std::string>& last_checkpoints() const { return last_checkpoints_; }
@@ -61,6 +69,7 @@ class Saver {
   Saver() = default;
 
   SaverOptions options_;
+  bool empty_ = false;
   int num_shards_ = 1;
   std::string location_feed_;    // "save/location:0"
   std::string id_feed_;          // "save/checkpoint_id:0"

@@ -1,6 +1,7 @@
 #include "client/training/saver.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "client/graph/ops_input.h"
 #include "client/graph/ops_state.h"
@@ -132,6 +133,29 @@ TEST_F(SaverTest, BadPrefixes) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*saver)->Save(m->session->session(), "zz://x/y/m", 1).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// As TensorFlow's Saver: no variables is an error unless allow_empty, which makes a
+// saver that writes and restores nothing.
+TEST_F(SaverTest, NoVariablesNeedAllowEmpty) {
+  Scope root = Scope::NewRootScope();
+  ops::Const(root.WithOpName("c"), 1.0f);
+  EXPECT_EQ(Saver::Create(root, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  SaverOptions options;
+  options.allow_empty = true;
+  auto saver = Saver::Create(root, options);
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  EXPECT_TRUE((*saver)->empty());
+  ResourceMgr resources;
+  SessionOptions session_options;
+  session_options.resource_mgr = &resources;
+  auto session = *ClientSession::Create(root, session_options);
+  absl::StatusOr<std::string> path = (*saver)->Save(session->session(), dir_ + "/model", 1);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(*path, "");
+  EXPECT_TRUE((*saver)->last_checkpoints().empty());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/checkpoint"));
+  EXPECT_TRUE((*saver)->Restore(session->session(), dir_ + "/model-1").ok());
 }
 
 }  // namespace

@@ -193,10 +193,10 @@ absl::StatusOr<Saver*> Scaffold::ResolveSaver() {
     return saver_;
   }
   VariableSplit vars = SplitVariables(*graph);
-  if (vars.global.empty()) return nullptr;  // Nothing to save (TF's allow_empty).
   SaverOptions options;
   options.var_list = vars.global;
   options.sharded = true;
+  options.allow_empty = true;  // As TensorFlow's: no variables, an empty saver.
   ASSIGN_OR_RETURN(std::unique_ptr<Saver> saver, Saver::Create(Plain(scope_), options));
   default_saver_ = std::move(saver);
   AddSaverToGraph(graph, default_saver_);

@@ -94,8 +94,9 @@ TEST_F(ScaffoldTest, DefaultsNoVariables) {
   EXPECT_TRUE(scaffold.ready_op().valid());
   EXPECT_TRUE(scaffold.ready_for_local_init_op().valid());
   EXPECT_TRUE(scaffold.local_init_op().valid());
-  // TensorFlow makes an empty Saver; ours cannot hold no variables, so there is none.
-  EXPECT_EQ(scaffold.saver(), nullptr);
+  // An empty saver, as TensorFlow's (allow_empty): it saves and restores nothing.
+  ASSERT_NE(scaffold.saver(), nullptr);
+  EXPECT_TRUE(scaffold.saver()->empty());
   EXPECT_TRUE(Report(scaffold.ready_op()).empty());
 }
 
