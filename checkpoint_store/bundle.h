@@ -121,8 +121,10 @@ class BundleReader {
   // already large enough gets no new memory). On error *bytes is unspecified.
   absl::Status ReadTensorInto(absl::string_view name, std::string* bytes) const;
   // The entry of a tensor that can be read: the errors of ReadTensor that the index
-  // alone shows (unknown name, slices, DT_STRING, bad shard, size not matching dtype
-  // and shape). Its size() is what ReadTensorTo writes.
+  // and the data file's size show (unknown name, slices, DT_STRING, bad shard, size
+  // not matching dtype and shape, bytes past the end of the data file), checked before
+  // anything of entry->size() bytes is allocated. Its size() is what ReadTensorTo
+  // writes.
   absl::StatusOr<const BundleEntryProto*> CheckedEntry(absl::string_view name) const;
   // Like ReadTensor, into `dst`, which holds at least CheckedEntry(name)->size()
   // bytes; the CRC32C is computed piece by piece as the bytes are read (no second

@@ -182,6 +182,36 @@ TEST_F(BundleTest, TruncatedOrMissingDataIsDataLoss) {
   EXPECT_EQ((*reader)->ReadTensor("global_step").status().code(), absl::StatusCode::kDataLoss);
 }
 
+// An index entry that claims more bytes than its data file holds fails before anything
+// of that size is allocated (found by //checkpoint_store:state_fuzz: a 5 KB index
+// claimed 21 GB and the reader allocated it).
+TEST_F(BundleTest, AnEntryPastTheEndOfItsFileIsDataLossBeforeAllocating) {
+  WriteBundle();
+  std::map<std::string, BundleEntryProto> entries;
+  BundleEntryProto huge;
+  huge.set_dtype(DT_FLOAT);
+  huge.mutable_shape()->add_dim()->set_size(int64_t{1} << 38);  // 1 TiB of floats.
+  huge.set_shard_id(0);
+  huge.set_offset(0);
+  huge.set_size(int64_t{1} << 40);
+  entries["huge"] = huge;
+  BundleEntryProto shifted = huge;
+  shifted.mutable_shape()->mutable_dim(0)->set_size(2);
+  shifted.set_size(8);
+  shifted.set_offset(int64_t{1} << 50);  // Far past the end.
+  entries["shifted"] = shifted;
+  ASSERT_TRUE(fs_->DeleteFile(IndexFilename(prefix_)).ok());
+  ASSERT_TRUE(WriteIndexFile(fs_, IndexFilename(prefix_), 2, entries).ok());
+  auto reader = BundleReader::Open(fs_, prefix_);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  for (const char* name : {"huge", "shifted"}) {
+    absl::StatusOr<const BundleEntryProto*> entry = (*reader)->CheckedEntry(name);
+    EXPECT_EQ(entry.status().code(), absl::StatusCode::kDataLoss) << name;
+    EXPECT_NE(entry.status().message().find("truncated"), std::string::npos) << entry.status();
+    EXPECT_EQ((*reader)->ReadTensor(name).status().code(), absl::StatusCode::kDataLoss) << name;
+  }
+}
+
 TEST_F(BundleTest, DamagedIndexIsDataLoss) {
   WriteBundle();
   const std::string index = IndexFilename(prefix_);
