@@ -88,6 +88,15 @@ absl::StatusOr<std::vector<PartialShape>> InferShapes(
     }
     return s;
   }
+  // Any later use may multiply the dimensions (num_elements of ToTensorShape): a
+  // shape of more than 2^62 elements (a Placeholder's attr, a Fill of [2^62, 8]) stops
+  // here, as a TensorShape of that size would (found by //core/graph:graph_def_fuzz).
+  for (int i = 0; i < static_cast<int>(c.outputs().size()); ++i) {
+    if (!c.outputs()[i].KnownElementsFit()) {
+      return c.Error(absl::StrCat("output ", i, " would have shape ", c.outputs()[i].DebugString(),
+                                  ", more than 2^62 elements"));
+    }
+  }
   return c.outputs();
 }
 

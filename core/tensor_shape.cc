@@ -62,6 +62,16 @@ int64_t TensorShape::num_elements() const {
 
 std::string TensorShape::DebugString() const { return DimsString(dims_); }
 
+bool PartialShape::KnownElementsFit() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) {
+    if (d <= 0) continue;
+    if (n > kMaxElements / d) return false;
+    n *= d;
+  }
+  return true;
+}
+
 PartialShape PartialShape::FromProto(const TensorShapeProto& proto) {
   if (proto.unknown_rank()) return PartialShape();
   std::vector<int64_t> dims;

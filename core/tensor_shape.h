@@ -66,7 +66,11 @@ class PartialShape {
   int64_t dim(int i) const { return dims_[i]; }  // -1 if unknown
   const std::vector<int64_t>& dims() const { return dims_; }
   bool IsFullyDefined() const;
-  // Precondition: IsFullyDefined().
+  // Whether the known dimensions multiply to at most 2^62 elements, as a TensorShape's
+  // must. Shape inference checks every shape it infers (core/shape_inference.h), so a
+  // graph's shapes always do; a shape read from an attr or a message may not.
+  bool KnownElementsFit() const;
+  // Precondition: IsFullyDefined() and KnownElementsFit().
   TensorShape ToTensorShape() const { return TensorShape(dims_); }
 
   // Whether a tensor of `shape` may have this shape.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/node_def_util.h"
+#include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -38,6 +39,42 @@ TEST(ValidateGraphTest, AcceptsAValidGraphAndAddsDefaults) {
   DataType t;
   ASSERT_TRUE(GetNodeAttr(g.node(0), "T", &t).ok());
   EXPECT_EQ(t, DT_FLOAT);
+}
+
+// Shapes whose element count passes 2^62 stop at the node that makes them, before a
+// later shape function multiplies them (found by //core/graph:graph_def_fuzz: a
+// Reshape of a [2^62, 8] Placeholder overflowed int64 in its shape function).
+TEST(ValidateGraphTest, RejectsShapesOfTooManyElements) {
+  {
+    GraphDef g;
+    NodeDef* p = AddNode(&g, "p", "Placeholder");
+    SetNodeAttr(p, "dtype", DT_FLOAT);
+    TensorShapeProto shape;
+    shape.add_dim()->set_size(int64_t{1} << 62);
+    shape.add_dim()->set_size(8);
+    AttrValue value;
+    *value.mutable_shape() = shape;
+    (*p->mutable_attr())["shape"] = value;
+    NodeDef* dims = AddNode(&g, "dims", "Const");
+    SetNodeAttr(dims, "dtype", DT_INT32);
+    SetNodeAttr(dims, "value", Tensor::FromVector<int32_t>({-1}));
+    NodeDef* r = AddNode(&g, "r", "Reshape", {"p", "dims"});
+    SetNodeAttr(r, "T", DT_FLOAT);
+    ExpectInvalid(g, "p", "more than 2^62 elements");
+  }
+  {
+    GraphDef g;
+    NodeDef* c = AddNode(&g, "c", "Const");
+    SetNodeAttr(c, "dtype", DT_FLOAT);
+    SetNodeAttr(c, "value", Tensor::FromVector<float>({1, 2, 3, 4}));
+    NodeDef* dims = AddNode(&g, "dims", "Const");
+    SetNodeAttr(dims, "dtype", DT_INT64);
+    SetNodeAttr(dims, "value", Tensor::FromVector<int64_t>({int64_t{1} << 40, int64_t{1} << 40}));
+    NodeDef* r = AddNode(&g, "r", "Reshape", {"c", "dims"});
+    SetNodeAttr(r, "T", DT_FLOAT);
+    SetNodeAttr(r, "Tshape", DT_INT64);
+    ExpectInvalid(g, "r", "cannot reshape");
+  }
 }
 
 TEST(ValidateGraphTest, RejectsUnknownOp) {

@@ -12,14 +12,16 @@
 namespace overseer {
 namespace {
 
+// The product of the known dims; -1 if it passes 2^62 (no tensor has that many).
 int64_t KnownProduct(const std::vector<int64_t>& dims, bool* all_known) {
+  constexpr int64_t kMax = int64_t{1} << 62;
   int64_t product = 1;
   *all_known = true;
   for (int64_t d : dims) {
     if (d < 0) {
       *all_known = false;
-    } else {
-      product *= d;
+    } else if (product >= 0) {
+      product = d > 0 && product > kMax / d ? -1 : product * d;
     }
   }
   return product;
