@@ -18,8 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   overseer::TensorProto proto;
   if (!proto.ParseFromArray(data, static_cast<int>(size))) return 0;
   absl::StatusOr<overseer::Tensor> tensor = overseer::Tensor::FromProto(proto);
-  if (!tensor.ok()) return 0;
-  // What parsed converts back and parses again to the same shape and bytes.
+  // Up to 1 MiB (a second copy of a larger one could pass the budget): what parsed
+  // converts back and parses again to the same dtype and shape.
+  if (!tensor.ok() || tensor->TotalBytes() > (1 << 20)) return 0;
   overseer::TensorProto round;
   tensor->ToProto(&round);
   absl::StatusOr<overseer::Tensor> again = overseer::Tensor::FromProto(round);
