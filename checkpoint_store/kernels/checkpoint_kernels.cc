@@ -1,10 +1,12 @@
-// Kernels of CheckpointSaveShard and CheckpointRestore (checkpoint_ops.cc). The store
-// is found through the process registry of checkpoint_store/location.h.
+// Kernels of CheckpointSaveShard, CheckpointRestore and CheckpointRestoreVariables
+// (checkpoint_ops.cc). The store is found through the process registry of
+// checkpoint_store/location.h.
 
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/location.h"
+#include "core/kernels/state/var_util.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
 
@@ -107,6 +109,32 @@ class CheckpointSaveShardOp : public OpKernel {
 };
 REGISTER_KERNEL(CheckpointSaveShardOp, "CheckpointSaveShard");
 
+// The shape of tensor i of a restore as the store announced it in `header`, checked:
+// the name expected in its place, dtype `expected` (what `target`, the output or the
+// variable it goes to, holds), a supported dtype and a size its shape needs.
+absl::StatusOr<TensorShape> CheckRestoredHeader(const TensorHeader& header,
+                                                const std::vector<std::string>& names, int i,
+                                                DataType expected, const std::string& target,
+                                                const std::string& checkpoint) {
+  if (i >= static_cast<int>(names.size()) || header.name() != names[i]) {
+    return absl::InternalError(
+        absl::StrCat("store returned tensor ", header.name(), " out of order"));
+  }
+  if (header.dtype() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor ", header.name(), " in checkpoint ", checkpoint, " is ",
+        DataTypeString(header.dtype()), " but ", target, " is ", DataTypeString(expected)));
+  }
+  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(header.shape()));
+  if (!IsSupportedDataType(expected) || expected == DT_STRING ||
+      shape.num_elements() * static_cast<int64_t>(DataTypeSize(expected)) != header.size()) {
+    return absl::DataLossError(absl::StrCat("tensor ", header.name(), " of checkpoint ", checkpoint,
+                                            " has ", header.size(),
+                                            " bytes, not what its shape needs"));
+  }
+  return shape;
+}
+
 // Receives the tensors of a CheckpointRestore straight into its outputs: each output
 // is allocated uninitialised and the store (or its gRPC client) writes its bytes once.
 class OutputReceiver : public TensorReceiver {
@@ -117,24 +145,11 @@ class OutputReceiver : public TensorReceiver {
 
   absl::StatusOr<char*> Allocate(const TensorHeader& header) override {
     const int i = next_;
-    if (i >= static_cast<int>(names_->size()) || header.name() != (*names_)[i]) {
-      return absl::InternalError(
-          absl::StrCat("store returned tensor ", header.name(), " out of order"));
-    }
-    const DataType expected = ctx_->kernel().output_type(i);
-    if (header.dtype() != expected) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tensor ", header.name(), " in checkpoint ", *checkpoint_, " is ",
-                       DataTypeString(header.dtype()), " but ", ctx_->kernel().name(), " expects ",
-                       DataTypeString(expected)));
-    }
-    ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(header.shape()));
-    if (!IsSupportedDataType(expected) || expected == DT_STRING ||
-        shape.num_elements() * static_cast<int64_t>(DataTypeSize(expected)) != header.size()) {
-      return absl::DataLossError(absl::StrCat("tensor ", header.name(), " of checkpoint ",
-                                              *checkpoint_, " has ", header.size(),
-                                              " bytes, not what its shape needs"));
-    }
+    const DataType expected = i < ctx_->num_outputs() ? ctx_->kernel().output_type(i) : DT_INVALID;
+    ASSIGN_OR_RETURN(TensorShape shape,
+                     CheckRestoredHeader(header, *names_, i, expected,
+                                         absl::StrCat("output ", i, " of ", ctx_->kernel().name()),
+                                         *checkpoint_));
     ASSIGN_OR_RETURN(Tensor out, Tensor::AllocateUninitialized(expected, shape));
     char* dst = static_cast<char*>(MutableRawBytes(&out));
     if (dst == nullptr) {
@@ -182,6 +197,104 @@ class CheckpointRestoreOp : public OpKernel {
   }
 };
 REGISTER_KERNEL(CheckpointRestoreOp, "CheckpointRestore");
+
+// Receives the tensors of a CheckpointRestoreVariables straight into its variables
+// (checkpoint_ops.cc says when in place). Between Allocate and Received a tensor's
+// buffer is the receiver's alone: the variable reads as uninitialized meanwhile.
+class VariableReceiver : public TensorReceiver {
+ public:
+  VariableReceiver(OpKernelContext* ctx, std::vector<Var*> vars,
+                   const std::vector<std::string>* names, const std::string* checkpoint)
+      : ctx_(ctx), vars_(std::move(vars)), names_(names), checkpoint_(checkpoint) {}
+
+  absl::StatusOr<char*> Allocate(const TensorHeader& header) override {
+    const int i = next_;
+    if (i >= static_cast<int>(vars_.size())) {
+      return absl::InternalError(
+          absl::StrCat("store returned tensor ", header.name(), " out of order"));
+    }
+    Var* var = vars_[i];
+    ASSIGN_OR_RETURN(
+        TensorShape shape,
+        CheckRestoredHeader(header, *names_, i, var->dtype(),
+                            absl::StrCat("variable ", InputNodeName(*ctx_, 3 + i)), *checkpoint_));
+    const DataType expected = var->dtype();
+    {
+      absl::MutexLock lock(var->mu());
+      RETURN_IF_ERROR(CheckAssignedShape(*ctx_, 3 + i, var, shape));
+      Tensor* current = var->tensor();
+      if (current->IsInitialized() && current->shape() == shape && current->RefCountIsOne()) {
+        pending_ = std::move(*current);  // In place: ours alone until Received.
+      }
+      *current = Tensor();  // Any other buffer is dropped before a new one is taken.
+      touched_ = i + 1;
+    }
+    if (!pending_.IsInitialized()) {
+      ASSIGN_OR_RETURN(pending_, Tensor::AllocateUninitialized(expected, shape));
+    }
+    return static_cast<char*>(MutableRawBytes(&pending_));
+  }
+
+  absl::Status Received(const TensorHeader&) override {
+    Var* var = vars_[next_];
+    {
+      absl::MutexLock lock(var->mu());
+      *var->tensor() = std::move(pending_);
+    }
+    pending_ = Tensor();
+    ++next_;
+    return absl::OkStatus();
+  }
+
+  // After a failure: every variable it began to write reads as uninitialized.
+  void Abandon() {
+    for (int i = 0; i < touched_; ++i) {
+      absl::MutexLock lock(vars_[i]->mu());
+      *vars_[i]->tensor() = Tensor();
+    }
+    pending_ = Tensor();
+  }
+
+  int received() const { return next_; }
+
+ private:
+  OpKernelContext* const ctx_;
+  const std::vector<Var*> vars_;
+  const std::vector<std::string>* const names_;
+  const std::string* const checkpoint_;
+  Tensor pending_;
+  int next_ = 0;
+  int touched_ = 0;  // Variables [0, touched_) were begun.
+};
+
+class CheckpointRestoreVariablesOp : public OpKernel {
+ public:
+  explicit CheckpointRestoreVariablesOp(OpKernelConstruction* c) : OpKernel(c) {}
+  bool MayWait() const override { return true; }  // Disk or checkpoint store calls.
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::string location, ScalarString(ctx, 0, "location"));
+    ASSIGN_OR_RETURN(std::string checkpoint, ScalarString(ctx, 1, "checkpoint"));
+    const int n = ctx->num_inputs() - 3;
+    ASSIGN_OR_RETURN(std::vector<std::string> names, Names(ctx, 2, n));
+    std::vector<Var*> vars;
+    for (int i = 0; i < n; ++i) {
+      ASSIGN_OR_RETURN(Var * var, RefInput(ctx, 3 + i));
+      vars.push_back(var);
+    }
+    ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
+    VariableReceiver receiver(ctx, std::move(vars), &names, &checkpoint);
+    absl::Status read = where.store->ReadTensorsInto(where.run, checkpoint, names, &receiver);
+    if (read.ok() && receiver.received() != n) {
+      read = absl::DataLossError(absl::StrCat("the store returned ", receiver.received(),
+                                              " of the ", n, " tensors of checkpoint ", checkpoint,
+                                              " that ", name(), " reads"));
+    }
+    if (!read.ok()) receiver.Abandon();
+    return read;
+  }
+};
+REGISTER_KERNEL(CheckpointRestoreVariablesOp, "CheckpointRestoreVariables");
 
 }  // namespace
 }  // namespace overseer

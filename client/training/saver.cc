@@ -30,9 +30,6 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
     empty->empty_ = true;
     return empty;
   }
-  // Device groups, in order of first appearance.
-  std::vector<std::string> devices;
-  std::map<std::string, std::vector<Variable>> groups;
   for (const Variable& v : options.var_list) {
     if (!v.valid()) return absl::InvalidArgumentError("Saver: an invalid variable");
     if (v.dtype() == DT_STRING) {
@@ -40,56 +37,79 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
                                                      " is DT_STRING; checkpoints hold numeric "
                                                      "and bool tensors"));
     }
-    const std::string device = options.sharded ? v.ref.node()->def().device() : "";
-    if (groups.count(device) == 0) devices.push_back(device);
-    groups[device].push_back(v);
   }
+  // Variables grouped by device (or all in one group), groups in order of first
+  // appearance. Saves: a shard per device when sharded, else one. Restores: always one
+  // per device, since a restore writes into its variables through references and so
+  // runs where they live.
+  struct Group {
+    std::string device;
+    std::vector<Variable> vars;
+  };
+  auto group = [&](bool by_device) {
+    std::vector<Group> groups;
+    std::map<std::string, size_t> index;
+    for (const Variable& v : options.var_list) {
+      const std::string device = by_device ? v.ref.node()->def().device() : "";
+      auto [it, added] = index.emplace(device, groups.size());
+      if (added) groups.push_back({device, {}});
+      groups[it->second].vars.push_back(v);
+    }
+    return groups;
+  };
+  // A group's tensor names (a Const on its device), references and dtypes.
+  struct Inputs {
+    Output names;
+    InputList refs;
+    std::vector<DataType> dtypes;
+  };
+  auto inputs = [](const Scope& ds, const std::vector<Variable>& vars) {
+    Inputs in;
+    Tensor names(DT_STRING, TensorShape({static_cast<int64_t>(vars.size())}));
+    for (size_t i = 0; i < vars.size(); ++i) {
+      names.data<std::string>()[i] = vars[i].name();
+      in.refs.push_back(vars[i].ref);
+      in.dtypes.push_back(vars[i].dtype());
+    }
+    in.names = ops::Const(ds.WithOpName("tensor_names"), names);
+    return in;
+  };
   std::unique_ptr<Saver> saver(new Saver());
   Scope s = scope.NewSubScope(options.name).WithNoControlDependencies();
   Output location = ops::Placeholder(s.WithOpName("location"), DT_STRING);
   Output id = ops::Placeholder(s.WithOpName("checkpoint_id"), DT_STRING);
   Output checkpoint = ops::Placeholder(s.WithOpName("checkpoint"), DT_STRING);
+  const std::vector<Group> shards = group(options.sharded);
   std::vector<Operation> saves;
-  std::vector<Operation> restores;
-  for (size_t shard = 0; shard < devices.size(); ++shard) {
-    const std::vector<Variable>& vars = groups[devices[shard]];
-    Scope ds = s.WithDevice(devices[shard]);
-    std::vector<std::string> names;
-    InputList values;
-    std::vector<DataType> dtypes;
-    for (const Variable& v : vars) {
-      names.push_back(v.name());
-      values.push_back(v.ref);
-      dtypes.push_back(v.dtype());
-    }
-    Tensor names_tensor(DT_STRING, TensorShape({static_cast<int64_t>(names.size())}));
-    for (size_t i = 0; i < names.size(); ++i) names_tensor.data<std::string>()[i] = names[i];
-    Output names_const = ops::Const(ds.WithOpName("tensor_names"), names_tensor);
+  for (size_t shard = 0; shard < shards.size(); ++shard) {
+    Scope ds = s.WithDevice(shards[shard].device);
+    Inputs in = inputs(ds, shards[shard].vars);
     saves.push_back(NodeBuilder(ds.WithOpName("save_shard"), "CheckpointSaveShard")
                         .Input(location)
                         .Input(id)
-                        .Input(names_const)
-                        .Input(values)
+                        .Input(in.names)
+                        .Input(in.refs)
                         .Attr("shard_id", static_cast<int64_t>(shard))
                         .Finalize());
-    Operation restore = NodeBuilder(ds.WithOpName("restore_shard"), "CheckpointRestore")
-                            .Input(location)
-                            .Input(checkpoint)
-                            .Input(names_const)
-                            .Attr("dtypes", dtypes)
-                            .Finalize();
-    if (!restore.valid()) break;
-    for (size_t i = 0; i < vars.size(); ++i) {
-      Output assigned = ops::Assign(ds.WithOpName("restore_assign"), vars[i].ref,
-                                    restore.output(static_cast<int>(i)));
-      if (assigned.valid()) restores.push_back(Operation(assigned.node()));
-    }
+  }
+  std::vector<Operation> restores;
+  for (const Group& g : group(/*by_device=*/true)) {
+    Scope ds = s.WithDevice(g.device);
+    Inputs in = inputs(ds, g.vars);
+    // Into the variables where they are: a restore never holds the model twice.
+    restores.push_back(NodeBuilder(ds.WithOpName("restore_shard"), "CheckpointRestoreVariables")
+                           .Input(location)
+                           .Input(checkpoint)
+                           .Input(in.names)
+                           .Input(in.refs)
+                           .Attr("dtypes", in.dtypes)
+                           .Finalize());
   }
   Operation save_all = ops::NoOp(s.WithOpName("save_all").WithControlDependencies(saves));
   Operation restore_all = ops::NoOp(s.WithOpName("restore_all").WithControlDependencies(restores));
   RETURN_IF_ERROR(scope.status());
   saver->options_ = std::move(options);
-  saver->num_shards_ = static_cast<int>(devices.size());
+  saver->num_shards_ = static_cast<int>(shards.size());
   saver->location_feed_ = location.name();
   saver->id_feed_ = id.name();
   saver->checkpoint_feed_ = checkpoint.name();

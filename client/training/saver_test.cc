@@ -77,6 +77,81 @@ TEST_F(SaverTest, SaveThenRestoreIntoAFreshSession) {
             absl::StatusCode::kNotFound);
 }
 
+// The variable "layer/w" of a model's resources.
+Var* WeightVar(ResourceMgr* resources) {
+  auto var = resources->Lookup<Var>(ResourceMgr::kDefaultContainer, "layer/w");
+  EXPECT_TRUE(var.ok()) << var.status();
+  return var.ok() ? var->get() : nullptr;
+}
+
+const float* WeightBuffer(Var* var) {
+  absl::MutexLock lock(var->mu());
+  return var->is_initialized() ? var->tensor()->data<float>() : nullptr;
+}
+
+// A restore writes into the variables where they are (no second copy of the model), and
+// a reader that still holds the old value keeps it.
+TEST_F(SaverTest, RestoreWritesIntoTheVariablesInPlace) {
+  auto m = NewModel();
+  auto saver = Saver::Create(m->root, {});
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  Set(m.get(), {1, 2, 3, 4, 5, 6}, 7);
+  auto path = (*saver)->Save(m->session->session(), dir_ + "/model.ckpt", 7);
+  ASSERT_TRUE(path.ok()) << path.status();
+  Set(m.get(), {9, 9, 9, 9, 9, 9}, 8);
+  // An update in place gives the variable a buffer of its own (Assign shared the
+  // Const's), as every training step's update does.
+  Output update = ops::AssignAdd(
+      m->root, m->w.ref, Tensor::FromVector<float>({0, 0, 0, 0, 0, 0}, TensorShape({2, 3})));
+  ASSERT_TRUE(m->session->Run({}, {}, {Operation(update.node())}, nullptr).ok());
+  Var* w = WeightVar(&m->resources);
+  ASSERT_NE(w, nullptr);
+  const float* before = WeightBuffer(w);
+  ASSERT_TRUE((*saver)->Restore(m->session->session(), *path).ok());
+  EXPECT_EQ(W(m.get()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(WeightBuffer(w), before);  // The same buffer.
+
+  Set(m.get(), {9, 9, 9, 9, 9, 9}, 8);
+  Tensor reader;
+  {
+    absl::MutexLock lock(w->mu());
+    reader = *w->tensor();  // Shares the buffer, as a step's read does.
+  }
+  ASSERT_TRUE((*saver)->Restore(m->session->session(), *path).ok());
+  EXPECT_EQ(W(m.get()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(reader.data<float>()[0], 9.0f);  // Copy-on-write: the reader's value stays.
+}
+
+// A restore that fails part way leaves the variables it began to write uninitialized,
+// never half old and half new; the others keep their values.
+TEST_F(SaverTest, AFailedRestoreLeavesWhatItBeganUninitialized) {
+  auto m = NewModel();
+  auto saver = Saver::Create(m->root, {});
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  Set(m.get(), {1, 2, 3, 4, 5, 6}, 7);
+  auto path = (*saver)->Save(m->session->session(), dir_ + "/model.ckpt", 7);
+  ASSERT_TRUE(path.ok()) << path.status();
+
+  // The same names, but "step" is a float [2] here: w restores, step cannot.
+  auto other = std::make_unique<Model>();
+  other->w = MakeVariable(other->root.WithOpName("layer/w"),
+                          Tensor::FromVector<float>({0, 0, 0, 0, 0, 0}, TensorShape({2, 3})));
+  other->step = MakeVariable(other->root.WithOpName("step"), Tensor::FromVector<float>({5, 5}));
+  SessionOptions options;
+  options.resource_mgr = &other->resources;
+  other->session = *ClientSession::Create(other->root, options);
+  auto other_saver = Saver::Create(other->root, {});
+  ASSERT_TRUE(other_saver.ok()) << other_saver.status();
+  ASSERT_TRUE(other->session->Run({}, {}, {GlobalVariablesInitializer(other->root)}, nullptr).ok());
+  absl::Status restored = (*other_saver)->Restore(other->session->session(), *path);
+  EXPECT_EQ(restored.code(), absl::StatusCode::kInvalidArgument) << restored;
+  EXPECT_EQ(WeightBuffer(WeightVar(&other->resources)), nullptr);  // Begun: uninitialized.
+  std::vector<Tensor> out;
+  ASSERT_TRUE(other->session->Run({other->step.value}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[1], 5.0f);  // Not begun: kept.
+}
+
 TEST_F(SaverTest, MaxToKeepAndRecover) {
   auto m = NewModel();
   SaverOptions options;

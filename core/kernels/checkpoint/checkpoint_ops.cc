@@ -31,4 +31,20 @@ REGISTER_OP("CheckpointRestore")
     .SetIsStateful()
     .SetShapeFn(shape_fn::Unknown);
 
+// Reads `tensor_names` of checkpoint `checkpoint` of the store at `location` into
+// `variables`, in place: a variable that holds a buffer of the tensor's dtype and shape
+// that no reader shares is overwritten where it is, so a restore never holds the model
+// twice; any other gets a new buffer (its old one is dropped first). Shapes are checked
+// as Assign's validate_shape. While a tensor arrives its variable reads as
+// uninitialized, and a restore that fails leaves every variable it began to write
+// uninitialized (never half old, half new), so readiness asks for a restore again.
+REGISTER_OP("CheckpointRestoreVariables")
+    .Input("location: string")
+    .Input("checkpoint: string")
+    .Input("tensor_names: string")
+    .Input("variables: Ref(dtypes)")
+    .Attr("dtypes: list(type) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fn::NoOutputs);
+
 }  // namespace overseer

@@ -15,15 +15,6 @@ namespace {
 
 // The Var that VariableV2 creates; it remembers the declared shape so that a validating
 // Assign can reject values that do not fit it.
-class DeclaredVar : public Var {
- public:
-  DeclaredVar(DataType dtype, PartialShape declared) : Var(dtype), declared_(std::move(declared)) {}
-  const PartialShape& declared_shape() const { return declared_; }
-
- private:
-  const PartialShape declared_;
-};
-
 class VariableOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -89,21 +80,7 @@ class AssignOp : public OpKernel {
     RETURN_IF_ERROR(CheckValue(*ctx, var, value));
     {
       absl::MutexLock lock(var->mu());
-      if (validate_shape_) {
-        const auto* declared = dynamic_cast<DeclaredVar*>(var);
-        if (var->is_initialized() && var->tensor()->shape() != value.shape()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "Assign requires shapes of both tensors to match: variable ", InputNodeName(*ctx, 0),
-              " has shape ", var->tensor()->shape().DebugString(), ", value has shape ",
-              value.shape().DebugString()));
-        }
-        if (declared != nullptr && !declared->declared_shape().IsCompatibleWith(value.shape())) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "Assign requires shapes of both tensors to match: variable ", InputNodeName(*ctx, 0),
-              " is declared with shape ", declared->declared_shape().DebugString(),
-              ", value has shape ", value.shape().DebugString()));
-        }
-      }
+      if (validate_shape_) RETURN_IF_ERROR(CheckAssignedShape(*ctx, 0, var, value.shape()));
       // Shares the value's buffer; in-place updates copy it first (Var::PrepareForUpdate).
       *var->tensor() = std::move(value);
     }

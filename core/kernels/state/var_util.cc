@@ -22,6 +22,24 @@ absl::StatusOr<Var*> RefInput(OpKernelContext* ctx, int i) {
   return ctx->input_ref(i);
 }
 
+absl::Status CheckAssignedShape(const OpKernelContext& ctx, int i, Var* var,
+                                const TensorShape& shape) {
+  if (var->is_initialized() && var->tensor()->shape() != shape) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Assign requires shapes of both tensors to match: variable ",
+                     InputNodeName(ctx, i), " has shape ", var->tensor()->shape().DebugString(),
+                     ", value has shape ", shape.DebugString()));
+  }
+  const auto* declared = dynamic_cast<const DeclaredVar*>(var);
+  if (declared != nullptr && !declared->declared_shape().IsCompatibleWith(shape)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Assign requires shapes of both tensors to match: variable ", InputNodeName(ctx, i),
+        " is declared with shape ", declared->declared_shape().DebugString(), ", value has shape ",
+        shape.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status UninitializedError(const OpKernelContext& ctx, int i) {
   return absl::FailedPreconditionError(
       absl::StrCat("Attempting to use uninitialized value ", InputNodeName(ctx, i)));

@@ -11,8 +11,25 @@
 #include "absl/synchronization/mutex.h"
 #include "core/op_kernel.h"
 #include "core/resource_mgr.h"
+#include "core/tensor_shape.h"
 
 namespace overseer {
+
+// A variable made by VariableV2, which keeps the shape it was declared with.
+class DeclaredVar : public Var {
+ public:
+  DeclaredVar(DataType dtype, PartialShape declared) : Var(dtype), declared_(std::move(declared)) {}
+  const PartialShape& declared_shape() const { return declared_; }
+
+ private:
+  const PartialShape declared_;
+};
+
+// What Assign with validate_shape checks before variable `var` (ref input i) takes a
+// value of `shape`: the variable's current shape if it has one, and its declared shape
+// if it is a DeclaredVar. INVALID_ARGUMENT naming the variable otherwise.
+absl::Status CheckAssignedShape(const OpKernelContext& ctx, int i, Var* var,
+                                const TensorShape& shape) ABSL_EXCLUSIVE_LOCKS_REQUIRED(var->mu());
 
 // The node that feeds input i of the kernel ("v" for "v:0" or "v").
 std::string InputNodeName(const OpKernelContext& ctx, int i);
