@@ -212,6 +212,36 @@ TEST_F(BundleTest, AnEntryPastTheEndOfItsFileIsDataLossBeforeAllocating) {
   }
 }
 
+// A block handle in the index's footer that claims 1 TiB: leveldb would allocate that
+// before reading (found by //checkpoint_store:state_fuzz with 21 GB); the reader
+// refuses the file first.
+TEST_F(BundleTest, ABlockHandlePastTheEndOfTheIndexIsDataLoss) {
+  WriteBundle();
+  const std::string index = IndexFilename(prefix_);
+  std::string bytes = *fs_->ReadFile(index);
+  auto varint = [](uint64_t v) {
+    std::string out;
+    while (v >= 0x80) {
+      out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    out.push_back(static_cast<char>(v));
+    return out;
+  };
+  // Footer: metaindex handle, index handle, zero padding to 40 bytes, 8-byte magic.
+  std::string footer = varint(0) + varint(0) + varint(0) + varint(uint64_t{1} << 40);
+  footer.resize(40, '\0');
+  footer += bytes.substr(bytes.size() - 8);
+  bytes.replace(bytes.size() - 48, 48, footer);
+  ASSERT_TRUE(fs_->DeleteFile(index).ok());
+  auto f = fs_->NewWritableFile(index);
+  ASSERT_TRUE((*f)->Append(bytes).ok());
+  ASSERT_TRUE((*f)->Close().ok());
+  absl::StatusOr<std::unique_ptr<BundleReader>> reader = BundleReader::Open(fs_, prefix_);
+  EXPECT_EQ(reader.status().code(), absl::StatusCode::kDataLoss) << reader.status();
+  EXPECT_NE(reader.status().message().find("past the end"), std::string::npos) << reader.status();
+}
+
 TEST_F(BundleTest, DamagedIndexIsDataLoss) {
   WriteBundle();
   const std::string index = IndexFilename(prefix_);
