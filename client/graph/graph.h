@@ -129,10 +129,20 @@ class Node {
 // Collection keys used by the client library (TensorFlow's GraphKeys).
 struct GraphKeys {
   static constexpr const char* kGlobalVariables = "variables";
+  // Variables local to a trainer: not saved by default, initialised by the local init
+  // op (TensorFlow's LOCAL_VARIABLES).
+  static constexpr const char* kLocalVariables = "local_variables";
   static constexpr const char* kTrainableVariables = "trainable_variables";
   static constexpr const char* kSummaries = "summaries";
   static constexpr const char* kQueueRunners = "queue_runners";
   static constexpr const char* kGlobalStep = "global_step";
+  // The pieces a Scaffold or Supervisor makes by default, kept for the next one
+  // (TensorFlow's INIT_OP, READY_OP, ...): one node or tensor name each.
+  static constexpr const char* kInitOp = "init_op";
+  static constexpr const char* kReadyOp = "ready_op";
+  static constexpr const char* kReadyForLocalInitOp = "ready_for_local_init_op";
+  static constexpr const char* kLocalInitOp = "local_init_op";
+  static constexpr const char* kSummaryOp = "summary_op";
 };
 
 // What the graph remembers about a variable created by the variables helper. Names are

@@ -1,5 +1,7 @@
 #include "client/graph/variables.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "client/graph/ops_array.h"
 #include "client/graph/ops_state.h"
@@ -34,9 +36,11 @@ Variable BuildVariable(const Scope& scope,
   ClientGraph* graph = scope.graph();
   graph->AddVariableRecord(
       {name, v.initializer.name(), v.initial_value.name(), v.value.name(), options.trainable});
-  graph->AddToCollection(GraphKeys::kGlobalVariables, name);
-  if (options.trainable) graph->AddToCollection(GraphKeys::kTrainableVariables, name);
   for (const std::string& key : options.collections) graph->AddToCollection(key, name);
+  if (options.trainable && std::find(options.collections.begin(), options.collections.end(),
+                                     GraphKeys::kTrainableVariables) == options.collections.end()) {
+    graph->AddToCollection(GraphKeys::kTrainableVariables, name);
+  }
   return v;
 }
 
@@ -94,6 +98,10 @@ std::vector<Variable> TrainableVariables(const ClientGraph& graph) {
   return FromCollection(graph, GraphKeys::kTrainableVariables);
 }
 
+std::vector<Variable> LocalVariables(const ClientGraph& graph) {
+  return FromCollection(graph, GraphKeys::kLocalVariables);
+}
+
 Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& vars) {
   std::vector<Operation> inits;
   for (const Variable& v : vars) inits.push_back(v.initializer);
@@ -103,6 +111,10 @@ Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& 
 
 Operation GlobalVariablesInitializer(const Scope& scope) {
   return VariablesInitializer(scope, GlobalVariables(*scope.graph()));
+}
+
+Operation LocalVariablesInitializer(const Scope& scope) {
+  return VariablesInitializer(scope, LocalVariables(*scope.graph()));
 }
 
 Output ReportUninitializedVariables(const Scope& scope, const std::vector<Variable>& vars) {
@@ -127,7 +139,13 @@ Output ReportUninitializedVariables(const Scope& scope, const std::vector<Variab
 }
 
 Output ReportUninitializedVariables(const Scope& scope) {
-  return ReportUninitializedVariables(scope, GlobalVariables(*scope.graph()));
+  std::vector<Variable> vars = GlobalVariables(*scope.graph());
+  for (const Variable& v : LocalVariables(*scope.graph())) {
+    const bool global = std::any_of(vars.begin(), vars.end(),
+                                    [&](const Variable& g) { return g.name() == v.name(); });
+    if (!global) vars.push_back(v);
+  }
+  return ReportUninitializedVariables(scope, vars);
 }
 
 absl::StatusOr<Variable> CreateGlobalStep(const Scope& scope) {
@@ -136,7 +154,7 @@ absl::StatusOr<Variable> CreateGlobalStep(const Scope& scope) {
   }
   VariableOptions options;
   options.trainable = false;
-  options.collections = {GraphKeys::kGlobalStep};
+  options.collections = {GraphKeys::kGlobalVariables, GraphKeys::kGlobalStep};
   Variable v =
       MakeVariable(scope.WithNameScope("").WithOpName("global_step"), Input(int64_t{0}), options);
   RETURN_IF_ERROR(scope.status());

@@ -42,9 +42,11 @@ using InitializerFn = std::function<Output(const Scope& scope)>;
 
 struct VariableOptions {
   bool trainable = true;
-  // Collections to add the variable's name to besides "variables" and, if trainable,
-  // "trainable_variables".
-  std::vector<std::string> collections;
+  // The collections the variable joins, as TensorFlow's `collections`: by default the
+  // global one; {GraphKeys::kLocalVariables} makes a local variable (make it not
+  // trainable too, as TensorFlow's local_variable does), {} a variable of no
+  // collection. A trainable variable also joins "trainable_variables".
+  std::vector<std::string> collections = {GraphKeys::kGlobalVariables};
 };
 
 // Creates a variable named after the scope's op name ("Variable" by default, made
@@ -59,18 +61,22 @@ Variable MakeVariable(const Scope& scope, const InitializerFn& initializer,
 
 // The Variable of a variable node made by MakeVariable; NOT_FOUND otherwise.
 absl::StatusOr<Variable> LookupVariable(const ClientGraph& graph, absl::string_view var_node);
-// The variables of the "variables" / "trainable_variables" collections, in order.
+// The variables of the "variables" / "trainable_variables" / "local_variables"
+// collections, in order.
 std::vector<Variable> GlobalVariables(const ClientGraph& graph);
 std::vector<Variable> TrainableVariables(const ClientGraph& graph);
+std::vector<Variable> LocalVariables(const ClientGraph& graph);
 
 // A NoOp (named "init" unless the scope has an op name) that runs every initializer of
 // `vars`.
 Operation VariablesInitializer(const Scope& scope, const std::vector<Variable>& vars);
-// VariablesInitializer of GlobalVariables.
+// VariablesInitializer of GlobalVariables, and of LocalVariables.
 Operation GlobalVariablesInitializer(const Scope& scope);
+Operation LocalVariablesInitializer(const Scope& scope);
 
-// A string vector of the names of the variables of `vars` (default: every global
-// variable) that are not initialized, each checked next to its variable.
+// A string vector of the names of the variables of `vars` (default: every global and
+// local variable, as TensorFlow's) that are not initialized, each checked next to its
+// variable.
 Output ReportUninitializedVariables(const Scope& scope, const std::vector<Variable>& vars);
 Output ReportUninitializedVariables(const Scope& scope);
 

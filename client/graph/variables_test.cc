@@ -32,7 +32,7 @@ TEST_F(VariablesTest, NodesAreNamedAsTensorFlowNamesThem) {
   Scope root = Scope::NewRootScope();
   Variable w = MakeVariable(root.WithOpName("w"), {1.0f, 2.0f});
   Variable b = MakeVariable(root.NewSubScope("layer").WithOpName("b"), 0.5f,
-                            VariableOptions{false, {"extra"}});
+                            VariableOptions{false, {GraphKeys::kGlobalVariables, "extra"}});
   Variable anon = MakeVariable(root, 1.0);
   ASSERT_TRUE(root.ok()) << root.status();
   EXPECT_EQ(w.name(), "w");
@@ -56,6 +56,45 @@ TEST_F(VariablesTest, NodesAreNamedAsTensorFlowNamesThem) {
   EXPECT_EQ(found->value, b.value);
   EXPECT_FALSE(found->trainable);
   EXPECT_FALSE(LookupVariable(*g, "w/read").ok());
+}
+
+// As TensorFlow's: `collections` are the variable's collections (the global one by
+// default); a local variable is only local, and a variable may join none.
+TEST_F(VariablesTest, LocalVariablesAndVariablesOfNoCollection) {
+  Scope root = Scope::NewRootScope();
+  MakeVariable(root.WithOpName("global"), 1.0f);
+  MakeVariable(root.WithOpName("local"), 2.0f,
+               VariableOptions{false, {GraphKeys::kLocalVariables}});
+  MakeVariable(root.WithOpName("loose"), 3.0f, VariableOptions{false, {}});
+  ASSERT_TRUE(root.ok()) << root.status();
+  ClientGraph* g = root.graph();
+  EXPECT_EQ(g->GetCollection(GraphKeys::kGlobalVariables), std::vector<std::string>{"global"});
+  EXPECT_EQ(g->GetCollection(GraphKeys::kLocalVariables), std::vector<std::string>{"local"});
+  EXPECT_EQ(g->GetCollection(GraphKeys::kTrainableVariables), std::vector<std::string>{"global"});
+  ASSERT_EQ(LocalVariables(*g).size(), 1u);
+  EXPECT_EQ(LocalVariables(*g)[0].name(), "local");
+  EXPECT_TRUE(LookupVariable(*g, "loose").ok());
+  // The global initializer leaves the local variable alone; the local one sets it; the
+  // default report names uninitialised global and local variables, not loose ones.
+  Output report = ReportUninitializedVariables(root.WithOpName("report"));
+  Operation global_init = GlobalVariablesInitializer(root.WithOpName("global_init"));
+  Operation local_init = LocalVariablesInitializer(root.WithOpName("local_init"));
+  ASSERT_TRUE(root.ok()) << root.status();
+  SessionOptions options;
+  options.resource_mgr = &resources_;
+  auto session = ClientSession::Create(root, options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto uninitialized = [&] {
+    std::vector<Tensor> out;
+    EXPECT_TRUE((*session)->Run({report}, &out).ok());
+    return std::vector<std::string>(out[0].data<std::string>(),
+                                    out[0].data<std::string>() + out[0].NumElements());
+  };
+  EXPECT_EQ(uninitialized(), (std::vector<std::string>{"global", "local"}));
+  ASSERT_TRUE((*session)->Run({}, {}, {global_init}, nullptr).ok());
+  EXPECT_EQ(uninitialized(), std::vector<std::string>{"local"});
+  ASSERT_TRUE((*session)->Run({}, {}, {local_init}, nullptr).ok());
+  EXPECT_TRUE(uninitialized().empty());
 }
 
 TEST_F(VariablesTest, ControlDependenciesOfTheScopeDoNotApply) {

@@ -19,11 +19,11 @@ constexpr char kSaversAttachment[] = "savers";
 using SaverList = std::vector<std::shared_ptr<Saver>>;
 
 // The caches of the default pieces (TensorFlow's GraphKeys.INIT_OP, ...).
-constexpr char kInitOpKey[] = "init_op";
-constexpr char kReadyOpKey[] = "ready_op";
-constexpr char kReadyForLocalInitOpKey[] = "ready_for_local_init_op";
-constexpr char kLocalInitOpKey[] = "local_init_op";
-constexpr char kSummaryOpKey[] = "summary_op";
+constexpr const char* kInitOpKey = GraphKeys::kInitOp;
+constexpr const char* kReadyOpKey = GraphKeys::kReadyOp;
+constexpr const char* kReadyForLocalInitOpKey = GraphKeys::kReadyForLocalInitOp;
+constexpr const char* kLocalInitOpKey = GraphKeys::kLocalInitOp;
+constexpr const char* kSummaryOpKey = GraphKeys::kSummaryOp;
 
 absl::Status MoreThanOne(const std::string& collection, const std::string& arg) {
   return absl::FailedPreconditionError(

@@ -37,8 +37,8 @@ using ScaffoldInitFn =
 // The collection of variables that are local to a trainer (TensorFlow's
 // LOCAL_VARIABLES): initialised by the default local_init_op instead of init_op, not
 // saved by the default Saver. MakeVariable with VariableOptions::collections =
-// {kLocalVariables} makes one.
-inline constexpr const char* kLocalVariables = "local_variables";
+// {kLocalVariables} makes one. (GraphKeys::kLocalVariables.)
+inline constexpr const char* kLocalVariables = GraphKeys::kLocalVariables;
 
 // Pieces given by the caller; a null op (or saver) is resolved by Finalize.
 struct ScaffoldOptions {

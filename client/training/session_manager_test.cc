@@ -501,7 +501,8 @@ struct LocalModel {
   Variable v, w;
   explicit LocalModel(int v_init) {
     v = MakeVariable(root.WithOpName("v"), v_init);
-    w = MakeVariable(root.WithOpName("w"), v.value, VariableOptions{false, {"local_variables"}});
+    w = MakeVariable(root.WithOpName("w"), v.value,
+                     VariableOptions{false, {GraphKeys::kLocalVariables}});
   }
 };
 
@@ -574,7 +575,8 @@ TEST_F(LocalInitTest, RecoverSessionWithReadyForLocalInitOpFailsToReadyLocal) {
 TEST_F(LocalInitTest, RecoverSessionNoCheckpointStillRunsLocalInitOp) {
   ResourceMgr resources;
   Scope root = Scope::NewRootScope();
-  Variable w = MakeVariable(root.WithOpName("w"), 1, VariableOptions{false, {}});
+  Variable w =
+      MakeVariable(root.WithOpName("w"), 1, VariableOptions{false, {GraphKeys::kLocalVariables}});
   SessionManagerOptions options = Options(&resources);
   options.ready_op = ReportUninitializedVariables(root);
   options.local_init_op = w.initializer;
@@ -589,7 +591,8 @@ TEST_F(LocalInitTest, RecoverSessionFailsStillRunsLocalInitOp) {
   ResourceMgr resources;
   Scope root = Scope::NewRootScope();
   Variable v = MakeVariable(root.WithOpName("v"), 2);
-  Variable w = MakeVariable(root.WithOpName("w"), 1, VariableOptions{false, {}});
+  Variable w =
+      MakeVariable(root.WithOpName("w"), 1, VariableOptions{false, {GraphKeys::kLocalVariables}});
   SessionManagerOptions options = Options(&resources);
   options.ready_op = ReportUninitializedVariables(root);
   options.local_init_op = w.initializer;

@@ -126,7 +126,7 @@ TEST_F(StepCounterHookTest, GlobalStepName) {
   Scope root = Scope::NewRootScope();
   VariableOptions var_options;
   var_options.trainable = false;
-  var_options.collections = {GraphKeys::kGlobalStep};
+  var_options.collections = {GraphKeys::kGlobalVariables, GraphKeys::kGlobalStep};
   Variable step = MakeVariable(root.WithOpName("bar/foo"), Input(int64_t{0}), var_options);
   Operation train_op = Operation(
       ops::AssignAdd(root.WithControlDependencies(step.value), step.ref, int64_t{1}).node());

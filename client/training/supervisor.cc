@@ -1,7 +1,9 @@
 #include "client/training/supervisor.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -74,17 +76,51 @@ absl::Status Supervisor::ResolveDefaults() {
   for (const auto* op : {&o.init_op, &o.local_init_op}) {
     if (op->has_value()) RETURN_IF_ERROR(CheckGraph(graph, (*op)->node(), "op"));
   }
-  ready_op_ = o.ready_op.has_value() ? *o.ready_op : ReportUninitializedVariables(scope_);
-  ready_for_local_init_op_ = o.ready_for_local_init_op.value_or(Output());
-  init_op_ = o.init_op.has_value() ? *o.init_op : GlobalVariablesInitializer(scope_);
-  local_init_op_ = o.local_init_op.value_or(Operation());
+  // Defaults as TensorFlow's Supervisor: the graph's collection (a Scaffold or an
+  // earlier Supervisor left it there), else the standard op.
+  auto from_collection = [&](const char* key) -> std::optional<std::string> {
+    std::vector<std::string> items = graph->GetCollection(key);
+    if (items.empty()) return std::nullopt;
+    return items[0];
+  };
+  auto output = [&](const std::optional<Output>& given, const char* key,
+                    const std::function<Output()>& make) -> absl::StatusOr<Output> {
+    if (given.has_value()) return *given;
+    if (std::optional<std::string> name = from_collection(key)) return graph->FindOutput(*name);
+    return make();
+  };
+  auto operation = [&](const std::optional<Operation>& given, const char* key,
+                       const std::function<Operation()>& make) -> absl::StatusOr<Operation> {
+    if (given.has_value()) return *given;
+    if (std::optional<std::string> name = from_collection(key)) {
+      Node* node = graph->FindNode(*name);
+      if (node == nullptr) {
+        return absl::NotFoundError(absl::StrCat("the collection \"", key, "\" names node '", *name,
+                                                "', which is not in the graph"));
+      }
+      return Operation(node);
+    }
+    return make();
+  };
+  ASSIGN_OR_RETURN(ready_op_, output(o.ready_op, GraphKeys::kReadyOp,
+                                     [&] { return ReportUninitializedVariables(scope_); }));
+  ASSIGN_OR_RETURN(ready_for_local_init_op_,
+                   output(o.ready_for_local_init_op, GraphKeys::kReadyForLocalInitOp, [&] {
+                     return ReportUninitializedVariables(scope_, GlobalVariables(*graph));
+                   }));
+  ASSIGN_OR_RETURN(init_op_, operation(o.init_op, GraphKeys::kInitOp,
+                                       [&] { return GlobalVariablesInitializer(scope_); }));
+  ASSIGN_OR_RETURN(local_init_op_, operation(o.local_init_op, GraphKeys::kLocalInitOp, [&] {
+                     return LocalVariablesInitializer(scope_.WithOpName("local_init"));
+                   }));
   if (o.saver.has_value()) {
     saver_ = *o.saver;
   } else if (!GlobalVariables(*graph).empty()) {
     ASSIGN_OR_RETURN(owned_saver_, Saver::Create(scope_, SaverOptions()));
     saver_ = owned_saver_.get();
   }
-  summary_op_ = o.summary_op.has_value() ? *o.summary_op : ops::MergeAllSummaries(scope_);
+  ASSIGN_OR_RETURN(summary_op_, output(o.summary_op, GraphKeys::kSummaryOp,
+                                       [&] { return ops::MergeAllSummaries(scope_); }));
   global_step_ = o.global_step.has_value() ? *o.global_step : DefaultGlobalStep(*graph);
   RETURN_IF_ERROR(scope_.status());
   if (global_step_.valid()) {

@@ -62,9 +62,13 @@ struct SupervisorOptions {
   // summary_writer run, grpc://host:port/<run>.
   std::string summary_dir;
 
-  // nullopt: ReportUninitializedVariables of every global variable. Null: no check.
+  // The defaults (nullopt) are TensorFlow's: the graph's collection of the same name
+  // (GraphKeys::kReadyOp, ...) if it holds one, else the op said below.
+  // nullopt: ReportUninitializedVariables of every global and local variable. Null: no
+  // check.
   std::optional<Output> ready_op;
-  // Null or nullopt: local_init_op runs unconditionally.
+  // nullopt: ReportUninitializedVariables of every global variable. Null: local_init_op
+  // runs unconditionally.
   std::optional<Output> ready_for_local_init_op;
   // nullopt: GlobalVariablesInitializer. Null: none.
   std::optional<Operation> init_op;
@@ -72,12 +76,13 @@ struct SupervisorOptions {
   // Run after init_op when the model is initialised rather than restored (e.g. to
   // load pre-trained values into some variables).
   SessionInitFn init_fn;
-  // Null or nullopt: none (variables here are all global; local ones have no default).
+  // nullopt: LocalVariablesInitializer (a NoOp without local variables). Null: none.
   std::optional<Operation> local_init_op;
   // nullopt: a Saver of every global variable if there are any. nullptr: none. A
   // given Saver is not owned.
   std::optional<Saver*> saver;
-  // nullopt: MergeAllSummaries if the graph has summaries. Null: none.
+  // nullopt: the kSummaryOp collection, else MergeAllSummaries if the graph has
+  // summaries. Null: none.
   std::optional<Output> summary_op;
   // An int32 or int64 scalar counting steps, used for checkpoint names and summary
   // steps. nullopt: the graph's global step (GetGlobalStep, else an int node named

@@ -423,7 +423,8 @@ struct LocalModel {
     Scope local = root.WithDevice("/job:local");
     v = MakeVariable(local.WithOpName("v"), initial);
     vadd = ops::AssignAdd(local, v.ref, 1.0f);
-    w = MakeVariable(local.WithOpName("w"), v.value, VariableOptions{false, {}});
+    w = MakeVariable(local.WithOpName("w"), v.value,
+                     VariableOptions{false, {GraphKeys::kLocalVariables}});
     ready_for_local_init = ReportUninitializedVariables(local.WithOpName("ready_for_local"), {v});
     SaverOptions options;
     options.var_list = {v};
@@ -490,10 +491,68 @@ TEST_F(SupervisorTest, ReadyForLocalInitOpRestoreFromCheckpoint) {
   EXPECT_TRUE(sv1->Stop().ok());
 }
 
+// Local variables with the Supervisor's defaults (issue 21, section 1): not in the
+// checkpoint, initialised by the default local_init_op on chief and non-chief alike, and
+// checked by the default ready_op.
+TEST_F(SupervisorTest, LocalVariablesWithTheDefaults) {
+  {
+    ResourceMgr first_run;
+    Scope root = Scope::NewRootScope();
+    MakeVariable(root.WithDevice("/job:localhost").WithOpName("v"), 10.0f);
+    auto sv = NewSupervisor(root, Options(&first_run));
+    ASSERT_TRUE(sv->PrepareOrWaitForSession("").ok());
+    EXPECT_TRUE(sv->Stop().ok());
+  }
+  // The model gained a local variable since: the chief restores v from a checkpoint
+  // without it and initialises l itself.
+  auto model = [](Variable* v, Variable* l) {
+    Scope root = Scope::NewRootScope();
+    const Scope here = root.WithDevice("/job:localhost");  // Replicas place variables.
+    *v = MakeVariable(here.WithOpName("v"), 1.0f);
+    *l = MakeVariable(here.WithOpName("l"), 7.0f,
+                      VariableOptions{false, {GraphKeys::kLocalVariables}});
+    return root;
+  };
+  Variable v0, l0, v1, l1;
+  Scope chief_root = model(&v0, &l0);
+  auto chief = NewSupervisor(chief_root, Options());
+  auto chief_session = chief->PrepareOrWaitForSession("");
+  ASSERT_TRUE(chief_session.ok()) << chief_session.status();
+  EXPECT_EQ(Fetch<float>(**chief_session, v0.value), 10.0f);
+  EXPECT_EQ(Fetch<float>(**chief_session, l0.value), 7.0f);
+  // A non-chief sharing the variables becomes ready: its local init runs.
+  Scope worker_root = model(&v1, &l1);
+  SupervisorOptions worker_options = Options();
+  worker_options.is_chief = false;
+  worker_options.recovery_wait_secs = absl::Seconds(1);
+  auto worker = NewSupervisor(worker_root, worker_options);
+  auto worker_session = worker->PrepareOrWaitForSession("");
+  ASSERT_TRUE(worker_session.ok()) << worker_session.status();
+  EXPECT_EQ(Fetch<float>(**worker_session, l1.value), 7.0f);
+  EXPECT_TRUE(worker->Stop().ok());
+  EXPECT_TRUE(chief->Stop().ok());
+}
+
+// Without a local init op, an uninitialised local variable fails the default ready op.
+TEST_F(SupervisorTest, AnUninitializedLocalVariableIsNotReady) {
+  Scope root = Scope::NewRootScope();
+  MakeVariable(root.WithOpName("v"), 1.0f);
+  MakeVariable(root.WithOpName("l"), 2.0f, VariableOptions{false, {GraphKeys::kLocalVariables}});
+  SupervisorOptions options = Options();
+  options.local_init_op = Operation();  // With its check, as TensorFlow requires.
+  options.ready_for_local_init_op = Output();
+  auto sv = NewSupervisor(root, options);
+  auto session = sv->PrepareOrWaitForSession("");
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kFailedPrecondition) << session.status();
+  EXPECT_THAT(std::string(session.status().message()), HasSubstr("Variables not initialized: l"));
+}
+
 TEST_F(SupervisorTest, LocalInitOp) {
   Scope root = Scope::NewRootScope();
-  Variable v = MakeVariable(root.WithOpName("v"), {1.0f, 2.0f, 3.0f}, VariableOptions{false, {}});
-  Variable w = MakeVariable(root.WithOpName("w"), {4, 5, 6}, VariableOptions{false, {}});
+  Variable v = MakeVariable(root.WithOpName("v"), {1.0f, 2.0f, 3.0f},
+                            VariableOptions{false, {GraphKeys::kLocalVariables}});
+  Variable w = MakeVariable(root.WithOpName("w"), {4, 5, 6},
+                            VariableOptions{false, {GraphKeys::kLocalVariables}});
   // Only local_init_op initialises them.
   SupervisorOptions options = Options();
   options.init_op = Operation();
@@ -509,7 +568,7 @@ TEST_F(SupervisorTest, LocalInitOp) {
 TEST_F(SupervisorTest, LocalInitOpForNonChief) {
   Scope root = Scope::NewRootScope();
   Variable v = MakeVariable(root.WithDevice("/job:localhost").WithOpName("v"), {1.0f, 2.0f, 3.0f},
-                            VariableOptions{false, {}});
+                            VariableOptions{false, {GraphKeys::kLocalVariables}});
   SupervisorOptions options = Options();
   options.is_chief = false;
   options.init_op = Operation();
@@ -535,8 +594,10 @@ TEST_F(SupervisorTest, InitOpFails) {
 
 TEST_F(SupervisorTest, InitOpFailsForTransientVariable) {
   Scope root = Scope::NewRootScope();
-  Variable v = MakeVariable(root.WithOpName("v"), {1.0f, 2.0f, 3.0f}, VariableOptions{false, {}});
-  MakeVariable(root.WithOpName("w"), {1.0f, 2.0f, 3.0f}, VariableOptions{false, {}});
+  Variable v = MakeVariable(root.WithOpName("v"), {1.0f, 2.0f, 3.0f},
+                            VariableOptions{false, {GraphKeys::kLocalVariables}});
+  MakeVariable(root.WithOpName("w"), {1.0f, 2.0f, 3.0f},
+               VariableOptions{false, {GraphKeys::kLocalVariables}});
   SupervisorOptions options = Options();
   options.init_op = Operation();
   options.local_init_op = v.initializer;
