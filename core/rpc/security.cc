@@ -1,8 +1,10 @@
 #include "core/rpc/security.h"
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/flags/flag.h"
@@ -47,12 +49,18 @@ ABSL_FLAG(std::string, job_control_identities, "chief",
 namespace overseer {
 namespace {
 
+// What InstallSecurity installed: the options and the watcher of their TLS files,
+// shared by every channel and server made until the next InstallSecurity.
+struct Installed {
+  SecurityOptions options;
+  std::shared_ptr<grpc::experimental::FileWatcherCertificateProvider> provider;
+};
+
 absl::Mutex security_mu(absl::kConstInit);
-SecurityOptions* security ABSL_GUARDED_BY(security_mu) = nullptr;
-// The watcher of the TLS files, shared by every channel and server made since the last
-// InstallSecurity.
-std::shared_ptr<grpc::experimental::FileWatcherCertificateProvider>* provider
-    ABSL_GUARDED_BY(security_mu) = nullptr;
+// Every installation, the current last. Kept for the process's life: channels and
+// servers made before a replacement hold raw pointers into the options they were
+// made with (the interceptors).
+std::vector<std::unique_ptr<Installed>>* installed ABSL_GUARDED_BY(security_mu) = nullptr;
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
@@ -191,11 +199,9 @@ absl::Status InstallSecurity(SecurityOptions options) {
         static_cast<unsigned>(absl::ToInt64Seconds(options.tls_reload)));
   }
   absl::MutexLock lock(&security_mu);
-  // Leaked on replacement: channels and servers made before hold raw pointers into
-  // the old options (the interceptors) and keep their own provider references.
-  security = new SecurityOptions(std::move(options));
-  provider =
-      new std::shared_ptr<grpc::experimental::FileWatcherCertificateProvider>(std::move(watcher));
+  if (installed == nullptr) installed = new std::vector<std::unique_ptr<Installed>>();
+  installed->push_back(
+      std::make_unique<Installed>(Installed{std::move(options), std::move(watcher)}));
   return absl::OkStatus();
 }
 
@@ -208,13 +214,13 @@ absl::Status InitSecurityFromFlags(const std::string& default_identity) {
 const SecurityOptions& ProcessSecurity() {
   static const SecurityOptions* const kOff = new SecurityOptions();
   absl::MutexLock lock(&security_mu);
-  return security != nullptr ? *security : *kOff;
+  return installed != nullptr ? installed->back()->options : *kOff;
 }
 
 namespace {
 std::shared_ptr<grpc::experimental::FileWatcherCertificateProvider> Provider() {
   absl::MutexLock lock(&security_mu);
-  return provider != nullptr ? *provider : nullptr;
+  return installed != nullptr ? installed->back()->provider : nullptr;
 }
 }  // namespace
 
