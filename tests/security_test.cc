@@ -98,22 +98,22 @@ absl::StatusOr<float> ReadVariable(const std::string& target, bool assign) {
 }
 
 grpc::Status CleanupAll(const std::string& address) {
-  auto stub = WorkerService::NewStub(NewChannel(address));
+  auto worker = WorkerService::NewStub(NewChannel(address));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   CleanupAllRequest request;
   CleanupAllResponse response;
-  return stub->CleanupAll(&context, request, &response);
+  return worker->CleanupAll(&context, request, &response);
 }
 
 grpc::Status JobDone(const std::string& address) {
-  auto stub = MasterService::NewStub(NewChannel(address));
+  auto master = MasterService::NewStub(NewChannel(address));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   JobDoneRequest request;
   request.set_reason("security_test");
   JobDoneResponse response;
-  return stub->JobDone(&context, request, &response);
+  return master->JobDone(&context, request, &response);
 }
 
 class SecurityTest : public ::testing::Test {

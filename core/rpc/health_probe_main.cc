@@ -81,14 +81,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "overseer_health: %s\n", std::string(security.message()).c_str());
     return 2;
   }
-  auto stub = Health::NewStub(overseer::NewChannel(address));
+  auto health = Health::NewStub(overseer::NewChannel(address));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::seconds(absl::GetFlag(FLAGS_timeout_seconds)));
   HealthCheckRequest request;
   request.set_service(service);
   HealthCheckResponse response;
-  const grpc::Status status = stub->Check(&context, request, &response);
+  const grpc::Status status = health->Check(&context, request, &response);
   const std::string what = address + (service.empty() ? "" : " " + service);
   if (!status.ok()) {
     std::printf("%s: %s: %s\n", what.c_str(), CodeName(status.error_code()),

@@ -124,11 +124,11 @@ TEST_F(SecurityTest, InstallRejectsFilesThatAreNotPem) {
 
 HealthCheckResponse::ServingStatus Check(const std::string& address, grpc::Status* status,
                                          const grpc::ChannelArguments& args = {}) {
-  auto stub = Health::NewStub(NewChannel(address, args));
+  auto health = Health::NewStub(NewChannel(address, args));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   HealthCheckResponse response;
-  *status = stub->Check(&context, HealthCheckRequest(), &response);
+  *status = health->Check(&context, HealthCheckRequest(), &response);
   return response.status();
 }
 
@@ -192,11 +192,11 @@ TEST_F(SecurityTest, RotatedCertificatesAreServedWithoutARestart) {
   auto served_certificate = [&]() -> std::string {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // A connection of its own.
-    auto stub = Health::NewStub(NewChannel(runner.address(), args));
+    auto health = Health::NewStub(NewChannel(runner.address(), args));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     HealthCheckResponse response;
-    if (!stub->Check(&context, HealthCheckRequest(), &response).ok()) return "";
+    if (!health->Check(&context, HealthCheckRequest(), &response).ok()) return "";
     std::vector<grpc::string_ref> pem = context.auth_context()->FindPropertyValues("x509_pem_cert");
     return pem.empty() ? "" : std::string(pem[0].data(), pem[0].size());
   };
