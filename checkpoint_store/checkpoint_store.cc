@@ -21,6 +21,8 @@ namespace overseer {
 namespace {
 
 constexpr char kTempMarker[] = ".tempstate";
+// The most checkpoints a Saver's list sent with BeginCheckpoint may hold.
+constexpr int kMaxSaverCheckpoints = 100000;
 
 double UnixSeconds(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
 
@@ -304,6 +306,15 @@ absl::StatusOr<std::string> CheckpointStore::BeginCheckpoint(
     return absl::InvalidArgumentError(
         absl::StrCat("num_shards must be in [1, 99999], got ", request.num_shards()));
   }
+  const RetentionPolicy& retention = request.retention();
+  if (retention.saver_checkpoints_size() > kMaxSaverCheckpoints) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("retention lists ", retention.saver_checkpoints_size(),
+                     " checkpoints of the saver; at most ", kMaxSaverCheckpoints));
+  }
+  for (const CheckpointInfo& listed : retention.saver_checkpoints()) {
+    RETURN_IF_ERROR(Annotate(ValidateCheckpointName(listed.name()), "in the saver's list: "));
+  }
   auto pending = std::make_shared<Pending>();
   pending->run = request.run();
   pending->dir = RunDir(request.run());
@@ -493,6 +504,7 @@ absl::Status CheckpointStore::UpdateState(const Pending& pending, double timesta
                                           std::vector<std::string>* retired) {
   auto old = ReadState(pending.dir);
   if (!old.ok()) LOG(WARNING) << "replacing unreadable state file: " << old.status();
+  const RetentionPolicy& retention = pending.retention;
   std::vector<std::pair<std::string, double>> list;
   double last_preserved = timestamp - 1;
   if (old.ok() && old->has_value()) {
@@ -500,18 +512,25 @@ absl::Status CheckpointStore::UpdateState(const Pending& pending, double timesta
     last_preserved = state.last_preserved_timestamp();
     const bool timed =
         state.all_model_checkpoint_timestamps_size() == state.all_model_checkpoint_paths_size();
-    for (int i = 0; i < state.all_model_checkpoint_paths_size(); ++i) {
+    for (int i = 0; i < state.all_model_checkpoint_paths_size() && !retention.use_saver_list();
+         ++i) {
       // Entries without timestamps (TF1's Saver) are preserved, as TF's manager does.
       list.emplace_back(Basename(state.all_model_checkpoint_paths(i)),
                         timed ? state.all_model_checkpoint_timestamps(i) : last_preserved);
+    }
+  }
+  const int max_to_keep = retention.max_to_keep();
+  // A Saver that keeps no list (TensorFlow's max_to_keep 0 or None) lists only the newest.
+  if (retention.use_saver_list() && max_to_keep > 0) {
+    for (const CheckpointInfo& listed : retention.saver_checkpoints()) {
+      list.emplace_back(listed.name(), listed.timestamp());
     }
   }
   list.erase(std::remove_if(list.begin(), list.end(),
                             [&](const auto& e) { return e.first == pending.name; }),
              list.end());
   list.emplace_back(pending.name, timestamp);
-  const int max_to_keep = pending.retention.max_to_keep();
-  const double keep_hours = pending.retention.keep_checkpoint_every_n_hours();
+  const double keep_hours = retention.keep_checkpoint_every_n_hours();
   while (max_to_keep > 0 && static_cast<int>(list.size()) > max_to_keep) {
     const auto [name, ts] = list.front();
     list.erase(list.begin());

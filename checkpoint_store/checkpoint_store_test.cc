@@ -253,6 +253,15 @@ TEST_F(CheckpointStoreTest, BadRunsAndNamesAreInvalidArgument) {
     begin.set_num_shards(1);
     EXPECT_EQ(store->BeginCheckpoint(begin).status().code(), absl::StatusCode::kInvalidArgument)
         << name;
+    // A saver's list names checkpoints the store may delete: the same rules.
+    BeginCheckpointRequest listed;
+    listed.set_name("model.ckpt-1");
+    listed.set_num_shards(1);
+    listed.mutable_retention()->set_use_saver_list(true);
+    listed.mutable_retention()->add_saver_checkpoints()->set_name(name);
+    absl::Status s = store->BeginCheckpoint(listed).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(s.message().find("in the saver's list"), std::string::npos) << s;
   }
   BeginCheckpointRequest zero;
   zero.set_name("c-1");

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "checkpoint_store/location.h"
 #include "client/graph/graph_builder.h"
 #include "client/graph/ops_array.h"
@@ -135,6 +136,21 @@ absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& pre
   begin.mutable_retention()->set_max_to_keep(options_.max_to_keep);
   begin.mutable_retention()->set_keep_checkpoint_every_n_hours(
       options_.keep_checkpoint_every_n_hours);
+  const bool own_list = options_.retention_list == SaverOptions::RetentionList::kSaver;
+  if (own_list) {
+    begin.mutable_retention()->set_use_saver_list(true);
+    // The store deletes only in the location saved to: the list's entries there.
+    for (size_t i = 0; i < last_checkpoints_.size(); ++i) {
+      std::string listed_location, listed_name;
+      if (!SplitCheckpointPrefix(last_checkpoints_[i], &listed_location, &listed_name).ok() ||
+          listed_location != location) {
+        continue;
+      }
+      CheckpointInfo* listed = begin.mutable_retention()->add_saver_checkpoints();
+      listed->set_name(listed_name);
+      listed->set_timestamp(last_timestamps_[i]);
+    }
+  }
   ASSIGN_OR_RETURN(std::string id, where.store->BeginCheckpoint(begin));
   const absl::Status ran = session->Run({{location_feed_, Tensor::Scalar<std::string>(location)},
                                          {id_feed_, Tensor::Scalar<std::string>(id)}},
@@ -144,8 +160,26 @@ absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& pre
     return ran;
   }
   ASSIGN_OR_RETURN(CheckpointInfo info, where.store->CommitCheckpoint(id));
-  RETURN_IF_ERROR(RecoverLastCheckpoints(location));
-  return Join(location, info.name());
+  const std::string path = Join(location, info.name());
+  if (!own_list) {
+    RETURN_IF_ERROR(RecoverLastCheckpoints(location));
+    return path;
+  }
+  // The store trimmed the same list the same way (RetentionPolicy.use_saver_list).
+  if (options_.max_to_keep <= 0) return path;
+  for (size_t i = 0; i < last_checkpoints_.size(); ++i) {
+    if (last_checkpoints_[i] != path) continue;
+    last_checkpoints_.erase(last_checkpoints_.begin() + i);
+    last_timestamps_.erase(last_timestamps_.begin() + i);
+    break;
+  }
+  last_checkpoints_.push_back(path);
+  last_timestamps_.push_back(info.timestamp());
+  while (static_cast<int>(last_checkpoints_.size()) > options_.max_to_keep) {
+    last_checkpoints_.erase(last_checkpoints_.begin());
+    last_timestamps_.erase(last_timestamps_.begin());
+  }
+  return path;
 }
 
 absl::Status Saver::Restore(Session* session, const std::string& path) {
@@ -165,8 +199,18 @@ absl::Status Saver::RecoverLastCheckpoints(const std::string& location) {
   ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
   ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all, where.store->ListCheckpoints(where.run));
   last_checkpoints_.clear();
-  for (const CheckpointInfo& info : all) last_checkpoints_.push_back(Join(location, info.name()));
+  last_timestamps_.clear();
+  for (const CheckpointInfo& info : all) {
+    last_checkpoints_.push_back(Join(location, info.name()));
+    last_timestamps_.push_back(info.timestamp());
+  }
   return absl::OkStatus();
+}
+
+void Saver::SetLastCheckpoints(std::vector<std::string> paths) {
+  const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  last_timestamps_.assign(paths.size(), now);
+  last_checkpoints_ = std::move(paths);
 }
 
 absl::StatusOr<std::optional<std::string>> LatestCheckpoint(const std::string& location) {

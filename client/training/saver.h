@@ -29,6 +29,15 @@ struct SaverOptions {
   std::vector<Variable> var_list;
   int max_to_keep = 5;
   double keep_checkpoint_every_n_hours = 10000.0;
+  // Whose list retention trims (docs/training.md, "Checkpoint retention"):
+  // kSaver, TensorFlow's Saver: each Saver has its own list, empty when it is created
+  //   (RecoverLastCheckpoints or SetLastCheckpoints fill it), to which each save
+  //   appends; the oldest beyond max_to_keep are deleted and the state file lists what
+  //   remains. With max_to_keep <= 0 it keeps no list and deletes nothing.
+  // kStore: the store's list of the location, whoever saved to it; after each save
+  //   last_checkpoints() is that list. With max_to_keep <= 0 every checkpoint is kept.
+  enum class RetentionList { kSaver, kStore };
+  RetentionList retention_list = RetentionList::kSaver;
   // One shard per device of the variables (each device writes its own), instead of one.
   bool sharded = false;
   // Name scope of the saver's nodes.
@@ -60,10 +69,14 @@ class Saver {
   // Whether it has no variables (allow_empty).
   bool empty() const { return empty_; }
 
-  // Checkpoints saved by this saver and still kept, oldest first.
+  // The checkpoints in this saver's list, oldest first (see RetentionList).
   const std::vector<std::string>& last_checkpoints() const { return last_checkpoints_; }
-  // Sets last_checkpoints from the store's list for `location` (after a restart).
+  // Sets last_checkpoints from the store's list for `location` (after a restart; the
+  // SessionManager does so when it restores or keeps a model), with their commit times.
   absl::Status RecoverLastCheckpoints(const std::string& location);
+  // TensorFlow's set_last_checkpoints: the list as given, each taken as saved now (for
+  // keep_checkpoint_every_n_hours).
+  void SetLastCheckpoints(std::vector<std::string> paths);
 
  private:
   Saver() = default;
@@ -77,6 +90,7 @@ class Saver {
   std::string save_target_;
   std::string restore_target_;
   std::vector<std::string> last_checkpoints_;
+  std::vector<double> last_timestamps_;  // Unix seconds, one per last_checkpoints_ entry.
 };
 
 // The newest complete checkpoint's path under `location`, or nullopt if there is none.

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "client/graph/ops_input.h"
 #include "client/graph/ops_state.h"
@@ -167,6 +168,129 @@ TEST_F(SaverTest, MaxToKeepAndRecover) {
   auto other = Saver::Create(m->root, {});
   ASSERT_TRUE((*other)->RecoverLastCheckpoints(dir_).ok());
   EXPECT_EQ((*other)->last_checkpoints().size(), 2u);
+}
+
+// The checkpoint state file's lists: model_checkpoint_path first, then
+// all_model_checkpoint_paths, as the names written.
+std::vector<std::string> StateFile(const std::string& dir) {
+  std::ifstream in(dir + "/checkpoint");
+  std::vector<std::string> latest, all;
+  for (std::string line; std::getline(in, line);) {
+    const size_t open = line.find('"'), close = line.rfind('"');
+    if (open == std::string::npos || close <= open) continue;
+    const std::string name = line.substr(open + 1, close - open - 1);
+    (line.rfind("model_checkpoint_path", 0) == 0 ? latest : all).push_back(name);
+  }
+  latest.insert(latest.end(), all.begin(), all.end());
+  return latest;
+}
+
+// TensorFlow's saver_test MaxToKeepTest.testNonSharded: each Saver trims and writes
+// its own list; a copy given the first's list follows it, a fresh one knows nothing.
+TEST_F(SaverTest, EachSaverKeepsItsOwnListAsTensorFlow) {
+  auto m = NewModel();
+  SaverOptions options;
+  options.max_to_keep = 2;
+  auto save = std::move(*Saver::Create(m->root, options));
+  // A second like the first, given its list later; a third that never learns it.
+  auto save2 = std::move(*Saver::Create(m->root, options));
+  auto save3 = std::move(*Saver::Create(m->root, options));
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  Session* session = m->session->session();
+  auto saved = [&](Saver* saver, const std::string& name) {
+    absl::StatusOr<std::string> path = saver->Save(session, dir_ + "/" + name);
+    EXPECT_TRUE(path.ok()) << path.status();
+    return path.value_or("");
+  };
+  EXPECT_TRUE(save->last_checkpoints().empty());
+  std::string s1 = saved(save.get(), "s1");
+  EXPECT_EQ(save->last_checkpoints(), (std::vector<std::string>{s1}));
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"s1", "s1"}));
+  std::string s2 = saved(save.get(), "s2");
+  EXPECT_EQ(save->last_checkpoints(), (std::vector<std::string>{s1, s2}));
+  std::string s3 = saved(save.get(), "s3");
+  EXPECT_EQ(save->last_checkpoints(), (std::vector<std::string>{s2, s3}));
+  EXPECT_FALSE(CheckpointExists(s1));
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"s3", "s2", "s3"}));
+
+  save2->SetLastCheckpoints(save->last_checkpoints());
+
+  // The first: s2 again moves to the end; then s1 pushes s3 out.
+  s2 = saved(save.get(), "s2");
+  EXPECT_EQ(save->last_checkpoints(), (std::vector<std::string>{s3, s2}));
+  EXPECT_TRUE(CheckpointExists(s3));
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"s2", "s3", "s2"}));
+  s1 = saved(save.get(), "s1");
+  EXPECT_EQ(save->last_checkpoints(), (std::vector<std::string>{s2, s1}));
+  EXPECT_FALSE(CheckpointExists(s3));
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"s1", "s2", "s1"}));
+
+  // The second, with the first's earlier list [s2, s3].
+  s2 = saved(save2.get(), "s2");
+  EXPECT_EQ(save2->last_checkpoints(), (std::vector<std::string>{s3, s2}));
+  EXPECT_TRUE(CheckpointExists(s1));  // Saved by the first, not in this list.
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"s2", "s3", "s2"}));
+  s1 = saved(save2.get(), "s1");
+  EXPECT_EQ(save2->last_checkpoints(), (std::vector<std::string>{s2, s1}));
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"s1", "s2", "s1"}));
+
+  // The third knows nothing of earlier saves: it lists only its own, deletes none.
+  s2 = saved(save3.get(), "s2");
+  EXPECT_EQ(save3->last_checkpoints(), (std::vector<std::string>{s2}));
+  EXPECT_TRUE(CheckpointExists(s1));
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"s2", "s2"}));
+  s1 = saved(save3.get(), "s1");
+  EXPECT_EQ(save3->last_checkpoints(), (std::vector<std::string>{s2, s1}));
+  EXPECT_TRUE(CheckpointExists(s2));
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"s1", "s2", "s1"}));
+}
+
+// TensorFlow's testNoMaxToKeep: max_to_keep 0 keeps no list and deletes nothing; the
+// state file names only the newest.
+TEST_F(SaverTest, MaxToKeepZeroKeepsNoListAsTensorFlow) {
+  auto m = NewModel();
+  SaverOptions options;
+  options.max_to_keep = 0;
+  auto saver = std::move(*Saver::Create(m->root, options));
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  std::vector<std::string> paths;
+  for (int step = 1; step <= 3; ++step) {
+    absl::StatusOr<std::string> path =
+        saver->Save(m->session->session(), dir_ + "/model.ckpt", step);
+    ASSERT_TRUE(path.ok()) << path.status();
+    paths.push_back(*path);
+    EXPECT_TRUE(saver->last_checkpoints().empty());
+  }
+  for (const std::string& path : paths) EXPECT_TRUE(CheckpointExists(path)) << path;
+  EXPECT_EQ(StateFile(dir_), (std::vector<std::string>{"model.ckpt-3", "model.ckpt-3"}));
+  auto latest = LatestCheckpoint(dir_);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ(**latest, paths.back());
+}
+
+// RetentionList::kStore: the store's list, whoever saved; max_to_keep 0 keeps and lists
+// every checkpoint.
+TEST_F(SaverTest, StoreListIsEveryCheckpointOfTheLocation) {
+  auto m = NewModel();
+  SaverOptions options;
+  options.max_to_keep = 2;
+  options.retention_list = SaverOptions::RetentionList::kStore;
+  auto first = std::move(*Saver::Create(m->root, options));
+  auto second = std::move(*Saver::Create(m->root, options));
+  options.max_to_keep = 0;
+  auto all = std::move(*Saver::Create(m->root, options));
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  Session* session = m->session->session();
+  ASSERT_TRUE(first->Save(session, dir_ + "/model.ckpt", 1).ok());
+  ASSERT_TRUE(first->Save(session, dir_ + "/model.ckpt", 2).ok());
+  ASSERT_TRUE(second->Save(session, dir_ + "/model.ckpt", 3).ok());
+  EXPECT_EQ(second->last_checkpoints(),
+            (std::vector<std::string>{dir_ + "/model.ckpt-2", dir_ + "/model.ckpt-3"}));
+  EXPECT_FALSE(CheckpointExists(dir_ + "/model.ckpt-1"));
+
+  ASSERT_TRUE(all->Save(session, dir_ + "/model.ckpt", 4).ok());
+  EXPECT_EQ(all->last_checkpoints().size(), 3u);
+  EXPECT_TRUE(CheckpointExists(dir_ + "/model.ckpt-2"));
 }
 
 TEST_F(SaverTest, SubsetSaverInitialisesPartOfAModel) {

@@ -257,6 +257,15 @@ absl::StatusOr<PreparedSession> SessionManager::PrepareSessionWithResult(
     if (result.kept_ready_model) {
       LOG(INFO) << "Model state survived on " << TargetName(master)
                 << ": kept it, nothing restored or initialized";
+      // As after a restore: the saver's retention list is the checkpoints already there.
+      if (options.saver != nullptr && !options.checkpoint_dir.empty()) {
+        const absl::Status recovered =
+            options.saver->RecoverLastCheckpoints(options.checkpoint_dir);
+        if (!recovered.ok()) {
+          LOG(WARNING) << "cannot list the checkpoints of " << options.checkpoint_dir
+                       << " for the saver's retention: " << recovered;
+        }
+      }
       MarkReady(master);
       return result;
     }

@@ -367,12 +367,17 @@ class KeepReadyModelTest : public SessionManagerTest {
 
 TEST_F(KeepReadyModelTest, AReadyModelIsKeptAndMarkedReady) {
   prepare_.restore_only_if_not_ready = true;
+  auto fresh_saver = NewSaver(root_, {v_});  // A restarted chief's: its list is empty.
+  prepare_.saver = fresh_saver.get();
   auto again = manager_->PrepareSessionWithResult("", prepare_);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->kept_ready_model);
   EXPECT_FALSE(again->restored_checkpoint.has_value());
   EXPECT_EQ(Value<int32_t>(*again->session, v_), 5);  // No step lost.
   EXPECT_TRUE(MarkedReady(&resources_));
+  // As after a restore, the saver's retention list holds the checkpoints there.
+  EXPECT_EQ(fresh_saver->last_checkpoints(),
+            (std::vector<std::string>{dir_ + "/model.ckpt-1"}));
 }
 
 TEST_F(KeepReadyModelTest, AModelThatLostItsStateIsRestored) {
