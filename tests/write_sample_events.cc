@@ -8,6 +8,7 @@
 #include "client/summary/summary_writer.h"
 #include "core/kernels/summary/histogram.h"
 #include "core/tensor.h"
+#include "core/version.h"
 #include "proto/graph.pb.h"
 
 namespace overseer {
@@ -25,7 +26,7 @@ int Main(const std::string& dir) {
   NodeDef* node = graph.add_node();
   node->set_name("weights");
   node->set_op("VariableV2");
-  graph.mutable_versions()->set_producer(27);
+  graph.mutable_versions()->set_producer(kGraphDefProducer);
   absl::Status s = (*writer)->AddGraph(graph);
   if (s.ok()) s = (*writer)->AddSessionLog(SessionLog::START, 0);
   for (int step = 0; step < 5 && s.ok(); ++step) {

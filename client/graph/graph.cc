@@ -8,6 +8,7 @@
 #include "core/node_def_util.h"
 #include "core/shape_inference.h"
 #include "core/status_macros.h"
+#include "core/version.h"
 
 namespace overseer {
 
@@ -209,6 +210,7 @@ absl::Status ClientGraph::ToGraphDefFrom(int first_node, GraphDef* out) const {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(status_);
   out->Clear();
+  out->mutable_versions()->set_producer(kGraphDefProducer);
   for (size_t i = std::max(first_node, 0); i < nodes_.size(); ++i) {
     *out->add_node() = nodes_[i]->def();
   }

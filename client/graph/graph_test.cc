@@ -192,8 +192,11 @@ TEST(GraphTest, CollectionsAndGraphDef) {
   ASSERT_TRUE(root.ToGraphDef(&def).ok());
   ASSERT_EQ(def.node_size(), 2);
   EXPECT_EQ(def.node(1).input(0), "a:0");
+  // As TensorFlow's graphs: a producer version (TensorFlow's 27, core/version.h).
+  EXPECT_EQ(def.versions().producer(), 27);
   ASSERT_TRUE(root.graph()->ToGraphDefFrom(1, &def).ok());
   EXPECT_EQ(def.node_size(), 1);
+  EXPECT_EQ(def.versions().producer(), 27);
 }
 
 TEST(GraphTest, ListArgsInferNAndT) {
