@@ -185,7 +185,8 @@ absl::StatusOr<SessionManager::Readiness> SessionManager::TryRunLocalInit(
   }
   LOG(INFO) << "Running local_init_op " << options_.local_init_op.name();
   RETURN_IF_ERROR(
-      Annotate(session.Run(options_.local_init_feeds, {}, {options_.local_init_op}, nullptr),
+      Annotate(session.Run(options_.local_init_run_options, options_.local_init_feeds, {},
+                           {options_.local_init_op}, nullptr, nullptr),
                absl::StrCat("running local_init_op '", options_.local_init_op.name(), "': ")));
   return Readiness{};
 }

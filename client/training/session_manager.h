@@ -50,6 +50,9 @@ struct SessionManagerOptions {
   // run.
   Operation local_init_op;
   std::vector<FeedPair> local_init_feeds;
+  // The RunOptions of local_init_op's runs (TensorFlow's local_init_run_options),
+  // e.g. a timeout_in_ms for a local init that may block.
+  RunOptions local_init_run_options;
   // A DT_STRING vector naming the variables that are not initialised, such as
   // ReportUninitializedVariables: the model is ready when it is empty. A ready
   // op that fails FAILED_PRECONDITION mentioning "uninitialized" also means

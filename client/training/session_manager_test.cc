@@ -540,6 +540,23 @@ class LocalInitTest : public SessionManagerTest {
   }
 };
 
+// TensorFlow's local_init_run_options: a local init that blocks (a dequeue from an
+// empty queue) ends at its RunOptions' timeout instead of hanging the trainer.
+TEST_F(LocalInitTest, LocalInitRunsWithItsRunOptions) {
+  ResourceMgr resources;
+  LocalModel m(2);
+  SessionManagerOptions options = LocalOptions(m, &resources, {m.v}, true);
+  Output queue = ops::FIFOQueue(m.root.WithOpName("never_filled"), {DT_FLOAT});
+  options.local_init_op = Operation(ops::QueueDequeue(m.root, queue, {DT_FLOAT})[0].node());
+  options.local_init_run_options.set_timeout_in_ms(100);
+  auto manager = Manager(m.root, options);
+  PrepareSessionOptions prepare;
+  prepare.init_op = Operation(m.v.initializer);
+  auto session = manager->PrepareSession("", prepare);
+  ASSERT_EQ(session.status().code(), absl::StatusCode::kDeadlineExceeded) << session.status();
+  EXPECT_THAT(std::string(session.status().message()), HasSubstr("running local_init_op"));
+}
+
 TEST_F(LocalInitTest, RecoverSessionWithReadyForLocalInitOp) {
   SaveCheckpointOfV();
   ResourceMgr resources;

@@ -404,6 +404,22 @@ absl::StatusOr<std::vector<std::shared_ptr<ManagedThread>>> Supervisor::StartQue
   return std::move(started.threads);
 }
 
+absl::StatusOr<std::vector<std::shared_ptr<ManagedThread>>> Supervisor::StartQueueRunners(
+    ClientSession* session, const std::vector<QueueRunner*>& queue_runners) {
+  std::vector<std::shared_ptr<ManagedThread>> threads;
+  for (QueueRunner* runner : queue_runners) {
+    if (runner == nullptr) return absl::InvalidArgumentError("StartQueueRunners: a null runner");
+    ASSIGN_OR_RETURN(std::vector<std::shared_ptr<ManagedThread>> started,
+                     runner->CreateThreads(session, &coord_));
+    threads.insert(threads.end(), started.begin(), started.end());
+  }
+  if (!threads.empty()) {
+    LOG(INFO) << "Started " << queue_runners.size() << " queue runners (" << threads.size()
+              << " threads)";
+  }
+  return threads;
+}
+
 std::shared_ptr<ManagedThread> Supervisor::StartService(std::string name, absl::Duration interval,
                                                         std::function<absl::Status()> fn) {
   // Calls at now + k * interval on the injected clock (absolute deadlines, so that a

@@ -40,6 +40,7 @@
 #include "client/training/coordinator.h"
 #include "client/training/managed_session.h"
 #include "client/training/managed_thread.h"
+#include "client/training/queue_runner.h"
 #include "client/training/saver.h"
 #include "client/training/session_manager.h"
 #include "core/clock.h"
@@ -175,6 +176,10 @@ class Supervisor {
   // their queues). Errors of QueueRunner's StartQueueRunners.
   absl::StatusOr<std::vector<std::shared_ptr<ManagedThread>>> StartQueueRunners(
       ClientSession* session);
+  // The same for the given runners (TensorFlow's queue_runners argument) instead of
+  // the collection's; INVALID_ARGUMENT for a null runner.
+  absl::StatusOr<std::vector<std::shared_ptr<ManagedThread>>> StartQueueRunners(
+      ClientSession* session, const std::vector<QueueRunner*>& queue_runners);
 
   // Calls `fn` every `interval` on a LooperThread of the coordinator until a stop
   // (interval zero: back to back). An error from `fn` stops the coordinator.

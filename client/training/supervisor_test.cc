@@ -896,7 +896,8 @@ struct Pipeline {
   Scope root = Scope::NewRootScope();
   Operation fill, close_source;
   Output rec;
-  Pipeline() {
+  std::unique_ptr<QueueRunner> runner;
+  explicit Pipeline(bool in_collection = true) {
     Output source = ops::FIFOQueue(root.WithOpName("source"), {DT_FLOAT});
     fill = ops::QueueEnqueueMany(root, source,
                                  {Tensor::FromVector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9})});
@@ -906,12 +907,40 @@ struct Pipeline {
     Output q = ops::FIFOQueue(root.WithOpName("q"), {DT_FLOAT}, attrs);
     Operation enqueue =
         ops::QueueEnqueue(root, q, {ops::QueueDequeue(root, source, {DT_FLOAT})[0]});
-    auto runner = QueueRunner::Create(root, q, {enqueue});
-    EXPECT_TRUE(runner.ok()) << runner.status();
-    AddQueueRunner(root.graph(), **runner);
+    auto created = QueueRunner::Create(root, q, {enqueue});
+    EXPECT_TRUE(created.ok()) << created.status();
+    runner = std::move(*created);
+    if (in_collection) AddQueueRunner(root.graph(), *runner);
     rec = ops::QueueDequeue(root, q, {DT_FLOAT})[0];
   }
 };
+
+// TensorFlow's Supervisor.start_queue_runners(sess, queue_runners): the given runners,
+// whatever the collection holds.
+TEST_F(SupervisorTest, StartQueueRunnersWithAnExplicitList) {
+  Pipeline p(/*in_collection=*/false);
+  auto sv = NewSupervisor(p.root, Options());
+  auto session = sv->PrepareOrWaitForSession("");
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto none = sv->StartQueueRunners(session->get());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  auto threads = sv->StartQueueRunners(session->get(), {p.runner.get()});
+  ASSERT_TRUE(threads.ok()) << threads.status();
+  EXPECT_EQ(threads->size(), 2u);  // The enqueue thread and the close-on-stop thread.
+  ASSERT_TRUE((*session)->Run({}, {}, {p.fill}, nullptr).ok());
+  ASSERT_TRUE((*session)->Run({}, {}, {p.close_source}, nullptr).ok());
+  absl::Status s;
+  float sum = 0;
+  while (s.ok()) {
+    std::vector<Tensor> out;
+    s = (*session)->Run({p.rec}, &out);
+    if (s.ok()) sum += out[0].scalar<float>();
+  }
+  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
+  EXPECT_EQ(sum, 45);
+  EXPECT_TRUE(sv->Stop().ok());
+}
 
 TEST_F(SupervisorTest, ManagedEndOfInputOneQueue) {
   Pipeline p;
