@@ -41,14 +41,6 @@ void MakeCerts(const std::string& out, const std::vector<std::string>& identitie
   ASSERT_EQ(::system(command.c_str()), 0) << command;
 }
 
-SecurityOptions Tls(const std::string& dir) {
-  SecurityOptions options;
-  options.tls_cert = dir + "/tls.crt";
-  options.tls_key = dir + "/tls.key";
-  options.tls_ca = dir + "/ca.crt";
-  return options;
-}
-
 SecurityOptions Token(const std::string& token, const std::string& identity) {
   SecurityOptions options;
   options.token = token;
@@ -141,7 +133,7 @@ TEST_F(SecurityTest, MutualTlsAuthenticatesAndAuthorizesByCertificate) {
   MakeCerts(certs, {"master", "worker", "chief", "trainer"});
   const std::string outsider = TempDir() + "/outsider";
   MakeCerts(outsider, {"master"});  // Same name, another CA.
-  ASSERT_TRUE(InstallSecurity(Tls(certs + "/chief")).ok());
+  ASSERT_TRUE(InstallSecurity(SecurityOptions::TlsDir(certs + "/chief")).ok());
   auto cluster =
       Start({"--tls_dir=" + certs + "/master"}, {"--tls_dir=" + certs + "/worker"}, "tls");
   ASSERT_NE(cluster, nullptr);
@@ -158,12 +150,12 @@ TEST_F(SecurityTest, MutualTlsAuthenticatesAndAuthorizesByCertificate) {
   grpc::Status plain = CleanupAll(ps);
   EXPECT_EQ(plain.error_code(), grpc::StatusCode::UNAVAILABLE) << plain.error_message();
   // A certificate named "master" from another CA: refused as well.
-  ASSERT_TRUE(InstallSecurity(Tls(outsider + "/master")).ok());
+  ASSERT_TRUE(InstallSecurity(SecurityOptions::TlsDir(outsider + "/master")).ok());
   grpc::Status forged = CleanupAll(ps);
   EXPECT_EQ(forged.error_code(), grpc::StatusCode::UNAVAILABLE) << forged.error_message();
 
   // A member that is not the master: no control RPCs on a ps, no end of the job.
-  ASSERT_TRUE(InstallSecurity(Tls(certs + "/trainer")).ok());
+  ASSERT_TRUE(InstallSecurity(SecurityOptions::TlsDir(certs + "/trainer")).ok());
   grpc::Status cleanup = CleanupAll(ps);
   EXPECT_EQ(cleanup.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(absl::StrContains(cleanup.error_message(), "CleanupAll may be called only by master"))
@@ -178,7 +170,7 @@ TEST_F(SecurityTest, MutualTlsAuthenticatesAndAuthorizesByCertificate) {
   EXPECT_TRUE(cluster->IsRunning("ps", 0));
 
   // The job-control identity ends the job: the tasks exit 0.
-  ASSERT_TRUE(InstallSecurity(Tls(certs + "/chief")).ok());
+  ASSERT_TRUE(InstallSecurity(SecurityOptions::TlsDir(certs + "/chief")).ok());
   grpc::Status ended = JobDone(master);
   ASSERT_TRUE(ended.ok()) << ended.error_message();
   absl::StatusOr<int> code = cluster->WaitForExit("ps", 0, absl::Seconds(60));

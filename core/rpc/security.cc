@@ -138,6 +138,15 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   return diff == 0;
 }
 
+SecurityOptions SecurityOptions::TlsDir(const std::string& dir) {
+  const std::string base = absl::StrCat(absl::StripSuffix(dir, "/"), "/");
+  SecurityOptions options;
+  options.tls_cert = base + "tls.crt";
+  options.tls_key = base + "tls.key";
+  options.tls_ca = base + "ca.crt";
+  return options;
+}
+
 absl::StatusOr<SecurityOptions> SecurityOptionsFromFlags(const std::string& default_identity) {
   SecurityOptions options;
   const std::string dir = absl::GetFlag(FLAGS_tls_dir);
@@ -149,10 +158,7 @@ absl::StatusOr<SecurityOptions> SecurityOptionsFromFlags(const std::string& defa
       return absl::InvalidArgumentError(
           "--tls_dir and --tls_cert/--tls_key/--tls_ca are alternatives; give one");
     }
-    const std::string base = absl::StrCat(absl::StripSuffix(dir, "/"), "/");
-    options.tls_cert = base + "tls.crt";
-    options.tls_key = base + "tls.key";
-    options.tls_ca = base + "ca.crt";
+    options = SecurityOptions::TlsDir(dir);
   } else if (options.tls_cert.empty() != options.tls_key.empty() ||
              options.tls_cert.empty() != options.tls_ca.empty()) {
     return absl::InvalidArgumentError(

@@ -80,6 +80,10 @@ struct SecurityOptions {
 
   bool tls() const { return !tls_cert.empty(); }
   bool enabled() const { return tls() || !token.empty(); }
+
+  // TLS with the files of `dir` in a Kubernetes TLS Secret's layout: tls.crt, tls.key
+  // and ca.crt (what --tls_dir names).
+  static SecurityOptions TlsDir(const std::string& dir);
 };
 
 // Options from the flags above: --tls_dir names a directory holding tls.crt, tls.key and

@@ -38,14 +38,6 @@ std::string MakeCerts(const std::string& out, const std::string& identities) {
   return out;
 }
 
-SecurityOptions Tls(const std::string& dir) {
-  SecurityOptions options;
-  options.tls_cert = dir + "/tls.crt";
-  options.tls_key = dir + "/tls.key";
-  options.tls_ca = dir + "/ca.crt";
-  return options;
-}
-
 class SecurityTest : public ::testing::Test {
  protected:
   void TearDown() override {
@@ -115,7 +107,7 @@ TEST_F(SecurityTest, FlagErrorsNameTheFlag) {
 
 TEST_F(SecurityTest, InstallRejectsFilesThatAreNotPem) {
   const std::string dir = MakeCerts(TestDir() + "/pem", "master");
-  SecurityOptions swapped = Tls(dir + "/master");
+  SecurityOptions swapped = SecurityOptions::TlsDir(dir + "/master");
   std::swap(swapped.tls_cert, swapped.tls_key);
   absl::Status s = InstallSecurity(swapped);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -134,7 +126,7 @@ HealthCheckResponse::ServingStatus Check(const std::string& address, grpc::Statu
 
 TEST_F(SecurityTest, ServerRunnerServesTlsOnlyToCertifiedClients) {
   const std::string dir = MakeCerts(TestDir() + "/runner", "master trainer");
-  ASSERT_TRUE(InstallSecurity(Tls(dir + "/master")).ok());
+  ASSERT_TRUE(InstallSecurity(SecurityOptions::TlsDir(dir + "/master")).ok());
   ServerRunnerOptions options;
   options.component = "test";
   options.handle_signals = false;
@@ -143,7 +135,7 @@ TEST_F(SecurityTest, ServerRunnerServesTlsOnlyToCertifiedClients) {
   ASSERT_TRUE(runner.Start().ok());
   runner.SetServing(true);
 
-  ASSERT_TRUE(InstallSecurity(Tls(dir + "/trainer")).ok());
+  ASSERT_TRUE(InstallSecurity(SecurityOptions::TlsDir(dir + "/trainer")).ok());
   grpc::Status status;
   EXPECT_EQ(Check(runner.address(), &status), HealthCheckResponse::SERVING);
   EXPECT_TRUE(status.ok()) << status.error_message();
@@ -166,7 +158,7 @@ TEST_F(SecurityTest, TlsLetsAServerBindBeyondLoopbackWithoutInsecure) {
     ServerRunner plain(options);
     EXPECT_EQ(plain.Start().code(), absl::StatusCode::kInvalidArgument);
   }
-  ASSERT_TRUE(InstallSecurity(Tls(dir + "/master")).ok());
+  ASSERT_TRUE(InstallSecurity(SecurityOptions::TlsDir(dir + "/master")).ok());
   ServerRunner runner(options);
   ASSERT_TRUE(runner.Start().ok());
   EXPECT_GT(runner.port(), 0);
@@ -176,7 +168,7 @@ TEST_F(SecurityTest, TlsLetsAServerBindBeyondLoopbackWithoutInsecure) {
 // one without a restart.
 TEST_F(SecurityTest, RotatedCertificatesAreServedWithoutARestart) {
   const std::string dir = MakeCerts(TestDir() + "/rotate", "master trainer");
-  SecurityOptions server = Tls(dir + "/master");
+  SecurityOptions server = SecurityOptions::TlsDir(dir + "/master");
   server.tls_reload = absl::Seconds(1);
   ASSERT_TRUE(InstallSecurity(server).ok());
   ServerRunnerOptions options;
@@ -186,7 +178,7 @@ TEST_F(SecurityTest, RotatedCertificatesAreServedWithoutARestart) {
   ServerRunner runner(options);
   ASSERT_TRUE(runner.Start().ok());
   runner.SetServing(true);
-  ASSERT_TRUE(InstallSecurity(Tls(dir + "/trainer")).ok());
+  ASSERT_TRUE(InstallSecurity(SecurityOptions::TlsDir(dir + "/trainer")).ok());
 
   // The PEM of the server's certificate as a new connection sees it.
   auto served_certificate = [&]() -> std::string {
