@@ -1,9 +1,13 @@
 #include "client/session/direct_session.h"
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
@@ -34,6 +38,20 @@ void SignatureKey(const Feeds& feeds, NameOf name_of, const std::vector<std::str
   for (const auto& f : fetches) key->append(f).push_back('\0');
   key->push_back('\1');
   for (const auto& t : targets) key->append(t).push_back('\0');
+}
+
+// The one device of an in-process session, named as TensorFlow names it.
+constexpr char kLocalCpuDevice[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+
+// Random and non-zero, chosen once per process (as a task's incarnation).
+uint64_t ProcessIncarnation() {
+  static const uint64_t incarnation = [] {
+    absl::BitGen gen;
+    uint64_t value = 0;
+    while (value == 0) value = absl::Uniform<uint64_t>(gen);
+    return value;
+  }();
+  return incarnation;
 }
 
 }  // namespace
@@ -225,6 +243,33 @@ absl::Status DirectSession::Close() {
   signatures.clear();
   kernels_.Clear();
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<DeviceAttributes>> DirectSession::ListDevices() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return SessionClosedError();
+  }
+  DeviceAttributes cpu;
+  cpu.set_name(kLocalCpuDevice);
+  cpu.set_device_type("CPU");
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0) cpu.set_memory_limit(int64_t{pages} * page_size);
+  cpu.set_incarnation(ProcessIncarnation());
+  return std::vector<DeviceAttributes>{cpu};
+}
+
+absl::Status DirectSession::Reset(const std::vector<std::string>& containers) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return SessionClosedError();
+  }
+  if (containers.empty()) {
+    resource_mgr_->Clear();
+  } else {
+    for (const std::string& container : containers) resource_mgr_->Cleanup(container);
+  }
+  return Close();
 }
 
 int DirectSession::NumCachedExecutors() const {

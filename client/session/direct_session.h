@@ -60,6 +60,12 @@ class DirectSession : public Session {
                            std::vector<Tensor>* fetches, RunMetadata* metadata) override;
   absl::Status ReleaseCallable(CallableHandle handle) override;
   absl::Status Close() override;
+  // See Session: one device, this process's CPU.
+  absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() override;
+  // See Session: clears containers of SessionOptions::resource_mgr (shared with every
+  // session given the same one, by default the process's) and closes this session;
+  // other sessions stay open.
+  absl::Status Reset(const std::vector<std::string>& containers) override;
 
   // Signatures with a cached executor (for tests).
   int NumCachedExecutors() const;

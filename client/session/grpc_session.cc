@@ -270,6 +270,10 @@ absl::Status GrpcSession::Close() {
 }
 
 absl::StatusOr<std::vector<DeviceAttributes>> GrpcSession::ListDevices() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return SessionClosedError();
+  }
   ListDevicesRequest request;
   request.set_session_handle(handle());
   ListDevicesResponse response;
@@ -282,11 +286,19 @@ absl::StatusOr<std::vector<DeviceAttributes>> GrpcSession::ListDevices() {
 }
 
 absl::Status GrpcSession::Reset(const std::vector<std::string>& containers) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return SessionClosedError();
+  }
   ResetRequest request;
   for (const std::string& c : containers) request.add_container(c);
   for (const std::string& f : options_.config.device_filters()) request.add_device_filters(f);
   ResetResponse response;
-  return master_->Reset(request, &response);
+  RETURN_IF_ERROR(master_->Reset(request, &response));
+  // The master closed every session, this one too.
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  return absl::OkStatus();
 }
 
 namespace {

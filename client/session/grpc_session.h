@@ -88,11 +88,11 @@ class GrpcSession : public Session {
   absl::Status Close() override;
 
   // The devices of this session's tasks; before Create/Extend, of the whole cluster.
-  absl::StatusOr<std::vector<DeviceAttributes>> ListDevices();
+  absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() override;
 
   // Clears `containers` (all when empty) on every task matching config.device_filters;
-  // open sessions of any client lose their variables and queues.
-  absl::Status Reset(const std::vector<std::string>& containers);
+  // the master closes every open session (this one too), as TensorFlow's does.
+  absl::Status Reset(const std::vector<std::string>& containers) override;
 
   // The master's handle; empty before the first Create/Extend.
   std::string handle() const;

@@ -17,6 +17,7 @@
 #include "core/tensor.h"
 #include "proto/config.pb.h"
 #include "proto/graph.pb.h"
+#include "proto/worker.pb.h"
 
 namespace overseer {
 
@@ -97,6 +98,17 @@ class Session {
   // callables. Later calls other than Close fail FAILED_PRECONDITION; a second Close
   // is OK.
   virtual absl::Status Close() = 0;
+
+  // The devices the session can run on (TensorFlow's list_devices): the process's CPU
+  // ("/job:localhost/replica:0/task:0/device:CPU:0") in-process, every task's through
+  // a master. FAILED_PRECONDITION after Close.
+  virtual absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() = 0;
+
+  // TensorFlow's Session::Reset: clears `containers` (every container when empty) of
+  // the variables and queues the session uses, wherever they live, for every session
+  // that shares them, and closes this session (through a master, as TensorFlow's,
+  // every session of the master). FAILED_PRECONDITION after Close.
+  virtual absl::Status Reset(const std::vector<std::string>& containers) = 0;
 };
 
 // The errors every implementation gives alike: FAILED_PRECONDITION for a call on a

@@ -76,9 +76,10 @@ G AddGraph() {
   return g;
 }
 
-// A variable `name` with `name`/init (= 1) and `name`/inc (+= 1).
-void AddCounterVariable(G* g, const std::string& name) {
-  g->Variable(name);
+// A variable `name` with `name`/init (= 1) and `name`/inc (+= 1), in `container`
+// ("": the default one).
+void AddCounterVariable(G* g, const std::string& name, const std::string& container = "") {
+  SetNodeAttr(g->Variable(name), "container", container);
   g->Const(name + "/one", S(1));
   NodeDef* init = g->Op(name + "/init", "Assign", {name, name + "/one"});
   SetNodeAttr(init, "T", DT_FLOAT);
@@ -277,6 +278,53 @@ TEST_P(SessionConformanceTest, UninitialisedVariableIsFailedPrecondition) {
   std::vector<Tensor> out;
   ExpectError(session->Run({}, {"read"}, {}, &out), absl::StatusCode::kFailedPrecondition,
               "conformance/never_initialised");
+}
+
+TEST_P(SessionConformanceTest, ListDevicesNamesCpuDevices) {
+  auto session = MakeSession();
+  absl::StatusOr<std::vector<DeviceAttributes>> devices = session->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_FALSE(devices->empty());
+  for (const DeviceAttributes& device : *devices) {
+    EXPECT_EQ(device.device_type(), "CPU") << device.name();
+    EXPECT_THAT(device.name(), HasSubstr("/device:CPU:0"));
+    EXPECT_NE(device.incarnation(), 0u) << device.name();
+  }
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(session->ListDevices().status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// TensorFlow's Session::Reset: the named containers are cleared for every session, the
+// others kept; the resetting session is closed.
+TEST_P(SessionConformanceTest, ResetClearsTheNamedContainers) {
+  G g;
+  AddCounterVariable(&g, "conformance/reset_kept");
+  AddCounterVariable(&g, "conformance/reset_cleared", "conformance_reset");
+  for (const char* name : {"conformance/reset_kept", "conformance/reset_cleared"}) {
+    SetNodeAttr(g.Op(std::string(name) + "/read", "Identity", {name}), "T", DT_FLOAT);
+  }
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(
+      session->Run({}, {}, {"conformance/reset_kept/init", "conformance/reset_cleared/init"}, &out)
+          .ok());
+  ASSERT_TRUE(session->Reset({"conformance_reset"}).ok());
+  ExpectError(session->Run({}, {"conformance/reset_kept/read"}, {}, &out),
+              absl::StatusCode::kFailedPrecondition, "closed");
+  EXPECT_EQ(session->Reset({}).code(), absl::StatusCode::kFailedPrecondition);
+
+  auto after = MakeSession();
+  ASSERT_TRUE(after->Create(g.def()).ok());
+  ExpectError(after->Run({}, {"conformance/reset_cleared/read"}, {}, &out),
+              absl::StatusCode::kFailedPrecondition, "conformance/reset_cleared");
+  ASSERT_TRUE(after->Run({}, {"conformance/reset_kept/read"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 1);
+  ASSERT_TRUE(after->Reset({}).ok());  // Every container.
+  auto last = MakeSession();
+  ASSERT_TRUE(last->Create(g.def()).ok());
+  ExpectError(last->Run({}, {"conformance/reset_kept/read"}, {}, &out),
+              absl::StatusCode::kFailedPrecondition, "conformance/reset_kept");
 }
 
 TEST_P(SessionConformanceTest, KernelErrorsNameNodeAndOp) {

@@ -376,8 +376,7 @@ TEST_F(KeepReadyModelTest, AReadyModelIsKeptAndMarkedReady) {
   EXPECT_EQ(Value<int32_t>(*again->session, v_), 5);  // No step lost.
   EXPECT_TRUE(MarkedReady(&resources_));
   // As after a restore, the saver's retention list holds the checkpoints there.
-  EXPECT_EQ(fresh_saver->last_checkpoints(),
-            (std::vector<std::string>{dir_ + "/model.ckpt-1"}));
+  EXPECT_EQ(fresh_saver->last_checkpoints(), (std::vector<std::string>{dir_ + "/model.ckpt-1"}));
 }
 
 TEST_F(KeepReadyModelTest, AModelThatLostItsStateIsRestored) {
