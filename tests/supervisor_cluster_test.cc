@@ -11,12 +11,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "checkpoint_store/location.h"
 #include "client/training/saver.h"
 #include "core/io/file_system.h"
 #include "gtest/gtest.h"
@@ -46,6 +48,25 @@ double LogTime(const std::string& log, const std::string& message) {
 int64_t StepOf(const std::string& path) {
   const size_t dash = path.rfind('-');
   return dash == std::string::npos ? -1 : std::stoll(path.substr(dash + 1));
+}
+
+// The int64 global_step held by checkpoint `path` ("<location>/<name>"), or -1.
+int64_t GlobalStepIn(const std::string& location, const std::string& path) {
+  auto where = ResolveCheckpointLocation(location);
+  EXPECT_TRUE(where.ok()) << where.status();
+  if (!where.ok()) return -1;
+  int64_t step = -1;
+  const absl::Status read = where->store->ReadTensors(
+      where->run, path.substr(path.rfind('/') + 1), {"global_step"},
+      [&](const TensorHeader& header, absl::string_view data) {
+        if (header.dtype() != DT_INT64 || data.size() != sizeof(step)) {
+          return absl::DataLossError("global_step is not an int64 scalar");
+        }
+        std::memcpy(&step, data.data(), sizeof(step));
+        return absl::OkStatus();
+      });
+  EXPECT_TRUE(read.ok()) << read;
+  return step;
 }
 
 TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
@@ -118,8 +139,13 @@ TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
   ASSERT_EQ(resumed.Wait(), 0) << resumed.Log();
   std::printf("restarted chief:\n%s\n", resumed.Log().c_str());
   EXPECT_NE(resumed.Log().find("Restored model from " + saved), std::string::npos) << resumed.Log();
-  EXPECT_EQ(resumed.Value("start global_step"), saved_step);
-  EXPECT_EQ(resumed.Value("global_step"), saved_step + kResumeSteps);
+  // The checkpoint named N may hold a later global_step: the non-chief trains on while
+  // the chief saves, and a save is not yet a consistent cut across trainers (issue 22).
+  // The restarted chief resumes from what the checkpoint holds.
+  const int64_t restored_step = GlobalStepIn(checkpoints, saved);
+  EXPECT_GE(restored_step, saved_step);
+  EXPECT_EQ(resumed.Value("start global_step"), restored_step);
+  EXPECT_EQ(resumed.Value("global_step"), restored_step + kResumeSteps);
   EXPECT_GE(resumed.Value("final accuracy"), 0.97) << resumed.Log();
 
   // The restarted chief's events begin the session at the restored step.
@@ -128,13 +154,13 @@ TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
   ASSERT_GE(files->size(), 2u);
   auto events = ReadEventFile(FileSystem::Posix(), logs + "/" + files->back());
   ASSERT_TRUE(events.ok()) << events.status();
-  bool started_at_saved_step = false;
+  bool started_at_restored_step = false;
   for (const Event& e : *events) {
-    if (e.session_log().status() == SessionLog::START && e.step() == saved_step) {
-      started_at_saved_step = true;
+    if (e.session_log().status() == SessionLog::START && e.step() == restored_step) {
+      started_at_restored_step = true;
     }
   }
-  EXPECT_TRUE(started_at_saved_step);
+  EXPECT_TRUE(started_at_restored_step);
 }
 
 }  // namespace
