@@ -32,6 +32,10 @@ Output AssignAdd(const Scope& scope, Input ref, Input value, bool use_locking) {
                          .Finalize());
 }
 
+Output CountUpTo(const Scope& scope, Input ref, int64_t limit) {
+  return FirstOutput(NodeBuilder(scope, "CountUpTo").Input(ref).Attr("limit", limit).Finalize());
+}
+
 Output AssignSub(const Scope& scope, Input ref, Input value, bool use_locking) {
   return FirstOutput(NodeBuilder(scope, "AssignSub")
                          .Input(ref)

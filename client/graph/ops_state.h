@@ -4,6 +4,7 @@
 // Variable ops (the raw nodes; variables.h has the Variable helper that also creates
 // the initializer and fills the collections). Conventions as in ops_array.h.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ Output Assign(const Scope& scope, Input ref, Input value, bool validate_shape = 
               bool use_locking = true);
 Output AssignAdd(const Scope& scope, Input ref, Input value, bool use_locking = false);
 Output AssignSub(const Scope& scope, Input ref, Input value, bool use_locking = false);
+// TensorFlow's count_up_to: adds 1 to the int32 or int64 scalar `ref` and outputs the
+// value from before; the step fails OUT_OF_RANGE once that value reaches `limit`.
+Output CountUpTo(const Scope& scope, Input ref, int64_t limit);
 // A bool scalar: whether `ref` has been assigned.
 Output IsVariableInitialized(const Scope& scope, Input ref);
 // The names in `var_names` whose `is_initialized` entry is false, as a string vector.

@@ -130,6 +130,54 @@ class AssignUpdateOp : public OpKernel {
 REGISTER_KERNEL(AssignUpdateOp<1>, "AssignAdd");
 REGISTER_KERNEL(AssignUpdateOp<-1>, "AssignSub");
 
+class CountUpToOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("limit", &limit_); }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(Var * var, RefInput(ctx, 0));
+    Tensor before;
+    {
+      absl::MutexLock lock(var->mu());
+      if (!var->is_initialized()) return UninitializedError(*ctx, 0);
+      if (var->tensor()->dims() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("CountUpTo needs a scalar variable; ",
+                                                       InputNodeName(*ctx, 0), " has shape ",
+                                                       var->tensor()->shape().DebugString()));
+      }
+      auto count = [&](auto zero) -> absl::Status {
+        using T = decltype(zero);
+        const T value = var->tensor()->scalar<T>();
+        if (value >= limit_)
+          return absl::OutOfRangeError(absl::StrCat("Reached limit of ", limit_));
+        var->PrepareForUpdate();
+        var->tensor()->scalar<T>() = value + 1;
+        before = Tensor::Scalar<T>(value);
+        return absl::OkStatus();
+      };
+      switch (var->dtype()) {
+        case DT_INT32:
+          RETURN_IF_ERROR(count(int32_t{0}));
+          break;
+        case DT_INT64:
+          RETURN_IF_ERROR(count(int64_t{0}));
+          break;
+        default:
+          return absl::InvalidArgumentError(
+              absl::StrCat("CountUpTo counts int32 and int64 variables; ", InputNodeName(*ctx, 0),
+                           " is ", DataTypeString(var->dtype())));
+      }
+    }
+    ctx->set_output(0, std::move(before));
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t limit_ = 0;
+};
+REGISTER_KERNEL(CountUpToOp, "CountUpTo");
+
 class IsVariableInitializedOp : public OpKernel {
  public:
   using OpKernel::OpKernel;

@@ -155,6 +155,43 @@ TEST(AssignAddSubTest, Updates) {
             absl::StatusCode::kInvalidArgument);
 }
 
+absl::StatusOr<std::vector<Tensor>> RunCountUpTo(const std::shared_ptr<Var>& var, int64_t limit) {
+  KernelRunner k("CountUpTo");
+  k.Attr("T", var->dtype()).Attr("limit", limit).Input("v");
+  return k.Run({Ref(var)});
+}
+
+// TensorFlow's CountUpTo: the value before each increment, then OUT_OF_RANGE at the
+// limit with the variable left there.
+TEST(CountUpToTest, CountsToTheLimit) {
+  for (DataType dtype : {DT_INT32, DT_INT64}) {
+    auto var = dtype == DT_INT32 ? test::MakeVar(dtype, AsScalar<int32_t>(0))
+                                 : test::MakeVar(dtype, AsScalar<int64_t>(0));
+    for (int64_t expected = 0; expected < 3; ++expected) {
+      auto out = RunCountUpTo(var, 3);
+      ASSERT_TRUE(out.ok()) << out.status();
+      if (dtype == DT_INT32) {
+        ExpectTensorEqual(out->at(0), AsScalar<int32_t>(static_cast<int32_t>(expected)));
+      } else {
+        ExpectTensorEqual(out->at(0), AsScalar<int64_t>(expected));
+      }
+    }
+    auto done = RunCountUpTo(var, 3);
+    ASSERT_EQ(done.status().code(), absl::StatusCode::kOutOfRange) << done.status();
+    EXPECT_EQ(done.status().message(), "Reached limit of 3");
+    if (dtype == DT_INT64) ExpectTensorEqual(test::ReadVar(var.get()), AsScalar<int64_t>(3));
+  }
+}
+
+TEST(CountUpToTest, BadVariablesAreNamed) {
+  auto uninitialized = test::MakeVar(DT_INT64);
+  EXPECT_EQ(RunCountUpTo(uninitialized, 3).status().code(), absl::StatusCode::kFailedPrecondition);
+  auto vector = test::MakeVar(DT_INT64, AsTensor<int64_t>({1, 2}));
+  auto not_scalar = RunCountUpTo(vector, 3);
+  EXPECT_EQ(not_scalar.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(not_scalar.status().message().find("scalar"), std::string::npos) << not_scalar.status();
+}
+
 TEST(AssignAddSubTest, UninitializedFailsNamingTheVariable) {
   auto var = test::MakeVar(DT_FLOAT);
   auto out = RunUpdate("AssignAdd", var, AsTensor<float>({1}));

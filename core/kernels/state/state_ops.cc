@@ -35,6 +35,16 @@ absl::Status AssignShape(ShapeContext* c) {
   return absl::OkStatus();
 }
 
+absl::Status CountUpToShape(ShapeContext* c) {
+  const PartialShape& ref = c->input(0);
+  if (ref.known_rank() && ref.rank() != 0) {
+    return c->Error(
+        absl::StrCat("CountUpTo needs a scalar variable, got shape ", ref.DebugString()));
+  }
+  c->set_output(0, PartialShape::Scalar());
+  return absl::OkStatus();
+}
+
 absl::Status VectorOfUnknownLength(ShapeContext* c) {
   c->set_output(0, PartialShape({-1}));
   return absl::OkStatus();
@@ -77,6 +87,16 @@ REGISTER_OP("AssignSub")
     .Attr("T: {float, double, int32, int64}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(AssignShape);
+
+// TensorFlow's CountUpTo: adds 1 to the scalar `ref` and outputs the value it had,
+// until that value reaches `limit`: then OUT_OF_RANGE ("Reached limit of <limit>")
+// and `ref` is left as it is.
+REGISTER_OP("CountUpTo")
+    .Input("ref: Ref(T)")
+    .Output("output: T")
+    .Attr("limit: int")
+    .Attr("T: {int32, int64}")
+    .SetShapeFn(CountUpToShape);
 
 REGISTER_OP("IsVariableInitialized")
     .Input("ref: Ref(dtype)")
