@@ -104,6 +104,108 @@ TEST(ReplicaDeviceSetterTest, ShardsAModelAndItsOptimizerState) {
   EXPECT_EQ(applies, 2);
 }
 
+// TensorFlow's `with tf.device(replica_device_setter(...))`: one device function for
+// the whole model places the same way, with no per-variable call.
+TEST(ReplicaDeviceSetterTest, DeviceFunctionShardsAModelAndItsOptimizerState) {
+  ReplicaDeviceSetter setter = MakeSetter(2, PsStrategy::kRoundRobin);
+  Scope root = Scope::NewRootScope();
+  Scope model = root.WithDeviceFunction(setter.DeviceFunction());
+  Output x = ops::Placeholder(model.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
+  Variable w =
+      MakeVariable(model.WithOpName("w"), GlorotUniformInitializer(TensorShape({3, 2}), 1));
+  Variable b = MakeVariable(model.WithOpName("b"), ZerosInitializer(TensorShape({2})));
+  auto step = GetOrCreateGlobalStep(model);
+  ASSERT_TRUE(step.ok()) << step.status();
+  Output y = ops::Add(model.WithOpName("y"), ops::MatMul(model, x, w.value), b.value);
+  Output loss = ops::Mean(model.WithOpName("loss"), ops::Square(model, y), {0, 1});
+  AdamOptimizer adam(0.01);
+  auto train = adam.Minimize(model.WithOpName("train"), loss, &*step);
+  ASSERT_TRUE(train.ok()) << train.status();
+  ASSERT_TRUE(root.ok()) << root.status();
+
+  EXPECT_EQ(DeviceOf(root, "w"), "/job:ps/task:0");
+  EXPECT_EQ(DeviceOf(root, "b"), "/job:ps/task:1");
+  EXPECT_EQ(DeviceOf(root, "global_step"), "/job:ps/task:0");
+  EXPECT_EQ(setter.BytesPerTask(), (std::vector<int64_t>{24 + 8, 8}));
+  for (const char* node : {"w/Assign", "w/read", "w/Adam", "w/Adam_1"}) {
+    EXPECT_EQ(DeviceOf(root, node), "/job:ps/task:0") << node;
+  }
+  for (const char* node : {"b/Assign", "b/read", "b/Adam", "b/Adam_1"}) {
+    EXPECT_EQ(DeviceOf(root, node), "/job:ps/task:1") << node;
+  }
+  for (const char* node : {"x", "y", "loss"}) {
+    EXPECT_EQ(DeviceOf(root, node), "/job:worker/task:1") << node;
+  }
+  for (int i = 0; i < root.graph()->num_nodes(); ++i) {
+    const Node* n = root.graph()->node(i);
+    if (n->op() != "ApplyAdam") continue;
+    EXPECT_EQ(n->def().device(), DeviceOf(root, n->input(0).node()->name())) << n->name();
+  }
+}
+
+// A device the code requests is merged in (its components win), as TensorFlow's
+// merge_devices; without merging it is kept as it is.
+TEST(ReplicaDeviceSetterTest, DeviceFunctionMergesRequestedDevices) {
+  ReplicaDeviceSetter setter = MakeSetter(2, PsStrategy::kRoundRobin);
+  Scope root = Scope::NewRootScope();
+  Scope model = root.WithDeviceFunction(setter.DeviceFunction());
+  MakeVariable(model.WithDevice("/task:1").WithOpName("on_task1"), 1.0f);
+  MakeVariable(model.WithDevice("/job:worker/task:0").WithOpName("local"), 1.0f);
+  MakeVariable(model.WithOpName("next"), 1.0f);
+  ops::Const(model.WithDevice("/device:CPU:0").WithOpName("c"), 1.0f);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(DeviceOf(root, "on_task1"), "/job:ps/task:1");
+  EXPECT_EQ(DeviceOf(root, "local"), "/job:worker/task:0");  // Another job: no ps task.
+  EXPECT_EQ(DeviceOf(root, "next"), "/job:ps/task:1");       // The second ps op.
+  EXPECT_EQ(DeviceOf(root, "c"), "/job:worker/task:1/device:CPU:0");
+
+  ReplicaDeviceSetterOptions keep;
+  keep.num_ps_tasks = 2;
+  keep.merge_devices = false;
+  ReplicaDeviceSetter keeping = *ReplicaDeviceSetter::Create(keep);
+  Scope other = Scope::NewRootScope();
+  Scope kept = other.WithDeviceFunction(keeping.DeviceFunction());
+  ops::Const(kept.WithDevice("/device:CPU:0").WithOpName("c"), 1.0f);
+  ops::Const(kept.WithOpName("d"), 1.0f);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(DeviceOf(other, "c"), "/device:CPU:0");
+  EXPECT_EQ(DeviceOf(other, "d"), "/job:worker");
+}
+
+TEST(ReplicaDeviceSetterTest, DeviceFunctionBalancesBySize) {
+  ReplicaDeviceSetter setter = MakeSetter(2, PsStrategy::kGreedyBySize);
+  Scope root = Scope::NewRootScope();
+  Scope model = root.WithDeviceFunction(setter.DeviceFunction());
+  MakeVariable(model.WithOpName("big"), ZerosInitializer(TensorShape({100})));
+  MakeVariable(model.WithOpName("small"), ZerosInitializer(TensorShape({10})));
+  MakeVariable(model.WithOpName("small2"), ZerosInitializer(TensorShape({10})));
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(DeviceOf(root, "big"), "/job:ps/task:0");
+  EXPECT_EQ(DeviceOf(root, "small"), "/job:ps/task:1");
+  EXPECT_EQ(DeviceOf(root, "small2"), "/job:ps/task:1");
+  EXPECT_EQ(setter.BytesPerTask(), (std::vector<int64_t>{400, 80}));
+}
+
+// TensorFlow's replica_device_setter(cluster=...): the ps count from the cluster, and
+// no setter for a cluster without ps tasks.
+TEST(ReplicaDeviceSetterTest, ForClusterCountsThePsTasks) {
+  auto cluster = ClusterSpec::Parse("ps=h:1,h:2,h:3;worker=h:4");
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto setter = ReplicaDeviceSetter::ForCluster(*cluster, {});
+  ASSERT_TRUE(setter.ok()) << setter.status();
+  ASSERT_TRUE(setter->has_value());
+  EXPECT_EQ((*setter)->options().num_ps_tasks, 3);
+  auto workers_only = ClusterSpec::Parse("worker=h:4");
+  ASSERT_TRUE(workers_only.ok());
+  auto none = ReplicaDeviceSetter::ForCluster(*workers_only, {});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_value());
+  ReplicaDeviceSetterOptions bad;
+  bad.worker_device = "job:worker";  // No leading slash.
+  EXPECT_EQ(ReplicaDeviceSetter::ForCluster(*cluster, bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ReplicaDeviceSetterTest, EmptyWorkerDeviceLeavesOpsUnconstrained) {
   ReplicaDeviceSetter setter = MakeSetter(1, PsStrategy::kRoundRobin, "");
   Scope root = Scope::NewRootScope();

@@ -105,6 +105,9 @@ Operation NodeBuilder::Finalize() {
     def_.add_input(absl::StrCat("^", dep.name()));
   }
   def_.set_device(scope_.device());
+  if (scope_.device_function() && !scope_.colocate_with().valid()) {
+    def_.set_device(scope_.device_function()(def_));
+  }
   if (scope_.colocate_with().valid()) {
     AttrValue v;
     v.mutable_list()->add_s(absl::StrCat("loc:@", scope_.colocate_with().name()));

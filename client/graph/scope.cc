@@ -1,5 +1,7 @@
 #include "client/graph/scope.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace overseer {
@@ -52,6 +54,12 @@ Scope Scope::WithNameScope(absl::string_view absolute) const {
 Scope Scope::WithDevice(absl::string_view device) const {
   Scope s = *this;
   s.device_ = std::string(device);
+  return s;
+}
+
+Scope Scope::WithDeviceFunction(DeviceFunction fn) const {
+  Scope s = *this;
+  s.device_function_ = std::move(fn);
   return s;
 }
 

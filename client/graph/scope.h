@@ -16,6 +16,7 @@
 //   Output y = ops::MatMul(layer.WithOpName("mm"), x, w);  // "layer1/mm"
 //   if (!root.ok()) ...
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,12 @@ class Scope {
   Scope WithNameScope(absl::string_view absolute) const;
   // Nodes request `device` (a full or partial device name; "" clears it).
   Scope WithDevice(absl::string_view device) const;
+  // TensorFlow's tf.device(function): each node's device is `fn` of its NodeDef (op,
+  // attrs, and the device WithDevice requests, as `device`), for every node built
+  // through the scope except those colocated with another (ColocateWith), which keep
+  // that node's device. E.g. ReplicaDeviceSetter::DeviceFunction. nullptr clears it.
+  using DeviceFunction = std::function<std::string(const NodeDef& node)>;
+  Scope WithDeviceFunction(DeviceFunction fn) const;
   // Nodes run after `deps` (added to those already in effect).
   Scope WithControlDependencies(const std::vector<Operation>& deps) const;
   Scope WithControlDependencies(const Output& dep) const;
@@ -81,6 +88,7 @@ class Scope {
   const std::string& name_scope() const { return name_scope_; }
   const std::string& op_name() const { return op_name_; }
   const std::string& device() const { return device_; }
+  const DeviceFunction& device_function() const { return device_function_; }
   const std::vector<Operation>& control_deps() const { return control_deps_; }
   // The node to colocate with, or null.
   const Operation& colocate_with() const { return colocate_with_; }
@@ -93,6 +101,7 @@ class Scope {
   std::string op_name_;
   bool exact_op_name_ = false;
   std::string device_;
+  DeviceFunction device_function_;
   std::vector<Operation> control_deps_;
   Operation colocate_with_;
 };
