@@ -235,6 +235,11 @@ absl::Status Master::CheckGraphBytes(int64_t bytes) const {
 
 absl::Status Master::DoCreateSession(const CreateSessionRequest& request,
                                      CreateSessionResponse* response, absl::Time deadline) {
+  if (request.config().isolate_session_state()) {
+    return absl::InvalidArgumentError(
+        "isolate_session_state is for in-process sessions: the sessions of a cluster share "
+        "the tasks' variables and queues (give each job its own container instead)");
+  }
   RETURN_IF_ERROR(CheckGraphBytes(static_cast<int64_t>(request.graph_def().ByteSizeLong())));
   {
     absl::MutexLock lock(&mu_);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
+#include "core/logging.h"
 #include "core/node_def_util.h"
 #include "core/status_macros.h"
 #include "core/types.h"
@@ -111,7 +112,14 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
   ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph.graph, feeds, fetches, targets));
   const Graph& step = *pruned.graph;
   ASSIGN_OR_RETURN(sig->feed_checks, MakeFeedChecks(*graph.graph, feeds, step));
-  ASSIGN_OR_RETURN(std::vector<std::string> devices, PlaceGraph(step, devices_, default_device_));
+  ASSIGN_OR_RETURN(std::vector<std::string> devices,
+                   PlaceGraph(step, devices_, default_device_, config_.allow_soft_placement()));
+  if (config_.log_device_placement()) {
+    for (int id = 0; id < step.num_nodes(); ++id) {
+      LOG(INFO) << "session " << handle_ << ": " << step.node(id).name() << ": ("
+                << step.node(id).def->op() << "): " << devices[id];
+    }
+  }
   absl::flat_hash_map<std::string, uint64_t> incarnations;
   for (const SessionTask& t : tasks_) {
     for (const DeviceAttributes& d : t.devices) incarnations[d.name()] = t.incarnation;

@@ -185,6 +185,39 @@ TEST_F(MasterTest, ConstraintOnAFilteredOutTaskIsInvalidArgument) {
   EXPECT_TRUE(absl::StrContains(s.message(), "'w'")) << s;
 }
 
+// ConfigProto.allow_soft_placement: a device type no task has falls back to the task's
+// CPU; without it the step fails naming the node.
+TEST_F(MasterTest, SoftPlacementRunsANodeThatAsksForAGpu) {
+  GraphDef g;
+  AddConst(&g, "w", 2, "/job:ps/device:GPU:0");
+  AddConst(&g, "one", 1);
+  AddBinary(&g, "y", "Add", "w", "one");
+  RunStepResponse run;
+  const absl::Status hard = Run(Create(g), &run);
+  EXPECT_EQ(hard.code(), absl::StatusCode::kInvalidArgument) << hard;
+  EXPECT_TRUE(absl::StrContains(hard.message(), "'w'")) << hard;
+
+  CreateSessionRequest req;
+  *req.mutable_graph_def() = g;
+  req.mutable_config()->set_allow_soft_placement(true);
+  req.mutable_config()->set_log_device_placement(true);
+  CreateSessionResponse resp;
+  ASSERT_TRUE(master_->CreateSession(req, &resp).ok());
+  const absl::Status soft = Run(resp.session_handle(), &run);
+  ASSERT_TRUE(soft.ok()) << soft;
+}
+
+// A cluster's sessions share the tasks' state: isolation is refused, not ignored.
+TEST_F(MasterTest, IsolateSessionStateIsInvalidArgument) {
+  CreateSessionRequest req;
+  *req.mutable_graph_def() = TwoTaskGraph();
+  req.mutable_config()->set_isolate_session_state(true);
+  CreateSessionResponse resp;
+  const absl::Status s = master_->CreateSession(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "isolate_session_state")) << s;
+}
+
 TEST_F(MasterTest, RestartedTaskAbortsTheSessionNamingIt) {
   const std::string h = Create();
   RunStepResponse resp;

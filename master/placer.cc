@@ -44,7 +44,8 @@ struct GroupConstraint {
 
 absl::StatusOr<std::vector<std::string>> PlaceGraph(const Graph& graph,
                                                     const std::vector<std::string>& devices,
-                                                    const std::string& default_device) {
+                                                    const std::string& default_device,
+                                                    bool allow_soft_placement) {
   const int n = graph.num_nodes();
   std::vector<DeviceName> parsed;
   for (const std::string& d : devices) {
@@ -110,13 +111,23 @@ absl::StatusOr<std::vector<std::string>> PlaceGraph(const Graph& graph,
     if (c == constraints.end()) {
       device = default_device;
     } else {
-      DeviceName preferred = c->second.name;
-      const bool can_prefer = preferred.MergeFrom(default_name).ok();
-      for (size_t i = 0; i < parsed.size() && device.empty(); ++i) {
-        if (can_prefer && preferred.Matches(parsed[i])) device = devices[i];
-      }
-      for (size_t i = 0; i < parsed.size() && device.empty(); ++i) {
-        if (c->second.name.Matches(parsed[i])) device = devices[i];
+      auto pick = [&](const DeviceName& wanted) {
+        DeviceName preferred = wanted;
+        const bool can_prefer = preferred.MergeFrom(default_name).ok();
+        for (size_t i = 0; i < parsed.size() && device.empty(); ++i) {
+          if (can_prefer && preferred.Matches(parsed[i])) device = devices[i];
+        }
+        for (size_t i = 0; i < parsed.size() && device.empty(); ++i) {
+          if (wanted.Matches(parsed[i])) device = devices[i];
+        }
+      };
+      pick(c->second.name);
+      if (device.empty() && allow_soft_placement) {
+        DeviceName soft = c->second.name;
+        soft.type.clear();
+        soft.has_id = false;
+        soft.id = 0;
+        pick(soft);
       }
       if (device.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(

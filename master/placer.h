@@ -26,9 +26,13 @@ namespace overseer {
 // naming the node for a malformed device constraint, a constraint that no device
 // matches (the message lists the devices), or a constraint that conflicts with that
 // of a node it must be colocated with.
+// With `allow_soft_placement`, a constraint that no device matches is retried without
+// its device type and index (TensorFlow's soft placement: "/job:worker/device:GPU:0"
+// goes to the worker's CPU), and only then is an error.
 absl::StatusOr<std::vector<std::string>> PlaceGraph(const Graph& graph,
                                                     const std::vector<std::string>& devices,
-                                                    const std::string& default_device);
+                                                    const std::string& default_device,
+                                                    bool allow_soft_placement = false);
 
 }  // namespace overseer
 

@@ -91,6 +91,28 @@ TEST(PlacerTest, UnknownDeviceIsInvalidArgumentNamingTheNode) {
   EXPECT_NE(p.status().message().find("'x'"), std::string::npos) << p.status();
 }
 
+// TensorFlow's allow_soft_placement: a device type no task has falls back to the named
+// task's device; the job and task still hold.
+TEST(PlacerTest, SoftPlacementDropsOnlyTheDeviceType) {
+  GraphDef g;
+  AddConst(&g, "gpu", 1, "/job:worker/task:1/device:GPU:0");
+  auto hard = Place(g);
+  ASSERT_EQ(hard.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(hard.status().message().find("'gpu'"), std::string::npos) << hard.status();
+  auto v = ValidateAndIndexGraph(g);
+  ASSERT_TRUE(v.ok()) << v.status();
+  auto soft = PlaceGraph(*v->graph, kDevices, kWorker0, /*allow_soft_placement=*/true);
+  ASSERT_TRUE(soft.ok()) << soft.status();
+  EXPECT_EQ((*soft)[0], kDevices[3]);
+
+  GraphDef missing_task;
+  AddConst(&missing_task, "far", 1, "/job:ps/task:7/device:GPU:0");
+  auto w = ValidateAndIndexGraph(missing_task);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(PlaceGraph(*w->graph, kDevices, kWorker0, true).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(PlacerTest, ColocationConflictIsInvalidArgument) {
   GraphDef g;
   AddVariable(&g, "w", "/job:ps/task:0");

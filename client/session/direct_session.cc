@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
+#include "core/logging.h"
 #include "core/resource_mgr.h"
 #include "core/status_macros.h"
 #include "core/types.h"
@@ -60,7 +62,11 @@ DirectSession::DirectSession(const SessionOptions& options)
     : options_(options),
       clock_(options.clock != nullptr ? options.clock : Clock::Real()),
       step_timer_(clock_),
+      own_resources_(options.resource_mgr == nullptr && options.config.isolate_session_state()
+                         ? std::make_unique<ResourceMgr>()
+                         : nullptr),
       resource_mgr_(options.resource_mgr != nullptr ? options.resource_mgr
+                    : own_resources_ != nullptr     ? own_resources_.get()
                                                     : ResourceMgr::Default()),
       pool_(options.config.inter_op_parallelism_threads() > 0
                 ? options.config.inter_op_parallelism_threads()
@@ -107,6 +113,12 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
   ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph.graph, feed_names, fetches, targets));
   auto sig = std::make_shared<Signature>();
   ASSIGN_OR_RETURN(sig->feeds, MakeFeedChecks(*graph.graph, feed_names, *pruned.graph));
+  if (options_.config.log_device_placement()) {
+    for (int id = 0; id < pruned.graph->num_nodes(); ++id) {
+      const GraphNode& node = pruned.graph->node(id);
+      LOG(INFO) << node.name() << ": (" << node.def->op() << "): " << kLocalCpuDevice;
+    }
+  }
   ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, &pool_));
   return std::shared_ptr<const Signature>(std::move(sig));
 }

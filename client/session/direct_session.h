@@ -6,7 +6,9 @@
 // signature only check the feeds and run the cached executor. Kernels are shared by
 // every executor of the session (one per node), so stateful kernels keep their state.
 // Variables and queues live in SessionOptions::resource_mgr (default
-// ResourceMgr::Default()) and outlive the session.
+// ResourceMgr::Default()) and outlive the session; with ConfigProto's
+// isolate_session_state (and no resource_mgr given) the session has its own, which
+// goes with it. log_device_placement logs each node of a signature when it is built.
 //
 // NewSession with target "" returns one when this library is linked.
 
@@ -100,6 +102,9 @@ class DirectSession : public Session {
   const SessionOptions options_;
   Clock* const clock_;    // options_.clock, or the real clock. Never null.
   StepTimer step_timer_;  // Cancels steps at their timeout, on clock_.
+  // With ConfigProto.isolate_session_state and no SessionOptions::resource_mgr: the
+  // session's own variables and queues.
+  const std::unique_ptr<ResourceMgr> own_resources_;
   ResourceMgr* const resource_mgr_;
   // Runs the nodes of every step: ConfigProto.inter_op_parallelism_threads threads to
   // start with, else one per core.

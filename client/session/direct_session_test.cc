@@ -198,6 +198,34 @@ TEST(DirectSessionTest, StepsBlockedOnEachOtherFromTwoThreadsFinish) {
   EXPECT_TRUE(consumer_status.ok()) << consumer_status;
 }
 
+// ConfigProto.isolate_session_state: each session has variables of its own, shared
+// neither with another isolated session nor with the process's.
+TEST(DirectSessionTest, IsolatedSessionsHaveTheirOwnVariables) {
+  GraphDef g;
+  NodeDef* v = Add(&g, "isolated_v", "VariableV2");
+  SetNodeAttr(v, "dtype", DT_FLOAT);
+  SetNodeAttr(v, "shape", TensorShape());
+  NodeDef* one = Add(&g, "one", "Const");
+  SetNodeAttr(one, "dtype", DT_FLOAT);
+  SetNodeAttr(one, "value", Tensor::Scalar<float>(1));
+  SetNodeAttr(Add(&g, "init", "Assign", {"isolated_v", "one"}), "T", DT_FLOAT);
+  SetNodeAttr(Add(&g, "read", "Identity", {"isolated_v"}), "T", DT_FLOAT);
+  SessionOptions options;
+  options.config.set_isolate_session_state(true);
+  DirectSession a(options);
+  DirectSession b(options);
+  ASSERT_TRUE(a.Create(g).ok());
+  ASSERT_TRUE(b.Create(g).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(a.Run({}, {}, {"init"}, &out).ok());
+  ASSERT_TRUE(a.Run({}, {"read"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 1);
+  EXPECT_EQ(b.Run({}, {"read"}, {}, &out).code(), absl::StatusCode::kFailedPrecondition);
+  DirectSession shared{SessionOptions()};
+  ASSERT_TRUE(shared.Create(g).ok());
+  EXPECT_EQ(shared.Run({}, {"read"}, {}, &out).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(DirectSessionTest, RunBeforeCreateIsFailedPrecondition) {
   DirectSession session{SessionOptions()};
   std::vector<Tensor> out;
