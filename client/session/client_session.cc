@@ -96,6 +96,16 @@ absl::Status ClientSession::Run(const std::vector<FeedPair>& feeds,
   return Run(RunOptions(), feeds, fetches, {}, outputs, nullptr);
 }
 
+absl::StatusOr<Fetched> ClientSession::RunFetches(const Fetch& fetches,
+                                                  const std::vector<FeedPair>& feeds,
+                                                  const RunOptions& options,
+                                                  RunMetadata* metadata) {
+  const FetchPlan plan(fetches);
+  std::vector<Tensor> values;
+  RETURN_IF_ERROR(Run(options, feeds, plan.outputs(), plan.targets(), &values, metadata));
+  return plan.Build(std::move(values));
+}
+
 absl::Status ClientSession::Close() { return session_->Close(); }
 
 }  // namespace overseer

@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/graph/graph.h"
 #include "client/graph/scope.h"
+#include "client/session/fetch_structure.h"
 #include "client/session/session.h"
 #include "core/tensor.h"
 #include "proto/config.pb.h"
@@ -62,6 +63,13 @@ class ClientSession {
 
   // Sends the graph's new nodes to the session now (Run does this itself).
   absl::Status ExtendIfNeeded();
+
+  // TensorFlow's nested fetches (client/session/fetch_structure.h): runs the
+  // Operations and fetches the Outputs of `fetches`, nested in lists and maps, in one
+  // step, and returns the results in the same shape. Errors as Run's.
+  absl::StatusOr<Fetched> RunFetches(const Fetch& fetches, const std::vector<FeedPair>& feeds = {},
+                                     const RunOptions& options = RunOptions(),
+                                     RunMetadata* metadata = nullptr);
 
   // Closes the underlying session; later Runs fail FAILED_PRECONDITION.
   absl::Status Close();

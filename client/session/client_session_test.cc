@@ -44,6 +44,44 @@ TEST_F(ClientSessionTest, RunsFetchesFeedsAndTargets) {
   EXPECT_FLOAT_EQ(out[0].scalar<float>(), 6.0f);
 }
 
+// TensorFlow's nested fetches: lists and maps of tensors and operations, nested, run in
+// one step; results in the same shape, an operation's as none.
+TEST_F(ClientSessionTest, NestedFetchesComeBackInTheirShape) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root, DT_FLOAT, PartialShape({2}));
+  Output doubled = ops::Mul(root, x, 2.0f);
+  Output sum = ops::Sum(root, x, {0});
+  Variable v = MakeVariable(root.WithOpName("v"), 5.0f);
+  Output inc = ops::AssignAdd(root, v.ref, 1.0f);
+  auto session = NewClientSession(root);
+  ASSERT_TRUE(session->Run({}, {}, {v.initializer}, nullptr).ok());
+
+  absl::StatusOr<Fetched> got = session->RunFetches(
+      {Operation(inc.node()), Fetch::Map({{"sum", sum}, {"both", {doubled, sum}}}), x},
+      {{x, Tensor::FromVector<float>({1, 2})}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_TRUE((*got)[0].is_none());
+  const Fetched& named = (*got)[1];
+  EXPECT_EQ(named.keys(), (std::vector<std::string>{"both", "sum"}));
+  EXPECT_FLOAT_EQ(named["sum"].tensor().scalar<float>(), 3.0f);
+  ASSERT_EQ(named["both"].size(), 2u);
+  EXPECT_TRUE(named["both"][0].tensor().Equals(Tensor::FromVector<float>({2, 4})));
+  EXPECT_FLOAT_EQ(named["both"][1].tensor().scalar<float>(), 3.0f);
+  EXPECT_TRUE((*got)[2].tensor().Equals(Tensor::FromVector<float>({1, 2})));
+  // The operation ran once, in the same step.
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({v.value}, &out).ok());
+  EXPECT_FLOAT_EQ(out[0].scalar<float>(), 6.0f);
+
+  // A single tensor; errors as Run's.
+  absl::StatusOr<Fetched> one = session->RunFetches(v.value);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_FLOAT_EQ(one->tensor().scalar<float>(), 6.0f);
+  absl::StatusOr<Fetched> unfed = session->RunFetches(Fetch::Map({{"d", doubled}}));
+  EXPECT_EQ(unfed.status().code(), absl::StatusCode::kInvalidArgument) << unfed.status();
+}
+
 TEST_F(ClientSessionTest, ExtendsWithNodesAddedAfterTheFirstRun) {
   Scope root = Scope::NewRootScope();
   Output a = ops::Const(root, 2.0);
