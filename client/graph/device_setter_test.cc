@@ -1,5 +1,6 @@
 #include "client/graph/device_setter.h"
 
+#include <functional>
 #include <string>
 
 #include "client/graph/ops.h"
@@ -59,23 +60,24 @@ TEST(ReplicaDeviceSetterTest, BadOptionsAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// Variables land on the ps tasks with everything that reads or updates them in place
-// (initializer, snapshot, optimizer slots and updates); other ops on the worker.
-TEST(ReplicaDeviceSetterTest, ShardsAModelAndItsOptimizerState) {
-  ReplicaDeviceSetter setter = MakeSetter(2, PsStrategy::kRoundRobin);
-  Scope root = Scope::NewRootScope();
-  Scope ops_scope = setter.ForOps(root);
-  Output x = ops::Placeholder(ops_scope.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
-  Variable w = MakeVariable(setter.ForVariable(ops_scope.WithOpName("w"), TensorShape({3, 2})),
+// Builds a model with Adam through `model`, each variable's scope given by
+// `for_variable`, and checks that the variables land on the ps tasks (round-robin over
+// two) with everything that reads or updates them in place (initializer, snapshot,
+// optimizer slots and updates), and the other ops on the worker.
+void ExpectShardedModel(
+    const ReplicaDeviceSetter& setter, const Scope& root, const Scope& model,
+    const std::function<Scope(const Scope&, TensorShape, DataType)>& for_variable) {
+  Output x = ops::Placeholder(model.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
+  Variable w = MakeVariable(for_variable(model.WithOpName("w"), TensorShape({3, 2}), DT_FLOAT),
                             GlorotUniformInitializer(TensorShape({3, 2}), 1));
-  Variable b = MakeVariable(setter.ForVariable(ops_scope.WithOpName("b"), TensorShape({2})),
+  Variable b = MakeVariable(for_variable(model.WithOpName("b"), TensorShape({2}), DT_FLOAT),
                             ZerosInitializer(TensorShape({2})));
-  auto step = GetOrCreateGlobalStep(setter.ForVariable(ops_scope, TensorShape(), DT_INT64));
+  auto step = GetOrCreateGlobalStep(for_variable(model, TensorShape(), DT_INT64));
   ASSERT_TRUE(step.ok()) << step.status();
-  Output y = ops::Add(ops_scope.WithOpName("y"), ops::MatMul(ops_scope, x, w.value), b.value);
-  Output loss = ops::Mean(ops_scope.WithOpName("loss"), ops::Square(ops_scope, y), {0, 1});
+  Output y = ops::Add(model.WithOpName("y"), ops::MatMul(model, x, w.value), b.value);
+  Output loss = ops::Mean(model.WithOpName("loss"), ops::Square(model, y), {0, 1});
   AdamOptimizer adam(0.01);
-  auto train = adam.Minimize(ops_scope.WithOpName("train"), loss, &*step);
+  auto train = adam.Minimize(model.WithOpName("train"), loss, &*step);
   ASSERT_TRUE(train.ok()) << train.status();
   ASSERT_TRUE(root.ok()) << root.status();
 
@@ -104,43 +106,22 @@ TEST(ReplicaDeviceSetterTest, ShardsAModelAndItsOptimizerState) {
   EXPECT_EQ(applies, 2);
 }
 
+TEST(ReplicaDeviceSetterTest, ShardsAModelAndItsOptimizerState) {
+  ReplicaDeviceSetter setter = MakeSetter(2, PsStrategy::kRoundRobin);
+  Scope root = Scope::NewRootScope();
+  ExpectShardedModel(setter, root, setter.ForOps(root),
+                     [&](const Scope& scope, TensorShape shape, DataType dtype) {
+                       return setter.ForVariable(scope, shape, dtype);
+                     });
+}
+
 // TensorFlow's `with tf.device(replica_device_setter(...))`: one device function for
 // the whole model places the same way, with no per-variable call.
 TEST(ReplicaDeviceSetterTest, DeviceFunctionShardsAModelAndItsOptimizerState) {
   ReplicaDeviceSetter setter = MakeSetter(2, PsStrategy::kRoundRobin);
   Scope root = Scope::NewRootScope();
-  Scope model = root.WithDeviceFunction(setter.DeviceFunction());
-  Output x = ops::Placeholder(model.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
-  Variable w =
-      MakeVariable(model.WithOpName("w"), GlorotUniformInitializer(TensorShape({3, 2}), 1));
-  Variable b = MakeVariable(model.WithOpName("b"), ZerosInitializer(TensorShape({2})));
-  auto step = GetOrCreateGlobalStep(model);
-  ASSERT_TRUE(step.ok()) << step.status();
-  Output y = ops::Add(model.WithOpName("y"), ops::MatMul(model, x, w.value), b.value);
-  Output loss = ops::Mean(model.WithOpName("loss"), ops::Square(model, y), {0, 1});
-  AdamOptimizer adam(0.01);
-  auto train = adam.Minimize(model.WithOpName("train"), loss, &*step);
-  ASSERT_TRUE(train.ok()) << train.status();
-  ASSERT_TRUE(root.ok()) << root.status();
-
-  EXPECT_EQ(DeviceOf(root, "w"), "/job:ps/task:0");
-  EXPECT_EQ(DeviceOf(root, "b"), "/job:ps/task:1");
-  EXPECT_EQ(DeviceOf(root, "global_step"), "/job:ps/task:0");
-  EXPECT_EQ(setter.BytesPerTask(), (std::vector<int64_t>{24 + 8, 8}));
-  for (const char* node : {"w/Assign", "w/read", "w/Adam", "w/Adam_1"}) {
-    EXPECT_EQ(DeviceOf(root, node), "/job:ps/task:0") << node;
-  }
-  for (const char* node : {"b/Assign", "b/read", "b/Adam", "b/Adam_1"}) {
-    EXPECT_EQ(DeviceOf(root, node), "/job:ps/task:1") << node;
-  }
-  for (const char* node : {"x", "y", "loss"}) {
-    EXPECT_EQ(DeviceOf(root, node), "/job:worker/task:1") << node;
-  }
-  for (int i = 0; i < root.graph()->num_nodes(); ++i) {
-    const Node* n = root.graph()->node(i);
-    if (n->op() != "ApplyAdam") continue;
-    EXPECT_EQ(n->def().device(), DeviceOf(root, n->input(0).node()->name())) << n->name();
-  }
+  ExpectShardedModel(setter, root, root.WithDeviceFunction(setter.DeviceFunction()),
+                     [](const Scope& scope, TensorShape, DataType) { return scope; });
 }
 
 // A device the code requests is merged in (its components win), as TensorFlow's
