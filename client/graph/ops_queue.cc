@@ -54,6 +54,17 @@ std::vector<Output> QueueDequeueMany(const Scope& scope, Input handle, Input n,
                         .Finalize());
 }
 
+std::vector<Output> QueueDequeueUpTo(const Scope& scope, Input handle, Input n,
+                                     const std::vector<DataType>& component_types,
+                                     int64_t timeout_ms) {
+  return AllOutputs(NodeBuilder(scope, "QueueDequeueUpTo")
+                        .Input(handle)
+                        .Input(n)
+                        .Attr("component_types", component_types)
+                        .Attr("timeout_ms", timeout_ms)
+                        .Finalize());
+}
+
 Operation QueueClose(const Scope& scope, Input handle, bool cancel_pending_enqueues) {
   return NodeBuilder(scope, "QueueClose")
       .Input(handle)

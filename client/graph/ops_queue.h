@@ -41,6 +41,11 @@ std::vector<Output> QueueDequeue(const Scope& scope, Input handle,
 std::vector<Output> QueueDequeueMany(const Scope& scope, Input handle, Input n,
                                      const std::vector<DataType>& component_types,
                                      int64_t timeout_ms = -1);
+// As QueueDequeueMany, but a closed queue gives the fewer than `n` elements left
+// (TensorFlow's dequeue_up_to; a final smaller batch).
+std::vector<Output> QueueDequeueUpTo(const Scope& scope, Input handle, Input n,
+                                     const std::vector<DataType>& component_types,
+                                     int64_t timeout_ms = -1);
 Operation QueueClose(const Scope& scope, Input handle, bool cancel_pending_enqueues = false);
 // The number of elements, an int32 scalar.
 Output QueueSize(const Scope& scope, Input handle);

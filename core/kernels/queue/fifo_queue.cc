@@ -285,7 +285,8 @@ absl::StatusOr<FIFOQueue::Tuple> FIFOQueue::Dequeue(const QueueWait& wait) {
   return tuple;
 }
 
-absl::StatusOr<FIFOQueue::Tuple> FIFOQueue::DequeueMany(int64_t n, const QueueWait& wait) {
+absl::StatusOr<FIFOQueue::Tuple> FIFOQueue::DequeueMany(int64_t n, const QueueWait& wait,
+                                                        bool up_to) {
   if (n < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("DequeueMany from FIFOQueue '", name_, "' needs n >= 0, got ", n));
@@ -311,6 +312,7 @@ absl::StatusOr<FIFOQueue::Tuple> FIFOQueue::DequeueMany(int64_t n, const QueueWa
       return s;
     }
     if (elements_.empty()) {
+      if (up_to && !taken.empty()) break;  // Closed: what is left.
       restore();
       return InsufficientError(n);
     }

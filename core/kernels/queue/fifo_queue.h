@@ -68,8 +68,10 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   absl::StatusOr<Tuple> Dequeue(const QueueWait& wait);
   // Removes the `n` oldest elements, stacked along a new dimension 0. OUT_OF_RANGE if
   // the queue is closed before `n` are available (they then stay in the queue);
-  // INVALID_ARGUMENT for n < 0 or elements of differing shapes.
-  absl::StatusOr<Tuple> DequeueMany(int64_t n, const QueueWait& wait);
+  // INVALID_ARGUMENT for n < 0 or elements of differing shapes. With `up_to`
+  // (TensorFlow's DequeueUpTo), a queue closed with fewer than `n` elements left gives
+  // those that are left; OUT_OF_RANGE only once it is closed and empty.
+  absl::StatusOr<Tuple> DequeueMany(int64_t n, const QueueWait& wait, bool up_to = false);
 
   // Rejects further enqueues. With `cancel_pending_enqueues`, blocked enqueues fail
   // CANCELLED too; otherwise they still complete as space frees. Blocked dequeues that

@@ -123,6 +123,37 @@ TEST(FIFOQueueTest, CloseSemantics) {
   EXPECT_EQ(q->Dequeue(QueueWait()).status().code(), absl::StatusCode::kOutOfRange);
 }
 
+// TensorFlow's DequeueUpTo: a closed queue gives what is left, then OUT_OF_RANGE.
+TEST(FIFOQueueTest, DequeueUpToGivesTheRestOfAClosedQueue) {
+  auto q = MakeQueue();
+  for (int v : {1, 2, 3}) ASSERT_TRUE(q->Enqueue(Int(v), QueueWait()).ok());
+  auto full = q->DequeueMany(2, QueueWait(), /*up_to=*/true);
+  ASSERT_TRUE(full.ok()) << full.status();
+  ExpectTensorEqual(full->at(0), AsTensor<int32_t>({1, 2}));
+  q->Close(false);
+  auto rest = q->DequeueMany(2, QueueWait(), /*up_to=*/true);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  ExpectTensorEqual(rest->at(0), AsTensor<int32_t>({3}));
+  EXPECT_EQ(q->DequeueMany(2, QueueWait(), /*up_to=*/true).status().code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+// A blocked DequeueUpTo that holds some elements returns them when the queue closes.
+TEST(FIFOQueueTest, CloseReleasesABlockedDequeueUpToWithWhatItHas) {
+  auto q = MakeQueue();
+  ASSERT_TRUE(q->Enqueue(Int(7), QueueWait()).ok());
+  CountingClock clock;
+  QueueWait wait;
+  wait.clock = &clock;
+  absl::StatusOr<FIFOQueue::Tuple> got;
+  std::thread consumer([&] { got = q->DequeueMany(3, wait, /*up_to=*/true); });
+  clock.AwaitWaits(1);
+  q->Close(false);
+  consumer.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectTensorEqual(got->at(0), AsTensor<int32_t>({7}));
+}
+
 TEST(FIFOQueueTest, CloseWakesBlockedDequeue) {
   auto q = MakeQueue();
   CountingClock clock;

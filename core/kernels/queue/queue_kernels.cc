@@ -122,8 +122,9 @@ class EnqueueOp : public BlockingQueueOp {
 REGISTER_KERNEL(EnqueueOp<false>, "QueueEnqueue");
 REGISTER_KERNEL(EnqueueOp<true>, "QueueEnqueueMany");
 
-// QueueDequeue (kMany = false) and QueueDequeueMany (kMany = true).
-template <bool kMany>
+// QueueDequeue (kMany = false), QueueDequeueMany (kMany = true) and QueueDequeueUpTo
+// (kMany and kUpTo).
+template <bool kMany, bool kUpTo = false>
 class DequeueOp : public BlockingQueueOp {
  public:
   using BlockingQueueOp::BlockingQueueOp;
@@ -142,10 +143,11 @@ class DequeueOp : public BlockingQueueOp {
     if (kMany) {
       ASSIGN_OR_RETURN(Tensor n_t, ctx->input_value(1));
       if (n_t.dtype() != DT_INT32 || n_t.dims() != 0) {
-        return absl::InvalidArgumentError("QueueDequeueMany n must be an int32 scalar");
+        return absl::InvalidArgumentError(
+            absl::StrCat(type_string(), " n must be an int32 scalar"));
       }
       ASSIGN_OR_RETURN(QueueWait wait, MakeWait(ctx));
-      ASSIGN_OR_RETURN(tuple, queue->DequeueMany(n_t.scalar<int32_t>(), wait));
+      ASSIGN_OR_RETURN(tuple, queue->DequeueMany(n_t.scalar<int32_t>(), wait, kUpTo));
     } else {
       ASSIGN_OR_RETURN(QueueWait wait, MakeWait(ctx));
       ASSIGN_OR_RETURN(tuple, queue->Dequeue(wait));
@@ -158,6 +160,8 @@ class DequeueOp : public BlockingQueueOp {
 };
 REGISTER_KERNEL(DequeueOp<false>, "QueueDequeue");
 REGISTER_KERNEL(DequeueOp<true>, "QueueDequeueMany");
+using DequeueUpToOp = DequeueOp<true, true>;
+REGISTER_KERNEL(DequeueUpToOp, "QueueDequeueUpTo");
 
 class QueueCloseOp : public OpKernel {
  public:

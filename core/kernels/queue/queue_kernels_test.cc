@@ -32,7 +32,7 @@ class QueueKernelsTest : public ::testing::Test {
     k->set_resource_mgr(&mgr_);
     if (op == "QueueEnqueue" || op == "QueueEnqueueMany") {
       k->Attr("Tcomponents", std::vector<DataType>{DT_FLOAT, DT_STRING});
-    } else if (op == "QueueDequeue" || op == "QueueDequeueMany") {
+    } else if (op == "QueueDequeue" || op == "QueueDequeueMany" || op == "QueueDequeueUpTo") {
       k->Attr("component_types", std::vector<DataType>{DT_FLOAT, DT_STRING});
     }
     return k;
@@ -110,6 +110,25 @@ TEST_F(QueueKernelsTest, CloseThenDrainThenOutOfRange) {
             absl::StatusCode::kOutOfRange);
   EXPECT_TRUE(Op("QueueDequeue")->Run({Value(h)}).ok());
   EXPECT_EQ(Op("QueueDequeue")->Run({Value(h)}).status().code(), absl::StatusCode::kOutOfRange);
+}
+
+// Where DequeueMany fails on a closed queue, DequeueUpTo gives the smaller final batch.
+TEST_F(QueueKernelsTest, DequeueUpToGivesTheFinalSmallerBatch) {
+  Tensor h = CreateQueue();
+  for (float v : {1.0f, 2.0f, 3.0f}) {
+    ASSERT_TRUE(Op("QueueEnqueue")
+                    ->Run({Value(h), Value(AsScalar<float>(v)), Value(AsScalar<std::string>("a"))})
+                    .ok());
+  }
+  ASSERT_TRUE(Op("QueueClose")->Run({Value(h)}).ok());
+  auto batch = Op("QueueDequeueUpTo")->Run({Value(h), Value(AsScalar<int32_t>(2))});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ExpectTensorEqual(batch->at(0), AsTensor<float>({1, 2}));
+  auto last = Op("QueueDequeueUpTo")->Run({Value(h), Value(AsScalar<int32_t>(2))});
+  ASSERT_TRUE(last.ok()) << last.status();
+  ExpectTensorEqual(last->at(0), AsTensor<float>({3}));
+  EXPECT_EQ(Op("QueueDequeueUpTo")->Run({Value(h), Value(AsScalar<int32_t>(2))}).status().code(),
+            absl::StatusCode::kOutOfRange);
 }
 
 TEST_F(QueueKernelsTest, DeadlinesAndTimeouts) {

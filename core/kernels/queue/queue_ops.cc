@@ -64,6 +64,21 @@ REGISTER_OP("QueueDequeueMany")
       return shape_fn::Unknown(c);
     });
 
+// As QueueDequeueMany, but once the queue is closed it gives the fewer than n elements
+// left (OUT_OF_RANGE only when none are).
+REGISTER_OP("QueueDequeueUpTo")
+    .Input("handle: string")
+    .Input("n: int32")
+    .Output("components: component_types")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("timeout_ms: int = -1")
+    .SetIsStateful()
+    .SetShapeFn([](ShapeContext* c) {
+      RETURN_IF_ERROR(HandleInput(c));
+      RETURN_IF_ERROR(c->WithRank(1, 0));
+      return shape_fn::Unknown(c);
+    });
+
 REGISTER_OP("QueueClose")
     .Input("handle: string")
     .Attr("cancel_pending_enqueues: bool = false")
