@@ -96,7 +96,7 @@ absl::Status ClientSession::Run(const std::vector<FeedPair>& feeds,
   return Run(RunOptions(), feeds, fetches, {}, outputs, nullptr);
 }
 
-absl::StatusOr<Fetched> ClientSession::RunFetches(const Fetch& fetches,
+absl::StatusOr<Fetched> ClientSession::RunFetches(const Fetches& fetches,
                                                   const std::vector<FeedPair>& feeds,
                                                   const RunOptions& options,
                                                   RunMetadata* metadata) {

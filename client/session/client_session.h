@@ -67,7 +67,8 @@ class ClientSession {
   // TensorFlow's nested fetches (client/session/fetch_structure.h): runs the
   // Operations and fetches the Outputs of `fetches`, nested in lists and maps, in one
   // step, and returns the results in the same shape. Errors as Run's.
-  absl::StatusOr<Fetched> RunFetches(const Fetch& fetches, const std::vector<FeedPair>& feeds = {},
+  absl::StatusOr<Fetched> RunFetches(const Fetches& fetches,
+                                     const std::vector<FeedPair>& feeds = {},
                                      const RunOptions& options = RunOptions(),
                                      RunMetadata* metadata = nullptr);
 

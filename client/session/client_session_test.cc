@@ -57,7 +57,7 @@ TEST_F(ClientSessionTest, NestedFetchesComeBackInTheirShape) {
   ASSERT_TRUE(session->Run({}, {}, {v.initializer}, nullptr).ok());
 
   absl::StatusOr<Fetched> got = session->RunFetches(
-      {Operation(inc.node()), Fetch::Map({{"sum", sum}, {"both", {doubled, sum}}}), x},
+      {Operation(inc.node()), Fetches::Map({{"sum", sum}, {"both", {doubled, sum}}}), x},
       {{x, Tensor::FromVector<float>({1, 2})}});
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 3u);
@@ -78,7 +78,7 @@ TEST_F(ClientSessionTest, NestedFetchesComeBackInTheirShape) {
   absl::StatusOr<Fetched> one = session->RunFetches(v.value);
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_FLOAT_EQ(one->tensor().scalar<float>(), 6.0f);
-  absl::StatusOr<Fetched> unfed = session->RunFetches(Fetch::Map({{"d", doubled}}));
+  absl::StatusOr<Fetched> unfed = session->RunFetches(Fetches::Map({{"d", doubled}}));
   EXPECT_EQ(unfed.status().code(), absl::StatusCode::kInvalidArgument) << unfed.status();
 }
 

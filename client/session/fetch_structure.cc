@@ -21,16 +21,16 @@ const char* KindName(Fetched::Kind kind) {
 
 }  // namespace
 
-Fetch::Fetch(Output output) : kind_(Kind::kOutput), output_(std::move(output)) {}
+Fetches::Fetches(Output output) : kind_(Kind::kOutput), output_(std::move(output)) {}
 
-Fetch::Fetch(Operation operation) : kind_(Kind::kOperation), operation_(std::move(operation)) {}
+Fetches::Fetches(Operation operation) : kind_(Kind::kOperation), operation_(std::move(operation)) {}
 
-Fetch::Fetch(std::vector<Fetch> list) : kind_(Kind::kList), items_(std::move(list)) {}
+Fetches::Fetches(std::vector<Fetches> list) : kind_(Kind::kList), items_(std::move(list)) {}
 
-Fetch::Fetch(std::initializer_list<Fetch> list) : kind_(Kind::kList), items_(list) {}
+Fetches::Fetches(std::initializer_list<Fetches> list) : kind_(Kind::kList), items_(list) {}
 
-Fetch Fetch::Map(std::map<std::string, Fetch> entries) {
-  Fetch map;
+Fetches Fetches::Map(std::map<std::string, Fetches> entries) {
+  Fetches map;
   map.kind_ = Kind::kMap;
   for (auto& [key, value] : entries) {
     map.keys_.push_back(key);
@@ -60,19 +60,19 @@ const Fetched& Fetched::operator[](const std::string& key) const {
   return *this;
 }
 
-FetchPlan::FetchPlan(const Fetch& fetch) : fetch_(fetch) { Flatten(fetch_); }
+FetchPlan::FetchPlan(const Fetches& fetch) : fetch_(fetch) { Flatten(fetch_); }
 
-void FetchPlan::Flatten(const Fetch& fetch) {
+void FetchPlan::Flatten(const Fetches& fetch) {
   switch (fetch.kind()) {
-    case Fetch::Kind::kOutput:
+    case Fetches::Kind::kOutput:
       outputs_.push_back(fetch.output());
       return;
-    case Fetch::Kind::kOperation:
+    case Fetches::Kind::kOperation:
       targets_.push_back(fetch.operation());
       return;
-    case Fetch::Kind::kList:
-    case Fetch::Kind::kMap:
-      for (const Fetch& item : fetch.items()) Flatten(item);
+    case Fetches::Kind::kList:
+    case Fetches::Kind::kMap:
+      for (const Fetches& item : fetch.items()) Flatten(item);
       return;
   }
 }
@@ -82,21 +82,21 @@ Fetched FetchPlan::Build(std::vector<Tensor> values) const {
   return Rebuild(fetch_, values, &next);
 }
 
-Fetched FetchPlan::Rebuild(const Fetch& fetch, std::vector<Tensor>& values, size_t* next) const {
+Fetched FetchPlan::Rebuild(const Fetches& fetch, std::vector<Tensor>& values, size_t* next) const {
   Fetched out;
   switch (fetch.kind()) {
-    case Fetch::Kind::kOutput:
+    case Fetches::Kind::kOutput:
       out.kind_ = Fetched::Kind::kTensor;
       out.tensor_ = std::move(values[(*next)++]);
       break;
-    case Fetch::Kind::kOperation:
+    case Fetches::Kind::kOperation:
       out.kind_ = Fetched::Kind::kNone;
       break;
-    case Fetch::Kind::kList:
-    case Fetch::Kind::kMap:
-      out.kind_ = fetch.kind() == Fetch::Kind::kList ? Fetched::Kind::kList : Fetched::Kind::kMap;
+    case Fetches::Kind::kList:
+    case Fetches::Kind::kMap:
+      out.kind_ = fetch.kind() == Fetches::Kind::kList ? Fetched::Kind::kList : Fetched::Kind::kMap;
       out.keys_ = fetch.keys();
-      for (const Fetch& item : fetch.items()) out.items_.push_back(Rebuild(item, values, next));
+      for (const Fetches& item : fetch.items()) out.items_.push_back(Rebuild(item, values, next));
       break;
   }
   return out;

@@ -1,13 +1,13 @@
 #ifndef OVERSEER_CLIENT_SESSION_FETCH_STRUCTURE_H_
 #define OVERSEER_CLIENT_SESSION_FETCH_STRUCTURE_H_
 
-// Nested fetches, as TensorFlow's Session.run takes them: a Fetch is an Output (fetch
+// Nested fetches, as TensorFlow's Session.run takes them: a Fetches is an Output (fetch
 // its tensor), an Operation (run it; its result is empty, TensorFlow's None), or a list
 // or a string-keyed map of Fetches, nested freely. ClientSession::RunFetches returns a
 // Fetched of the same shape.
 //
 //   ASSIGN_OR_RETURN(Fetched got, session->RunFetches(
-//       {train_op, Fetch::Map({{"loss", loss}, {"weights", {w, b}}})}, feeds));
+//       {train_op, Fetches::Map({{"loss", loss}, {"weights", {w, b}}})}, feeds));
 //   float loss_value = got[1]["loss"].tensor().scalar<float>();
 //   const Tensor& b_value = got[1]["weights"][1].tensor();
 
@@ -23,35 +23,35 @@
 
 namespace overseer {
 
-class Fetch {
+class Fetches {
  public:
   enum class Kind { kOutput, kOperation, kList, kMap };
 
-  Fetch(Output output);            // NOLINT: implicit, as TensorFlow's fetches.
-  Fetch(Operation operation);      // NOLINT
-  Fetch(std::vector<Fetch> list);  // NOLINT
-  Fetch(std::initializer_list<Fetch> list);
+  Fetches(Output output);              // NOLINT: implicit, as TensorFlow's fetches.
+  Fetches(Operation operation);        // NOLINT
+  Fetches(std::vector<Fetches> list);  // NOLINT
+  Fetches(std::initializer_list<Fetches> list);
   // A map, its entries in key order (as TensorFlow returns a dict).
-  static Fetch Map(std::map<std::string, Fetch> entries);
+  static Fetches Map(std::map<std::string, Fetches> entries);
 
   Kind kind() const { return kind_; }
   const Output& output() const { return output_; }
   const Operation& operation() const { return operation_; }
   // The entries of a list or a map (then in the order of keys()).
-  const std::vector<Fetch>& items() const { return items_; }
+  const std::vector<Fetches>& items() const { return items_; }
   const std::vector<std::string>& keys() const { return keys_; }
 
  private:
-  Fetch() = default;
+  Fetches() = default;
 
   Kind kind_ = Kind::kList;
   Output output_;
   Operation operation_;
-  std::vector<Fetch> items_;
+  std::vector<Fetches> items_;
   std::vector<std::string> keys_;
 };
 
-// What a Fetch gave, in its shape. Accessing it as what it is not (tensor() of a list,
+// What a Fetches gave, in its shape. Accessing it as what it is not (tensor() of a list,
 // an index or key it does not have) is a programming error and aborts naming both.
 class Fetched {
  public:
@@ -79,11 +79,11 @@ class Fetched {
   std::vector<std::string> keys_;
 };
 
-// Flattens a Fetch into the tensors to fetch and the operations to run, and builds the
+// Flattens a Fetches into the tensors to fetch and the operations to run, and builds the
 // Fetched from what one Run returned (for ClientSession::RunFetches).
 class FetchPlan {
  public:
-  explicit FetchPlan(const Fetch& fetch);
+  explicit FetchPlan(const Fetches& fetch);
 
   const std::vector<Output>& outputs() const { return outputs_; }
   const std::vector<Operation>& targets() const { return targets_; }
@@ -91,10 +91,10 @@ class FetchPlan {
   Fetched Build(std::vector<Tensor> values) const;
 
  private:
-  void Flatten(const Fetch& fetch);
-  Fetched Rebuild(const Fetch& fetch, std::vector<Tensor>& values, size_t* next) const;
+  void Flatten(const Fetches& fetch);
+  Fetched Rebuild(const Fetches& fetch, std::vector<Tensor>& values, size_t* next) const;
 
-  Fetch fetch_;
+  Fetches fetch_;
   std::vector<Output> outputs_;
   std::vector<Operation> targets_;
 };

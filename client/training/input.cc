@@ -20,8 +20,8 @@ absl::StatusOr<std::vector<Output>> Batch(const Scope& scope, const std::vector<
                      options.batch_size, ", ", options.num_threads, " and ", options.capacity));
   }
   if (!options.shapes.empty() && options.shapes.size() != tensors.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("Batch: ", options.shapes.size(),
-                                                   " shapes for ", tensors.size(), " tensors"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Batch: ", options.shapes.size(), " shapes for ", tensors.size(), " tensors"));
   }
   std::vector<DataType> types;
   ops::FIFOQueueAttrs attrs;
@@ -50,10 +50,9 @@ absl::StatusOr<std::vector<Output>> Batch(const Scope& scope, const std::vector<
   ASSIGN_OR_RETURN(std::unique_ptr<QueueRunner> runner, QueueRunner::Create(s, queue, enqueues));
   AddQueueRunner(scope.graph(), *runner, options.collection);
   Output n = ops::Const(s.WithOpName("n"), static_cast<int32_t>(options.batch_size));
-  std::vector<Output> batch =
-      options.allow_smaller_final_batch
-          ? ops::QueueDequeueUpTo(s.WithOpName("dequeue"), queue, n, types)
-          : ops::QueueDequeueMany(s.WithOpName("dequeue"), queue, n, types);
+  std::vector<Output> batch = options.allow_smaller_final_batch
+                                  ? ops::QueueDequeueUpTo(s.WithOpName("dequeue"), queue, n, types)
+                                  : ops::QueueDequeueMany(s.WithOpName("dequeue"), queue, n, types);
   RETURN_IF_ERROR(scope.status());
   return batch;
 }
