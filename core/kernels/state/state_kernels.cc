@@ -146,27 +146,23 @@ class CountUpToOp : public OpKernel {
                                                        InputNodeName(*ctx, 0), " has shape ",
                                                        var->tensor()->shape().DebugString()));
       }
-      auto count = [&](auto zero) -> absl::Status {
-        using T = decltype(zero);
-        const T value = var->tensor()->scalar<T>();
-        if (value >= limit_)
-          return absl::OutOfRangeError(absl::StrCat("Reached limit of ", limit_));
-        var->PrepareForUpdate();
-        var->tensor()->scalar<T>() = value + 1;
-        before = Tensor::Scalar<T>(value);
-        return absl::OkStatus();
-      };
-      switch (var->dtype()) {
-        case DT_INT32:
-          RETURN_IF_ERROR(count(int32_t{0}));
-          break;
-        case DT_INT64:
-          RETURN_IF_ERROR(count(int64_t{0}));
-          break;
-        default:
-          return absl::InvalidArgumentError(
-              absl::StrCat("CountUpTo counts int32 and int64 variables; ", InputNodeName(*ctx, 0),
-                           " is ", DataTypeString(var->dtype())));
+      // No lambda here: the lock analysis does not follow var->mu() into one.
+      const DataType dtype = var->dtype();
+      if (dtype != DT_INT32 && dtype != DT_INT64) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("CountUpTo counts int32 and int64 variables; ", InputNodeName(*ctx, 0),
+                         " is ", DataTypeString(dtype)));
+      }
+      const int64_t value = dtype == DT_INT32 ? int64_t{var->tensor()->scalar<int32_t>()}
+                                              : var->tensor()->scalar<int64_t>();
+      if (value >= limit_) return absl::OutOfRangeError(absl::StrCat("Reached limit of ", limit_));
+      var->PrepareForUpdate();
+      if (dtype == DT_INT32) {
+        var->tensor()->scalar<int32_t>() = static_cast<int32_t>(value + 1);
+        before = Tensor::Scalar<int32_t>(static_cast<int32_t>(value));
+      } else {
+        var->tensor()->scalar<int64_t>() = value + 1;
+        before = Tensor::Scalar<int64_t>(value);
       }
     }
     ctx->set_output(0, std::move(before));
