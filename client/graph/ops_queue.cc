@@ -43,10 +43,12 @@ std::vector<Output> QueueDequeue(const Scope& scope, Input handle,
                         .Finalize());
 }
 
-std::vector<Output> QueueDequeueMany(const Scope& scope, Input handle, Input n,
-                                     const std::vector<DataType>& component_types,
-                                     int64_t timeout_ms) {
-  return AllOutputs(NodeBuilder(scope, "QueueDequeueMany")
+namespace {
+
+// QueueDequeueMany or QueueDequeueUpTo.
+std::vector<Output> DequeueN(const Scope& scope, const char* op, Input handle, Input n,
+                             const std::vector<DataType>& component_types, int64_t timeout_ms) {
+  return AllOutputs(NodeBuilder(scope, op)
                         .Input(handle)
                         .Input(n)
                         .Attr("component_types", component_types)
@@ -54,15 +56,18 @@ std::vector<Output> QueueDequeueMany(const Scope& scope, Input handle, Input n,
                         .Finalize());
 }
 
+}  // namespace
+
+std::vector<Output> QueueDequeueMany(const Scope& scope, Input handle, Input n,
+                                     const std::vector<DataType>& component_types,
+                                     int64_t timeout_ms) {
+  return DequeueN(scope, "QueueDequeueMany", handle, n, component_types, timeout_ms);
+}
+
 std::vector<Output> QueueDequeueUpTo(const Scope& scope, Input handle, Input n,
                                      const std::vector<DataType>& component_types,
                                      int64_t timeout_ms) {
-  return AllOutputs(NodeBuilder(scope, "QueueDequeueUpTo")
-                        .Input(handle)
-                        .Input(n)
-                        .Attr("component_types", component_types)
-                        .Attr("timeout_ms", timeout_ms)
-                        .Finalize());
+  return DequeueN(scope, "QueueDequeueUpTo", handle, n, component_types, timeout_ms);
 }
 
 Operation QueueClose(const Scope& scope, Input handle, bool cancel_pending_enqueues) {

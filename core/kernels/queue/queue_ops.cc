@@ -10,6 +10,13 @@ namespace {
 
 absl::Status HandleInput(ShapeContext* c) { return c->WithRank(0, 0); }
 
+// A queue handle and a scalar count; the stacked components' shapes are not known.
+absl::Status DequeueManyShape(ShapeContext* c) {
+  RETURN_IF_ERROR(HandleInput(c));
+  RETURN_IF_ERROR(c->WithRank(1, 0));
+  return shape_fn::Unknown(c);
+}
+
 }  // namespace
 
 REGISTER_OP("FIFOQueue")
@@ -58,11 +65,7 @@ REGISTER_OP("QueueDequeueMany")
     .Attr("component_types: list(type) >= 1")
     .Attr("timeout_ms: int = -1")
     .SetIsStateful()
-    .SetShapeFn([](ShapeContext* c) {
-      RETURN_IF_ERROR(HandleInput(c));
-      RETURN_IF_ERROR(c->WithRank(1, 0));
-      return shape_fn::Unknown(c);
-    });
+    .SetShapeFn(DequeueManyShape);
 
 // As QueueDequeueMany, but once the queue is closed it gives the fewer than n elements
 // left (OUT_OF_RANGE only when none are).
@@ -73,11 +76,7 @@ REGISTER_OP("QueueDequeueUpTo")
     .Attr("component_types: list(type) >= 1")
     .Attr("timeout_ms: int = -1")
     .SetIsStateful()
-    .SetShapeFn([](ShapeContext* c) {
-      RETURN_IF_ERROR(HandleInput(c));
-      RETURN_IF_ERROR(c->WithRank(1, 0));
-      return shape_fn::Unknown(c);
-    });
+    .SetShapeFn(DequeueManyShape);
 
 REGISTER_OP("QueueClose")
     .Input("handle: string")
