@@ -3,12 +3,12 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "checkpoint_store/location.h"
 #include "client/graph/graph_builder.h"
 #include "client/graph/ops_array.h"
 #include "client/graph/ops_input.h"
 #include "client/graph/ops_state.h"
+#include "core/clock.h"
 #include "core/status_macros.h"
 
 namespace overseer {
@@ -208,7 +208,7 @@ absl::Status Saver::RecoverLastCheckpoints(const std::string& location) {
 }
 
 void Saver::SetLastCheckpoints(std::vector<std::string> paths) {
-  const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  const double now = absl::ToUnixMicros(Clock::Real()->Now()) / 1e6;
   last_timestamps_.assign(paths.size(), now);
   last_checkpoints_ = std::move(paths);
 }
