@@ -16,6 +16,31 @@ Output FIFOQueue(const Scope& scope, const std::vector<DataType>& component_type
                          .Finalize());
 }
 
+Output RandomShuffleQueue(const Scope& scope, const std::vector<DataType>& component_types,
+                          const RandomShuffleQueueAttrs& attrs) {
+  return FirstOutput(NodeBuilder(scope, "RandomShuffleQueue")
+                         .Attr("component_types", component_types)
+                         .Attr("shapes", attrs.shapes)
+                         .Attr("capacity", attrs.capacity)
+                         .Attr("min_after_dequeue", attrs.min_after_dequeue)
+                         .Attr("seed", attrs.seed)
+                         .Attr("seed2", attrs.seed2)
+                         .Attr("container", attrs.container)
+                         .Attr("shared_name", attrs.shared_name)
+                         .Finalize());
+}
+
+Output PaddingFIFOQueue(const Scope& scope, const std::vector<DataType>& component_types,
+                        const FIFOQueueAttrs& attrs) {
+  return FirstOutput(NodeBuilder(scope, "PaddingFIFOQueue")
+                         .Attr("component_types", component_types)
+                         .Attr("shapes", attrs.shapes)
+                         .Attr("capacity", attrs.capacity)
+                         .Attr("container", attrs.container)
+                         .Attr("shared_name", attrs.shared_name)
+                         .Finalize());
+}
+
 Operation QueueEnqueue(const Scope& scope, Input handle, const InputList& components,
                        int64_t timeout_ms) {
   return NodeBuilder(scope, "QueueEnqueue")

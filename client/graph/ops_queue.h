@@ -1,9 +1,9 @@
 #ifndef OVERSEER_CLIENT_GRAPH_OPS_QUEUE_H_
 #define OVERSEER_CLIENT_GRAPH_OPS_QUEUE_H_
 
-// FIFO queue ops (TensorFlow's V1 queue ops; the handle is a string naming the queue
-// resource). Conventions as in ops_array.h. Dequeues block until elements arrive; once
-// the queue is closed and drained they fail OUT_OF_RANGE.
+// Queue ops: FIFOQueue, RandomShuffleQueue, PaddingFIFOQueue (TensorFlow's V1 queue ops; the handle
+// is a string naming the queue resource). Conventions as in ops_array.h. Dequeues block until
+// elements arrive; once the queue is closed and drained they fail OUT_OF_RANGE.
 
 #include <string>
 #include <vector>
@@ -27,6 +27,27 @@ struct FIFOQueueAttrs {
 // The queue's handle.
 Output FIFOQueue(const Scope& scope, const std::vector<DataType>& component_types,
                  const FIFOQueueAttrs& attrs = {});
+
+struct RandomShuffleQueueAttrs {
+  std::vector<PartialShape> shapes;
+  int64_t capacity = -1;  // -1: unbounded; else more than min_after_dequeue.
+  // Until the queue is closed, a dequeue leaves at least this many (for mixing).
+  int64_t min_after_dequeue = 0;
+  // Both 0: a nondeterministic order.
+  int64_t seed = 0;
+  int64_t seed2 = 0;
+  std::string container;
+  std::string shared_name;
+};
+
+// A queue whose elements leave in a random order (tf.RandomShuffleQueue).
+Output RandomShuffleQueue(const Scope& scope, const std::vector<DataType>& component_types,
+                          const RandomShuffleQueueAttrs& attrs = {});
+// A FIFO queue whose `attrs.shapes` (required, one per component, of known rank) may
+// have dimensions of unknown size (-1); QueueDequeueMany pads each to the largest in
+// the batch with zeros or empty strings (tf.PaddingFIFOQueue).
+Output PaddingFIFOQueue(const Scope& scope, const std::vector<DataType>& component_types,
+                        const FIFOQueueAttrs& attrs);
 // Enqueues one element (one tensor per component).
 Operation QueueEnqueue(const Scope& scope, Input handle, const InputList& components,
                        int64_t timeout_ms = -1);

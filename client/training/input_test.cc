@@ -1,5 +1,6 @@
 #include "client/training/input.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -65,7 +66,6 @@ std::vector<std::vector<float>> Drain(Source* s, const std::vector<Output>& batc
   EXPECT_TRUE(coord.Join().ok());
   return batches;
 }
-
 TEST(BatchTest, BatchesInOrderAndDropsTheIncompleteFinalBatch) {
   Source s;
   BatchOptions options;
@@ -102,6 +102,82 @@ TEST(BatchTest, BadArgumentsAreInvalidArgument) {
   mismatched.shapes = {PartialShape::Scalar()};
   EXPECT_EQ(Batch(s.root, {s.x, s.y}, mismatched).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// tf.train.shuffle_batch: every example once, x and y of an example together; the
+// batch is drawn from what is in the queue.
+TEST(ShuffleBatchTest, EveryExampleOnceWithItsLabel) {
+  Source s;
+  ShuffleBatchOptions options;
+  options.batch_size = 2;
+  options.capacity = 10;
+  options.min_after_dequeue = 2;
+  options.seed = 5;
+  options.allow_smaller_final_batch = true;
+  options.shapes = {PartialShape::Scalar(), PartialShape::Scalar()};
+  auto batch = ShuffleBatch(s.root, {s.x, s.y}, options);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  std::vector<float> seen;
+  for (const std::vector<float>& b : Drain(&s, *batch)) seen.insert(seen.end(), b.begin(), b.end());
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<float>{1, 2, 3, 4, 5}));
+}
+
+TEST(ShuffleBatchTest, MinAfterDequeueMustBeBelowCapacity) {
+  Source s;
+  ShuffleBatchOptions options;
+  options.capacity = 4;
+  options.min_after_dequeue = 4;
+  options.shapes = {PartialShape::Scalar()};
+  auto batch = ShuffleBatch(s.root, {s.x}, options);
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(batch.status().message().find("min_after_dequeue"), std::string::npos)
+      << batch.status();
+  options.min_after_dequeue = -1;
+  EXPECT_EQ(ShuffleBatch(s.root, {s.x}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// tf.train.batch(dynamic_pad=True): sequences of different lengths, padded with zeros to
+// the longest of each batch.
+TEST(BatchTest, DynamicPadPadsToTheLongest) {
+  Scope root = Scope::NewRootScope();
+  ops::FIFOQueueAttrs attrs;
+  attrs.shapes = {PartialShape({-1})};
+  Output q = ops::FIFOQueue(root.WithOpName("source"), {DT_INT32}, attrs);
+  Operation one = ops::QueueEnqueue(root, q, {Tensor::FromVector<int32_t>({1})});
+  Operation three = ops::QueueEnqueue(root, q, {Tensor::FromVector<int32_t>({2, 3, 4})});
+  Operation close = ops::QueueClose(root, q);
+  Output element = ops::QueueDequeue(root, q, {DT_INT32})[0];
+
+  BatchOptions options;
+  options.batch_size = 2;
+  EXPECT_EQ(Batch(root, {element}, options).status().code(), absl::StatusCode::kInvalidArgument);
+  options.dynamic_pad = true;
+  EXPECT_EQ(Batch(root, {element}, options).status().code(), absl::StatusCode::kInvalidArgument)
+      << "the rank must be known";
+  options.shapes = {PartialShape({-1})};
+  auto batch = Batch(root, {element}, options);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+
+  ResourceMgr resources;
+  SessionOptions session_options;
+  session_options.resource_mgr = &resources;
+  auto session = ClientSession::Create(root, session_options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (const Operation& op : {one, three, close}) {
+    ASSERT_TRUE((*session)->Run({}, {}, {op}, nullptr).ok());
+  }
+  Coordinator coord;
+  ASSERT_TRUE(StartQueueRunners(session->get(), &coord).ok());
+  std::vector<Tensor> out;
+  const absl::Status ran = (*session)->Run({(*batch)[0]}, &out);
+  ASSERT_TRUE(ran.ok()) << ran;
+  EXPECT_EQ(out[0].shape(), TensorShape({2, 3}));
+  EXPECT_EQ(std::vector<int32_t>(out[0].data<int32_t>(), out[0].data<int32_t>() + 6),
+            (std::vector<int32_t>{1, 0, 0, 2, 3, 4}));
+  EXPECT_TRUE(coord.RequestStop().ok());
+  EXPECT_TRUE(coord.Join().ok());
 }
 
 }  // namespace

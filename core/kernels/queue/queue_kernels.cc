@@ -1,4 +1,4 @@
-// CPU kernels of the FIFO queue ops. Blocking kernels wait on the step's cancellation
+// CPU kernels of the queue ops. Blocking kernels wait on the step's cancellation
 // manager, the step deadline and their own timeout_ms, whichever comes first.
 
 #include <algorithm>
@@ -6,43 +6,49 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/kernels/queue/fifo_queue.h"
+#include "core/kernels/queue/queue.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
 
 namespace overseer {
 namespace {
 
-class FIFOQueueOp : public OpKernel {
+// FIFOQueue, RandomShuffleQueue and PaddingFIFOQueue: one queue resource class, told
+// apart by its options (the other queue ops work on all three).
+template <QueueOptions::Kind kKind>
+class QueueOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Init(OpKernelConstruction* c) override {
+    options_.kind = kKind;
     RETURN_IF_ERROR(c->GetAttr("component_types", &types_));
     RETURN_IF_ERROR(c->GetAttr("shapes", &shapes_));
-    RETURN_IF_ERROR(c->GetAttr("capacity", &capacity_));
+    RETURN_IF_ERROR(c->GetAttr("capacity", &options_.capacity));
     RETURN_IF_ERROR(c->GetAttr("container", &container_));
     RETURN_IF_ERROR(c->GetAttr("shared_name", &shared_name_));
+    if (kKind == QueueOptions::Kind::kRandomShuffle) {
+      RETURN_IF_ERROR(c->GetAttr("min_after_dequeue", &options_.min_after_dequeue));
+      RETURN_IF_ERROR(c->GetAttr("seed", &options_.seed));
+      RETURN_IF_ERROR(c->GetAttr("seed2", &options_.seed2));
+    }
     if (container_.empty()) container_ = ResourceMgr::kDefaultContainer;
     if (shared_name_.empty()) shared_name_ = name();
-    if (!shapes_.empty() && shapes_.size() != types_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "FIFOQueue has ", types_.size(), " component_types but ", shapes_.size(), " shapes"));
-    }
-    return absl::OkStatus();
+    // The queue's own checks, before any step runs.
+    return Queue::Create(shared_name_, types_, shapes_, options_).status();
   }
 
   // Creates the queue on first run; outputs its handle.
   absl::Status Compute(OpKernelContext* ctx) override {
     if (ctx->resource_mgr() == nullptr) {
-      return absl::FailedPreconditionError("FIFOQueue needs a resource manager");
+      return absl::FailedPreconditionError(
+          absl::StrCat(type_string(), " needs a resource manager"));
     }
-    std::function<absl::StatusOr<std::shared_ptr<FIFOQueue>>()> creator = [this]() {
-      return FIFOQueue::Create(shared_name_, types_, shapes_, capacity_);
+    std::function<absl::StatusOr<std::shared_ptr<Queue>>()> creator = [this]() {
+      return Queue::Create(shared_name_, types_, shapes_, options_);
     };
-    ASSIGN_OR_RETURN(
-        std::shared_ptr<FIFOQueue> queue,
-        ctx->resource_mgr()->LookupOrCreate<FIFOQueue>(container_, shared_name_, creator));
-    RETURN_IF_ERROR(queue->MatchesSignature(types_, shapes_, capacity_));
+    ASSIGN_OR_RETURN(std::shared_ptr<Queue> queue,
+                     ctx->resource_mgr()->LookupOrCreate<Queue>(container_, shared_name_, creator));
+    RETURN_IF_ERROR(queue->MatchesSignature(types_, shapes_, options_));
     ctx->set_output(0, Tensor::Scalar<std::string>(absl::StrCat(container_, "/", shared_name_)));
     return absl::OkStatus();
   }
@@ -50,15 +56,20 @@ class FIFOQueueOp : public OpKernel {
  private:
   std::vector<DataType> types_;
   std::vector<PartialShape> shapes_;
-  int64_t capacity_ = -1;
+  QueueOptions options_;
   std::string container_;
   std::string shared_name_;
 };
+using FIFOQueueOp = QueueOp<QueueOptions::Kind::kFifo>;
+using RandomShuffleQueueOp = QueueOp<QueueOptions::Kind::kRandomShuffle>;
+using PaddingFIFOQueueOp = QueueOp<QueueOptions::Kind::kPaddingFifo>;
 REGISTER_KERNEL(FIFOQueueOp, "FIFOQueue");
+REGISTER_KERNEL(RandomShuffleQueueOp, "RandomShuffleQueue");
+REGISTER_KERNEL(PaddingFIFOQueueOp, "PaddingFIFOQueue");
 
 // The queue named by the handle in input 0. INVALID_ARGUMENT for a malformed handle,
 // NOT_FOUND if no such queue exists.
-absl::StatusOr<std::shared_ptr<FIFOQueue>> GetQueue(OpKernelContext* ctx) {
+absl::StatusOr<std::shared_ptr<Queue>> GetQueue(OpKernelContext* ctx) {
   ASSIGN_OR_RETURN(Tensor handle, ctx->input_value(0));
   if (handle.dtype() != DT_STRING || handle.NumElements() != 1) {
     return absl::InvalidArgumentError(absl::StrCat("queue handle must be a string scalar, got ",
@@ -71,7 +82,7 @@ absl::StatusOr<std::shared_ptr<FIFOQueue>> GetQueue(OpKernelContext* ctx) {
     return absl::InvalidArgumentError(
         absl::StrCat("queue handle '", text, "' is not of the form container/name"));
   }
-  return ctx->resource_mgr()->Lookup<FIFOQueue>(text.substr(0, slash), text.substr(slash + 1));
+  return ctx->resource_mgr()->Lookup<Queue>(text.substr(0, slash), text.substr(slash + 1));
 }
 
 // Base of the kernels that may block: builds the wait from the context and timeout_ms.
@@ -109,8 +120,8 @@ class EnqueueOp : public BlockingQueueOp {
  public:
   using BlockingQueueOp::BlockingQueueOp;
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> queue, GetQueue(ctx));
-    FIFOQueue::Tuple tuple;
+    ASSIGN_OR_RETURN(std::shared_ptr<Queue> queue, GetQueue(ctx));
+    Queue::Tuple tuple;
     for (int i = 1; i < ctx->num_inputs(); ++i) {
       ASSIGN_OR_RETURN(Tensor t, ctx->input_value(i));
       tuple.push_back(std::move(t));
@@ -129,7 +140,7 @@ class DequeueOp : public BlockingQueueOp {
  public:
   using BlockingQueueOp::BlockingQueueOp;
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> queue, GetQueue(ctx));
+    ASSIGN_OR_RETURN(std::shared_ptr<Queue> queue, GetQueue(ctx));
     std::vector<DataType> expected;
     for (int i = 0; i < num_outputs(); ++i) expected.push_back(output_type(i));
     if (expected != queue->component_types()) {
@@ -139,7 +150,7 @@ class DequeueOp : public BlockingQueueOp {
                                                      queue->DebugString(),
                                                      " holds other component types"));
     }
-    FIFOQueue::Tuple tuple;
+    Queue::Tuple tuple;
     if (kMany) {
       ASSIGN_OR_RETURN(Tensor n_t, ctx->input_value(1));
       if (n_t.dtype() != DT_INT32 || n_t.dims() != 0) {
@@ -170,7 +181,7 @@ class QueueCloseOp : public OpKernel {
     return c->GetAttr("cancel_pending_enqueues", &cancel_pending_enqueues_);
   }
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> queue, GetQueue(ctx));
+    ASSIGN_OR_RETURN(std::shared_ptr<Queue> queue, GetQueue(ctx));
     queue->Close(cancel_pending_enqueues_);
     return absl::OkStatus();
   }
@@ -184,7 +195,7 @@ class QueueSizeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> queue, GetQueue(ctx));
+    ASSIGN_OR_RETURN(std::shared_ptr<Queue> queue, GetQueue(ctx));
     ctx->set_output(0, Tensor::Scalar<int32_t>(static_cast<int32_t>(queue->Size())));
     return absl::OkStatus();
   }

@@ -162,5 +162,60 @@ TEST_F(QueueKernelsTest, BlockedDequeueAcrossThreadsAndCancellation) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kCancelled);
 }
 
+// The other queue kinds share the queue ops; a kind or min_after_dequeue that differs
+// from the existing queue's is a conflict.
+TEST_F(QueueKernelsTest, RandomShuffleAndPaddingQueues) {
+  KernelRunner shuffle("RandomShuffleQueue", "s");
+  shuffle.set_resource_mgr(&mgr_);
+  shuffle.Attr("component_types", std::vector<DataType>{DT_FLOAT, DT_STRING})
+      .Attr("min_after_dequeue", 1)
+      .Attr("seed", 3);
+  auto h = shuffle.Run({});
+  ASSERT_TRUE(h.ok()) << h.status();
+  ASSERT_TRUE(Op("QueueEnqueueMany")
+                  ->Run({Value(h->at(0)), Value(AsTensor<float>({1, 2, 3})),
+                         Value(AsTensor<std::string>({"a", "b", "c"}))})
+                  .ok());
+  auto two = Op("QueueDequeueMany")->Run({Value(h->at(0)), Value(AsScalar<int32_t>(2))});
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(Size(h->at(0)), 1);
+
+  KernelRunner as_fifo("FIFOQueue", "s");
+  as_fifo.set_resource_mgr(&mgr_);
+  as_fifo.Attr("component_types", std::vector<DataType>{DT_FLOAT, DT_STRING});
+  absl::Status s = as_fifo.Run({}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("exists as a RandomShuffleQueue"), std::string::npos) << s;
+
+  KernelRunner bad("RandomShuffleQueue", "bad");
+  bad.set_resource_mgr(&mgr_);
+  bad.Attr("component_types", std::vector<DataType>{DT_FLOAT})
+      .Attr("capacity", 2)
+      .Attr("min_after_dequeue", 2);
+  EXPECT_EQ(bad.Run({}).status().code(), absl::StatusCode::kInvalidArgument);
+
+  KernelRunner padding("PaddingFIFOQueue", "p");
+  padding.set_resource_mgr(&mgr_);
+  padding.Attr("component_types", std::vector<DataType>{DT_FLOAT})
+      .Attr("shapes", std::vector<PartialShape>{PartialShape({-1})});
+  auto p = padding.Run({});
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto enqueue = Op("QueueEnqueue");
+  enqueue->Attr("Tcomponents", std::vector<DataType>{DT_FLOAT});
+  ASSERT_TRUE(enqueue->Run({Value(p->at(0)), Value(AsTensor<float>({1}))}).ok());
+  ASSERT_TRUE(enqueue->Run({Value(p->at(0)), Value(AsTensor<float>({2, 3}))}).ok());
+  KernelRunner dequeue("QueueDequeueMany");
+  dequeue.set_resource_mgr(&mgr_);
+  dequeue.Attr("component_types", std::vector<DataType>{DT_FLOAT});
+  auto padded = dequeue.Run({Value(p->at(0)), Value(AsScalar<int32_t>(2))});
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  ExpectTensorEqual(padded->at(0), AsTensor<float>({1, 0, 2, 3}, {2, 2}));
+
+  KernelRunner unshaped("PaddingFIFOQueue", "u");
+  unshaped.set_resource_mgr(&mgr_);
+  unshaped.Attr("component_types", std::vector<DataType>{DT_FLOAT});
+  EXPECT_EQ(unshaped.Run({}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace overseer

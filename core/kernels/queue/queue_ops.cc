@@ -1,5 +1,6 @@
-// Op definitions of FIFO queues. A queue op outputs a handle (a string scalar
-// "container/name") naming the queue resource; the other ops take that handle.
+// Op definitions of the queues (FIFOQueue, RandomShuffleQueue, PaddingFIFOQueue). A queue op
+// outputs a handle (a string scalar "container/name") naming the queue resource; the other ops take
+// that handle.
 
 #include "core/op_registry.h"
 #include "core/shape_inference.h"
@@ -20,6 +21,33 @@ absl::Status DequeueManyShape(ShapeContext* c) {
 }  // namespace
 
 REGISTER_OP("FIFOQueue")
+    .Output("handle: string")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("shapes: list(shape) = []")
+    .Attr("capacity: int = -1")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(shape_fn::Scalar);
+
+// Elements leave in a random order; until the queue is closed, a dequeue leaves at
+// least min_after_dequeue behind. seed and seed2 both 0: a nondeterministic order.
+REGISTER_OP("RandomShuffleQueue")
+    .Output("handle: string")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("shapes: list(shape) = []")
+    .Attr("capacity: int = -1")
+    .Attr("min_after_dequeue: int = 0")
+    .Attr("seed: int = 0")
+    .Attr("seed2: int = 0")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(shape_fn::Scalar);
+
+// A FIFOQueue whose shapes (one per component, of known rank) may have dimensions of
+// unknown size (-1): QueueDequeueMany pads each to the largest in the batch with zeros.
+REGISTER_OP("PaddingFIFOQueue")
     .Output("handle: string")
     .Attr("component_types: list(type) >= 1")
     .Attr("shapes: list(shape) = []")

@@ -1,12 +1,17 @@
-#ifndef OVERSEER_CORE_KERNELS_QUEUE_FIFO_QUEUE_H_
-#define OVERSEER_CORE_KERNELS_QUEUE_FIFO_QUEUE_H_
+#ifndef OVERSEER_CORE_KERNELS_QUEUE_QUEUE_H_
+#define OVERSEER_CORE_KERNELS_QUEUE_QUEUE_H_
 
-// A bounded first-in first-out queue of tuples of tensors, shared through a ResourceMgr
-// by the queue ops (TensorFlow's FIFOQueue semantics).
+// A bounded queue of tuples of tensors, shared through a ResourceMgr by the queue ops,
+// in TensorFlow's three kinds: FIFOQueue (first in, first out), RandomShuffleQueue
+// (elements leave in a random order, and until the queue is closed at least
+// min_after_dequeue stay behind for mixing) and PaddingFIFOQueue (first in, first out;
+// components may have dimensions of unknown size, and DequeueMany pads each to the
+// largest in the batch with zeros or empty strings).
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,23 +40,46 @@ struct QueueWait {
   absl::Time deadline = absl::InfiniteFuture();
 };
 
+struct QueueOptions {
+  enum class Kind { kFifo, kRandomShuffle, kPaddingFifo };
+  Kind kind = Kind::kFifo;
+  int64_t capacity = -1;  // < 0: unbounded.
+  // kRandomShuffle: until the queue is closed, a dequeue leaves at least this many.
+  int64_t min_after_dequeue = 0;
+  // kRandomShuffle: the order's seeds (TensorFlow's seed and seed2); both 0: a
+  // nondeterministic order.
+  int64_t seed = 0;
+  int64_t seed2 = 0;
+
+  bool operator==(const QueueOptions& o) const {
+    return kind == o.kind && capacity == o.capacity && min_after_dequeue == o.min_after_dequeue &&
+           seed == o.seed && seed2 == o.seed2;
+  }
+};
+
+// "FIFOQueue", "RandomShuffleQueue" or "PaddingFIFOQueue" (the op's name).
+const char* QueueKindName(QueueOptions::Kind kind);
+
 // Thread-safe. Enqueue attempts are served in arrival order, as are dequeue attempts.
-class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQueue> {
+class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
  public:
   using Tuple = std::vector<Tensor>;
 
-  // `shapes` is empty (any shape) or one shape per component; `capacity` < 0 means
-  // unbounded. INVALID_ARGUMENT for no components or a shapes/types length mismatch.
-  static absl::StatusOr<std::shared_ptr<FIFOQueue>> Create(std::string name,
-                                                           std::vector<DataType> types,
-                                                           std::vector<PartialShape> shapes,
-                                                           int64_t capacity);
+  // `shapes` is empty (any shape) or one shape per component. INVALID_ARGUMENT for no
+  // components, a shapes/types length mismatch, a negative min_after_dequeue or one that
+  // a bounded queue cannot exceed, or a padding queue without a shape of known rank for
+  // every component.
+  static absl::StatusOr<std::shared_ptr<Queue>> Create(std::string name,
+                                                       std::vector<DataType> types,
+                                                       std::vector<PartialShape> shapes,
+                                                       const QueueOptions& options = {});
 
   const std::string& name() const { return name_; }
   const std::vector<DataType>& component_types() const { return types_; }
   // INVALID_ARGUMENT naming both signatures unless they equal this queue's.
   absl::Status MatchesSignature(const std::vector<DataType>& types,
-                                const std::vector<PartialShape>& shapes, int64_t capacity) const;
+                                const std::vector<PartialShape>& shapes,
+                                const QueueOptions& options) const;
 
   // Adds one element; blocks while the queue is full. CANCELLED if the queue is closed
   // (or gets closed with cancel_pending_enqueues) or the wait is cancelled;
@@ -63,12 +91,14 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   // when an error occurs stay in the queue.
   absl::Status EnqueueMany(const Tuple& batch, const QueueWait& wait);
 
-  // Removes the oldest element; blocks while the queue is empty. OUT_OF_RANGE once the
-  // queue is closed and empty; CANCELLED / DEADLINE_EXCEEDED as Enqueue.
+  // Removes the oldest element (a random one in a RandomShuffleQueue); blocks while the
+  // queue is empty (holds no more than min_after_dequeue, until closed). OUT_OF_RANGE once
+  // the queue is closed and empty; CANCELLED / DEADLINE_EXCEEDED as Enqueue.
   absl::StatusOr<Tuple> Dequeue(const QueueWait& wait);
-  // Removes the `n` oldest elements, stacked along a new dimension 0. OUT_OF_RANGE if
-  // the queue is closed before `n` are available (they then stay in the queue);
-  // INVALID_ARGUMENT for n < 0 or elements of differing shapes. With `up_to`
+  // Removes `n` elements as Dequeue does, stacked along a new dimension 0 (in a
+  // PaddingFIFOQueue each padded to the largest). OUT_OF_RANGE if the queue is closed
+  // before `n` are available (they then stay in the queue); INVALID_ARGUMENT for n < 0 or
+  // elements of differing shapes. With `up_to`
   // (TensorFlow's DequeueUpTo), a queue closed with fewer than `n` elements left gives
   // those that are left; OUT_OF_RANGE only once it is closed and empty.
   absl::StatusOr<Tuple> DequeueMany(int64_t n, const QueueWait& wait, bool up_to = false);
@@ -84,8 +114,8 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   int64_t MemoryUsed() const override;
 
  private:
-  FIFOQueue(std::string name, std::vector<DataType> types, std::vector<PartialShape> shapes,
-            int64_t capacity);
+  Queue(std::string name, std::vector<DataType> types, std::vector<PartialShape> shapes,
+        const QueueOptions& options);
 
   class Waiter;
   class Turn;
@@ -98,13 +128,21 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   template <typename Ready>
   absl::Status WaitFor(const Turn& turn, const Waiter& waiter, Ready ready, const QueueWait& wait,
                        absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Elements a dequeue may take now.
+  int64_t Available() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes one element (Available() > 0): the oldest, or a random one.
+  Tuple TakeOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<Tensor> StackComponent(const std::deque<Tuple>& tuples, int c) const;
   absl::Status ClosedError() const;
   absl::Status InsufficientError(int64_t requested) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string name_;
   const std::vector<DataType> types_;
   const std::vector<PartialShape> shapes_;
+  const QueueOptions options_;
   const int64_t capacity_;
+  // "FIFOQueue 'name'" and the like, for messages.
+  const std::string label_;
 
   mutable absl::Mutex mu_;
   std::deque<Tuple> elements_ ABSL_GUARDED_BY(mu_);
@@ -113,8 +151,9 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   int64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<int64_t> enqueuers_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> dequeuers_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace overseer
 
-#endif  // OVERSEER_CORE_KERNELS_QUEUE_FIFO_QUEUE_H_
+#endif  // OVERSEER_CORE_KERNELS_QUEUE_QUEUE_H_
