@@ -215,14 +215,15 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
   args.timeout_in_ms =
       options.timeout_in_ms() > 0 ? options.timeout_in_ms() : config_.operation_timeout_in_ms();
   args.trace = options.trace_level() != RunOptions::NO_TRACE && metadata != nullptr;
-  StepStats* stats = args.trace ? metadata->mutable_step_stats() : nullptr;
+  args.trace_outputs = options.trace_level() == RunOptions::FULL_TRACE;
+  args.partition_graphs = options.output_partition_graphs() && metadata != nullptr;
   {
     absl::ReaderMutexLock lock(&mu_);
     step->cleaner = cleaner_;
   }
   const RegisteredStep& registered = sig->step;
   RunRegisteredStepAsync(
-      workers_, registered, args, &step->fetches, stats, step->cleaner.get(), cancellation,
+      workers_, registered, args, &step->fetches, metadata, step->cleaner.get(), cancellation,
       [this, sig = std::move(sig), step, done = std::move(done)](absl::Status s) {
         // The last holder of a closed session's cleaner sends what it queued as it goes
         // (blocking): not on this thread.

@@ -58,13 +58,13 @@ void CleanupAll(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
 class StepCall : public std::enable_shared_from_this<StepCall> {
  public:
   StepCall(MasterWorkerCacheInterface* workers, const RegisteredStep& step, int64_t step_id,
-           std::vector<TensorProto>* fetches, StepStats* stats, StepCleaner* cleaner,
+           std::vector<TensorProto>* fetches, RunMetadata* metadata, StepCleaner* cleaner,
            std::function<void(absl::Status)> done)
       : workers_(workers),
         step_(step),
         step_id_(step_id),
         fetches_(fetches),
-        stats_(stats),
+        metadata_(metadata),
         cleaner_(cleaner),
         done_(std::move(done)) {}
 
@@ -81,6 +81,8 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       r.set_step_id(args.step_id);
       r.set_timeout_in_ms(args.timeout_in_ms);
       if (args.trace) r.mutable_exec_opts()->set_record_timeline(true);
+      if (args.trace && args.trace_outputs) r.mutable_exec_opts()->set_record_outputs(true);
+      if (args.partition_graphs) r.mutable_exec_opts()->set_record_partition_graphs(true);
       if (step_.peer_senders.count(task) == 0) r.set_cleanup_on_return(true);
     }
     for (size_t i = 0; i < step_.feeds.size(); ++i) {
@@ -235,9 +237,14 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
         fetches_->push_back((*fetches_)[where->second]);
       }
     }
-    if (stats_ != nullptr) {
+    if (metadata_ != nullptr) {
       for (auto& [task, resp] : responses_) {
-        for (const auto& dev : resp.step_stats().dev_stats()) *stats_->add_dev_stats() = dev;
+        for (auto& dev : *resp.mutable_step_stats()->mutable_dev_stats()) {
+          metadata_->mutable_step_stats()->add_dev_stats()->Swap(&dev);
+        }
+        for (GraphDef& g : *resp.mutable_partition_graph()) {
+          metadata_->add_partition_graphs()->Swap(&g);
+        }
       }
     }
     return absl::OkStatus();
@@ -247,7 +254,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   const RegisteredStep& step_;
   const int64_t step_id_;
   std::vector<TensorProto>* const fetches_;
-  StepStats* const stats_;
+  RunMetadata* const metadata_;
   StepCleaner* const cleaner_;
   const std::function<void(absl::Status)> done_;
   std::map<std::string, RunGraphRequest> requests_;
@@ -338,11 +345,11 @@ void StepCleaner::Send(std::shared_ptr<Queue> queue) {
 
 void RunRegisteredStepAsync(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                             const StepArgs& args, std::vector<TensorProto>* fetches,
-                            StepStats* stats, StepCleaner* cleaner,
+                            RunMetadata* metadata, StepCleaner* cleaner,
                             CancellationManager* cancellation,
                             std::function<void(absl::Status)> done) {
   auto call =
-      std::make_shared<StepCall>(workers, step, args.step_id, fetches, stats, cleaner, done);
+      std::make_shared<StepCall>(workers, step, args.step_id, fetches, metadata, cleaner, done);
   absl::Status built = call->Build(args);
   if (!built.ok()) {
     done(built);
@@ -353,10 +360,10 @@ void RunRegisteredStepAsync(MasterWorkerCacheInterface* workers, const Registere
 
 absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                                const StepArgs& args, std::vector<TensorProto>* fetches,
-                               StepStats* stats, StepCleaner* cleaner) {
+                               RunMetadata* metadata, StepCleaner* cleaner) {
   absl::Notification finished;
   absl::Status status;
-  RunRegisteredStepAsync(workers, step, args, fetches, stats, cleaner, nullptr,
+  RunRegisteredStepAsync(workers, step, args, fetches, metadata, cleaner, nullptr,
                          [&](absl::Status s) {
                            status = std::move(s);
                            finished.Notify();

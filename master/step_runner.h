@@ -44,8 +44,12 @@ struct StepArgs {
   int64_t step_id = 0;
   std::vector<const TensorProto*> feeds;  // One per RegisteredStep::feeds.
   int64_t timeout_in_ms = 0;              // 0: none.
-  // Whether every task records step stats (RunGraphRequest.exec_opts.record_timeline).
+  // Whether every task records step stats (RunGraphRequest.exec_opts.record_timeline),
+  // with each node's outputs (record_outputs).
   bool trace = false;
+  bool trace_outputs = false;
+  // Whether every task returns the partition graph it ran (record_partition_graphs).
+  bool partition_graphs = false;
 };
 
 // Sends CleanupGraph for finished steps, in the order queued, from a thread of a
@@ -84,27 +88,28 @@ ThreadPool* StepBlockingThreads();
 
 // Runs the step without blocking: starts every task's RunGraphAsync on this thread
 // and calls `done` once, with what RunRegisteredStep returns. After a success, the
-// thread of the last RunGraph reply fills `fetches` (and `stats`) and calls `done`; a
+// thread of the last RunGraph reply fills `fetches` (and `metadata`) and calls `done`; a
 // failed step is cancelled and cleaned up on a StepBlockingThreads() thread, which
 // then calls `done`. `cancellation` (optional) ends the step's RunGraph calls with
 // CANCELLED when it starts cancelling (the caller gave up). `step`, `fetches`,
-// `stats`, `cleaner`, `cancellation` and the tensors of args.feeds must live until
+// `metadata`, `cleaner`, `cancellation` and the tensors of args.feeds must live until
 // `done` is called.
 void RunRegisteredStepAsync(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                             const StepArgs& args, std::vector<TensorProto>* fetches,
-                            StepStats* stats, StepCleaner* cleaner,
+                            RunMetadata* metadata, StepCleaner* cleaner,
                             CancellationManager* cancellation,
                             std::function<void(absl::Status)> done);
 
 // Runs the step and waits for it. On success `fetches` gets one tensor per RegisteredStep::fetches
-// and `stats` (optional) the step stats every task returned (with args.trace, one DeviceStepStats
-// per task, naming its device). Errors are those of the first task that failed (CANCELLED ones from
+// and `metadata` (optional) the step stats every task returned (with args.trace, one
+// DeviceStepStats per task, naming its device) and with args.partition_graphs the partition
+// graphs, in task order. Errors are those of the first task that failed (CANCELLED ones from
 // the cancellation are ignored), prefixed with the task name, code kept. A task that is not in
 // `workers` is UNAVAILABLE. A successful step's cleanup goes to `cleaner` (null: cleaned up before
 // returning); a failed step is cancelled and cleaned up before returning.
 absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,
                                const StepArgs& args, std::vector<TensorProto>* fetches,
-                               StepStats* stats, StepCleaner* cleaner = nullptr);
+                               RunMetadata* metadata, StepCleaner* cleaner = nullptr);
 
 // Prefixes `status`'s message with "task <task>: ", keeping its code.
 absl::Status TaskError(const std::string& task, const absl::Status& status);

@@ -230,10 +230,16 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
     args.cancellation = state.cancellation.get();
     const bool trace = request.exec_opts().record_timeline() || request.exec_opts().record_costs();
     const int recorded = response->step_stats().dev_stats_size();
-    if (trace) args.stats = response->mutable_step_stats();
+    if (trace) {
+      args.stats = response->mutable_step_stats();
+      args.trace_outputs = request.exec_opts().record_outputs();
+    }
     const absl::Time start = absl::Now();
     status = graph->executor->Run(args, nullptr);
     graph->RecordRun(absl::Now() - start);
+    if (status.ok() && request.exec_opts().record_partition_graphs()) {
+      *response->add_partition_graph() = graph->executor->graph().def();
+    }
     // The executor records under a generic device; these nodes ran on this task's.
     for (int i = recorded; i < response->step_stats().dev_stats_size(); ++i) {
       response->mutable_step_stats()->mutable_dev_stats(i)->set_device(device_name_);

@@ -161,6 +161,12 @@ absl::Status DirectSession::RunSignature(const Signature& sig,
                                                 : options_.config.operation_timeout_in_ms();
   if (metadata != nullptr && options.trace_level() != RunOptions::NO_TRACE) {
     args.stats = metadata->mutable_step_stats();
+    args.trace_outputs = options.trace_level() == RunOptions::FULL_TRACE;
+  }
+  if (metadata != nullptr && options.output_partition_graphs()) {
+    GraphDef* graph = metadata->add_partition_graphs();
+    *graph = sig.executor->graph().def();
+    for (NodeDef& node : *graph->mutable_node()) node.set_device(kLocalCpuDevice);
   }
   return sig.executor->Run(args, outputs);
 }

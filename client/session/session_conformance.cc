@@ -380,6 +380,61 @@ TEST_P(SessionConformanceTest, TracingFillsStepStats) {
   EXPECT_TRUE(saw_c);
 }
 
+// The trace levels differ: SOFTWARE_TRACE gives each node's span, its kernel's span
+// within it and its thread; FULL_TRACE adds its outputs. output_partition_graphs gives
+// the graphs that ran.
+TEST_P(SessionConformanceTest, TraceLevelsAndPartitionGraphs) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(AddGraph().def()).ok());
+  auto node_c = [](const RunMetadata& metadata) {
+    NodeExecStats found;
+    for (const auto& dev : metadata.step_stats().dev_stats()) {
+      for (const auto& ns : dev.node_stats()) {
+        if (ns.node_name() == "c") found = ns;
+      }
+    }
+    return found;
+  };
+  RunOptions software;
+  software.set_trace_level(RunOptions::SOFTWARE_TRACE);
+  RunMetadata metadata;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run(software, {{"b", S(1)}}, {"c"}, {}, &out, &metadata).ok());
+  NodeExecStats c = node_c(metadata);
+  ASSERT_EQ(c.node_name(), "c");
+  EXPECT_GT(c.all_start_micros(), 0);
+  EXPECT_GT(c.thread_id(), 0u);
+  EXPECT_LE(0, c.op_start_rel_micros());
+  EXPECT_LE(c.op_start_rel_micros(), c.op_end_rel_micros());
+  EXPECT_LE(c.op_end_rel_micros(), c.all_end_rel_micros());
+  EXPECT_EQ(c.output_size(), 0);
+  EXPECT_EQ(c.timeline_label().rfind("c = Add(", 0), 0u) << c.timeline_label();
+  EXPECT_EQ(metadata.partition_graphs_size(), 0);
+
+  RunOptions full;
+  full.set_trace_level(RunOptions::FULL_TRACE);
+  full.set_output_partition_graphs(true);
+  metadata.Clear();
+  ASSERT_TRUE(session->Run(full, {{"b", S(1)}}, {"c"}, {}, &out, &metadata).ok());
+  c = node_c(metadata);
+  ASSERT_EQ(c.output_size(), 1);
+  EXPECT_EQ(c.output(0).slot(), 0);
+  EXPECT_EQ(c.output(0).tensor_description().dtype(), DT_FLOAT);
+  EXPECT_EQ(c.output(0).tensor_description().shape().dim_size(), 0);
+  EXPECT_EQ(c.output(0).tensor_description().allocation_description().requested_bytes(), 4);
+  ASSERT_GE(metadata.partition_graphs_size(), 1);
+  bool has_c = false;
+  for (const GraphDef& g : metadata.partition_graphs()) {
+    for (const NodeDef& n : g.node()) {
+      if (n.name() != "c") continue;
+      has_c = true;
+      EXPECT_EQ(n.op(), "Add");
+      EXPECT_FALSE(n.device().empty());
+    }
+  }
+  EXPECT_TRUE(has_c);
+}
+
 TEST_P(SessionConformanceTest, TimeoutCancelsAStepBlockedOnADequeue) {
   G g;
   AddQueue(&g, "conformance/timeout_q");

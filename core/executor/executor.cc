@@ -6,6 +6,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/cancellation.h"
 #include "core/executor/step_timer.h"
 #include "core/logging.h"
@@ -15,6 +16,16 @@
 #include "core/types.h"
 
 namespace overseer {
+namespace {
+
+// A small number naming the calling thread in step stats, stable for its life.
+uint32_t TraceThreadId() {
+  static std::atomic<uint32_t> next{1};
+  thread_local const uint32_t id = next.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+}  // namespace
 
 struct Executor::NodeItem {
   OpKernel* kernel = nullptr;  // Null for feed nodes.
@@ -43,7 +54,22 @@ struct Executor::Step {
   std::unique_ptr<std::atomic<int>[]> pending;
   std::vector<std::vector<TensorValue>> inputs;
   std::vector<TensorValue> fetched;
-  std::vector<std::pair<int64_t, int64_t>> times;  // Start and end, µs, when tracing.
+  // When tracing, per node: what NodeExecStats records.
+  struct NodeTrace {
+    int64_t start = 0;  // µs since the epoch; 0: the node did not run.
+    int64_t op_start = 0;
+    int64_t op_end = 0;
+    int64_t end = 0;
+    uint32_t thread = 0;
+    struct Output {
+      int slot;
+      DataType dtype;
+      TensorShape shape;
+      int64_t bytes;
+    };
+    std::vector<Output> outputs;  // Value outputs, with trace_outputs.
+  };
+  std::vector<NodeTrace> times;
   std::atomic<bool> failed{false};
 
   // Set by Run for the current step.
@@ -163,7 +189,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   for (size_t i = 0; i < items_.size(); ++i) {
     s->pending[i].store(items_[i].pending_init, std::memory_order_relaxed);
   }
-  if (s->trace) std::fill(s->times.begin(), s->times.end(), std::make_pair(0, 0));
+  if (s->trace) std::fill(s->times.begin(), s->times.end(), Step::NodeTrace());
 
   StepTimer::Id timer = -1;
   absl::Time timeout_at = absl::InfiniteFuture();
@@ -266,13 +292,32 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
     DeviceStepStats* dev = args.stats->add_dev_stats();
     dev->set_device("/job:localhost/replica:0/task:0/device:CPU:0");
     for (size_t id = 0; id < items_.size(); ++id) {
-      if (s->times[id].first == 0) continue;
+      const Step::NodeTrace& trace = s->times[id];
+      if (trace.start == 0) continue;
       NodeExecStats* ns = dev->add_node_stats();
       const GraphNode& node = graph_.graph->node(static_cast<int>(id));
       ns->set_node_name(node.name());
-      ns->set_all_start_micros(s->times[id].first);
-      ns->set_all_end_rel_micros(s->times[id].second - s->times[id].first);
-      ns->set_timeline_label(absl::StrCat(node.name(), " = ", node.def->op()));
+      ns->set_all_start_micros(trace.start);
+      if (trace.op_start != 0) {
+        ns->set_op_start_rel_micros(trace.op_start - trace.start);
+        ns->set_op_end_rel_micros(trace.op_end - trace.start);
+      }
+      ns->set_all_end_rel_micros(trace.end - trace.start);
+      ns->set_thread_id(trace.thread);
+      ns->set_timeline_label(absl::StrCat(node.name(), " = ", node.def->op(), "(",
+                                          absl::StrJoin(node.def->input(), ", "), ")"));
+      for (const Step::NodeTrace::Output& output : trace.outputs) {
+        NodeOutput* out = ns->add_output();
+        out->set_slot(output.slot);
+        TensorDescription* desc = out->mutable_tensor_description();
+        desc->set_dtype(output.dtype);
+        TensorShapeProto* dims = desc->mutable_shape();
+        for (int64_t d : output.shape.dim_sizes()) dims->add_dim()->set_size(d);
+        AllocationDescription* allocation = desc->mutable_allocation_description();
+        allocation->set_requested_bytes(output.bytes);
+        allocation->set_allocated_bytes(output.bytes);
+        allocation->set_allocator_name("cpu");
+      }
     }
   }
   s->args = nullptr;
@@ -331,7 +376,10 @@ void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
   std::vector<TensorValue>& inputs = step->inputs[id];
   absl::InlinedVector<int, 8> ready;
   if (!step->failed.load(std::memory_order_acquire)) {
-    if (step->trace) step->times[id].first = absl::ToUnixMicros(absl::Now());
+    if (step->trace) {
+      step->times[id].start = absl::ToUnixMicros(absl::Now());
+      step->times[id].thread = TraceThreadId();
+    }
     auto propagate = [&](TensorValue* outputs) {
       for (const OutEdge& e : item.out_edges) {
         if (!e.IsControl()) step->inputs[e.dst][e.dst_input] = outputs[e.src_output];
@@ -374,8 +422,21 @@ void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
         params.deadline = step->deadline;
         params.rendezvous = step->args->rendezvous;
         OpKernelContext ctx(params);
+        if (step->trace) step->times[id].op_start = absl::ToUnixMicros(absl::Now());
         status = Annotate(item.kernel->Compute(&ctx), item.error_prefix);
         std::vector<TensorValue>& outputs = *ctx.mutable_outputs();
+        if (step->trace) {
+          step->times[id].op_end = absl::ToUnixMicros(absl::Now());
+          if (step->args->trace_outputs) {
+            for (size_t i = 0; i < outputs.size(); ++i) {
+              const TensorValue& v = outputs[i];
+              if (v.is_ref() || !v.tensor.IsInitialized()) continue;
+              step->times[id].outputs.push_back({static_cast<int>(i), v.tensor.dtype(),
+                                                 v.tensor.shape(),
+                                                 static_cast<int64_t>(v.tensor.TotalBytes())});
+            }
+          }
+        }
         for (size_t i = 0; i < outputs.size() && status.ok(); ++i) {
           const TensorValue& v = outputs[i];
           if (v.is_ref()) continue;
@@ -393,7 +454,7 @@ void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
       }
       if (!status.ok()) Fail(step, std::move(status));
     }
-    if (step->trace) step->times[id].second = absl::ToUnixMicros(absl::Now());
+    if (step->trace) step->times[id].end = absl::ToUnixMicros(absl::Now());
   }
   for (TensorValue& v : inputs) v = TensorValue();
 

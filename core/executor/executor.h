@@ -52,8 +52,11 @@ struct ExecutorRunArgs {
   // Cancels the step at its timeout; must run on `clock`. Required when timeout_ms > 0.
   // Not owned.
   StepTimer* timer = nullptr;
-  // When set, receives one NodeExecStats per node run, under one DeviceStepStats.
+  // When set, receives one NodeExecStats per node run (its times and thread), under one
+  // DeviceStepStats.
   StepStats* stats = nullptr;
+  // With `stats`: also each node's outputs (dtype, shape, bytes), as FULL_TRACE asks.
+  bool trace_outputs = false;
   // Handed to kernels (OpKernelContext::rendezvous) for _Send/_Recv; not owned.
   Rendezvous* rendezvous = nullptr;
   // When set and cancelled (before or during the run), the step fails with its reason
