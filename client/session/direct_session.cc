@@ -13,6 +13,7 @@
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
 #include "core/logging.h"
+#include "core/op_kernel.h"
 #include "core/resource_mgr.h"
 #include "core/status_macros.h"
 #include "core/types.h"
@@ -56,7 +57,28 @@ uint64_t ProcessIncarnation() {
   return incarnation;
 }
 
+// The inter-op pool that in-process sessions share (ConfigProto.use_per_session_threads
+// false). Never destroyed: steps of sessions anywhere in the process may use it until exit.
+ThreadPool* SharedInterOpPool() {
+  static ThreadPool* pool = new ThreadPool(DefaultMinThreads());
+  return pool;
+}
+
+std::unique_ptr<ThreadPool> OwnInterOpPool(const ConfigProto& config) {
+  if (config.inter_op_parallelism_threads() > 0) {
+    return std::make_unique<ThreadPool>(config.inter_op_parallelism_threads());
+  }
+  if (config.use_per_session_threads()) return std::make_unique<ThreadPool>(DefaultMinThreads());
+  return nullptr;
+}
+
 }  // namespace
+
+struct DirectSession::IntraOpPool {
+  explicit IntraOpPool(int threads) : pool(threads), device(&pool, threads) {}
+  Eigen::ThreadPool pool;
+  Eigen::ThreadPoolDevice device;
+};
 
 DirectSession::DirectSession(const SessionOptions& options)
     : options_(options),
@@ -68,9 +90,15 @@ DirectSession::DirectSession(const SessionOptions& options)
       resource_mgr_(options.resource_mgr != nullptr ? options.resource_mgr
                     : own_resources_ != nullptr     ? own_resources_.get()
                                                     : ResourceMgr::Default()),
-      pool_(options.config.inter_op_parallelism_threads() > 0
-                ? options.config.inter_op_parallelism_threads()
-                : DefaultMinThreads()) {}
+      own_pool_(OwnInterOpPool(options.config)),
+      pool_(own_pool_ != nullptr ? own_pool_.get() : SharedInterOpPool()),
+      intra_op_(options.config.intra_op_parallelism_threads() > 0
+                    ? std::make_unique<IntraOpPool>(options.config.intra_op_parallelism_threads())
+                    : nullptr) {}
+
+int DirectSession::intra_op_threads() const {
+  return intra_op_ != nullptr ? intra_op_->device.numThreads() : DefaultEigenDevice().numThreads();
+}
 
 DirectSession::~DirectSession() { Close().IgnoreError(); }
 
@@ -119,7 +147,7 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
       LOG(INFO) << node.name() << ": (" << node.def->op() << "): " << kLocalCpuDevice;
     }
   }
-  ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, &pool_));
+  ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, pool_));
   return std::shared_ptr<const Signature>(std::move(sig));
 }
 
@@ -157,6 +185,7 @@ absl::Status DirectSession::RunSignature(const Signature& sig,
   args.feeds = feeds;
   args.clock = clock_;
   args.timer = &step_timer_;
+  if (intra_op_ != nullptr) args.eigen_device = &intra_op_->device;
   args.timeout_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
                                                 : options_.config.operation_timeout_in_ms();
   if (metadata != nullptr && options.trace_level() != RunOptions::NO_TRACE) {

@@ -69,6 +69,10 @@ class DirectSession : public Session {
   // other sessions stay open.
   absl::Status Reset(const std::vector<std::string>& containers) override;
 
+  // The pool that runs the session's nodes, and the threads of its kernels' Eigen
+  // device (for tests).
+  const ThreadPool* inter_op_pool() const { return pool_; }
+  int intra_op_threads() const;
   // Signatures with a cached executor (for tests).
   int NumCachedExecutors() const;
 
@@ -106,9 +110,14 @@ class DirectSession : public Session {
   // session's own variables and queues.
   const std::unique_ptr<ResourceMgr> own_resources_;
   ResourceMgr* const resource_mgr_;
-  // Runs the nodes of every step: ConfigProto.inter_op_parallelism_threads threads to
-  // start with, else one per core.
-  ThreadPool pool_;
+  // Runs the nodes of every step: the session's own pool (ConfigProto
+  // use_per_session_threads, or inter_op_parallelism_threads threads to start with), or
+  // the one that the process's in-process sessions share.
+  const std::unique_ptr<ThreadPool> own_pool_;
+  ThreadPool* const pool_;
+  // With ConfigProto.intra_op_parallelism_threads: the kernels' own Eigen pool.
+  struct IntraOpPool;
+  const std::unique_ptr<IntraOpPool> intra_op_;
   KernelCache kernels_;
 
   mutable absl::Mutex mu_;

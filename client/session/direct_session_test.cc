@@ -226,6 +226,43 @@ TEST(DirectSessionTest, IsolatedSessionsHaveTheirOwnVariables) {
   EXPECT_EQ(shared.Run({}, {"read"}, {}, &out).code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// ConfigProto's threads: sessions share one inter-op pool unless use_per_session_threads
+// or inter_op_parallelism_threads asks for their own; intra_op_parallelism_threads gives
+// the kernels (here a MatMul) an Eigen pool of that size.
+TEST(DirectSessionTest, ThreadPoolsFollowTheConfig) {
+  GraphDef g;
+  NodeDef* x = Add(&g, "x", "Placeholder");
+  SetNodeAttr(x, "dtype", DT_FLOAT);
+  SetNodeAttr(Add(&g, "xx", "MatMul", {"x", "x"}), "T", DT_FLOAT);
+  const std::vector<float> ones(256 * 256, 1.0f);
+  const Tensor input = Tensor::FromVector<float>(ones, TensorShape({256, 256}));
+
+  auto first = MakeSession(g);
+  auto second = MakeSession(g);
+  EXPECT_EQ(first->inter_op_pool(), second->inter_op_pool());
+  SessionOptions own;
+  own.config.set_use_per_session_threads(true);
+  own.config.set_intra_op_parallelism_threads(1);
+  auto own_session = MakeSession(g, own);
+  EXPECT_NE(own_session->inter_op_pool(), first->inter_op_pool());
+  EXPECT_EQ(own_session->intra_op_threads(), 1);
+  SessionOptions sized;
+  sized.config.set_inter_op_parallelism_threads(2);
+  sized.config.set_intra_op_parallelism_threads(3);
+  auto sized_session = MakeSession(g, sized);
+  EXPECT_NE(sized_session->inter_op_pool(), first->inter_op_pool());
+  EXPECT_EQ(sized_session->intra_op_threads(), 3);
+
+  for (DirectSession* session : {first.get(), own_session.get(), sized_session.get()}) {
+    std::vector<Tensor> out;
+    absl::Status s = session->Run({{"x", input}}, {"xx"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out[0].shape(), TensorShape({256, 256}));
+    EXPECT_EQ(out[0].data<float>()[0], 256.0f);
+    EXPECT_EQ(out[0].data<float>()[256 * 256 - 1], 256.0f);
+  }
+}
+
 TEST(DirectSessionTest, RunBeforeCreateIsFailedPrecondition) {
   DirectSession session{SessionOptions()};
   std::vector<Tensor> out;

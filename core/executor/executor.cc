@@ -421,6 +421,7 @@ void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
         params.clock = step->clock;
         params.deadline = step->deadline;
         params.rendezvous = step->args->rendezvous;
+        params.eigen_device = step->args->eigen_device;
         OpKernelContext ctx(params);
         if (step->trace) step->times[id].op_start = absl::ToUnixMicros(absl::Now());
         status = Annotate(item.kernel->Compute(&ctx), item.error_prefix);

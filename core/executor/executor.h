@@ -57,6 +57,9 @@ struct ExecutorRunArgs {
   StepStats* stats = nullptr;
   // With `stats`: also each node's outputs (dtype, shape, bytes), as FULL_TRACE asks.
   bool trace_outputs = false;
+  // Where kernels split their work (OpKernelContext::eigen_device); null: the
+  // process-wide default. Not owned.
+  const Eigen::ThreadPoolDevice* eigen_device = nullptr;
   // Handed to kernels (OpKernelContext::rendezvous) for _Send/_Recv; not owned.
   Rendezvous* rendezvous = nullptr;
   // When set and cancelled (before or during the run), the step fails with its reason
