@@ -23,6 +23,9 @@ namespace {
 constexpr char kTempMarker[] = ".tempstate";
 // The most checkpoints a Saver's list sent with BeginCheckpoint may hold.
 constexpr int kMaxSaverCheckpoints = 100000;
+constexpr size_t kMaxMetaGraphBytes = size_t{32} << 20;
+
+std::string MetaGraphFilename(absl::string_view prefix) { return absl::StrCat(prefix, ".meta"); }
 
 double UnixSeconds(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
 
@@ -96,6 +99,7 @@ struct CheckpointStore::Pending {
   std::string name;
   int num_shards = 0;
   RetentionPolicy retention;
+  std::string meta_graph;  // Serialized; empty: none.
   absl::Time began;
   std::vector<Shard> shards;
 
@@ -239,8 +243,8 @@ namespace {
 
 // Whether `name` is a temp file that the store's own naming produces, and nothing
 // else: "checkpoint.tmp<id>", "<ckpt>.index.tempstate<id>" or
-// "<ckpt>.data-NNNNN-of-NNNNN.tempstate<id>", with a valid checkpoint name and a
-// 16-hex-digit id.
+// "<ckpt>.data-NNNNN-of-NNNNN.tempstate<id>" or "<ckpt>.meta.tempstate<id>", with a
+// valid checkpoint name and a 16-hex-digit id.
 bool IsStoreTempFile(const std::string& name) {
   if (absl::StartsWith(name, kStateTempPrefix)) {
     return IsTempId(absl::string_view(name).substr(std::strlen(kStateTempPrefix)));
@@ -250,11 +254,16 @@ bool IsStoreTempFile(const std::string& name) {
       !IsTempId(absl::string_view(name).substr(marker + std::strlen(kTempMarker)))) {
     return false;
   }
-  const std::string file = name.substr(0, marker);  // "<ckpt>.index" or a data file.
+  const std::string file = name.substr(0, marker);  // "<ckpt>.index", .meta or data.
   std::string ckpt;
   if (!ParseDataFilename(file, &ckpt)) {
-    if (!absl::EndsWith(file, ".index")) return false;
-    ckpt = file.substr(0, file.size() - std::strlen(".index"));
+    if (absl::EndsWith(file, ".index")) {
+      ckpt = file.substr(0, file.size() - std::strlen(".index"));
+    } else if (absl::EndsWith(file, ".meta")) {
+      ckpt = file.substr(0, file.size() - std::strlen(".meta"));
+    } else {
+      return false;
+    }
   }
   return ValidateCheckpointName(ckpt).ok();
 }
@@ -315,12 +324,18 @@ absl::StatusOr<std::string> CheckpointStore::BeginCheckpoint(
   for (const CheckpointInfo& listed : retention.saver_checkpoints()) {
     RETURN_IF_ERROR(Annotate(ValidateCheckpointName(listed.name()), "in the saver's list: "));
   }
+  if (request.meta_graph().size() > kMaxMetaGraphBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the meta graph of checkpoint ", request.name(),
+                                                   " has ", request.meta_graph().size(),
+                                                   " bytes; at most ", kMaxMetaGraphBytes));
+  }
   auto pending = std::make_shared<Pending>();
   pending->run = request.run();
   pending->dir = RunDir(request.run());
   pending->name = request.name();
   pending->num_shards = request.num_shards();
   pending->retention = request.retention();
+  pending->meta_graph = request.meta_graph();
   pending->began = clock_->Now();
   pending->shards.resize(static_cast<size_t>(request.num_shards()));
   RETURN_IF_ERROR(fs_->CreateDirs(pending->dir));
@@ -408,6 +423,8 @@ void CheckpointStore::DeleteTempFiles(const Pending& pending) {
   }
   fs_->DeleteFile(absl::StrCat(IndexFilename(pending.Prefix()), kTempMarker, pending.id))
       .IgnoreError();
+  fs_->DeleteFile(absl::StrCat(MetaGraphFilename(pending.Prefix()), kTempMarker, pending.id))
+      .IgnoreError();
 }
 
 absl::Status CheckpointStore::AbortCheckpoint(const std::string& checkpoint_id) {
@@ -484,6 +501,19 @@ absl::Status CheckpointStore::Publish(const Pending& pending, CheckpointInfo* in
   const std::string temp_index = absl::StrCat(index, kTempMarker, pending.id);
   RETURN_IF_ERROR(WriteIndexFile(fs_, temp_index, pending.num_shards, entries));
   RETURN_IF_ERROR(fs_->RenameFile(temp_index, index));
+  // The meta graph, whole, only beside a complete checkpoint: a crash before it leaves a
+  // checkpoint without one, never a meta graph without a checkpoint.
+  if (!pending.meta_graph.empty()) {
+    const std::string meta = MetaGraphFilename(prefix);
+    const std::string temp_meta = absl::StrCat(meta, kTempMarker, pending.id);
+    {
+      ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs_->NewWritableFile(temp_meta));
+      RETURN_IF_ERROR(file->Append(pending.meta_graph));
+      RETURN_IF_ERROR(file->Sync());
+      RETURN_IF_ERROR(file->Close());
+    }
+    RETURN_IF_ERROR(fs_->RenameFile(temp_meta, meta));
+  }
   RETURN_IF_ERROR(fs_->SyncDir(pending.dir));
   // 4. The state file, replaced atomically; 5. only then retired checkpoints go.
   const double timestamp = UnixSeconds(clock_->Now());
@@ -554,7 +584,11 @@ absl::Status CheckpointStore::UpdateState(const Pending& pending, double timesta
 absl::Status CheckpointStore::DeleteCheckpointFiles(const std::string& dir,
                                                     const std::string& name) {
   ASSIGN_OR_RETURN(std::vector<std::string> files, fs_->ListDir(dir));
-  // The index first, so that a crash midway leaves no visible partial checkpoint.
+  // The meta graph, then the index, so that a crash midway leaves no visible partial
+  // checkpoint and no meta graph without its checkpoint (the data files left without
+  // an index are removed when the store next opens).
+  const std::string meta = MetaGraphFilename(absl::StrCat(dir, "/", name));
+  if (fs_->FileExists(meta).ok()) RETURN_IF_ERROR(fs_->DeleteFile(meta));
   const std::string index = IndexFilename(absl::StrCat(dir, "/", name));
   if (fs_->FileExists(index).ok()) RETURN_IF_ERROR(fs_->DeleteFile(index));
   for (const std::string& file : files) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,11 +45,12 @@ class CheckpointStoreTest : public ::testing::Test {
   // Saves checkpoint `name` of `run` with two shards of two tensors each, whose bytes
   // depend on `seed`.
   absl::Status Save(CheckpointStoreInterface* store, const std::string& run,
-                    const std::string& name, char seed, int max_to_keep = 5,
-                    double keep_hours = 0) {
+                    const std::string& name, char seed, int max_to_keep = 5, double keep_hours = 0,
+                    const std::string& meta_graph = "") {
     BeginCheckpointRequest begin;
     begin.set_run(run);
     begin.set_name(name);
+    begin.set_meta_graph(meta_graph);
     begin.set_num_shards(2);
     begin.mutable_retention()->set_max_to_keep(max_to_keep);
     begin.mutable_retention()->set_keep_checkpoint_every_n_hours(keep_hours);
@@ -367,6 +369,7 @@ TEST_F(CheckpointStoreTest, OpeningRemovesOnlyItsOwnLeftovers) {
   std::filesystem::create_directories(outside);
   const std::string id = "0123456789abcdef";
   const std::vector<std::string> own = {"checkpoint.tmp" + id, "model.ckpt-1.index.tempstate" + id,
+                                        "model.ckpt-1.meta.tempstate" + id,
                                         "r/model.ckpt-2.data-00000-of-00002.tempstate" + id,
                                         "r/model.ckpt-3.data-00001-of-00002"};
   const std::vector<std::string> others = {"notes.tempstate",
@@ -374,6 +377,7 @@ TEST_F(CheckpointStoreTest, OpeningRemovesOnlyItsOwnLeftovers) {
                                            "checkpoint.tmpfoo",
                                            "model.ckpt-1.index.tempstate1234",
                                            "r/bad name.data-00000-of-00001",
+                                           "r/notes.meta",
                                            "r/.data-00000-of-00001"};
   for (const std::string& name : own) std::ofstream(root_ + "/" + name) << "x";
   for (const std::string& name : others) std::ofstream(root_ + "/" + name) << "x";
@@ -392,6 +396,44 @@ TEST_F(CheckpointStoreTest, OpeningRemovesOnlyItsOwnLeftovers) {
   EXPECT_TRUE(
       std::filesystem::exists(outside + "/model.ckpt-1.data-00000-of-00001.tempstate" + id));
   EXPECT_TRUE(std::filesystem::exists(outside + "/model.ckpt-4.data-00000-of-00001"));
+}
+
+std::string FileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A checkpoint's meta graph ("<name>.meta", TensorFlow's Saver's) is written when it
+// commits, replaced or removed when the name is saved again, and retired with it.
+TEST_F(CheckpointStoreTest, MetaGraphIsCommittedAndRetiredWithItsCheckpoint) {
+  auto store = OpenStore(FileSystem::Posix());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(Save(store.get(), "", "model.ckpt-1", 'a', 2, 0, "meta one").ok());
+  EXPECT_EQ(FileText(root_ + "/model.ckpt-1.meta"), "meta one");
+  ASSERT_TRUE(Save(store.get(), "", "model.ckpt-2", 'b', 2, 0, "meta two").ok());
+  ASSERT_TRUE(Save(store.get(), "", "model.ckpt-3", 'c', 2, 0, "meta three").ok());
+  EXPECT_EQ(Names(store.get(), ""), (std::vector<std::string>{"model.ckpt-2", "model.ckpt-3"}));
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/model.ckpt-1.meta"));
+  EXPECT_EQ(FileText(root_ + "/model.ckpt-2.meta"), "meta two");
+  // Saved again without one: the old meta graph goes with the old files.
+  ASSERT_TRUE(Save(store.get(), "", "model.ckpt-3", 'd', 2).ok());
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/model.ckpt-3.meta"));
+
+  // An aborted checkpoint leaves none.
+  BeginCheckpointRequest begin;
+  begin.set_name("model.ckpt-4");
+  begin.set_num_shards(1);
+  begin.set_meta_graph("meta four");
+  auto id = store->BeginCheckpoint(begin);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(store->AbortCheckpoint(*id).ok());
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/model.ckpt-4.meta"));
+
+  // At most 32 MiB.
+  begin.set_meta_graph(std::string((size_t{32} << 20) + 1, 'x'));
+  absl::Status big = store->BeginCheckpoint(begin).status();
+  EXPECT_EQ(big.code(), absl::StatusCode::kInvalidArgument) << big;
+  EXPECT_TRUE(absl::StrContains(big.message(), "meta graph")) << big;
 }
 
 // A symbolic link inside the root that leads out of it is not followed: a run behind
@@ -425,14 +467,16 @@ TEST_F(CheckpointStoreTest, CrashAtEveryPointLeavesNoTornCheckpoint) {
     root_ = std::string(std::getenv("TEST_TMPDIR")) + "/crash" + std::to_string(crash_at);
     {
       auto store = OpenStore(fs_);
-      ASSERT_TRUE(Save(store.get(), "r", "model.ckpt-1", 'a').ok());
-      ASSERT_TRUE(Save(store.get(), "r", "model.ckpt-2", 'b', 2).ok());
+      ASSERT_TRUE(Save(store.get(), "r", "model.ckpt-1", 'a', 5, 0, "meta of model.ckpt-1").ok());
+      ASSERT_TRUE(Save(store.get(), "r", "model.ckpt-2", 'b', 2, 0, "meta of model.ckpt-2").ok());
     }
     test::CrashingFileSystem crashing(fs_, crash_at);
     {
       // Opening (leftover removal) and saving 3, which retires 1 (max_to_keep 2).
       auto store = CheckpointStore::Open(&crashing, root_, &clock_);
-      if (store.ok()) Save(store->get(), "r", "model.ckpt-3", 'c', 2).IgnoreError();
+      if (store.ok()) {
+        Save(store->get(), "r", "model.ckpt-3", 'c', 2, 0, "meta of model.ckpt-3").IgnoreError();
+      }
     }
     auto store = OpenStore(fs_);  // The restart.
     auto latest = store->LatestCheckpoint("r");
@@ -453,6 +497,13 @@ TEST_F(CheckpointStoreTest, CrashAtEveryPointLeavesNoTornCheckpoint) {
     for (const std::string& file : *files) {
       EXPECT_EQ(file.find("tempstate"), std::string::npos) << file;
       EXPECT_EQ(file.find("checkpoint.tmp"), std::string::npos) << file;
+      // A meta graph is whole, and only beside a complete checkpoint.
+      if (absl::EndsWith(file, ".meta")) {
+        const std::string ckpt = file.substr(0, file.size() - 5);
+        EXPECT_TRUE(std::filesystem::exists(root_ + "/r/" + ckpt + ".index"))
+            << file << " at crash point " << crash_at;
+        EXPECT_EQ(FileText(root_ + "/r/" + file), "meta of " + ckpt) << crash_at;
+      }
     }
     if (!crashing.crashed()) break;  // The save ran to the end: every point was tried.
   }

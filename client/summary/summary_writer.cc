@@ -148,6 +148,14 @@ absl::Status SummaryWriter::AddGraph(const GraphDef& graph, int64_t step) {
   return AddEvent(event);
 }
 
+absl::Status SummaryWriter::AddMetaGraph(const MetaGraphDef& meta_graph, int64_t step) {
+  Event event;
+  event.set_wall_time(Now());
+  event.set_step(step);
+  meta_graph.SerializeToString(event.mutable_meta_graph_def());
+  return AddEvent(event);
+}
+
 absl::Status SummaryWriter::AddSessionLog(SessionLog::SessionStatus status, int64_t step,
                                           const std::string& checkpoint_path) {
   if (status == SessionLog::START) {

@@ -30,6 +30,7 @@
 #include "core/clock.h"
 #include "proto/event.pb.h"
 #include "proto/graph.pb.h"
+#include "proto/meta_graph.pb.h"
 #include "proto/summary.pb.h"
 #include "summary_writer/event_sink.h"
 
@@ -74,6 +75,9 @@ class SummaryWriter {
   absl::Status AddSummary(const std::string& serialized_summary, int64_t step);
   // Writes Event.graph_def, which TensorBoard's graph view shows.
   absl::Status AddGraph(const GraphDef& graph, int64_t step = 0);
+  // Writes Event.meta_graph_def (TensorFlow's add_meta_graph): TensorBoard shows its
+  // graph with the collections and saver.
+  absl::Status AddMetaGraph(const MetaGraphDef& meta_graph, int64_t step = 0);
   // Writes a SessionLog. START on a file that already holds summaries closes it and
   // opens a new one that begins with START at `step` (see the file comment).
   absl::Status AddSessionLog(SessionLog::SessionStatus status, int64_t step,

@@ -2,8 +2,10 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/training/hook_util.h"
+#include "client/training/meta_graph.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 
@@ -64,10 +66,20 @@ absl::Status CheckpointSaverHook::Begin(const Scope& scope) {
 
 absl::Status CheckpointSaverHook::AfterCreateSession(ClientSession* session, Coordinator*) {
   ASSIGN_OR_RETURN(int64_t step, ReadGlobalStep(session, global_step_));
-  if (options_.summary_writer != nullptr) {
+  if (options_.summary_writer != nullptr || options_.save_graph_def) {
     GraphDef graph;
     RETURN_IF_ERROR(session->graph()->ToGraphDef(&graph));
-    RETURN_IF_ERROR(options_.summary_writer->AddGraph(graph, step));
+    if (options_.save_graph_def && !absl::StrContains(options_.checkpoint_location, "://")) {
+      RETURN_IF_ERROR(WriteGraph(graph, options_.checkpoint_location, "graph.pbtxt"));
+    }
+    if (options_.summary_writer != nullptr) {
+      RETURN_IF_ERROR(options_.summary_writer->AddGraph(graph, step));
+      if (options_.save_graph_def) {
+        ASSIGN_OR_RETURN(const MetaGraphDef meta,
+                         ExportMetaGraph(Scope::RootScopeFor(session->graph()), saver_));
+        RETURN_IF_ERROR(options_.summary_writer->AddMetaGraph(meta, step));
+      }
+    }
   }
   // The checkpoint saved here is the state at `step`. A listener cannot stop training
   // before the first run.
@@ -115,7 +127,8 @@ absl::StatusOr<bool> CheckpointSaverHook::Save(ClientSession* session, int64_t s
   }
   // The saver's nodes may be newer than the session's graph.
   RETURN_IF_ERROR(session->ExtendIfNeeded());
-  ASSIGN_OR_RETURN(std::string path, saver_->Save(session->session(), save_path_, step));
+  ASSIGN_OR_RETURN(std::string path,
+                   saver_->Save(session->session(), save_path_, step, options_.save_graph_def));
   if (options_.summary_writer != nullptr && !path.empty()) {  // "": an empty saver.
     RETURN_IF_ERROR(options_.summary_writer->AddSessionLog(SessionLog::CHECKPOINT, step, path));
   }

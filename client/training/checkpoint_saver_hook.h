@@ -62,9 +62,13 @@ struct CheckpointSaverHookOptions {
   std::string checkpoint_basename = "model.ckpt";
   // Not owned; called in order.
   std::vector<CheckpointSaverListener*> listeners;
-  // If set (not owned): the graph at session creation and a SessionLog CHECKPOINT per
-  // save are written to it.
+  // If set (not owned): the graph (and with save_graph_def the meta graph) at session
+  // creation and a SessionLog CHECKPOINT per save are written to it.
   SummaryWriter* summary_writer = nullptr;
+  // TensorFlow's save_graph_def: at session creation the graph is written as
+  // "graph.pbtxt" in a local checkpoint location (a checkpoint store over gRPC keeps
+  // checkpoints only), and every checkpoint gets its meta graph ("model.ckpt-N.meta").
+  bool save_graph_def = true;
   // Global steps one run advances (several steps in one run); saves are decided on the
   // step a run will reach.
   int64_t steps_per_run = 1;

@@ -1,11 +1,13 @@
 #include "client/training/checkpoint_saver_hook.h"
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "client/training/hooked_session.h"
 #include "client/training/hooks_test_util.h"
+#include "client/training/meta_graph.h"
 #include "gtest/gtest.h"
 
 namespace overseer {
@@ -289,8 +291,16 @@ TEST_F(CheckpointSaverHookTest, SummaryWriterGetsGraphAndCheckpointLogs) {
   ASSERT_TRUE(writer->Flush().ok());
   std::vector<Event> events = test::ReadEvents(logdir);
   int graphs = 0;
+  int meta_graphs = 0;
   std::vector<std::pair<int64_t, std::string>> checkpoints;
   for (const Event& e : events) {
+    if (!e.meta_graph_def().empty()) {
+      MetaGraphDef meta;
+      ASSERT_TRUE(meta.ParseFromString(e.meta_graph_def()));
+      EXPECT_GT(meta.graph_def().node_size(), 0);
+      EXPECT_TRUE(meta.has_saver_def());
+      ++meta_graphs;
+    }
     if (!e.graph_def().empty()) {
       GraphDef graph;
       ASSERT_TRUE(graph.ParseFromString(e.graph_def()));
@@ -304,9 +314,25 @@ TEST_F(CheckpointSaverHookTest, SummaryWriterGetsGraphAndCheckpointLogs) {
     }
   }
   EXPECT_EQ(graphs, 1);
+  EXPECT_EQ(meta_graphs, 1);
   EXPECT_EQ(checkpoints,
             (std::vector<std::pair<int64_t, std::string>>{{0, model_dir_ + "/model.ckpt-0"},
                                                           {2, model_dir_ + "/model.ckpt-2"}}));
+  // TensorFlow's save_graph_def: graph.pbtxt, and a meta graph beside each checkpoint.
+  EXPECT_TRUE(std::filesystem::exists(model_dir_ + "/graph.pbtxt"));
+  auto meta = ReadMetaGraph(model_dir_ + "/model.ckpt-2.meta");
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  EXPECT_TRUE(meta->has_saver_def());
+}
+
+TEST_F(CheckpointSaverHookTest, SaveGraphDefFalseWritesNoGraphFiles) {
+  CheckpointSaverHookOptions options = SaveSteps(2);
+  options.save_graph_def = false;
+  auto hook = NewHook(options);
+  ASSERT_TRUE(hook->AfterCreateSession(m_.session.get(), nullptr).ok());
+  EXPECT_TRUE(std::filesystem::exists(model_dir_ + "/model.ckpt-0.index"));
+  EXPECT_FALSE(std::filesystem::exists(model_dir_ + "/graph.pbtxt"));
+  EXPECT_FALSE(std::filesystem::exists(model_dir_ + "/model.ckpt-0.meta"));
 }
 
 TEST_F(CheckpointSaverHookTest, SaveCheckpointBeforeFirstTrainStep) {

@@ -8,6 +8,7 @@
 #include "client/graph/ops_array.h"
 #include "client/graph/ops_input.h"
 #include "client/graph/ops_state.h"
+#include "client/training/meta_graph.h"
 #include "core/clock.h"
 #include "core/status_macros.h"
 
@@ -110,6 +111,7 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
   Operation restore_all = ops::NoOp(s.WithOpName("restore_all").WithControlDependencies(restores));
   RETURN_IF_ERROR(scope.status());
   saver->options_ = std::move(options);
+  saver->graph_ = scope.graph_as_shared_ptr();
   saver->num_shards_ = static_cast<int>(shards.size());
   saver->location_feed_ = location.name();
   saver->id_feed_ = id.name();
@@ -119,8 +121,63 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
   return saver;
 }
 
+SaverDef Saver::ToSaverDef() const {
+  SaverDef def;
+  def.set_filename_tensor_name(checkpoint_feed_);
+  def.set_save_tensor_name(save_target_);
+  def.set_restore_op_name(restore_target_);
+  def.set_max_to_keep(options_.max_to_keep);
+  def.set_sharded(options_.sharded);
+  def.set_keep_checkpoint_every_n_hours(static_cast<float>(options_.keep_checkpoint_every_n_hours));
+  def.set_version(SaverDef::V2);
+  def.set_location_tensor_name(location_feed_);
+  def.set_checkpoint_id_tensor_name(id_feed_);
+  def.set_num_shards(num_shards_);
+  def.set_store_retention_list(options_.retention_list == SaverOptions::RetentionList::kStore);
+  return def;
+}
+
+absl::StatusOr<std::unique_ptr<Saver>> Saver::FromSaverDef(const Scope& scope,
+                                                           const SaverDef& def) {
+  const ClientGraph& graph = *scope.graph();
+  if (def.num_shards() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SaverDef: num_shards must be at least 1, got ", def.num_shards()));
+  }
+  const std::pair<const char*, const std::string*> names[] = {
+      {"filename_tensor_name", &def.filename_tensor_name()},
+      {"save_tensor_name", &def.save_tensor_name()},
+      {"restore_op_name", &def.restore_op_name()},
+      {"location_tensor_name", &def.location_tensor_name()},
+      {"checkpoint_id_tensor_name", &def.checkpoint_id_tensor_name()}};
+  for (const auto& [field, name] : names) {
+    const std::string node = name->substr(0, name->find(':'));
+    if (node.empty() || graph.FindNode(node) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SaverDef: ", field, " '", *name, "' names no node of the graph"));
+    }
+  }
+  std::unique_ptr<Saver> saver(new Saver());
+  saver->graph_ = scope.graph_as_shared_ptr();
+  const size_t slash = def.save_tensor_name().rfind('/');
+  saver->options_.name =
+      slash == std::string::npos ? std::string("save") : def.save_tensor_name().substr(0, slash);
+  saver->options_.max_to_keep = def.max_to_keep();
+  saver->options_.keep_checkpoint_every_n_hours = def.keep_checkpoint_every_n_hours();
+  saver->options_.sharded = def.sharded();
+  saver->options_.retention_list = def.store_retention_list() ? SaverOptions::RetentionList::kStore
+                                                              : SaverOptions::RetentionList::kSaver;
+  saver->num_shards_ = def.num_shards();
+  saver->location_feed_ = def.location_tensor_name();
+  saver->id_feed_ = def.checkpoint_id_tensor_name();
+  saver->checkpoint_feed_ = def.filename_tensor_name();
+  saver->save_target_ = def.save_tensor_name();
+  saver->restore_target_ = def.restore_op_name();
+  return saver;
+}
+
 absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& prefix,
-                                        int64_t global_step) {
+                                        int64_t global_step, bool write_meta_graph) {
   if (empty_) {
     LOG(INFO) << "Saver " << options_.name << ": no variables to save; nothing is written";
     return std::string();
@@ -149,6 +206,18 @@ absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& pre
       CheckpointInfo* listed = begin.mutable_retention()->add_saver_checkpoints();
       listed->set_name(listed_name);
       listed->set_timestamp(last_timestamps_[i]);
+    }
+  }
+  if (write_meta_graph && graph_ != nullptr) {
+    ASSIGN_OR_RETURN(const MetaGraphDef meta,
+                     ExportMetaGraph(Scope::RootScopeFor(graph_.get()), this));
+    constexpr size_t kMaxMetaGraphBytes = size_t{32} << 20;  // The store's limit.
+    if (meta.ByteSizeLong() <= kMaxMetaGraphBytes) {
+      meta.SerializeToString(begin.mutable_meta_graph());
+    } else {
+      LOG(WARNING) << "Saver " << options_.name << ": the meta graph of " << name << " has "
+                   << meta.ByteSizeLong() << " bytes, over the " << kMaxMetaGraphBytes
+                   << " a checkpoint keeps; saving without " << name << ".meta";
     }
   }
   ASSIGN_OR_RETURN(std::string id, where.store->BeginCheckpoint(begin));

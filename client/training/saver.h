@@ -21,6 +21,7 @@
 #include "client/graph/scope.h"
 #include "client/graph/variables.h"
 #include "client/session/session.h"
+#include "proto/meta_graph.pb.h"
 
 namespace overseer {
 
@@ -58,9 +59,11 @@ class Saver {
   // Saves the variables as "<prefix>-<global_step>" (or "<prefix>" when global_step < 0)
   // and returns that path. Errors of the store or of running the graph; on failure the
   // checkpoint is aborted and nothing becomes visible. An empty saver writes nothing
-  // and returns "" (TensorFlow's None).
+  // and returns "" (TensorFlow's None). With `write_meta_graph` (TensorFlow's default)
+  // the graph's meta graph (meta_graph.h) is committed beside it as "<path>.meta" and
+  // retired with it; one over 32 MiB is left out with a warning.
   absl::StatusOr<std::string> Save(Session* session, const std::string& prefix,
-                                   int64_t global_step = -1);
+                                   int64_t global_step = -1, bool write_meta_graph = true);
   // Assigns every variable of the saver from checkpoint `path` ("<location>/<name>").
   // NOT_FOUND naming a missing checkpoint or variable; DATA_LOSS for damaged files.
   // An empty saver does nothing.
@@ -68,6 +71,15 @@ class Saver {
 
   // Whether it has no variables (allow_empty).
   bool empty() const { return empty_; }
+
+  // Its definition (TensorFlow's saver_def), for a meta graph (meta_graph.h).
+  // Precondition: !empty().
+  SaverDef ToSaverDef() const;
+  // The Saver `def` defines over the nodes of the scope's graph (an imported meta
+  // graph's). INVALID_ARGUMENT naming what is missing or malformed: a node the
+  // definition names that the graph lacks, or a shard count below 1.
+  static absl::StatusOr<std::unique_ptr<Saver>> FromSaverDef(const Scope& scope,
+                                                             const SaverDef& def);
 
   // The checkpoints in this saver's list, oldest first (see RetentionList).
   const std::vector<std::string>& last_checkpoints() const { return last_checkpoints_; }
@@ -82,6 +94,7 @@ class Saver {
   Saver() = default;
 
   SaverOptions options_;
+  std::shared_ptr<ClientGraph> graph_;  // For the meta graph of each save.
   bool empty_ = false;
   int num_shards_ = 1;
   std::string location_feed_;    // "save/location:0"
