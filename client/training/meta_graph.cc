@@ -10,6 +10,7 @@
 #include "core/io/file_system.h"
 #include "core/status_macros.h"
 #include "google/protobuf/text_format.h"
+#include "proto/queue_runner.pb.h"
 
 namespace overseer {
 namespace {
@@ -136,6 +137,66 @@ absl::Status AddCollection(ClientGraph* graph, const std::string& key,
   return absl::OkStatus();
 }
 
+// `name` ("a", "a:0", "^a") inside `prefix`.
+std::string PrefixName(const std::string& prefix, const std::string& name) {
+  if (absl::StartsWith(name, "^")) return absl::StrCat("^", prefix, "/", name.substr(1));
+  return absl::StrCat(prefix, "/", name);
+}
+
+// `meta` with every name inside `prefix`.
+MetaGraphDef Prefixed(const MetaGraphDef& given, const std::string& prefix) {
+  MetaGraphDef meta = given;
+  for (NodeDef& node : *meta.mutable_graph_def()->mutable_node()) {
+    node.set_name(PrefixName(prefix, node.name()));
+    for (std::string& input : *node.mutable_input()) input = PrefixName(prefix, input);
+    auto colocation = node.mutable_attr()->find("_class");
+    if (colocation != node.mutable_attr()->end()) {
+      for (std::string& s : *colocation->second.mutable_list()->mutable_s()) {
+        if (absl::StartsWith(s, "loc:@")) s = absl::StrCat("loc:@", prefix, "/", s.substr(5));
+      }
+    }
+  }
+  for (auto& [key, collection] : *meta.mutable_collection_def()) {
+    if (collection.has_node_list()) {
+      for (std::string& value : *collection.mutable_node_list()->mutable_value()) {
+        value = PrefixName(prefix, value);
+      }
+    } else if (collection.has_bytes_list() && IsVariableCollection(key)) {
+      for (std::string& bytes : *collection.mutable_bytes_list()->mutable_value()) {
+        VariableDef def;
+        if (!def.ParseFromString(bytes)) continue;  // AddCollection reports it.
+        def.set_variable_name(PrefixName(prefix, def.variable_name()));
+        def.set_initializer_name(PrefixName(prefix, def.initializer_name()));
+        def.set_snapshot_name(PrefixName(prefix, def.snapshot_name()));
+        if (!def.initial_value_name().empty()) {
+          def.set_initial_value_name(PrefixName(prefix, def.initial_value_name()));
+        }
+        bytes = def.SerializeAsString();
+      }
+    } else if (collection.has_bytes_list() && key == GraphKeys::kQueueRunners) {
+      for (std::string& bytes : *collection.mutable_bytes_list()->mutable_value()) {
+        QueueRunnerDef def;
+        if (!def.ParseFromString(bytes)) continue;  // QueueRunnersInGraph reports it.
+        def.set_queue_name(PrefixName(prefix, def.queue_name()));
+        for (std::string& op : *def.mutable_enqueue_op_name()) op = PrefixName(prefix, op);
+        def.set_close_op_name(PrefixName(prefix, def.close_op_name()));
+        def.set_cancel_op_name(PrefixName(prefix, def.cancel_op_name()));
+        bytes = def.SerializeAsString();
+      }
+    }
+  }
+  if (meta.has_saver_def()) {
+    SaverDef* saver = meta.mutable_saver_def();
+    for (std::string* name :
+         {saver->mutable_filename_tensor_name(), saver->mutable_save_tensor_name(),
+          saver->mutable_restore_op_name(), saver->mutable_location_tensor_name(),
+          saver->mutable_checkpoint_id_tensor_name()}) {
+      *name = PrefixName(prefix, *name);
+    }
+  }
+  return meta;
+}
+
 }  // namespace
 
 absl::StatusOr<MetaGraphDef> ExportMetaGraph(const Scope& scope, const Saver* saver,
@@ -164,12 +225,18 @@ absl::StatusOr<MetaGraphDef> ExportMetaGraph(const Scope& scope, const Saver* sa
 }
 
 absl::StatusOr<std::unique_ptr<Saver>> ImportMetaGraph(const Scope& scope,
-                                                       const MetaGraphDef& meta) {
+                                                       const MetaGraphDef& given,
+                                                       const std::string& import_scope) {
   ClientGraph* graph = scope.graph();
   if (graph->finalized()) {
     return absl::FailedPreconditionError(
         "importing the meta graph: the graph is finalized and cannot be modified");
   }
+  if (!import_scope.empty() && !IsName(import_scope)) {
+    return absl::InvalidArgumentError(absl::StrCat("importing the meta graph: import scope '",
+                                                   import_scope, "' is not a valid name scope"));
+  }
+  const MetaGraphDef meta = import_scope.empty() ? given : Prefixed(given, import_scope);
   RETURN_IF_ERROR(AddNodes(graph, meta.graph_def()));
   // Variable collections first: the records they rebuild are what the others name.
   for (const bool variables : {true, false}) {

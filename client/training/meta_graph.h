@@ -40,11 +40,14 @@ absl::StatusOr<MetaGraphDef> ExportMetaGraph(const Scope& scope, const Saver* sa
 
 // Adds the meta graph's nodes to the scope's graph (in an order that puts inputs
 // first) and its collections, and returns the Saver it defines (null if it has none).
-// INVALID_ARGUMENT naming the node for a node the graph refuses (a name already in
-// it, an unknown op, an input no node gives) or a malformed collection; the graph may
-// then hold the nodes added before it. FAILED_PRECONDITION for a finalized graph.
-absl::StatusOr<std::unique_ptr<Saver>> ImportMetaGraph(const Scope& scope,
-                                                       const MetaGraphDef& meta);
+// With `import_scope` (TensorFlow's), every name (nodes, their inputs and colocation,
+// the collections' names, the saver's) is prefixed "<import_scope>/", so that a graph
+// can hold two copies. INVALID_ARGUMENT naming the node for a node the graph refuses
+// (a name already in it, an unknown op, an input no node gives) or a malformed
+// collection; the graph may then hold the nodes added before it. FAILED_PRECONDITION
+// for a finalized graph.
+absl::StatusOr<std::unique_ptr<Saver>> ImportMetaGraph(const Scope& scope, const MetaGraphDef& meta,
+                                                       const std::string& import_scope = "");
 
 // Writes `meta` to `path` in binary, whole: a temporary file, synced, renamed over it.
 absl::Status WriteMetaGraph(const MetaGraphDef& meta, const std::string& path);

@@ -116,6 +116,29 @@ TEST(MetaGraphTest, RestoreAndTrainWithoutTheCodeThatBuiltTheModel) {
   EXPECT_EQ(Read(session->get(), graph, "w/read:0"), (std::vector<float>{4, 4}));
   auto saved = (*saver)->Save((*session)->session(), TestDir() + "/model.ckpt", 4);
   ASSERT_TRUE(saved.ok()) << saved.status();
+  // A second copy under an import scope: its own names, variables, queue runner and
+  // Saver, which restores the same checkpoint.
+  auto copy_saver = ImportMetaGraph(root, *meta, "copy");
+  ASSERT_TRUE(copy_saver.ok()) << copy_saver.status();
+  ASSERT_NE(*copy_saver, nullptr);
+  std::vector<std::string> all;
+  for (const Variable& v : GlobalVariables(graph)) all.push_back(v.name());
+  EXPECT_EQ(all, (std::vector<std::string>{"w", "global_step", "copy/w", "copy/global_step"}));
+  EXPECT_EQ(graph.GetCollection("train_op"),
+            (std::vector<std::string>{"train_op", "copy/train_op"}));
+  auto both_runners = QueueRunnersInGraph(graph);
+  ASSERT_TRUE(both_runners.ok()) << both_runners.status();
+  EXPECT_EQ(both_runners->size(), 2u);
+  ASSERT_TRUE((*session)->ExtendIfNeeded().ok());
+  const absl::Status copy_restored = (*copy_saver)->Restore((*session)->session(), checkpoint);
+  ASSERT_TRUE(copy_restored.ok()) << copy_restored;
+  ASSERT_TRUE(RunOp(session->get(), graph, "copy/train_op").ok());
+  ASSERT_TRUE(RunOp(session->get(), graph, "copy/train_op").ok());
+  EXPECT_EQ(Read(session->get(), graph, "copy/w/read:0"), (std::vector<float>{5, 5}));
+  EXPECT_EQ(Read(session->get(), graph, "w/read:0"), (std::vector<float>{4, 4}));
+  EXPECT_EQ(ImportMetaGraph(root, *meta, "bad scope").status().code(),
+            absl::StatusCode::kInvalidArgument);
+
   // New nodes get names of their own next to the imported ones.
   Variable more = MakeVariable(root.WithOpName("w"), Tensor::Scalar<float>(0));
   EXPECT_EQ(more.name(), "w_1");
