@@ -1,44 +1,52 @@
 #include "client/graph/ops_queue.h"
 
+#include <functional>
+#include <string>
+
 #include "client/graph/graph_builder.h"
 
 namespace overseer {
 namespace ops {
 
+namespace {
+
+// A queue op with the attrs every kind has; `extra` adds the kind's own.
+Output QueueOp(const Scope& scope, const char* op, const std::vector<DataType>& component_types,
+               const std::vector<PartialShape>& shapes, int64_t capacity,
+               const std::string& container, const std::string& shared_name,
+               const std::function<void(NodeBuilder*)>& extra = nullptr) {
+  NodeBuilder builder(scope, op);
+  builder.Attr("component_types", component_types)
+      .Attr("shapes", shapes)
+      .Attr("capacity", capacity)
+      .Attr("container", container)
+      .Attr("shared_name", shared_name);
+  if (extra) extra(&builder);
+  return FirstOutput(builder.Finalize());
+}
+
+}  // namespace
+
 Output FIFOQueue(const Scope& scope, const std::vector<DataType>& component_types,
                  const FIFOQueueAttrs& attrs) {
-  return FirstOutput(NodeBuilder(scope, "FIFOQueue")
-                         .Attr("component_types", component_types)
-                         .Attr("shapes", attrs.shapes)
-                         .Attr("capacity", attrs.capacity)
-                         .Attr("container", attrs.container)
-                         .Attr("shared_name", attrs.shared_name)
-                         .Finalize());
+  return QueueOp(scope, "FIFOQueue", component_types, attrs.shapes, attrs.capacity, attrs.container,
+                 attrs.shared_name);
 }
 
 Output RandomShuffleQueue(const Scope& scope, const std::vector<DataType>& component_types,
                           const RandomShuffleQueueAttrs& attrs) {
-  return FirstOutput(NodeBuilder(scope, "RandomShuffleQueue")
-                         .Attr("component_types", component_types)
-                         .Attr("shapes", attrs.shapes)
-                         .Attr("capacity", attrs.capacity)
-                         .Attr("min_after_dequeue", attrs.min_after_dequeue)
-                         .Attr("seed", attrs.seed)
-                         .Attr("seed2", attrs.seed2)
-                         .Attr("container", attrs.container)
-                         .Attr("shared_name", attrs.shared_name)
-                         .Finalize());
+  return QueueOp(scope, "RandomShuffleQueue", component_types, attrs.shapes, attrs.capacity,
+                 attrs.container, attrs.shared_name, [&](NodeBuilder* builder) {
+                   builder->Attr("min_after_dequeue", attrs.min_after_dequeue)
+                       .Attr("seed", attrs.seed)
+                       .Attr("seed2", attrs.seed2);
+                 });
 }
 
 Output PaddingFIFOQueue(const Scope& scope, const std::vector<DataType>& component_types,
                         const FIFOQueueAttrs& attrs) {
-  return FirstOutput(NodeBuilder(scope, "PaddingFIFOQueue")
-                         .Attr("component_types", component_types)
-                         .Attr("shapes", attrs.shapes)
-                         .Attr("capacity", attrs.capacity)
-                         .Attr("container", attrs.container)
-                         .Attr("shared_name", attrs.shared_name)
-                         .Finalize());
+  return QueueOp(scope, "PaddingFIFOQueue", component_types, attrs.shapes, attrs.capacity,
+                 attrs.container, attrs.shared_name);
 }
 
 Operation QueueEnqueue(const Scope& scope, Input handle, const InputList& components,

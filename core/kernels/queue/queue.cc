@@ -258,6 +258,10 @@ absl::Status Queue::WaitFor(const Turn& turn, const Waiter& waiter, Ready ready,
   return absl::OkStatus();
 }
 
+bool Queue::HasRoom() const {
+  return capacity_ < 0 || static_cast<int64_t>(elements_.size()) < capacity_;
+}
+
 int64_t Queue::Available() const {
   const int64_t size = static_cast<int64_t>(elements_.size());
   if (closed_ || options_.kind != QueueOptions::Kind::kRandomShuffle) return size;
@@ -293,11 +297,8 @@ absl::Status Queue::Enqueue(const Tuple& tuple, const QueueWait& wait) {
   Turn turn(&enqueuers_, next_ticket_++);
   RETURN_IF_ERROR(WaitFor(
       turn, waiter,
-      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return cancel_enqueues_ || capacity_ < 0 ||
-               static_cast<int64_t>(elements_.size()) < capacity_;
-      },
-      wait, "enqueue"));
+      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cancel_enqueues_ || HasRoom(); }, wait,
+      "enqueue"));
   if (cancel_enqueues_) return ClosedError();
   elements_.push_back(tuple);
   return absl::OkStatus();
@@ -319,13 +320,10 @@ absl::Status Queue::EnqueueMany(const Tuple& batch, const QueueWait& wait) {
   while (!rows.empty()) {
     RETURN_IF_ERROR(WaitFor(
         turn, waiter,
-        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return cancel_enqueues_ || capacity_ < 0 ||
-                 static_cast<int64_t>(elements_.size()) < capacity_;
-        },
-        wait, "enqueue"));
+        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cancel_enqueues_ || HasRoom(); }, wait,
+        "enqueue"));
     if (cancel_enqueues_) return ClosedError();
-    while (!rows.empty() && (capacity_ < 0 || static_cast<int64_t>(elements_.size()) < capacity_)) {
+    while (!rows.empty() && HasRoom()) {
       elements_.push_back(std::move(rows.front()));
       rows.pop_front();
     }

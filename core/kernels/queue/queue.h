@@ -128,6 +128,8 @@ class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
   template <typename Ready>
   absl::Status WaitFor(const Turn& turn, const Waiter& waiter, Ready ready, const QueueWait& wait,
                        absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether an element fits now.
+  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Elements a dequeue may take now.
   int64_t Available() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes one element (Available() > 0): the oldest, or a random one.
