@@ -153,14 +153,15 @@ TEST_F(CheckpointClusterTest, PsShardsSurviveKillNineOfBothPs) {
   ASSERT_TRUE(path.ok()) << path.status();
   EXPECT_EQ(*path, Location() + "/model.ckpt-5");
 
-  // One index, two data shards, each tensor in the shard of the ps that holds it.
+  // One index, two data shards, each tensor in the shard of the ps that holds it, and
+  // the meta graph the trainer sent through the store.
   std::set<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(root_ + "/trainer")) {
     files.insert(entry.path().filename().string());
   }
-  EXPECT_EQ(files, (std::set<std::string>{"checkpoint", "model.ckpt-5.index",
-                                          "model.ckpt-5.data-00000-of-00002",
-                                          "model.ckpt-5.data-00001-of-00002"}));
+  EXPECT_EQ(files, (std::set<std::string>{
+                       "checkpoint", "model.ckpt-5.index", "model.ckpt-5.data-00000-of-00002",
+                       "model.ckpt-5.data-00001-of-00002", "model.ckpt-5.meta"}));
   auto where = ResolveCheckpointLocation(Location());
   ASSERT_TRUE(where.ok()) << where.status();
   auto tensors = where->store->ListTensors("trainer", "model.ckpt-5");
