@@ -28,6 +28,28 @@ absl::Status ReluGrad(const Scope& scope, const Operation& op, const std::vector
 }
 REGISTER_GRADIENT("Relu", ReluGrad);
 
+absl::Status Relu6Grad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                       std::vector<Output>* out) {
+  out->push_back(ops::Relu6Grad(scope, grads[0], op.input(0)));
+  return scope.status();
+}
+REGISTER_GRADIENT("Relu6", Relu6Grad);
+
+absl::Status EluGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
+  out->push_back(ops::EluGrad(scope, grads[0], op.output(0)));
+  return scope.status();
+}
+REGISTER_GRADIENT("Elu", EluGrad);
+
+absl::Status L2LossGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                        std::vector<Output>* out) {
+  // d(sum(t^2) / 2)/dt = t, times the scalar gradient.
+  out->push_back(ops::Mul(scope, op.input(0), grads[0]));
+  return scope.status();
+}
+REGISTER_GRADIENT("L2Loss", L2LossGrad);
+
 absl::Status SoftmaxGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
                          std::vector<Output>* out) {
   // (g - sum(g * y, -1)) * y.

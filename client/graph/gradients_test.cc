@@ -102,6 +102,16 @@ TEST_F(GradientTest, UnaryOps) {
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Tanh(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Relu(s, in[0]); }, {Distinct({2, 3})}),
             kTol);
+  EXPECT_LT(
+      Error([](const Scope& s, auto& in) { return ops::Relu6(s, in[0]); }, {Distinct({2, 3})}),
+      kTol);
+  // Around the upper bend: values from 5.75 to 6.25, none at 6.
+  EXPECT_LT(
+      Error([](const Scope& s, auto& in) { return ops::Relu6(s, in[0]); }, {Distinct({2, 3}, 6.0)}),
+      kTol);
+  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Elu(s, in[0]); }, {Distinct({2, 3})}),
+            kTol);
+  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::L2Loss(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Identity(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error(
                 [](const Scope& s, auto& in) {

@@ -21,6 +21,26 @@ Output ReluGrad(const Scope& scope, Input gradients, Input features) {
   return FirstOutput(NodeBuilder(scope, "ReluGrad").Input(gradients).Input(features).Finalize());
 }
 
+Output Relu6(const Scope& scope, Input features) {
+  return FirstOutput(NodeBuilder(scope, "Relu6").Input(features).Finalize());
+}
+
+Output Relu6Grad(const Scope& scope, Input gradients, Input features) {
+  return FirstOutput(NodeBuilder(scope, "Relu6Grad").Input(gradients).Input(features).Finalize());
+}
+
+Output Elu(const Scope& scope, Input features) {
+  return FirstOutput(NodeBuilder(scope, "Elu").Input(features).Finalize());
+}
+
+Output EluGrad(const Scope& scope, Input gradients, Input outputs) {
+  return FirstOutput(NodeBuilder(scope, "EluGrad").Input(gradients).Input(outputs).Finalize());
+}
+
+Output L2Loss(const Scope& scope, Input t) {
+  return FirstOutput(NodeBuilder(scope, "L2Loss").Input(t).Finalize());
+}
+
 Output Softmax(const Scope& scope, Input logits) {
   return FirstOutput(NodeBuilder(scope, "Softmax").Input(logits).Finalize());
 }

@@ -17,6 +17,14 @@ Output BiasAddGrad(const Scope& scope, Input out_backprop);
 Output Relu(const Scope& scope, Input features);
 // gradients where features > 0, else 0.
 Output ReluGrad(const Scope& scope, Input gradients, Input features);
+// min(max(features, 0), 6) (tf.nn.relu6).
+Output Relu6(const Scope& scope, Input features);
+Output Relu6Grad(const Scope& scope, Input gradients, Input features);
+// features where positive, else exp(features) - 1 (tf.nn.elu).
+Output Elu(const Scope& scope, Input features);
+Output EluGrad(const Scope& scope, Input gradients, Input outputs);
+// sum(t^2) / 2, a scalar (tf.nn.l2_loss).
+Output L2Loss(const Scope& scope, Input t);
 // Along the last dimension.
 Output Softmax(const Scope& scope, Input logits);
 Output LogSoftmax(const Scope& scope, Input logits);

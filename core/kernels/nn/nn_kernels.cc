@@ -1,5 +1,5 @@
-// Kernels of BiasAdd, BiasAddGrad, Relu, Sigmoid, Tanh and the activation gradients
-// ReluGrad, SigmoidGrad, TanhGrad and SqrtGrad.
+// Kernels of BiasAdd, BiasAddGrad, Relu, Relu6, Elu, Sigmoid, Tanh, L2Loss and the
+// activation gradients ReluGrad, Relu6Grad, EluGrad, SigmoidGrad, TanhGrad and SqrtGrad.
 
 #include <string>
 
@@ -95,6 +95,20 @@ struct ReluFn {
     return x.cwiseMax(T(0));
   }
 };
+// min(max(x, 0), 6).
+struct Relu6Fn {
+  template <typename T, typename X>
+  static auto Apply(const X& x) {
+    return x.cwiseMax(T(0)).cwiseMin(T(6));
+  }
+};
+// x where x > 0, else exp(x) - 1.
+struct EluFn {
+  template <typename T, typename X>
+  static auto Apply(const X& x) {
+    return (x < x.constant(T(0))).select(x.exp() - x.constant(T(1)), x);
+  }
+};
 struct SigmoidFn {
   template <typename T, typename X>
   static auto Apply(const X& x) {
@@ -109,9 +123,13 @@ struct TanhFn {
 };
 
 using ReluOp = UnaryOp<ReluFn, true>;
+using Relu6Op = UnaryOp<Relu6Fn, true>;
+using EluOp = UnaryOp<EluFn, false>;
 using SigmoidOp = UnaryOp<SigmoidFn, false>;
 using TanhOp = UnaryOp<TanhFn, false>;
 REGISTER_KERNEL(ReluOp, "Relu");
+REGISTER_KERNEL(Relu6Op, "Relu6");
+REGISTER_KERNEL(EluOp, "Elu");
 REGISTER_KERNEL(SigmoidOp, "Sigmoid");
 REGISTER_KERNEL(TanhOp, "Tanh");
 
@@ -120,6 +138,23 @@ struct ReluGradFn {
   template <typename T, typename A, typename B>
   static auto Apply(const A& gradients, const B& features) {
     return (features > features.constant(T(0))).select(gradients, gradients.constant(T(0)));
+  }
+};
+// Relu6Grad(gradients, features): gradients where 0 < features < 6, else 0.
+struct Relu6GradFn {
+  template <typename T, typename A, typename B>
+  static auto Apply(const A& gradients, const B& features) {
+    return (features > features.constant(T(0)) && features < features.constant(T(6)))
+        .select(gradients, gradients.constant(T(0)));
+  }
+};
+// EluGrad(gradients, outputs): gradients * (outputs + 1) where outputs < 0, else
+// gradients (the derivative of exp(x) - 1 is exp(x) = outputs + 1).
+struct EluGradFn {
+  template <typename T, typename A, typename B>
+  static auto Apply(const A& gradients, const B& outputs) {
+    return (outputs < outputs.constant(T(0)))
+        .select(gradients * (outputs + outputs.constant(T(1))), gradients);
   }
 };
 // SigmoidGrad(y, dy) = dy * y * (1 - y).
@@ -165,13 +200,37 @@ class ActivationGradOp : public OpKernel {
   }
 };
 using ReluGradOp = ActivationGradOp<ReluGradFn, true>;
+using Relu6GradOp = ActivationGradOp<Relu6GradFn, true>;
+using EluGradOp = ActivationGradOp<EluGradFn, false>;
 using SigmoidGradOp = ActivationGradOp<SigmoidGradFn, false>;
 using TanhGradOp = ActivationGradOp<TanhGradFn, false>;
 using SqrtGradOp = ActivationGradOp<SqrtGradFn, false>;
 REGISTER_KERNEL(ReluGradOp, "ReluGrad");
+REGISTER_KERNEL(Relu6GradOp, "Relu6Grad");
+REGISTER_KERNEL(EluGradOp, "EluGrad");
 REGISTER_KERNEL(SigmoidGradOp, "SigmoidGrad");
 REGISTER_KERNEL(TanhGradOp, "TanhGrad");
 REGISTER_KERNEL(SqrtGradOp, "SqrtGrad");
+
+// L2Loss(t) = sum(t^2) / 2, a scalar.
+class L2LossOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    return DispatchType<false>(*this, t.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape()));
+      if (t.NumElements() == 0) return absl::OkStatus();  // Zero-filled.
+      Eigen::Tensor<T, 0, Eigen::RowMajor> sum;
+      sum.device(ctx->eigen_device()) = t.flat<T>().square().sum();
+      out->scalar<T>() = sum() * T(0.5);
+      return absl::OkStatus();
+    });
+  }
+};
+REGISTER_KERNEL(L2LossOp, "L2Loss");
 
 }  // namespace
 }  // namespace overseer

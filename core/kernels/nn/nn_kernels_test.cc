@@ -8,6 +8,7 @@
 namespace overseer {
 namespace {
 
+using test::AsScalar;
 using test::AsTensor;
 using test::ExpectTensorEqual;
 using test::ExpectTensorNear;
@@ -94,6 +95,29 @@ TEST(ActivationGradTest, Values) {
   // SqrtGrad(y, dy) = dy * 0.5 / y
   ExpectTensorNear(MustRun("SqrtGrad", {AsTensor<float>({2, 0.5f}), AsTensor<float>({4, 1})}),
                    AsTensor<float>({1, 1}));
+}
+
+// As TensorFlow's nn_test Relu6Test, EluTest and L2LossTest.
+TEST(ActivationTest, Relu6EluAndL2Loss) {
+  ExpectTensorEqual(MustRun("Relu6", {AsTensor<float>({-1, 0, 2, 6, 7.5f})}),
+                    AsTensor<float>({0, 0, 2, 6, 6}));
+  ExpectTensorEqual(MustRun("Relu6", {AsTensor<int32_t>({-3, 4, 9})}),
+                    AsTensor<int32_t>({0, 4, 6}));
+  ExpectTensorNear(MustRun("Elu", {AsTensor<double>({-1, 0, 2})}),
+                   AsTensor<double>({std::exp(-1.0) - 1, 0, 2}));
+  ExpectTensorEqual(
+      MustRun("Relu6Grad", {AsTensor<float>({1, 2, 3, 4}), AsTensor<float>({-1, 3, 6, 7})}),
+      AsTensor<float>({0, 2, 0, 0}));
+  // EluGrad(gradients, outputs) = gradients * (outputs + 1) where outputs < 0.
+  ExpectTensorNear(MustRun("EluGrad", {AsTensor<float>({2, 2}), AsTensor<float>({-0.5f, 3})}),
+                   AsTensor<float>({1, 2}));
+  ExpectTensorNear(MustRun("L2Loss", {AsTensor<float>({1, 2, 3}, TensorShape({3, 1}))}),
+                   AsScalar<float>(7));
+  ExpectTensorEqual(MustRun("L2Loss", {AsTensor<double>({}, TensorShape({0, 2}))}),
+                    AsScalar<double>(0));
+  // Elu and L2Loss are for floating types.
+  EXPECT_EQ(RunOp("Elu", {AsTensor<int32_t>({1})}).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ActivationGradTest, ShapeMismatchNamesBoth) {

@@ -141,6 +141,43 @@ REGISTER_OP("ReluGrad")
     .Attr(kNumeric)
     .SetShapeFn(shape_fn::MergeAllInputs);
 
+// min(max(features, 0), 6).
+REGISTER_OP("Relu6")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr(kNumeric)
+    .SetShapeFn(shape_fn::Unchanged);
+
+// gradients where 0 < features < 6, else 0.
+REGISTER_OP("Relu6Grad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr(kNumeric)
+    .SetShapeFn(shape_fn::MergeAllInputs);
+
+// features where positive, else exp(features) - 1.
+REGISTER_OP("Elu")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr(kFloating)
+    .SetShapeFn(shape_fn::Unchanged);
+
+// gradients * (outputs + 1) where outputs < 0, else gradients.
+REGISTER_OP("EluGrad")
+    .Input("gradients: T")
+    .Input("outputs: T")
+    .Output("backprops: T")
+    .Attr(kFloating)
+    .SetShapeFn(shape_fn::MergeAllInputs);
+
+// sum(t^2) / 2, a scalar.
+REGISTER_OP("L2Loss")
+    .Input("t: T")
+    .Output("output: T")
+    .Attr(kFloating)
+    .SetShapeFn(shape_fn::Scalar);
+
 REGISTER_OP("Sigmoid").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(shape_fn::Unchanged);
 REGISTER_OP("Tanh").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(shape_fn::Unchanged);
 

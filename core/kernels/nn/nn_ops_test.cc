@@ -47,6 +47,13 @@ TEST(NnShapeTest, ActivationsAndGrads) {
   EXPECT_EQ((*out)[0], PartialShape({2, 3}));
   out = Infer("Softmax", {PartialShape({-1, 10})});
   EXPECT_EQ((*out)[0], PartialShape({-1, 10}));
+  out = Infer("Relu6Grad", {PartialShape({-1, 3}), PartialShape({4, -1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0], PartialShape({4, 3}));
+  EXPECT_FALSE(Infer("EluGrad", {PartialShape({2}), PartialShape({3})}).ok());
+  out = Infer("L2Loss", {PartialShape({-1, 3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0], PartialShape::Scalar());
 }
 
 TEST(NnShapeTest, CrossEntropies) {
