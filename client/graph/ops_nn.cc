@@ -1,6 +1,9 @@
 #include "client/graph/ops_nn.h"
 
+#include "absl/strings/str_cat.h"
 #include "client/graph/graph_builder.h"
+#include "client/graph/ops_array.h"
+#include "client/graph/ops_math.h"
 
 namespace overseer {
 namespace ops {
@@ -39,6 +42,34 @@ Output EluGrad(const Scope& scope, Input gradients, Input outputs) {
 
 Output L2Loss(const Scope& scope, Input t) {
   return FirstOutput(NodeBuilder(scope, "L2Loss").Input(t).Finalize());
+}
+
+ClippedByGlobalNorm ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& tensors,
+                                     Input clip_norm) {
+  ClippedByGlobalNorm result;
+  if (tensors.empty()) {
+    scope.UpdateStatus(absl::InvalidArgumentError("ClipByGlobalNorm: no tensors to clip"));
+    return result;
+  }
+  const Scope s = scope.NewSubScope("clip_by_global_norm");
+  InputList half_squares;
+  for (const Output& t : tensors) half_squares.push_back(L2Loss(s, t));
+  Output half_sum = AddN(s, half_squares);
+  result.global_norm = Sqrt(s.WithOpName("global_norm"), Add(s, half_sum, half_sum));
+  // clip_norm * min(1 / global_norm, 1 / clip_norm): 1 where the norm is within bounds
+  // (also for a norm of 0, whose reciprocal is infinite).
+  Output scale =
+      Mul(s, clip_norm, Minimum(s, Reciprocal(s, result.global_norm), Reciprocal(s, clip_norm)));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    result.clipped.push_back(
+        Identity(s.WithOpName(absl::StrCat("clipped_", i)), Mul(s, tensors[i], scale)));
+  }
+  return result;
+}
+
+Output InTopK(const Scope& scope, Input predictions, Input targets, Input k) {
+  return FirstOutput(
+      NodeBuilder(scope, "InTopKV2").Input(predictions).Input(targets).Input(k).Finalize());
 }
 
 Output Softmax(const Scope& scope, Input logits) {

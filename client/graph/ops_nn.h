@@ -3,6 +3,8 @@
 
 // Neural-network ops. Conventions as in ops_array.h.
 
+#include <vector>
+
 #include "client/graph/graph.h"
 #include "client/graph/ops_input.h"
 #include "client/graph/scope.h"
@@ -25,6 +27,21 @@ Output Elu(const Scope& scope, Input features);
 Output EluGrad(const Scope& scope, Input gradients, Input outputs);
 // sum(t^2) / 2, a scalar (tf.nn.l2_loss).
 Output L2Loss(const Scope& scope, Input t);
+// Whether each row's target class is among its k highest predictions (tf.nn.in_top_k;
+// ties count for the target). predictions float [batch, classes]; targets int32 or
+// int64 [batch]; k a scalar of the targets' type. A bool [batch].
+Output InTopK(const Scope& scope, Input predictions, Input targets, Input k);
+
+// tf.clip_by_global_norm: global_norm = sqrt(sum of every tensor's squared elements);
+// each tensor times clip_norm / max(global_norm, clip_norm), so that the clipped ones
+// have a global norm of at most clip_norm. Floating tensors of one dtype, at least one
+// (else the scope records INVALID_ARGUMENT); clip_norm a scalar of that dtype.
+struct ClippedByGlobalNorm {
+  std::vector<Output> clipped;  // One per tensor, in order.
+  Output global_norm;           // Before clipping.
+};
+ClippedByGlobalNorm ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& tensors,
+                                     Input clip_norm);
 // Along the last dimension.
 Output Softmax(const Scope& scope, Input logits);
 Output LogSoftmax(const Scope& scope, Input logits);

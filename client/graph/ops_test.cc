@@ -1,5 +1,5 @@
 // Op functions that the gradient and optimizer tests do not reach, run through a
-// ClientSession: queues, random ops, defaults and grouping.
+// ClientSession: queues, random ops, defaults, grouping, clipping and in-top-k.
 
 #include "client/graph/ops.h"
 
@@ -110,6 +110,47 @@ TEST_F(OpsTest, DefaultsGroupsAndVariableChecks) {
   ASSERT_TRUE(Session()->Run({s, is_init}, &out).ok());
   EXPECT_FLOAT_EQ(out[0].scalar<float>(), 3.0f);
   EXPECT_TRUE(out[1].scalar<bool>());
+}
+
+// As TensorFlow's clip_ops_test testClipByGlobalNorm: [3, 4] and [0, 0] have a global
+// norm of 5; clipped to 2.5 they halve, and a clip of 10 leaves them.
+TEST_F(OpsTest, ClipByGlobalNormScalesEveryTensorByOneFactor) {
+  Output a = ops::Const(root_, {3.0f, 4.0f});
+  Output b = ops::Const(root_, {{0.0f}, {0.0f}});
+  ops::ClippedByGlobalNorm tight = ops::ClipByGlobalNorm(root_, {a, b}, 2.5f);
+  ops::ClippedByGlobalNorm loose = ops::ClipByGlobalNorm(root_, {a, b}, 10.0f);
+  ASSERT_TRUE(root_.ok()) << root_.status();
+  ASSERT_EQ(tight.clipped.size(), 2u);
+  EXPECT_EQ(tight.clipped[1].shape(), PartialShape({2, 1}));
+  std::vector<Tensor> out;
+  ASSERT_TRUE(
+      Session()
+          ->Run({tight.global_norm, tight.clipped[0], tight.clipped[1], loose.clipped[0]}, &out)
+          .ok());
+  EXPECT_FLOAT_EQ(out[0].scalar<float>(), 5.0f);
+  EXPECT_TRUE(out[1].Equals(Tensor::FromVector<float>({1.5f, 2.0f}))) << out[1].DebugString();
+  EXPECT_TRUE(out[2].Equals(Tensor::FromVector<float>({0, 0}, TensorShape({2, 1}))));
+  EXPECT_TRUE(out[3].Equals(Tensor::FromVector<float>({3, 4})));
+
+  // All zeros: a norm of 0, nothing scaled.
+  ops::ClippedByGlobalNorm zeros = ops::ClipByGlobalNorm(root_, {b}, 1.0f);
+  ASSERT_TRUE(Session()->Run({zeros.global_norm, zeros.clipped[0]}, &out).ok());
+  EXPECT_FLOAT_EQ(out[0].scalar<float>(), 0.0f);
+  EXPECT_TRUE(out[1].Equals(Tensor::FromVector<float>({0, 0}, TensorShape({2, 1}))));
+
+  Scope other = Scope::NewRootScope();
+  ops::ClipByGlobalNorm(other, {}, 1.0f);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(OpsTest, InTopKThroughASession) {
+  Output predictions = ops::Const(root_, {{0.1f, 0.3f, 0.2f, 0.4f}, {0.1f, 0.2f, 0.3f, 0.4f}});
+  Output in = ops::InTopK(root_, predictions, ops::Const(root_, {1, 1}), 2);
+  ASSERT_TRUE(root_.ok()) << root_.status();
+  EXPECT_EQ(in.shape(), PartialShape({2}));
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Session()->Run({in}, &out).ok());
+  EXPECT_TRUE(out[0].Equals(Tensor::FromVector<bool>({true, false})));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Kernels of BiasAdd, BiasAddGrad, Relu, Relu6, Elu, Sigmoid, Tanh, L2Loss and the
 // activation gradients ReluGrad, Relu6Grad, EluGrad, SigmoidGrad, TanhGrad and SqrtGrad.
 
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -231,6 +232,53 @@ class L2LossOp : public OpKernel {
   }
 };
 REGISTER_KERNEL(L2LossOp, "L2Loss");
+
+class InTopKOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& predictions = ctx->input(0);
+    const Tensor& targets = ctx->input(1);
+    const Tensor& k = ctx->input(2);
+    if (predictions.dims() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat("predictions must be 2-dimensional, got ",
+                                                     predictions.shape().DebugString()));
+    }
+    const int64_t batch = predictions.dim_size(0);
+    const int64_t classes = predictions.dim_size(1);
+    if (targets.dims() != 1 || targets.dim_size(0) != batch) {
+      return absl::InvalidArgumentError(absl::StrCat("targets must be a vector of ", batch,
+                                                     " entries (one per row of predictions), "
+                                                     "got ",
+                                                     targets.shape().DebugString()));
+    }
+    if (k.dims() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("k must be a scalar, got ", k.shape().DebugString()));
+    }
+    auto at = [](const Tensor& t, int64_t i) -> int64_t {
+      return t.dtype() == DT_INT64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+    };
+    const int64_t top = at(k, 0);
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape({batch})));
+    const float* p = predictions.data<float>();
+    bool* in = out->data<bool>();
+    for (int64_t i = 0; i < batch; ++i) {
+      const int64_t target = at(targets, i);
+      const float* row = p + i * classes;
+      bool ok = target >= 0 && target < classes && std::isfinite(row[target]);
+      int64_t higher = 0;
+      for (int64_t j = 0; ok && j < classes; ++j) {
+        if (!std::isfinite(row[j])) ok = false;
+        if (row[j] > row[target]) ++higher;
+      }
+      in[i] = ok && higher < top;
+    }
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(InTopKOp, "InTopKV2");
 
 }  // namespace
 }  // namespace overseer

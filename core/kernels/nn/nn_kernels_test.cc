@@ -12,6 +12,7 @@ using test::AsScalar;
 using test::AsTensor;
 using test::ExpectTensorEqual;
 using test::ExpectTensorNear;
+using test::KernelRunner;
 using test::Value;
 
 absl::StatusOr<Tensor> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
@@ -118,6 +119,41 @@ TEST(ActivationTest, Relu6EluAndL2Loss) {
   // Elu and L2Loss are for floating types.
   EXPECT_EQ(RunOp("Elu", {AsTensor<int32_t>({1})}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// As TensorFlow's in_topk_op_test: ties count for the target; an out-of-range target
+// or a prediction that is not finite is false.
+TEST(InTopKTest, Values) {
+  const Tensor predictions =
+      AsTensor<float>({0.1f, 0.3f, 0.2f, 0.4f, 0.1f, 0.2f, 0.3f, 0.4f}, TensorShape({2, 4}));
+  auto run = [&](const Tensor& targets, const Tensor& k) {
+    KernelRunner runner("InTopKV2");
+    runner.Attr("T", targets.dtype());
+    return runner.Run({Value(predictions), Value(targets), Value(k)});
+  };
+  auto top1 = run(AsTensor<int32_t>({3, 3}), AsScalar<int32_t>(1));
+  ASSERT_TRUE(top1.ok()) << top1.status();
+  ExpectTensorEqual(top1->at(0), AsTensor<bool>({true, true}));
+  auto top2 = run(AsTensor<int64_t>({1, 1}), AsScalar<int64_t>(2));
+  ASSERT_TRUE(top2.ok()) << top2.status();
+  ExpectTensorEqual(top2->at(0), AsTensor<bool>({true, false}));
+  auto out_of_range = run(AsTensor<int32_t>({4, -1}), AsScalar<int32_t>(4));
+  ASSERT_TRUE(out_of_range.ok()) << out_of_range.status();
+  ExpectTensorEqual(out_of_range->at(0), AsTensor<bool>({false, false}));
+
+  const Tensor ties = AsTensor<float>({0.5f, 0.5f, 0.1f}, TensorShape({1, 3}));
+  KernelRunner tie("InTopKV2");
+  tie.Attr("T", DT_INT32);
+  auto tied = tie.Run({Value(ties), Value(AsTensor<int32_t>({1})), Value(AsScalar<int32_t>(1))});
+  ASSERT_TRUE(tied.ok()) << tied.status();
+  ExpectTensorEqual(tied->at(0), AsTensor<bool>({true}));
+  const Tensor nan = AsTensor<float>({std::nanf(""), 0.5f}, TensorShape({1, 2}));
+  auto with_nan = tie.Run({Value(nan), Value(AsTensor<int32_t>({1})), Value(AsScalar<int32_t>(2))});
+  ASSERT_TRUE(with_nan.ok()) << with_nan.status();
+  ExpectTensorEqual(with_nan->at(0), AsTensor<bool>({false}));
+
+  auto bad = run(AsTensor<int32_t>({1}), AsScalar<int32_t>(1));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
 }
 
 TEST(ActivationGradTest, ShapeMismatchNamesBoth) {

@@ -178,6 +178,33 @@ REGISTER_OP("L2Loss")
     .Attr(kFloating)
     .SetShapeFn(shape_fn::Scalar);
 
+// Whether targets[i] is among the k classes of highest predictions[i] (ties count for
+// the target: a class is in when fewer than k others score strictly higher). False for
+// a target out of range or a prediction that is not finite.
+REGISTER_OP("InTopKV2")
+    .Input("predictions: float")
+    .Input("targets: T")
+    .Input("k: T")
+    .Output("precision: bool")
+    .Attr("T: {int32, int64} = DT_INT32")
+    .SetShapeFn([](ShapeContext* c) -> absl::Status {
+      RETURN_IF_ERROR(c->WithRank(0, 2));
+      RETURN_IF_ERROR(c->WithRank(1, 1));
+      RETURN_IF_ERROR(c->WithRank(2, 0));
+      const PartialShape& predictions = c->input(0);
+      const PartialShape& targets = c->input(1);
+      int64_t batch = predictions.known_rank() ? predictions.dim(0) : -1;
+      if (targets.known_rank() && targets.dim(0) >= 0) {
+        if (batch >= 0 && batch != targets.dim(0)) {
+          return c->Error(absl::StrCat("predictions have ", batch, " rows but targets ",
+                                       targets.dim(0), " entries"));
+        }
+        batch = targets.dim(0);
+      }
+      c->set_output(0, PartialShape({batch}));
+      return absl::OkStatus();
+    });
+
 REGISTER_OP("Sigmoid").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(shape_fn::Unchanged);
 REGISTER_OP("Tanh").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(shape_fn::Unchanged);
 
