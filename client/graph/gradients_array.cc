@@ -166,6 +166,42 @@ absl::Status FillGrad(const Scope& scope, const Operation& /*op*/, const std::ve
 }
 REGISTER_GRADIENT("Fill", FillGrad);
 
+// GatherV2 along axis 0: the rows gathered receive their gradients, summed where an
+// index repeats (the dense form of TensorFlow's IndexedSlices gradient).
+absl::Status GatherGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                        std::vector<Output>* out) {
+  const Tensor* axis = op.input(2).node()->constant_value();
+  const bool axis_zero =
+      axis != nullptr && axis->NumElements() == 1 &&
+      (axis->dtype() == DT_INT64 ? axis->data<int64_t>()[0] : axis->data<int32_t>()[0]) == 0;
+  if (!axis_zero) {
+    return absl::UnimplementedError(absl::StrCat("the gradient of GatherV2 '", op.name(),
+                                                 "' is implemented for a constant axis 0 only"));
+  }
+  Output params_shape = ops::Shape(scope, op.input(0));
+  Output count = ops::ExpandDims(scope, ops::Size(scope, op.input(1)), 0);
+  Output row_shape = ops::Slice(scope, params_shape, {1}, {-1});
+  Output values = ops::Reshape(scope, grads[0], ops::ConcatV2(scope, {count, row_shape}, 0));
+  Output rows = ops::GatherV2(scope, params_shape, 0, 0);
+  out->push_back(
+      ops::UnsortedSegmentSum(scope, values, ops::Reshape(scope, op.input(1), {-1}), rows));
+  out->push_back(Output());
+  out->push_back(Output());
+  return scope.status();
+}
+REGISTER_GRADIENT("GatherV2", GatherGrad);
+
+// Each element of data went to its segment: it receives that segment's gradient.
+// Segment ids must be non-negative here (a negative one fails the gather, naming it).
+absl::Status UnsortedSegmentSumGrad(const Scope& scope, const Operation& op,
+                                    const std::vector<Output>& grads, std::vector<Output>* out) {
+  out->push_back(ops::GatherV2(scope, grads[0], op.input(1), 0));
+  out->push_back(Output());
+  out->push_back(Output());
+  return scope.status();
+}
+REGISTER_GRADIENT("UnsortedSegmentSum", UnsortedSegmentSumGrad);
+
 REGISTER_NO_GRADIENT("StopGradient");
 REGISTER_NO_GRADIENT("Shape");
 REGISTER_NO_GRADIENT("Size");

@@ -113,6 +113,19 @@ TEST_F(GradientTest, UnaryOps) {
             kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::L2Loss(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Identity(s, in[0]); }, {x}), kTol);
+  // Repeated indices: their gradients add up.
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::GatherV2(s, in[0], ops::Const(s, {2, 0, 2}), 0);
+                },
+                {Random({3, 2})}),
+            kTol);
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::UnsortedSegmentSum(s, in[0], ops::Const(s, {1, 0, 1}), 3);
+                },
+                {Random({3, 2})}),
+            kTol);
   EXPECT_LT(Error(
                 [](const Scope& s, auto& in) {
                   return ops::AddN(s, {in[0], in[1], in[0]});

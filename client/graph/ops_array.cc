@@ -83,6 +83,19 @@ Output ConcatV2(const Scope& scope, const InputList& values, Input axis) {
   return FirstOutput(NodeBuilder(scope, "ConcatV2").Input(values).Input(axis).Finalize());
 }
 
+Output GatherV2(const Scope& scope, Input params, Input indices, Input axis) {
+  return FirstOutput(
+      NodeBuilder(scope, "GatherV2").Input(params).Input(indices).Input(axis).Finalize());
+}
+
+Output UnsortedSegmentSum(const Scope& scope, Input data, Input segment_ids, Input num_segments) {
+  return FirstOutput(NodeBuilder(scope, "UnsortedSegmentSum")
+                         .Input(data)
+                         .Input(segment_ids)
+                         .Input(num_segments)
+                         .Finalize());
+}
+
 Output ExpandDims(const Scope& scope, Input input, Input dim) {
   return FirstOutput(NodeBuilder(scope, "ExpandDims").Input(input).Input(dim).Finalize());
 }

@@ -44,6 +44,12 @@ Output Pack(const Scope& scope, const InputList& values, int64_t axis = 0);
 // `num` tensors along `axis` of `value`.
 std::vector<Output> Unpack(const Scope& scope, Input value, int64_t num, int64_t axis = 0);
 Output ConcatV2(const Scope& scope, const InputList& values, Input axis);
+// Slices of `params` along `axis` at `indices` (int32 or int64): shape params.shape[:axis]
+// + indices.shape + params.shape[axis + 1:] (tf.gather).
+Output GatherV2(const Scope& scope, Input params, Input indices, Input axis = 0);
+// output[segment_ids[i...], ...] = the sum of data[i..., ...] over [num_segments] rows;
+// negative ids are dropped (tf.unsorted_segment_sum).
+Output UnsortedSegmentSum(const Scope& scope, Input data, Input segment_ids, Input num_segments);
 Output ExpandDims(const Scope& scope, Input input, Input dim);
 // Removes the size-1 dimensions `squeeze_dims` (all size-1 dimensions when empty).
 Output Squeeze(const Scope& scope, Input input, const std::vector<int64_t>& squeeze_dims = {});

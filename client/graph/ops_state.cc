@@ -24,6 +24,33 @@ Output Assign(const Scope& scope, Input ref, Input value, bool validate_shape, b
                          .Finalize());
 }
 
+namespace {
+
+Output Scatter(const Scope& scope, const char* op, Input ref, Input indices, Input updates,
+               bool use_locking) {
+  return FirstOutput(NodeBuilder(scope, op)
+                         .Input(ref)
+                         .Input(indices)
+                         .Input(updates)
+                         .Attr("use_locking", use_locking)
+                         .Finalize());
+}
+
+}  // namespace
+
+Output ScatterUpdate(const Scope& scope, Input ref, Input indices, Input updates,
+                     bool use_locking) {
+  return Scatter(scope, "ScatterUpdate", ref, indices, updates, use_locking);
+}
+
+Output ScatterAdd(const Scope& scope, Input ref, Input indices, Input updates, bool use_locking) {
+  return Scatter(scope, "ScatterAdd", ref, indices, updates, use_locking);
+}
+
+Output ScatterSub(const Scope& scope, Input ref, Input indices, Input updates, bool use_locking) {
+  return Scatter(scope, "ScatterSub", ref, indices, updates, use_locking);
+}
+
 Output AssignAdd(const Scope& scope, Input ref, Input value, bool use_locking) {
   return FirstOutput(NodeBuilder(scope, "AssignAdd")
                          .Input(ref)

@@ -25,6 +25,15 @@ Output Assign(const Scope& scope, Input ref, Input value, bool validate_shape = 
               bool use_locking = true);
 Output AssignAdd(const Scope& scope, Input ref, Input value, bool use_locking = false);
 Output AssignSub(const Scope& scope, Input ref, Input value, bool use_locking = false);
+// Sparse updates of a variable's rows: ref[indices[i], ...] = (or +=, -=) updates[i, ...],
+// with updates.shape = indices.shape + ref.shape[1:] (tf.scatter_update / _add / _sub).
+// Returns the ref.
+Output ScatterUpdate(const Scope& scope, Input ref, Input indices, Input updates,
+                     bool use_locking = true);
+Output ScatterAdd(const Scope& scope, Input ref, Input indices, Input updates,
+                  bool use_locking = true);
+Output ScatterSub(const Scope& scope, Input ref, Input indices, Input updates,
+                  bool use_locking = true);
 // TensorFlow's count_up_to: adds 1 to the int32 or int64 scalar `ref` and outputs the
 // value from before; the step fails OUT_OF_RANGE once that value reaches `limit`.
 Output CountUpTo(const Scope& scope, Input ref, int64_t limit);

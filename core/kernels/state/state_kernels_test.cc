@@ -233,5 +233,51 @@ TEST(ReportUninitializedVariablesTest, ListsFalseFlags) {
   EXPECT_EQ(bad.Init().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// As TensorFlow's scatter_ops_test: rows updated in place, repeated indices all
+// applied, out-of-range indices and mismatched updates refused with the variable named.
+TEST(ScatterTest, UpdateAddSubRows) {
+  ResourceMgr mgr;
+  auto var = RunVariable(&mgr, "table", PartialShape({3, 2}));
+  ASSERT_NE(var, nullptr);
+  ASSERT_TRUE(
+      RunUpdate("Assign", var, AsTensor<float>({1, 1, 2, 2, 3, 3}, TensorShape({3, 2}))).ok());
+  auto scatter = [&](const std::string& op, const Tensor& indices, const Tensor& updates) {
+    KernelRunner k(op);
+    k.Attr("T", DT_FLOAT).Attr("Tindices", indices.dtype()).Input("table").Input("i").Input("u");
+    return k.Run({Ref(var), Value(indices), Value(updates)});
+  };
+  auto added = scatter("ScatterAdd", AsTensor<int32_t>({0, 2, 0}),
+                       AsTensor<float>({10, 10, 20, 20, 30, 30}, TensorShape({3, 2})));
+  ASSERT_TRUE(added.ok()) << added.status();
+  ExpectTensorEqual(added->at(0), AsTensor<float>({41, 41, 2, 2, 23, 23}, TensorShape({3, 2})));
+  auto subbed = scatter("ScatterSub", AsTensor<int64_t>({1}), AsTensor<float>({1, 2}, {1, 2}));
+  ASSERT_TRUE(subbed.ok()) << subbed.status();
+  auto updated = scatter("ScatterUpdate", AsTensor<int64_t>({2}), AsTensor<float>({7, 8}, {1, 2}));
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  ExpectTensorEqual(updated->at(0), AsTensor<float>({41, 41, 1, 0, 7, 8}, TensorShape({3, 2})));
+
+  auto out_of_range =
+      scatter("ScatterAdd", AsTensor<int32_t>({3}), AsTensor<float>({1, 1}, {1, 2}));
+  EXPECT_EQ(out_of_range.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out_of_range.status().message().find("indices[0] = 3 is not in [0, 3)"),
+            std::string::npos)
+      << out_of_range.status();
+  auto mismatched = scatter("ScatterAdd", AsTensor<int32_t>({0}), AsTensor<float>({1, 1, 1}));
+  EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(mismatched.status().message().find("table"), std::string::npos) << mismatched.status();
+  // Nothing changed by the refused updates.
+  auto read = scatter("ScatterAdd", AsTensor<int32_t>({}), AsTensor<float>({}, {0, 2}));
+  ASSERT_TRUE(read.ok()) << read.status();
+  ExpectTensorEqual(read->at(0), AsTensor<float>({41, 41, 1, 0, 7, 8}, TensorShape({3, 2})));
+
+  auto fresh = RunVariable(&mgr, "fresh", PartialShape({2}));
+  KernelRunner k("ScatterAdd");
+  k.Attr("T", DT_FLOAT).Attr("Tindices", DT_INT32).Input("fresh").Input("i").Input("u");
+  EXPECT_EQ(k.Run({Ref(fresh), Value(AsTensor<int32_t>({0})), Value(AsTensor<float>({1}))})
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace overseer

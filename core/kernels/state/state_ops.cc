@@ -88,6 +88,27 @@ REGISTER_OP("AssignSub")
     .Attr("use_locking: bool = false")
     .SetShapeFn(AssignShape);
 
+// ref[indices[i], ...] = updates[i, ...] (ScatterUpdate), += (ScatterAdd), -=
+// (ScatterSub); updates.shape = indices.shape + ref.shape[1:]. Repeated indices apply in
+// order. Outputs the variable.
+#define OVERSEER_SCATTER_OP(name, types)                \
+  REGISTER_OP(name)                                     \
+      .Input("ref: Ref(T)")                             \
+      .Input("indices: Tindices")                       \
+      .Input("updates: T")                              \
+      .Output("output_ref: Ref(T)")                     \
+      .Attr("T: " types)                                \
+      .Attr("Tindices: {int32, int64}")                 \
+      .Attr("use_locking: bool = true")                 \
+      .SetShapeFn([](ShapeContext* c) -> absl::Status { \
+        c->set_output(0, c->input(0));                  \
+        return absl::OkStatus();                        \
+      })
+OVERSEER_SCATTER_OP("ScatterUpdate", "type");
+OVERSEER_SCATTER_OP("ScatterAdd", "{float, double, int32, int64}");
+OVERSEER_SCATTER_OP("ScatterSub", "{float, double, int32, int64}");
+#undef OVERSEER_SCATTER_OP
+
 // TensorFlow's CountUpTo: adds 1 to the scalar `ref` and outputs the value it had,
 // until that value reaches `limit`: then OUT_OF_RANGE ("Reached limit of <limit>")
 // and `ref` is left as it is.

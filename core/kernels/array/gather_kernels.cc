@@ -1,0 +1,130 @@
+// CPU kernels of GatherV2 and UnsortedSegmentSum.
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/kernels/array/kernel_util.h"
+#include "core/op_kernel.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+// The int32 or int64 values of `t`, widened.
+std::vector<int64_t> Int64Values(const Tensor& t) {
+  std::vector<int64_t> out(t.NumElements());
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    out[i] = t.dtype() == DT_INT64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+  }
+  return out;
+}
+
+class GatherOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& params = ctx->input(0);
+    const Tensor& indices = ctx->input(1);
+    const Tensor& axis_t = ctx->input(2);
+    if (axis_t.dims() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("axis must be a scalar, got ", axis_t.shape().DebugString()));
+    }
+    if (params.dims() == 0) {
+      return absl::InvalidArgumentError("params must be at least 1-dimensional, got a scalar");
+    }
+    int64_t axis = Int64Values(axis_t)[0];
+    if (axis < -params.dims() || axis >= params.dims()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "axis ", axis, " is out of range for params of shape ", params.shape().DebugString()));
+    }
+    if (axis < 0) axis += params.dims();
+    const std::vector<int64_t>& pdims = params.shape().dim_sizes();
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= pdims[d];
+    for (int64_t d = axis + 1; d < params.dims(); ++d) inner *= pdims[d];
+    const int64_t limit = pdims[axis];
+    const std::vector<int64_t> index = Int64Values(indices);
+    for (size_t i = 0; i < index.size(); ++i) {
+      if (index[i] < 0 || index[i] >= limit) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("indices[", i, "] = ", index[i], " is not in [0, ", limit, ")"));
+      }
+    }
+    std::vector<int64_t> dims(pdims.begin(), pdims.begin() + axis);
+    for (int64_t d : indices.shape().dim_sizes()) dims.push_back(d);
+    dims.insert(dims.end(), pdims.begin() + axis + 1, pdims.end());
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape(dims)));
+    const int64_t n = static_cast<int64_t>(index.size());
+    return VisitAllTypes(params.dtype(), type_string(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* in = params.data<T>();
+      T* o = out->data<T>();
+      for (int64_t a = 0; a < outer; ++a) {
+        for (int64_t i = 0; i < n; ++i) {
+          std::copy_n(in + (a * limit + index[i]) * inner, inner, o + (a * n + i) * inner);
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+REGISTER_KERNEL(GatherOp, "GatherV2");
+
+class UnsortedSegmentSumOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& data = ctx->input(0);
+    const Tensor& ids = ctx->input(1);
+    const Tensor& num_t = ctx->input(2);
+    if (num_t.dims() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("num_segments must be a scalar, got ", num_t.shape().DebugString()));
+    }
+    const int64_t num_segments = Int64Values(num_t)[0];
+    if (num_segments < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("num_segments must be non-negative, got ", num_segments));
+    }
+    const std::vector<int64_t>& ddims = data.shape().dim_sizes();
+    const std::vector<int64_t>& idims = ids.shape().dim_sizes();
+    if (idims.size() > ddims.size() || !std::equal(idims.begin(), idims.end(), ddims.begin())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("segment_ids of shape ", ids.shape().DebugString(),
+                       " is not a prefix of data's shape ", data.shape().DebugString()));
+    }
+    int64_t inner = 1;
+    for (size_t d = idims.size(); d < ddims.size(); ++d) inner *= ddims[d];
+    std::vector<int64_t> dims = {num_segments};
+    dims.insert(dims.end(), ddims.begin() + idims.size(), ddims.end());
+    const std::vector<int64_t> segment = Int64Values(ids);
+    for (size_t i = 0; i < segment.size(); ++i) {
+      if (segment[i] >= num_segments) {
+        return absl::InvalidArgumentError(absl::StrCat("segment_ids[", i, "] = ", segment[i],
+                                                       " is out of range [0, ", num_segments, ")"));
+      }
+    }
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape(dims)));  // Zeros.
+    return VisitNumericTypes(data.dtype(), type_string(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* in = data.data<T>();
+      T* o = out->data<T>();
+      for (size_t i = 0; i < segment.size(); ++i) {
+        if (segment[i] < 0) continue;  // Dropped, as TensorFlow does.
+        T* row = o + segment[i] * inner;
+        const T* from = in + static_cast<int64_t>(i) * inner;
+        for (int64_t j = 0; j < inner; ++j) row[j] += from[j];
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+REGISTER_KERNEL(UnsortedSegmentSumOp, "UnsortedSegmentSum");
+
+}  // namespace
+}  // namespace overseer
