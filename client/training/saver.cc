@@ -208,9 +208,10 @@ absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& pre
       listed->set_timestamp(last_timestamps_[i]);
     }
   }
-  if (write_meta_graph && graph_ != nullptr) {
+  const std::shared_ptr<ClientGraph> graph = graph_.lock();
+  if (write_meta_graph && graph != nullptr) {
     ASSIGN_OR_RETURN(const MetaGraphDef meta,
-                     ExportMetaGraph(Scope::RootScopeFor(graph_.get()), this));
+                     ExportMetaGraph(Scope::RootScopeFor(graph.get()), this));
     constexpr size_t kMaxMetaGraphBytes = size_t{32} << 20;  // The store's limit.
     if (meta.ByteSizeLong() <= kMaxMetaGraphBytes) {
       meta.SerializeToString(begin.mutable_meta_graph());

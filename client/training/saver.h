@@ -94,7 +94,9 @@ class Saver {
   Saver() = default;
 
   SaverOptions options_;
-  std::shared_ptr<ClientGraph> graph_;  // For the meta graph of each save.
+  // For the meta graph of each save. Weak: a graph keeps its default Saver as an
+  // attachment, and a strong pointer back would keep both alive forever.
+  std::weak_ptr<ClientGraph> graph_;
   bool empty_ = false;
   int num_shards_ = 1;
   std::string location_feed_;    // "save/location:0"
