@@ -12,15 +12,6 @@
 namespace overseer {
 namespace {
 
-// The int32 or int64 values of `t`, widened.
-std::vector<int64_t> Int64Values(const Tensor& t) {
-  std::vector<int64_t> out(t.NumElements());
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    out[i] = t.dtype() == DT_INT64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
-  }
-  return out;
-}
-
 class GatherOp : public OpKernel {
  public:
   using OpKernel::OpKernel;

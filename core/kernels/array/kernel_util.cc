@@ -75,4 +75,12 @@ PartialShape ShapeFromShapeInput(const ShapeContext& c, int i) {
   return PartialShape::Unknown();
 }
 
+std::vector<int64_t> Int64Values(const Tensor& t) {
+  std::vector<int64_t> out(t.NumElements());
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    out[i] = t.dtype() == DT_INT64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+  }
+  return out;
+}
+
 }  // namespace overseer

@@ -91,6 +91,11 @@ absl::StatusOr<int> CanonicalAxis(int64_t axis, int rank, absl::string_view what
 // unknown rank. Sizes of -1 in a constant stay unknown.
 PartialShape ShapeFromShapeInput(const ShapeContext& c, int i);
 
+// The values of an int32 or int64 tensor of any shape (indices, ids, axes), widened to
+// int64 in row-major order. Precondition: the dtype is DT_INT32 or DT_INT64 (the op's
+// attr constraints ensure it).
+std::vector<int64_t> Int64Values(const Tensor& t);
+
 }  // namespace overseer
 
 #endif  // OVERSEER_CORE_KERNELS_ARRAY_KERNEL_UTIL_H_

@@ -5,16 +5,12 @@
 // activations (Relu, Sigmoid, Tanh): y = F::Apply<T>(x) over the flat views.
 
 #include "absl/strings/str_cat.h"
+#include "core/kernels/array/kernel_util.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
 
 // Calls `fn(TypeTag<T>())` for the dtype: float and double, and int32 and int64 when
 // `kIntegers`. INVALID_ARGUMENT naming the op for other dtypes.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/kernels/array/kernel_util.h"
 #include "core/kernels/math/cwise_unary.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
@@ -257,15 +258,13 @@ class InTopKOp : public OpKernel {
       return absl::InvalidArgumentError(
           absl::StrCat("k must be a scalar, got ", k.shape().DebugString()));
     }
-    auto at = [](const Tensor& t, int64_t i) -> int64_t {
-      return t.dtype() == DT_INT64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
-    };
-    const int64_t top = at(k, 0);
+    const int64_t top = Int64Values(k)[0];
+    const std::vector<int64_t> target_values = Int64Values(targets);
     ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, TensorShape({batch})));
     const float* p = predictions.data<float>();
     bool* in = out->data<bool>();
     for (int64_t i = 0; i < batch; ++i) {
-      const int64_t target = at(targets, i);
+      const int64_t target = target_values[i];
       const float* row = p + i * classes;
       bool ok = target >= 0 && target < classes && std::isfinite(row[target]);
       int64_t higher = 0;

@@ -32,11 +32,7 @@ class ScatterOp : public OpKernel {
           "cannot scatter updates of dtype ", DataTypeString(updates.dtype()), " into variable ",
           InputNodeName(*ctx, 0), " of dtype ", DataTypeString(var->dtype())));
     }
-    std::vector<int64_t> index(indices.NumElements());
-    for (int64_t i = 0; i < indices.NumElements(); ++i) {
-      index[i] =
-          indices.dtype() == DT_INT64 ? indices.data<int64_t>()[i] : indices.data<int32_t>()[i];
-    }
+    const std::vector<int64_t> index = Int64Values(indices);
     absl::MutexLock lock(var->mu());
     if (!var->is_initialized()) return UninitializedError(*ctx, 0);
     Tensor* t = var->tensor();
