@@ -277,15 +277,93 @@ absl::Status DirectSession::ReleaseCallable(CallableHandle handle) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> DirectSession::PartialRunSetup(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  std::shared_ptr<const ValidatedGraph> graph;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (closed_) return SessionClosedError();
+    if (graph_ == nullptr) {
+      return absl::FailedPreconditionError("the session has no graph; call Create first");
+    }
+    if (graph_def_.node_size() == 0) return EmptyGraphError();
+    graph = graph_;
+  }
+  ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph->graph, feeds, fetches, targets));
+  ASSIGN_OR_RETURN(std::vector<FeedCheck> checks,
+                   MakeFeedChecks(*graph->graph, feeds, *pruned.graph));
+  ASSIGN_OR_RETURN(
+      PartialRunGraph partial,
+      MakePartialRunGraph(pruned, feeds, fetches, kLocalCpuDevice, ProcessIncarnation()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                   Executor::Create(std::move(partial.graph), &kernels_, pool_));
+  ExecutorRunArgs args;
+  args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
+  args.resource_mgr = resource_mgr_;
+  args.clock = clock_;
+  args.timer = &step_timer_;
+  if (intra_op_ != nullptr) args.eigen_device = &intra_op_->device;
+  args.timeout_ms = options_.config.operation_timeout_in_ms();
+  auto step = std::make_shared<PartialRunStep>(std::move(executor), std::move(partial), feeds,
+                                               fetches, std::move(checks), args);
+  absl::MutexLock lock(&mu_);
+  if (closed_) return SessionClosedError();  // The step is cancelled as it goes.
+  std::string handle = absl::StrCat(next_partial_run_++);
+  partial_runs_.emplace(handle, std::move(step));
+  return handle;
+}
+
+absl::Status DirectSession::PartialRun(const std::string& handle,
+                                       const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                       const std::vector<std::string>& fetches,
+                                       std::vector<Tensor>* outputs) {
+  std::shared_ptr<PartialRunStep> step;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (closed_) return SessionClosedError();
+    auto it = partial_runs_.find(handle);
+    if (it == partial_runs_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no partial run with handle '", handle,
+                       "' in this session: call PartialRunSetup first (a partial run ends with "
+                       "its last feed and fetch, or its first error)"));
+    }
+    step = it->second;
+  }
+  if (outputs == nullptr && !fetches.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("partial run '", handle, "' has ",
+                                                   fetches.size(),
+                                                   " fetches but no output vector was given"));
+  }
+  std::vector<std::pair<std::string, const Tensor*>> values;
+  values.reserve(feeds.size());
+  for (const auto& [name, value] : feeds) values.emplace_back(name, &value);
+  absl::Status status = step->Run(values, fetches, outputs);
+  if (step->done()) {
+    absl::MutexLock lock(&mu_);
+    auto it = partial_runs_.find(handle);
+    if (it != partial_runs_.end() && it->second == step) partial_runs_.erase(it);
+  }
+  return status;
+}
+
 absl::Status DirectSession::Close() {
   absl::flat_hash_map<std::string, std::shared_ptr<const Signature>> signatures;
+  absl::flat_hash_map<std::string, std::shared_ptr<PartialRunStep>> partial_runs;
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
     signatures.swap(signatures_);
+    partial_runs.swap(partial_runs_);
     callables_.clear();
     graph_.reset();
   }
+  for (auto& [handle, step] : partial_runs) {
+    step->Cancel(absl::CancelledError(
+        absl::StrCat("partial run '", handle, "' was cancelled: the session was closed")));
+  }
+  partial_runs.clear();  // Waits for their executors (unless a PartialRun call holds one).
   // Steps still running keep their executor (and its kernels) alive.
   signatures.clear();
   kernels_.Clear();

@@ -28,6 +28,7 @@
 #include "core/clock.h"
 #include "core/executor/executor.h"
 #include "core/executor/kernel_cache.h"
+#include "core/executor/partial_run.h"
 #include "core/executor/step_timer.h"
 #include "core/executor/thread_pool.h"
 #include "core/graph/feed_check.h"
@@ -61,6 +62,15 @@ class DirectSession : public Session {
   absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
                            std::vector<Tensor>* fetches, RunMetadata* metadata) override;
   absl::Status ReleaseCallable(CallableHandle handle) override;
+  // See Session. A partial run's step runs on a thread of its own until its last
+  // PartialRun; its _Recv and _Send kernels stay in the session's kernel cache.
+  absl::StatusOr<std::string> PartialRunSetup(const std::vector<std::string>& feeds,
+                                              const std::vector<std::string>& fetches,
+                                              const std::vector<std::string>& targets) override;
+  absl::Status PartialRun(const std::string& handle,
+                          const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& fetches,
+                          std::vector<Tensor>* outputs) override;
   absl::Status Close() override;
   // See Session: one device, this process's CPU.
   absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() override;
@@ -128,6 +138,9 @@ class DirectSession : public Session {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<CallableHandle, Callable> callables_ ABSL_GUARDED_BY(mu_);
   CallableHandle next_callable_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<std::string, std::shared_ptr<PartialRunStep>> partial_runs_
+      ABSL_GUARDED_BY(mu_);
+  int64_t next_partial_run_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace overseer

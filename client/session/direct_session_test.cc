@@ -275,5 +275,203 @@ TEST(DirectSessionTest, RunBeforeCreateIsFailedPrecondition) {
   EXPECT_EQ(out[0].scalar<int32_t>(), 3);
 }
 
+// TensorFlow's session_partial_run_test, in C++: r1 = a + b and r2 = r1 * c, fed and
+// fetched over two calls, the second feed computed from the first fetch.
+GraphDef PartialRunGraph() {
+  GraphDef g;
+  for (const char* name : {"a", "b", "c"})
+    SetNodeAttr(Add(&g, name, "Placeholder"), "dtype", DT_FLOAT);
+  SetNodeAttr(Add(&g, "r1", "Add", {"a", "b"}), "T", DT_FLOAT);
+  SetNodeAttr(Add(&g, "r2", "Mul", {"r1", "c"}), "T", DT_FLOAT);
+  return g;
+}
+
+TEST(DirectSessionPartialRunTest, FeedsAndFetchesOverSeveralCalls) {
+  auto session = MakeSession(PartialRunGraph());
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b", "c"}, {"r1", "r2"}, {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::vector<Tensor> out;
+  absl::Status s = session->PartialRun(
+      *h, {{"a", Tensor::Scalar<float>(1)}, {"b:0", Tensor::Scalar<float>(2)}}, {"r1"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].scalar<float>(), 3.0f);
+  const float c = out[0].scalar<float>() * 17;
+  s = session->PartialRun(*h, {{"c", Tensor::Scalar<float>(c)}}, {"r2:0"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].scalar<float>(), 153.0f);
+  // The last feed and fetch ended the partial run.
+  s = session->PartialRun(*h, {}, {"r1"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no partial run with handle"));
+
+  // The same as one Run.
+  ASSERT_TRUE(session
+                  ->Run({{"a", Tensor::Scalar<float>(1)},
+                         {"b", Tensor::Scalar<float>(2)},
+                         {"c", Tensor::Scalar<float>(51)}},
+                        {"r2"}, {}, &out)
+                  .ok());
+  EXPECT_EQ(out[0].scalar<float>(), 153.0f);
+}
+
+TEST(DirectSessionPartialRunTest, ManyAndConcurrentPartialRuns) {
+  auto session = MakeSession(PartialRunGraph());
+  std::vector<std::string> handles;
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b", "c"}, {"r1", "r2"}, {});
+    ASSERT_TRUE(h.ok()) << h.status();
+    handles.push_back(*h);
+  }
+  std::vector<Tensor> out;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(session
+                    ->PartialRun(handles[i],
+                                 {{"a", Tensor::Scalar<float>(i)}, {"b", Tensor::Scalar<float>(1)}},
+                                 {"r1"}, &out)
+                    .ok());
+    EXPECT_EQ(out[0].scalar<float>(), i + 1.0f);
+  }
+  for (int i = 19; i >= 0; --i) {
+    ASSERT_TRUE(
+        session->PartialRun(handles[i], {{"c", Tensor::Scalar<float>(2)}}, {"r2"}, &out).ok());
+    EXPECT_EQ(out[0].scalar<float>(), 2.0f * (i + 1));
+  }
+}
+
+TEST(DirectSessionPartialRunTest, FeedsAndFetchesMustFollowTheSetup) {
+  auto session = MakeSession(PartialRunGraph());
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b", "c"}, {"r1", "r2"}, {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::vector<Tensor> out;
+  auto expect_invalid = [&](absl::Status s, const std::string& text) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(text));
+  };
+  // r2 needs c, not fed yet: it could never be computed.
+  expect_invalid(
+      session->PartialRun(*h, {{"a", Tensor::Scalar<float>(1)}}, {"r2"}, &out),
+      "fetch 'r2' cannot be computed from the feeds given so far: it needs 'b:0', 'c:0'");
+  expect_invalid(
+      session->PartialRun(*h, {}, {"r1"}, &out),
+      "fetch 'r1' cannot be computed from the feeds given so far: it needs 'a:0', 'b:0'");
+  expect_invalid(session->PartialRun(*h, {{"r1", Tensor::Scalar<float>(1)}}, {}, &out),
+                 "feed 'r1' was not specified in PartialRunSetup");
+  expect_invalid(session->PartialRun(*h, {{"a", Tensor::Scalar<int32_t>(1)}}, {}, &out), "a:0");
+  // Nothing was lost by the failed calls.
+  ASSERT_TRUE(session->PartialRun(*h, {{"a", Tensor::Scalar<float>(1)}}, {}, &out).ok());
+  expect_invalid(session->PartialRun(*h, {{"a", Tensor::Scalar<float>(1)}}, {}, &out),
+                 "feed 'a' has already been fed in this partial run");
+  expect_invalid(session->PartialRun(*h, {}, {"c"}, &out),
+                 "fetch 'c' was not specified in PartialRunSetup");
+  ASSERT_TRUE(session->PartialRun(*h, {{"b", Tensor::Scalar<float>(4)}}, {"r1"}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 5.0f);
+  expect_invalid(session->PartialRun(*h, {}, {"r1:0"}, &out),
+                 "fetch 'r1:0' has already been fetched in this partial run");
+  expect_invalid(session->PartialRun("no-such-handle", {}, {}, &out),
+                 "no partial run with handle 'no-such-handle'");
+
+  // Setup errors name the tensor, as Run's.
+  expect_invalid(session->PartialRunSetup({"a"}, {"nope"}, {}).status(), "nope");
+  expect_invalid(session->PartialRunSetup({"a", "b"}, {"r2"}, {}).status(), "'c'");
+  expect_invalid(session->PartialRunSetup({"a", "b"}, {"r1", "r1:0"}, {}).status(),
+                 "fetch 'r1:0' is named twice");
+}
+
+TEST(DirectSessionPartialRunTest, TargetsRunBeforeTheLastCallReturns) {
+  GraphDef g;
+  NodeDef* v = Add(&g, "v", "VariableV2");
+  SetNodeAttr(v, "dtype", DT_FLOAT);
+  SetNodeAttr(v, "shape", TensorShape({}));
+  SetNodeAttr(v, "shared_name", "partial_run_targets_v");
+  NodeDef* zero = Add(&g, "zero", "Const");
+  SetNodeAttr(zero, "dtype", DT_FLOAT);
+  SetNodeAttr(zero, "value", Tensor::Scalar<float>(0));
+  SetNodeAttr(Add(&g, "init", "Assign", {"v", "zero"}), "T", DT_FLOAT);
+  for (const char* name : {"a", "b"}) SetNodeAttr(Add(&g, name, "Placeholder"), "dtype", DT_FLOAT);
+  SetNodeAttr(Add(&g, "inc", "AssignAdd", {"v", "a"}), "T", DT_FLOAT);
+  SetNodeAttr(Add(&g, "bb", "Add", {"b", "b"}), "T", DT_FLOAT);
+  auto session = MakeSession(g);
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b"}, {"bb"}, {"inc"});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->PartialRun(*h, {{"b", Tensor::Scalar<float>(2)}}, {"bb"}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 4.0f);
+  ASSERT_TRUE(session->PartialRun(*h, {{"a", Tensor::Scalar<float>(5)}}, {}, &out).ok());
+  ASSERT_TRUE(session->Run({}, {"v"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 5.0f);
+}
+
+TEST(DirectSessionPartialRunTest, AKernelErrorEndsThePartialRun) {
+  GraphDef g;
+  for (const char* name : {"a", "b"}) SetNodeAttr(Add(&g, name, "Placeholder"), "dtype", DT_INT32);
+  SetNodeAttr(Add(&g, "sum", "Add", {"a", "b"}), "T", DT_INT32);
+  SetNodeAttr(Add(&g, "fail", "TestFail", {"^sum"}), "message", "boom");
+  Add(&g, "after", "TestAddOne", {"fail"});
+  auto session = MakeSession(g);
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b"}, {"after", "sum"}, {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::vector<Tensor> out;
+  absl::Status s = session->PartialRun(
+      *h, {{"a", Tensor::Scalar<int32_t>(1)}, {"b", Tensor::Scalar<int32_t>(2)}}, {"after"}, &out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("boom"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("fail"));
+  s = session->PartialRun(*h, {}, {"sum"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no partial run with handle"));
+}
+
+TEST(DirectSessionPartialRunTest, CloseCancelsAWaitingPartialRun) {
+  GraphDef g;
+  Add(&g, "blocked", "TestBlockUntilCancelled");
+  SetNodeAttr(Add(&g, "unused", "Placeholder"), "dtype", DT_FLOAT);
+  auto session = MakeSession(g);
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"unused"}, {"blocked"}, {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  // A partial run left unfinished (no call at all) is cancelled by Close too.
+  absl::StatusOr<std::string> idle = session->PartialRunSetup({"unused"}, {}, {});
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  absl::Status waiting;
+  std::thread fetcher([&] {
+    std::vector<Tensor> out;
+    waiting = session->PartialRun(*h, {}, {"blocked"}, &out);
+  });
+  // Close may come before or after the fetcher's call: either way the call fails.
+  ASSERT_TRUE(session->Close().ok());
+  fetcher.join();
+  EXPECT_TRUE(absl::IsCancelled(waiting) || absl::IsFailedPrecondition(waiting)) << waiting;
+  std::vector<Tensor> out;
+  EXPECT_EQ(session->PartialRun(*idle, {}, {}, &out).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(DirectSessionPartialRunTest, SessionsWithoutPartialRunsSayUnimplemented) {
+  class Minimal : public Session {
+   public:
+    absl::Status Create(const GraphDef&) override { return absl::OkStatus(); }
+    absl::Status Extend(const GraphDef&) override { return absl::OkStatus(); }
+    using Session::Run;
+    absl::Status Run(const RunOptions&, const std::vector<std::pair<std::string, Tensor>>&,
+                     const std::vector<std::string>&, const std::vector<std::string>&,
+                     std::vector<Tensor>*, RunMetadata*) override {
+      return absl::OkStatus();
+    }
+    absl::StatusOr<CallableHandle> MakeCallable(const CallableOptions&) override { return 0; }
+    absl::Status RunCallable(CallableHandle, const std::vector<Tensor>&, std::vector<Tensor>*,
+                             RunMetadata*) override {
+      return absl::OkStatus();
+    }
+    absl::Status ReleaseCallable(CallableHandle) override { return absl::OkStatus(); }
+    absl::Status Close() override { return absl::OkStatus(); }
+    absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() override {
+      return std::vector<DeviceAttributes>();
+    }
+    absl::Status Reset(const std::vector<std::string>&) override { return absl::OkStatus(); }
+  } minimal;
+  EXPECT_EQ(minimal.PartialRunSetup({}, {}, {}).status().code(), absl::StatusCode::kUnimplemented);
+}
+
 }  // namespace
 }  // namespace overseer

@@ -57,6 +57,18 @@ absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& option
 
 absl::Status SessionClosedError() { return absl::FailedPreconditionError("the session is closed"); }
 
+absl::StatusOr<std::string> Session::PartialRunSetup(const std::vector<std::string>&,
+                                                     const std::vector<std::string>&,
+                                                     const std::vector<std::string>&) {
+  return absl::UnimplementedError("this session does not support partial runs");
+}
+
+absl::Status Session::PartialRun(const std::string&,
+                                 const std::vector<std::pair<std::string, Tensor>>&,
+                                 const std::vector<std::string>&, std::vector<Tensor>*) {
+  return absl::UnimplementedError("this session does not support partial runs");
+}
+
 absl::Status EmptyGraphError() {
   return absl::FailedPreconditionError(
       "The Session graph is empty: add operations to the graph (Create or Extend) before "

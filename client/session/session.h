@@ -94,6 +94,26 @@ class Session {
   // session never made.
   virtual absl::Status ReleaseCallable(CallableHandle handle) = 0;
 
+  // Partial runs (TensorFlow's partial_run_setup and partial_run): one step whose feeds
+  // are given and whose fetches are taken over several calls. PartialRunSetup prunes
+  // the graph for all of `feeds`, `fetches` and `targets` (errors as Run's) and starts
+  // the step; nodes run as soon as the feeds they need arrive. Each PartialRun feeds
+  // some of the setup's feeds and returns some of its fetches (`outputs`, one per
+  // fetch, in order). INVALID_ARGUMENT naming the tensor for a feed or fetch that the
+  // setup did not name, one already fed or fetched, and a fetch that needs a feed not
+  // yet given (it could never be computed); for an unknown or finished handle. The step
+  // ends, and the handle with it, on the call that gives the last feed and takes the
+  // last fetch: that call returns once the targets have run too. A kernel error ends
+  // the step and is returned by the call that sees it. Close cancels unfinished partial
+  // runs. The default implementation returns UNIMPLEMENTED.
+  virtual absl::StatusOr<std::string> PartialRunSetup(const std::vector<std::string>& feeds,
+                                                      const std::vector<std::string>& fetches,
+                                                      const std::vector<std::string>& targets);
+  virtual absl::Status PartialRun(const std::string& handle,
+                                  const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                  const std::vector<std::string>& fetches,
+                                  std::vector<Tensor>* outputs);
+
   // Releases the session's resources (not the shared variables and queues) and its
   // callables. Later calls other than Close fail FAILED_PRECONDITION; a second Close
   // is OK.
