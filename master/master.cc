@@ -398,6 +398,19 @@ absl::Status Master::Reset(const ResetRequest& request, ResetResponse* /*respons
   return absl::OkStatus();
 }
 
+absl::Status Master::PartialRunSetup(const PartialRunSetupRequest& request,
+                                     PartialRunSetupResponse* response) {
+  return dedup_.Run(request.request_id(), response, [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+    ASSIGN_OR_RETURN(std::string handle,
+                     session->PartialRunSetup({request.feed().begin(), request.feed().end()},
+                                              {request.fetch().begin(), request.fetch().end()},
+                                              {request.target().begin(), request.target().end()}));
+    response->set_partial_run_handle(std::move(handle));
+    return absl::OkStatus();
+  });
+}
+
 absl::Status Master::MakeCallable(const MakeCallableRequest& request,
                                   MakeCallableResponse* response) {
   return dedup_.Run(request.request_id(), response, [&]() -> absl::Status {

@@ -105,6 +105,8 @@ class Master : public MasterInterface, public MasterReadinessInterface {
   absl::Status ListDevices(const ListDevicesRequest& request,
                            ListDevicesResponse* response) override;
   absl::Status Reset(const ResetRequest& request, ResetResponse* response) override;
+  absl::Status PartialRunSetup(const PartialRunSetupRequest& request,
+                               PartialRunSetupResponse* response) override;
   absl::Status MakeCallable(const MakeCallableRequest& request,
                             MakeCallableResponse* response) override;
   absl::Status RunCallable(const RunCallableRequest& request,

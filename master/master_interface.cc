@@ -20,6 +20,11 @@ void MasterInterface::RunStepAsync(const RunStepRequest* request, RunStepRespons
       [this, request, response, done = std::move(done)] { done(RunStep(*request, response)); });
 }
 
+absl::Status MasterInterface::PartialRunSetup(const PartialRunSetupRequest&,
+                                              PartialRunSetupResponse*) {
+  return absl::UnimplementedError("this master does not support partial runs");
+}
+
 void MasterInterface::RunCallableAsync(const RunCallableRequest* request,
                                        RunCallableResponse* response, CancellationManager*,
                                        std::function<void(absl::Status)> done) {

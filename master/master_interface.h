@@ -60,6 +60,11 @@ class MasterInterface {
                                    ListDevicesResponse* response) = 0;
   // Clears resource containers on every (filtered) task and closes every session.
   virtual absl::Status Reset(const ResetRequest& request, ResetResponse* response) = 0;
+  // Prepares a partial run (see Session::PartialRunSetup); its calls are RunSteps
+  // naming the handle (RunStepRequest.partial_run_handle). The default returns
+  // UNIMPLEMENTED.
+  virtual absl::Status PartialRunSetup(const PartialRunSetupRequest& request,
+                                       PartialRunSetupResponse* response);
   // Prepares a signature (see Session::MakeCallable); the handle is valid until
   // ReleaseCallable or the session's end.
   virtual absl::Status MakeCallable(const MakeCallableRequest& request,

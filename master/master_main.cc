@@ -60,7 +60,8 @@ namespace {
 
 constexpr char kUsage[] =
     "The Overseer master: serves MasterService (CreateSession, ExtendSession, RunStep, "
-    "CloseSession, ListDevices, Reset, MakeCallable/RunCallable/ReleaseCallable, "
+    "PartialRunSetup, CloseSession, ListDevices, Reset, "
+    "MakeCallable/RunCallable/ReleaseCallable, "
     "MarkReady/WithdrawReady/WaitForReady, JobDone) over the cluster given by "
     "--cluster_spec or TF_CONFIG.\n"
     "  --port=N          gRPC port (0 picks a free one; the start-up line says which)\n"

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
 #include "core/logging.h"
@@ -107,9 +108,12 @@ absl::StatusOr<int64_t> MasterSession::Extend(const GraphDef& graph, int64_t cur
 
 absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSignature(
     const ValidatedGraph& graph, const std::vector<std::string>& feeds,
-    const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+    const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+    bool partial) {
   auto sig = std::make_shared<Signature>();
+  if (partial) RETURN_IF_ERROR(CheckPartialRunFetches(fetches));
   ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph.graph, feeds, fetches, targets));
+  if (partial) sig->fetch_needs = FeedsNeededByFetches(pruned);
   const Graph& step = *pruned.graph;
   ASSIGN_OR_RETURN(sig->feed_checks, MakeFeedChecks(*graph.graph, feeds, step));
   ASSIGN_OR_RETURN(std::vector<std::string> devices,
@@ -132,6 +136,15 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
   sig->step.feeds = std::move(parts.feeds);
   sig->step.fetches = std::move(parts.fetches);
   for (auto& [task, def] : parts.partitions) {
+    if (partial) {
+      // A partial run's feeds arrive while the step runs: their _Recv nodes may wait
+      // (OpKernel::MayWait) and must not hold up their thread.
+      for (NodeDef& node : *def.mutable_node()) {
+        if (node.op() == kRecvOp && GetNodeAttrOr(node, "client_terminated", false)) {
+          SetNodeAttr(&node, "client_terminated", false);
+        }
+      }
+    }
     for (const NodeDef& node : def.node()) {
       if (node.op() == kSendOp && !GetNodeAttrOr(node, "client_terminated", false)) {
         sig->step.peer_senders.insert(task);
@@ -152,8 +165,8 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
 
 absl::StatusOr<std::shared_ptr<const MasterSession::Signature>> MasterSession::GetSignature(
     const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
-    const std::vector<std::string>& targets) {
-  const std::string key = SignatureKey(feeds, fetches, targets);
+    const std::vector<std::string>& targets, bool partial) {
+  const std::string key = (partial ? "\x01partial;" : "") + SignatureKey(feeds, fetches, targets);
   std::shared_ptr<const ValidatedGraph> graph;
   {
     absl::ReaderMutexLock lock(&mu_);
@@ -168,7 +181,8 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Signature>> MasterSession::G
     auto it = signatures_.find(key);
     if (it != signatures_.end()) return it->second;
   }
-  absl::StatusOr<std::shared_ptr<Signature>> sig = BuildSignature(*graph, feeds, fetches, targets);
+  absl::StatusOr<std::shared_ptr<Signature>> sig =
+      BuildSignature(*graph, feeds, fetches, targets, partial);
   if (!sig.ok()) return CheckTasks(sig.status());
   absl::MutexLock lock(&mu_);
   signatures_[key] = *sig;
@@ -286,6 +300,13 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
 void MasterSession::RunAsync(const RunStepRequest* request, RunStepResponse* response,
                              CancellationManager* cancellation,
                              std::function<void(absl::Status)> done) {
+  if (!request->partial_run_handle().empty()) {
+    // A partial run's call waits for its fetches' producers, which may wait for feeds.
+    StepBlockingThreads()->Schedule([this, request, response, cancellation, done] {
+      done(RunPartial(*request, response, cancellation));
+    });
+    return;
+  }
   auto step = std::make_shared<PendingStep>();
   step->fetch_names.assign(request->fetch().begin(), request->fetch().end());
   std::vector<std::string> feeds, targets(request->target().begin(), request->target().end());
@@ -314,6 +335,163 @@ void MasterSession::RunAsync(const RunStepRequest* request, RunStepResponse* res
                                       done(s);
                                     });
                 });
+}
+
+absl::StatusOr<std::string> MasterSession::PartialRunSetup(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  ASSIGN_OR_RETURN(auto sig, GetSignature(feeds, fetches, targets, /*partial=*/true));
+  auto run =
+      std::make_shared<PartialRun>(std::move(sig), next_step_id_->fetch_add(1), feeds, fetches);
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Usable());
+  std::string handle = absl::StrCat(next_partial_run_++);
+  partial_runs_.emplace(handle, std::move(run));
+  return handle;
+}
+
+absl::Status MasterSession::RunPartial(const RunStepRequest& request, RunStepResponse* response,
+                                       CancellationManager* cancellation) {
+  const std::string& handle = request.partial_run_handle();
+  if (request.target_size() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partial run '", handle, "': targets are given to PartialRunSetup, not to its calls"));
+  }
+  std::shared_ptr<PartialRun> run;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    RETURN_IF_ERROR(Usable());
+    auto it = partial_runs_.find(handle);
+    if (it == partial_runs_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no partial run with handle '", handle, "' in session ", handle_,
+          ": call PartialRunSetup first (a partial run ends with its last feed and fetch, or "
+          "its first error)"));
+    }
+    run = it->second;
+  }
+  std::vector<std::string> feed_names, fetch_names(request.fetch().begin(), request.fetch().end());
+  std::vector<const TensorProto*> values;
+  for (const NamedTensorProto& f : request.feed()) {
+    feed_names.push_back(f.name());
+    values.push_back(&f.tensor());
+  }
+  const Signature& sig = *run->sig;
+  PartialRunTracker::Call call;
+  {
+    absl::MutexLock lock(&run->mu);
+    // The values are checked before anything is recorded, so a bad one loses nothing.
+    PartialRunTracker trial = run->tracker;
+    ASSIGN_OR_RETURN(call, trial.Take(feed_names, fetch_names));
+    for (size_t k = 0; k < values.size(); ++k) {
+      RETURN_IF_ERROR(CheckFeeds(absl::MakeConstSpan(&sig.feed_checks[call.feeds[k]], 1),
+                                 absl::MakeConstSpan(&values[k], 1)));
+    }
+    run->tracker = std::move(trial);
+  }
+
+  // Every task of the step gets a RunGraph: the first starts its partition.
+  const RegisteredStep& step = sig.step;
+  struct TaskCall {
+    std::string task;
+    RunGraphRequest request;
+    RunGraphResponse response;
+    absl::Status status;
+  };
+  std::vector<TaskCall> calls(step.graph_handles.size());
+  std::map<std::string, TaskCall*> by_task;
+  size_t n = 0;
+  for (const auto& [task, graph_handle] : step.graph_handles) {
+    TaskCall& c = calls[n++];
+    c.task = task;
+    c.request.set_session_handle(handle_);
+    c.request.set_graph_handle(graph_handle);
+    c.request.set_step_id(run->step_id);
+    c.request.set_timeout_in_ms(config_.operation_timeout_in_ms());
+    c.request.set_is_partial(true);
+    c.request.set_is_last_partial_run(call.last);
+    c.request.set_cleanup_on_return(call.last && step.peer_senders.count(task) == 0);
+    by_task[task] = &c;
+  }
+  for (size_t k = 0; k < call.feeds.size(); ++k) {
+    const PartitionEndpoint& e = step.feeds[call.feeds[k]];
+    NamedTensorProto* send = by_task[e.task]->request.add_send();
+    send->set_name(e.key);
+    *send->mutable_tensor() = *values[k];
+  }
+  for (int i : call.fetches) {
+    const PartitionEndpoint& e = step.fetches[i];
+    by_task[e.task]->request.add_recv_key(e.key);
+  }
+  absl::BlockingCounter pending(static_cast<int>(calls.size()));
+  for (TaskCall& c : calls) {
+    WorkerInterface* w = workers_->GetWorker(c.task);
+    if (w == nullptr) {
+      c.status = absl::UnavailableError(absl::StrCat("no task ", c.task));
+      pending.DecrementCount();
+      continue;
+    }
+    w->RunGraphAsync(&c.request, &c.response, cancellation, [&c, &pending](absl::Status s) {
+      c.status = std::move(s);
+      pending.DecrementCount();
+    });
+  }
+  pending.Wait();
+
+  // The first error that is not the cancellation another task's error caused.
+  absl::Status error;
+  for (const TaskCall& c : calls) {
+    if (c.status.ok() || (!error.ok() && absl::IsCancelled(c.status))) continue;
+    if (error.ok() || absl::IsCancelled(error)) error = TaskError(c.task, c.status);
+  }
+  if (!error.ok() || call.last) {
+    absl::MutexLock lock(&mu_);
+    partial_runs_.erase(handle);
+  }
+  if (!error.ok()) {
+    // Ends the step on every task (a partition blocked on a feed that will not come).
+    for (const TaskCall& c : calls) {
+      WorkerInterface* w = workers_->GetWorker(c.task);
+      CleanupGraphRequest req;
+      req.set_step_id(run->step_id);
+      CleanupGraphResponse resp;
+      if (w != nullptr) w->CleanupGraph(req, &resp).IgnoreError();
+    }
+    return CheckTasks(error);
+  }
+  if (call.last) {
+    std::vector<std::string> senders(step.peer_senders.begin(), step.peer_senders.end());
+    std::shared_ptr<StepCleaner> cleaner;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      cleaner = cleaner_;
+    }
+    if (!senders.empty() && cleaner != nullptr) cleaner->Enqueue(std::move(senders), run->step_id);
+  }
+  MessageBudget budget(max_message_tensor_bytes_);
+  for (size_t k = 0; k < call.fetches.size(); ++k) {
+    const PartitionEndpoint& e = step.fetches[call.fetches[k]];
+    const RunGraphResponse& from = by_task[e.task]->response;
+    const NamedTensorProto* found = nullptr;
+    for (const NamedTensorProto& t : from.recv()) {
+      if (t.name() == e.key) found = &t;
+    }
+    if (found == nullptr) {
+      return absl::InternalError(
+          absl::StrCat("task ", e.task, " did not return fetch '", fetch_names[k], "'"));
+    }
+    budget.Add(EncodedTensorBytes(found->tensor()));
+    NamedTensorProto* out = response->add_tensor();
+    out->set_name(fetch_names[k]);
+    *out->mutable_tensor() = found->tensor();
+  }
+  if (!budget.fits()) {
+    response->clear_tensor();
+    return budget.Error("the partial run's reply (its fetches from every task)",
+                        "fetch smaller tensors, or fewer in each call",
+                        [&](size_t i) { return absl::StrCat("fetch '", fetch_names[i], "'"); });
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> MasterSession::MakeCallable(const CallableOptions& options) {
@@ -388,6 +566,8 @@ void MasterSession::Close() {
     closed_ = true;
     signatures_.clear();
     callables_.clear();
+    // Their steps end on the tasks with the worker sessions deleted below.
+    partial_runs_.clear();
     cleaner = std::move(cleaner_);
   }
   // Sends what is queued (unless a running step still holds the cleaner).

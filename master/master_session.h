@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/cancellation.h"
+#include "core/executor/partial_run.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/validate.h"
 #include "core/message_budget.h"
@@ -61,6 +63,11 @@ class MasterSession {
   // until `done`, and so must the session.
   void RunAsync(const RunStepRequest* request, RunStepResponse* response,
                 CancellationManager* cancellation, std::function<void(absl::Status)> done);
+  // Session::PartialRunSetup: prepares (and registers on the tasks) the partial run's
+  // signature; returns its handle. The step starts on the tasks with its first call.
+  absl::StatusOr<std::string> PartialRunSetup(const std::vector<std::string>& feeds,
+                                              const std::vector<std::string>& fetches,
+                                              const std::vector<std::string>& targets);
   // Prepares (and registers on the tasks) the signature of `options`; returns the
   // callable's handle (1, 2, ... within the session).
   absl::StatusOr<int64_t> MakeCallable(const CallableOptions& options);
@@ -81,6 +88,17 @@ class MasterSession {
   struct Signature {
     RegisteredStep step;
     std::vector<FeedCheck> feed_checks;
+    // Partial runs: the feeds each fetch needs (FeedsNeededByFetches).
+    std::vector<std::vector<int>> fetch_needs;
+  };
+  struct PartialRun {
+    PartialRun(std::shared_ptr<const Signature> sig, int64_t step_id,
+               const std::vector<std::string>& feeds, const std::vector<std::string>& fetches)
+        : sig(std::move(sig)), step_id(step_id), tracker(feeds, fetches, this->sig->fetch_needs) {}
+    const std::shared_ptr<const Signature> sig;
+    const int64_t step_id;
+    absl::Mutex mu;
+    PartialRunTracker tracker ABSL_GUARDED_BY(mu);
   };
   struct Callable {
     std::shared_ptr<const Signature> signature;
@@ -98,17 +116,24 @@ class MasterSession {
   using SignatureCallback = std::function<void(absl::StatusOr<std::shared_ptr<const Signature>>)>;
 
   // The signature of (feeds, fetches, targets), built and registered on first use
-  // (blocking).
+  // (blocking). A partial run's signature is its own: its feeds may come after the
+  // step starts.
   absl::StatusOr<std::shared_ptr<const Signature>> GetSignature(
       const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
-      const std::vector<std::string>& targets);
+      const std::vector<std::string>& targets, bool partial = false);
   // Calls `then` with the signature: on this thread if it is cached (or the session
   // is not usable), else on a StepBlockingThreads() thread once it is built.
   void WithSignature(std::vector<std::string> feeds, std::vector<std::string> fetches,
                      std::vector<std::string> targets, SignatureCallback then);
-  absl::StatusOr<std::shared_ptr<Signature>> BuildSignature(
-      const ValidatedGraph& graph, const std::vector<std::string>& feeds,
-      const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
+  absl::StatusOr<std::shared_ptr<Signature>> BuildSignature(const ValidatedGraph& graph,
+                                                            const std::vector<std::string>& feeds,
+                                                            const std::vector<std::string>& fetches,
+                                                            const std::vector<std::string>& targets,
+                                                            bool partial);
+  // One call of a partial run (RunStepRequest.partial_run_handle), blocking: a RunGraph
+  // to every task of its step, with the feeds and fetches each holds.
+  absl::Status RunPartial(const RunStepRequest& request, RunStepResponse* response,
+                          CancellationManager* cancellation);
   // Runs the step of `step`'s feeds into its fetches and calls `done` (as RunAsync);
   // its fetch_names name the fetches in errors (the reply's size is checked).
   void RunSignatureAsync(std::shared_ptr<const Signature> sig, std::shared_ptr<PendingStep> step,
@@ -137,6 +162,8 @@ class MasterSession {
   std::map<std::string, std::shared_ptr<const Signature>> signatures_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Callable> callables_ ABSL_GUARDED_BY(mu_);
   int64_t next_callable_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::string, std::shared_ptr<PartialRun>> partial_runs_ ABSL_GUARDED_BY(mu_);
+  int64_t next_partial_run_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   // Cleans up finished steps in the background. Steps hold a reference while they run;

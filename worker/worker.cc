@@ -195,6 +195,9 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
     }
     recvs[i] = std::move(*key);
   }
+  if (request.is_partial()) {
+    return RunPartialGraph(found, request, std::move(sends), recvs, response, call_cancellation);
+  }
 
   StepState state = rendezvous_.FindOrCreate(request.step_id());
   CancellationManager::Token given_up = CancellationManager::kInvalidToken;
@@ -250,14 +253,27 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
     state.rendezvous->StartAbort(status);
     return status;
   }
-  RendezvousWait now;
-  now.deadline = absl::InfinitePast();
+  RETURN_IF_ERROR(ReplyWithRecvs(request, state, recvs, /*partial=*/false, response));
+  if (request.cleanup_on_return()) rendezvous_.Release(request.step_id());
+  return absl::OkStatus();
+}
+
+absl::Status Worker::ReplyWithRecvs(const RunGraphRequest& request, const StepState& state,
+                                    const std::vector<RendezvousKey>& recvs, bool partial,
+                                    RunGraphResponse* response) const {
+  RendezvousWait wait;
+  if (partial) {
+    wait.cancellation = state.cancellation.get();
+  } else {
+    wait.deadline = absl::InfinitePast();
+  }
   std::vector<Tensor> values;
   values.reserve(recvs.size());
   MessageBudget budget(options_.max_message_tensor_bytes);
   for (const RendezvousKey& key : recvs) {
-    absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, now);
+    absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, wait);
     if (!value.ok()) {
+      if (partial) return value.status();
       return absl::InvalidArgumentError(
           absl::StrCat("RunGraph recv_key '", key.full, "' was not sent by graph ",
                        request.graph_handle(), " (", value.status().message(), ")"));
@@ -277,12 +293,101 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
     out->set_name(recvs[i].full);
     values[i].ToProto(out->mutable_tensor());
   }
+  return absl::OkStatus();
+}
+
+Worker::PartialStep::~PartialStep() {
+  if (run != nullptr && !run->finished()) {
+    state.cancellation->StartCancel(absl::CancelledError("the partial run was abandoned"));
+    state.rendezvous->StartAbort(absl::CancelledError("the partial run was abandoned"));
+  }
+}
+
+std::shared_ptr<Worker::PartialStep> Worker::FindOrStartPartialStep(
+    const FoundGraph& found, const RunGraphRequest& request) {
+  Session* session = found.session_.get();
+  absl::MutexLock lock(&session->partial_mu);
+  std::shared_ptr<PartialStep>& slot =
+      session->partial_steps[PartialStepKey(request.step_id(), request.graph_handle())];
+  if (slot != nullptr) return slot;
+  auto step = std::make_shared<PartialStep>();
+  step->graph = found.graph_;
+  step->state = rendezvous_.FindOrCreate(request.step_id());
+  step->rendezvous = std::make_unique<StepRendezvous>(request.step_id(), task_name_, step->state,
+                                                      session->peers.get());
+  ExecutorRunArgs args;
+  args.step_id = request.step_id();
+  args.resource_mgr = &resources_;
+  args.timeout_ms = request.timeout_in_ms();
+  args.clock = clock_;
+  args.timer = &step_timer_;
+  args.rendezvous = step->rendezvous.get();
+  args.cancellation = step->state.cancellation.get();
+  // Peers and this task's waiting RunGraph calls fail at once with the step's error.
+  step->run = std::make_unique<BackgroundRun>(
+      step->graph->executor.get(), args,
+      [rendezvous = step->state.rendezvous](const absl::Status& s) { rendezvous->StartAbort(s); });
+  slot = step;
+  return step;
+}
+
+absl::Status Worker::RunPartialGraph(const FoundGraph& found, const RunGraphRequest& request,
+                                     std::vector<std::pair<RendezvousKey, Tensor>> sends,
+                                     const std::vector<RendezvousKey>& recvs,
+                                     RunGraphResponse* response,
+                                     CancellationManager* call_cancellation) {
+  std::shared_ptr<PartialStep> step = FindOrStartPartialStep(found, request);
+  CancellationManager::Token given_up = CancellationManager::kInvalidToken;
+  if (call_cancellation != nullptr) {
+    given_up = call_cancellation->RegisterCallback(
+        [this, step_id = request.step_id()] { rendezvous_.Cleanup(step_id); });
+    if (given_up == CancellationManager::kInvalidToken) rendezvous_.Cleanup(request.step_id());
+  }
+  absl::Cleanup deregister = [&] {
+    if (given_up != CancellationManager::kInvalidToken) {
+      call_cancellation->DeregisterCallback(given_up);
+    }
+  };
+  absl::Status status;
+  for (auto& [key, value] : sends) {
+    status = step->state.rendezvous->Send(key, value);
+    if (!status.ok()) break;
+  }
+  if (status.ok()) status = ReplyWithRecvs(request, step->state, recvs, /*partial=*/true, response);
+  const bool ends = !status.ok() || request.is_last_partial_run();
+  if (!ends) return absl::OkStatus();
+  // The step's own error says more than the aborted rendezvous that reported it.
+  const absl::Status ran = step->run->Wait();
+  if (!ran.ok()) status = ran;
+  {
+    Session* session = found.session_.get();
+    absl::MutexLock lock(&session->partial_mu);
+    session->partial_steps.erase(PartialStepKey(request.step_id(), request.graph_handle()));
+  }
+  if (!status.ok()) return status;
   if (request.cleanup_on_return()) rendezvous_.Release(request.step_id());
   return absl::OkStatus();
 }
 
 absl::Status Worker::CleanupGraph(const CleanupGraphRequest& request, CleanupGraphResponse*) {
   rendezvous_.Cleanup(request.step_id());
+  // A partial run's steps end with it (cancelled just now); they are waited for here.
+  std::vector<std::shared_ptr<PartialStep>> ended;
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [handle, session] : sessions_) sessions.push_back(session);
+  }
+  for (const std::shared_ptr<Session>& session : sessions) {
+    absl::MutexLock lock(&session->partial_mu);
+    auto& steps = session->partial_steps;
+    for (auto it = steps.lower_bound(PartialStepKey(request.step_id(), ""));
+         it != steps.end() && it->first.first == request.step_id();) {
+      ended.push_back(std::move(it->second));
+      it = steps.erase(it);
+    }
+  }
+  ended.clear();
   return absl::OkStatus();
 }
 

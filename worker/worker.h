@@ -11,14 +11,18 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/cancellation.h"
 #include "core/clock.h"
+#include "core/executor/partial_run.h"
 #include "core/executor/step_timer.h"
 #include "core/message_budget.h"
+#include "core/rendezvous.h"
 #include "core/resource_mgr.h"
 #include "proto/cluster.pb.h"
 #include "worker/graph_mgr.h"
@@ -138,14 +142,43 @@ class Worker : public WorkerInterface {
   absl::StatusOr<RendezvousKey> CheckProducerKey(const std::string& key) const;
 
  private:
+  // A partial run's step of one graph, running between its RunGraph calls.
+  struct PartialStep {
+    // Cancels the step if it still runs; the run then ends before its members go.
+    ~PartialStep();
+    std::shared_ptr<RegisteredGraph> graph;
+    StepState state;
+    std::unique_ptr<StepRendezvous> rendezvous;
+    std::unique_ptr<BackgroundRun> run;  // Last: waited for first.
+  };
+  using PartialStepKey = std::pair<int64_t, std::string>;  // Step id, graph handle.
+
   struct Session {
     Session(const std::string& task, uint64_t incarnation, ThreadPool* pool)
         : graphs(task, incarnation, pool) {}
     GraphMgr graphs;
     std::unique_ptr<WorkerCacheInterface> peers;  // May be null.
+    // Partial runs in flight. Declared last: they use `peers` until they end.
+    absl::Mutex partial_mu;
+    std::map<PartialStepKey, std::shared_ptr<PartialStep>> partial_steps
+        ABSL_GUARDED_BY(partial_mu);
   };
 
   absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& handle) const;
+  // RunGraph of a partial run (RunGraphRequest.is_partial).
+  absl::Status RunPartialGraph(const FoundGraph& found, const RunGraphRequest& request,
+                               std::vector<std::pair<RendezvousKey, Tensor>> sends,
+                               const std::vector<RendezvousKey>& recvs, RunGraphResponse* response,
+                               CancellationManager* call_cancellation);
+  // The partial step of `key` in `session`, started if it is new.
+  std::shared_ptr<PartialStep> FindOrStartPartialStep(const FoundGraph& found,
+                                                      const RunGraphRequest& request);
+  // Receives `recvs` from `state` into `response` (RunGraph's reply limits). A step
+  // that ran (`partial` false) has sent them all, so none waits; a partial run's wait
+  // until their producers run, and a failed wait returns the rendezvous's error.
+  absl::Status ReplyWithRecvs(const RunGraphRequest& request, const StepState& state,
+                              const std::vector<RendezvousKey>& recvs, bool partial,
+                              RunGraphResponse* response) const;
 
   const WorkerOptions options_;
   const WorkerEnv env_;

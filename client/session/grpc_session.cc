@@ -139,6 +139,44 @@ absl::Status GrpcSession::Run(const RunOptions& options,
                               const std::vector<std::string>& fetches,
                               const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
                               RunMetadata* metadata) {
+  return RunStep(options, "", feeds, fetches, targets, outputs, metadata);
+}
+
+absl::StatusOr<std::string> GrpcSession::PartialRunSetup(const std::vector<std::string>& feeds,
+                                                         const std::vector<std::string>& fetches,
+                                                         const std::vector<std::string>& targets) {
+  ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
+  PartialRunSetupRequest request;
+  request.set_session_handle(handle);
+  for (const std::string& f : feeds) request.add_feed(f);
+  for (const std::string& f : fetches) request.add_fetch(f);
+  for (const std::string& t : targets) request.add_target(t);
+  request.set_request_id(NewRequestId());
+  PartialRunSetupResponse response;
+  RETURN_IF_ERROR(Retry([&] { return master_->PartialRunSetup(request, &response); }));
+  return response.partial_run_handle();
+}
+
+absl::Status GrpcSession::PartialRun(const std::string& handle,
+                                     const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                     const std::vector<std::string>& fetches,
+                                     std::vector<Tensor>* outputs) {
+  if (handle.empty()) {
+    return absl::InvalidArgumentError("no partial run with handle '': call PartialRunSetup first");
+  }
+  if (outputs == nullptr && !fetches.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("partial run '", handle, "' has ",
+                                                   fetches.size(),
+                                                   " fetches but no output vector was given"));
+  }
+  return RunStep(RunOptions(), handle, feeds, fetches, {}, outputs, nullptr);
+}
+
+absl::Status GrpcSession::RunStep(const RunOptions& options, const std::string& partial_run,
+                                  const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                  const std::vector<std::string>& fetches,
+                                  const std::vector<std::string>& targets,
+                                  std::vector<Tensor>* outputs, RunMetadata* metadata) {
   ASSIGN_OR_RETURN(std::string handle, RunnableHandle());
   MessageBudget budget(grpc_options_.max_message_tensor_bytes);
   for (const auto& feed : feeds) budget.Add(EncodedTensorBytes(feed.second));
@@ -148,6 +186,7 @@ absl::Status GrpcSession::Run(const RunOptions& options,
   }
   RunStepRequest request;
   request.set_session_handle(handle);
+  request.set_partial_run_handle(partial_run);
   for (const auto& [name, value] : feeds) {
     NamedTensorProto* feed = request.add_feed();
     feed->set_name(name);

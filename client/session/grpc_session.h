@@ -85,6 +85,16 @@ class GrpcSession : public Session {
   absl::Status RunCallable(CallableHandle handle, const std::vector<Tensor>& feeds,
                            std::vector<Tensor>* fetches, RunMetadata* metadata) override;
   absl::Status ReleaseCallable(CallableHandle handle) override;
+  // See Session; over the master's PartialRunSetup and a RunStep per call (each with a
+  // request id, so a retry on UNAVAILABLE applies once). A call waits at most
+  // GrpcSessionOptions::max_step_time for the master.
+  absl::StatusOr<std::string> PartialRunSetup(const std::vector<std::string>& feeds,
+                                              const std::vector<std::string>& fetches,
+                                              const std::vector<std::string>& targets) override;
+  absl::Status PartialRun(const std::string& handle,
+                          const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& fetches,
+                          std::vector<Tensor>* outputs) override;
   absl::Status Close() override;
 
   // The devices of this session's tasks; before Create/Extend, of the whole cluster.
@@ -98,6 +108,12 @@ class GrpcSession : public Session {
   std::string handle() const;
 
  private:
+  // A RunStep: a step, or with `partial_run` a call of that partial run.
+  absl::Status RunStep(const RunOptions& options, const std::string& partial_run,
+                       const std::vector<std::pair<std::string, Tensor>>& feeds,
+                       const std::vector<std::string>& fetches,
+                       const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                       RunMetadata* metadata);
   // Retries `call` (safe to repeat) on UNAVAILABLE until the rpc deadline.
   absl::Status Retry(const std::function<absl::Status()>& call);
   absl::Status CreateLocked(const GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ops_mu_);

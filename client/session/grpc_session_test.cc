@@ -112,6 +112,7 @@ class FlakyMaster : public MasterInterface {
   OVERSEER_FLAKY(CloseSession)
   OVERSEER_FLAKY(ListDevices)
   OVERSEER_FLAKY(Reset)
+  OVERSEER_FLAKY(PartialRunSetup)
   OVERSEER_FLAKY(MakeCallable)
   OVERSEER_FLAKY(RunCallable)
   OVERSEER_FLAKY(ReleaseCallable)
@@ -193,6 +194,38 @@ TEST(GrpcSessionTest, RetriedCallableCallsApplyOnce) {
   absl::StatusOr<CallableHandle> next = session.MakeCallable(inc);
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(*next, *handle + 1);
+  EXPECT_TRUE(session.Close().ok());
+}
+
+// A partial run whose step spans the ps and the worker (r1 is computed on the ps and
+// received by the worker for r2), with every call's answer lost twice and retried:
+// each call still applies once.
+TEST(GrpcSessionTest, PartialRunsSpanTasksAndRetriedCallsApplyOnce) {
+  auto flaky = std::make_unique<FlakyMaster>(InProcessCluster::Get()->master(), 2, true);
+  GrpcSessionOptions options;
+  options.retry.initial_backoff = absl::Milliseconds(1);
+  GrpcSession session(SessionOptions(), std::move(flaky), Clock::Real(), options);
+  GraphDef g;
+  for (const char* name : {"a", "b", "c"}) {
+    NodeDef* p = test::AddNode(&g, name, "Placeholder", {});
+    SetNodeAttr(p, "dtype", DT_FLOAT);
+    p->set_device(name[0] == 'c' ? "/job:worker/task:0" : "/job:ps/task:0");
+  }
+  test::AddBinary(&g, "r1", "Add", "a", "b")->set_device("/job:ps/task:0");
+  test::AddBinary(&g, "r2", "Mul", "r1", "c")->set_device("/job:worker/task:0");
+  ASSERT_TRUE(session.Create(g).ok());
+  for (int round = 0; round < 3; ++round) {
+    absl::StatusOr<std::string> h = session.PartialRunSetup({"a", "b", "c"}, {"r1", "r2"}, {});
+    ASSERT_TRUE(h.ok()) << h.status();
+    std::vector<Tensor> out;
+    absl::Status s = session.PartialRun(
+        *h, {{"a", Tensor::Scalar<float>(round)}, {"b", Tensor::Scalar<float>(2)}}, {"r1"}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out[0].scalar<float>(), round + 2.0f);
+    s = session.PartialRun(*h, {{"c", Tensor::Scalar<float>(10)}}, {"r2"}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out[0].scalar<float>(), (round + 2.0f) * 10);
+  }
   EXPECT_TRUE(session.Close().ok());
 }
 

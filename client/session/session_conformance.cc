@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/node_def_util.h"
 #include "core/tensor.h"
 #include "gmock/gmock.h"
@@ -691,6 +692,174 @@ TEST_P(SessionConformanceTest, CloseEndsTheSession) {
   more.Const("z", S(0));
   EXPECT_EQ(session->Extend(more.def()).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(session->Close().ok());
+}
+
+// TensorFlow's session_partial_run_test, in C++: r1 = a + b and r2 = r1 * c, fed and
+// fetched over several calls.
+G PartialRunGraph() {
+  G g;
+  for (const char* name : {"a", "b", "c"}) g.Placeholder(name, DT_FLOAT);
+  g.Binary("r1", "Add", "a", "b");
+  g.Binary("r2", "Mul", "r1", "c");
+  return g;
+}
+
+TEST_P(SessionConformanceTest, PartialRunFeedsAndFetchesOverSeveralCalls) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(PartialRunGraph().def()).ok());
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b", "c"}, {"r1", "r2"}, {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::vector<Tensor> out;
+  absl::Status s = session->PartialRun(*h, {{"a", S(1)}, {"b:0", S(2)}}, {"r1"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(F(out[0]), 3.0f);
+  // The second feed is computed from the first fetch.
+  s = session->PartialRun(*h, {{"c", S(F(out[0]) * 17)}}, {"r2:0"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(F(out[0]), 153.0f);
+  // The last feed and fetch ended the partial run.
+  s = session->PartialRun(*h, {}, {"r1"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no partial run with handle"));
+  // The same as one Run.
+  ASSERT_TRUE(session->Run({{"a", S(1)}, {"b", S(2)}, {"c", S(51)}}, {"r2"}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 153.0f);
+}
+
+TEST_P(SessionConformanceTest, ManyPartialRunsInterleave) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(PartialRunGraph().def()).ok());
+  std::vector<std::string> handles;
+  for (int i = 0; i < 10; ++i) {
+    absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b", "c"}, {"r1", "r2"}, {});
+    ASSERT_TRUE(h.ok()) << h.status();
+    handles.push_back(*h);
+  }
+  std::vector<Tensor> out;
+  for (int i = 0; i < 10; ++i) {
+    absl::Status s = session->PartialRun(handles[i], {{"a", S(i)}, {"b", S(1)}}, {"r1"}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(F(out[0]), i + 1.0f);
+  }
+  // Finished in the reverse order, from two threads.
+  std::vector<absl::Status> status(10);
+  std::vector<float> r2(10);
+  auto finish = [&](int from, int to) {
+    for (int i = to - 1; i >= from; --i) {
+      std::vector<Tensor> o;
+      status[i] = session->PartialRun(handles[i], {{"c", S(2)}}, {"r2"}, &o);
+      if (status[i].ok()) r2[i] = F(o[0]);
+    }
+  };
+  std::thread other(finish, 0, 5);
+  finish(5, 10);
+  other.join();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(status[i].ok()) << i << ": " << status[i];
+    EXPECT_EQ(r2[i], 2.0f * (i + 1)) << i;
+  }
+}
+
+TEST_P(SessionConformanceTest, PartialRunFeedsAndFetchesFollowTheSetup) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(PartialRunGraph().def()).ok());
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b", "c"}, {"r1", "r2"}, {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::vector<Tensor> out;
+  auto expect_invalid = [](const absl::Status& s, const std::string& text) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(text));
+  };
+  // A fetch that needs a feed not given yet could never be computed.
+  expect_invalid(session->PartialRun(*h, {{"a", S(1)}}, {"r2"}, &out),
+                 "fetch 'r2' cannot be computed from the feeds given so far: it needs 'b:0', "
+                 "'c:0'");
+  expect_invalid(session->PartialRun(*h, {}, {"r1"}, &out),
+                 "fetch 'r1' cannot be computed from the feeds given so far: it needs 'a:0', "
+                 "'b:0'");
+  expect_invalid(session->PartialRun(*h, {{"r1", S(1)}}, {}, &out),
+                 "feed 'r1' was not specified in PartialRunSetup");
+  expect_invalid(session->PartialRun(*h, {{"a", Tensor::Scalar<int32_t>(1)}}, {}, &out), "a:0");
+  // The failed calls lost nothing.
+  ASSERT_TRUE(session->PartialRun(*h, {{"a", S(1)}}, {}, &out).ok());
+  expect_invalid(session->PartialRun(*h, {{"a", S(1)}}, {}, &out),
+                 "feed 'a' has already been fed in this partial run");
+  expect_invalid(session->PartialRun(*h, {}, {"c"}, &out),
+                 "fetch 'c' was not specified in PartialRunSetup");
+  ASSERT_TRUE(session->PartialRun(*h, {{"b", S(4)}}, {"r1"}, &out).ok());
+  EXPECT_EQ(F(out[0]), 5.0f);
+  expect_invalid(session->PartialRun(*h, {}, {"r1:0"}, &out),
+                 "fetch 'r1:0' has already been fetched in this partial run");
+  expect_invalid(session->PartialRun("no-such-handle", {}, {}, &out),
+                 "no partial run with handle 'no-such-handle'");
+  ASSERT_TRUE(session->PartialRun(*h, {{"c", S(3)}}, {"r2"}, &out).ok());
+  EXPECT_EQ(F(out[0]), 15.0f);
+
+  // Setup errors name the tensor, as Run's do.
+  expect_invalid(session->PartialRunSetup({"a"}, {"nope"}, {}).status(), "nope");
+  expect_invalid(session->PartialRunSetup({"a", "b"}, {"r2"}, {}).status(), "'c'");
+  expect_invalid(session->PartialRunSetup({"a", "b"}, {"r1", "r1:0"}, {}).status(),
+                 "fetch 'r1:0' is named twice");
+}
+
+TEST_P(SessionConformanceTest, PartialRunTargetsRunBeforeTheLastCallReturns) {
+  const std::string v = absl::StrCat("partial_run_v_", GetParam().name);
+  G g;
+  g.Variable(v);
+  g.Const("zero", S(0));
+  g.Binary("init", "Assign", v, "zero");
+  for (const char* name : {"a", "b"}) g.Placeholder(name, DT_FLOAT);
+  g.Binary("inc", "AssignAdd", v, "a");
+  g.Binary("bb", "Add", "b", "b");
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b"}, {"bb"}, {"inc"});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->PartialRun(*h, {{"b", S(2)}}, {"bb"}, &out).ok());
+  EXPECT_EQ(F(out[0]), 4.0f);
+  ASSERT_TRUE(session->PartialRun(*h, {{"a", S(5)}}, {}, &out).ok());
+  ASSERT_TRUE(session->Run({}, {v}, {}, &out).ok());
+  EXPECT_EQ(F(out[0]), 5.0f);
+}
+
+TEST_P(SessionConformanceTest, AKernelErrorEndsThePartialRun) {
+  G g;
+  g.Placeholder("a", DT_FLOAT);
+  g.Placeholder("b", DT_FLOAT);
+  g.Binary("sum", "Add", "a", "b");
+  g.Const("three", Tensor::FromVector<int32_t>({3}));
+  SetNodeAttr(g.Op("bad", "Reshape", {"sum", "three"}), "T", DT_FLOAT);
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(g.def()).ok());
+  absl::StatusOr<std::string> h = session->PartialRunSetup({"a", "b"}, {"bad", "sum"}, {});
+  ASSERT_TRUE(h.ok()) << h.status();
+  std::vector<Tensor> out;
+  absl::Status s = session->PartialRun(*h, {{"a", S(1)}, {"b", S(2)}}, {"bad"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("bad"));
+  s = session->PartialRun(*h, {}, {"sum"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no partial run with handle"));
+}
+
+TEST_P(SessionConformanceTest, CloseEndsUnfinishedPartialRuns) {
+  auto session = MakeSession();
+  ASSERT_TRUE(session->Create(PartialRunGraph().def()).ok());
+  absl::StatusOr<std::string> started = session->PartialRunSetup({"a", "b", "c"}, {"r1", "r2"}, {});
+  absl::StatusOr<std::string> idle = session->PartialRunSetup({"a", "b", "c"}, {"r2"}, {});
+  ASSERT_TRUE(started.ok()) << started.status();
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  std::vector<Tensor> out;
+  // Its step now runs, waiting for c.
+  ASSERT_TRUE(session->PartialRun(*started, {{"a", S(1)}, {"b", S(2)}}, {"r1"}, &out).ok());
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(session->PartialRun(*started, {{"c", S(1)}}, {"r2"}, &out).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(session->PartialRun(*idle, {}, {}, &out).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
@@ -45,6 +46,17 @@ void SetSendRecvAttrs(NodeDef* node, DataType dtype, const RendezvousKey& key,
 
 std::string CanonicalTensorName(absl::string_view name) {
   return absl::StrContains(name, ':') ? std::string(name) : absl::StrCat(name, ":0");
+}
+
+absl::Status CheckPartialRunFetches(const std::vector<std::string>& fetches) {
+  absl::flat_hash_set<std::string> seen;
+  for (const std::string& fetch : fetches) {
+    if (!seen.insert(CanonicalTensorName(fetch)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fetch '", fetch, "' is named twice in PartialRunSetup"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::vector<std::vector<int>> FeedsNeededByFetches(const PrunedGraph& step) {
@@ -140,6 +152,7 @@ absl::StatusOr<PartialRunGraph> MakePartialRunGraph(const PrunedGraph& step,
                                                     const std::vector<std::string>& fetches,
                                                     absl::string_view device,
                                                     uint64_t incarnation) {
+  RETURN_IF_ERROR(CheckPartialRunFetches(fetches));
   const Graph& graph = *step.graph;
   PartialRunGraph out;
   out.fetch_needs = FeedsNeededByFetches(step);
@@ -180,15 +193,8 @@ absl::StatusOr<PartialRunGraph> MakePartialRunGraph(const PrunedGraph& step,
   // Each fetch is sent by a _Send; the sends are targets of the step.
   std::vector<std::string> targets;
   for (int t : step.targets) targets.push_back(graph.node(t).name());
-  std::vector<std::string> canonical_fetches;
   for (size_t i = 0; i < fetches.size(); ++i) {
     const std::string canonical = CanonicalTensorName(fetches[i]);
-    if (std::find(canonical_fetches.begin(), canonical_fetches.end(), canonical) !=
-        canonical_fetches.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("fetch '", fetches[i], "' is named twice in PartialRunSetup"));
-    }
-    canonical_fetches.push_back(canonical);
     const std::string name = NodeNameFor("_partial_run/send/", canonical);
     RETURN_IF_ERROR(CheckFree(graph, name));
     ASSIGN_OR_RETURN(RendezvousKey key, RendezvousKey::Parse(MakeRendezvousKey(

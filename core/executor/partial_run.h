@@ -36,6 +36,10 @@ namespace overseer {
 // "node" reads as "node:0"; "node:k" stays.
 std::string CanonicalTensorName(absl::string_view name);
 
+// INVALID_ARGUMENT naming a fetch that a partial run's setup names twice ("x" and
+// "x:0" are one tensor).
+absl::Status CheckPartialRunFetches(const std::vector<std::string>& fetches);
+
 // The feeds (indices into `step`'s feeds) that each fetch of `step` depends on through
 // data and control inputs, in order.
 std::vector<std::vector<int>> FeedsNeededByFetches(const PrunedGraph& step);

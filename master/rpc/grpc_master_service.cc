@@ -30,6 +30,7 @@ std::shared_ptr<RpcMetrics> MasterRpcMetrics() {
                                                                     {"CloseSession", step},
                                                                     {"ListDevices", slow},
                                                                     {"Reset", slow},
+                                                                    {"PartialRunSetup", step},
                                                                     {"MakeCallable", step},
                                                                     {"RunCallable", step},
                                                                     {"ReleaseCallable", step},
@@ -54,6 +55,7 @@ GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Regist
       close_session_(rpc_metrics_->method("CloseSession")),
       list_devices_(rpc_metrics_->method("ListDevices")),
       reset_(rpc_metrics_->method("Reset")),
+      partial_run_setup_(rpc_metrics_->method("PartialRunSetup")),
       make_callable_(rpc_metrics_->method("MakeCallable")),
       run_callable_(rpc_metrics_->method("RunCallable")),
       release_callable_(rpc_metrics_->method("ReleaseCallable")),
@@ -180,6 +182,16 @@ grpc::Status GrpcMasterService::Reset(grpc::ServerContext* context, const ResetR
     return Finish(reset_, start, denied);
   }
   return Finish(reset_, start, master_->Reset(*request, response));
+}
+grpc::Status GrpcMasterService::PartialRunSetup(grpc::ServerContext* context,
+                                                const PartialRunSetupRequest* request,
+                                                PartialRunSetupResponse* response) {
+  const absl::Time start = absl::Now();
+  if (absl::Status denied = Authorize(*context, Permission::kMember, "PartialRunSetup");
+      !denied.ok()) {
+    return Finish(partial_run_setup_, start, denied);
+  }
+  return Finish(partial_run_setup_, start, master_->PartialRunSetup(*request, response));
 }
 grpc::Status GrpcMasterService::MakeCallable(grpc::ServerContext* context,
                                              const MakeCallableRequest* request,

@@ -71,6 +71,8 @@ class GrpcMasterService final
                            ListDevicesResponse* response) override;
   grpc::Status Reset(grpc::ServerContext*, const ResetRequest* request,
                      ResetResponse* response) override;
+  grpc::Status PartialRunSetup(grpc::ServerContext*, const PartialRunSetupRequest* request,
+                               PartialRunSetupResponse* response) override;
   grpc::Status MakeCallable(grpc::ServerContext*, const MakeCallableRequest* request,
                             MakeCallableResponse* response) override;
   grpc::Status ReleaseCallable(grpc::ServerContext*, const ReleaseCallableRequest* request,
@@ -110,6 +112,7 @@ class GrpcMasterService final
   RpcMetrics::Method* const close_session_;
   RpcMetrics::Method* const list_devices_;
   RpcMetrics::Method* const reset_;
+  RpcMetrics::Method* const partial_run_setup_;
   RpcMetrics::Method* const make_callable_;
   RpcMetrics::Method* const run_callable_;
   RpcMetrics::Method* const release_callable_;
