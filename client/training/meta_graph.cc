@@ -227,6 +227,15 @@ absl::StatusOr<MetaGraphDef> ExportMetaGraph(const Scope& scope, const Saver* sa
 absl::StatusOr<std::unique_ptr<Saver>> ImportMetaGraph(const Scope& scope,
                                                        const MetaGraphDef& given,
                                                        const std::string& import_scope) {
+  ImportMetaGraphOptions options;
+  options.import_scope = import_scope;
+  return ImportMetaGraph(scope, given, options);
+}
+
+absl::StatusOr<std::unique_ptr<Saver>> ImportMetaGraph(const Scope& scope,
+                                                       const MetaGraphDef& given,
+                                                       const ImportMetaGraphOptions& options) {
+  const std::string& import_scope = options.import_scope;
   ClientGraph* graph = scope.graph();
   if (graph->finalized()) {
     return absl::FailedPreconditionError(
@@ -236,7 +245,10 @@ absl::StatusOr<std::unique_ptr<Saver>> ImportMetaGraph(const Scope& scope,
     return absl::InvalidArgumentError(absl::StrCat("importing the meta graph: import scope '",
                                                    import_scope, "' is not a valid name scope"));
   }
-  const MetaGraphDef meta = import_scope.empty() ? given : Prefixed(given, import_scope);
+  MetaGraphDef meta = import_scope.empty() ? given : Prefixed(given, import_scope);
+  if (options.clear_devices) {
+    for (NodeDef& node : *meta.mutable_graph_def()->mutable_node()) node.clear_device();
+  }
   RETURN_IF_ERROR(AddNodes(graph, meta.graph_def()));
   // Variable collections first: the records they rebuild are what the others name.
   for (const bool variables : {true, false}) {

@@ -49,6 +49,16 @@ absl::StatusOr<MetaGraphDef> ExportMetaGraph(const Scope& scope, const Saver* sa
 absl::StatusOr<std::unique_ptr<Saver>> ImportMetaGraph(const Scope& scope, const MetaGraphDef& meta,
                                                        const std::string& import_scope = "");
 
+// TensorFlow's import_meta_graph keyword arguments.
+struct ImportMetaGraphOptions {
+  std::string import_scope;  // As above.
+  // Drops every node's device, so that a model saved on one cluster runs on another
+  // (or in-process) placed by the importer's scope and the master.
+  bool clear_devices = false;
+};
+absl::StatusOr<std::unique_ptr<Saver>> ImportMetaGraph(const Scope& scope, const MetaGraphDef& meta,
+                                                       const ImportMetaGraphOptions& options);
+
 // Writes `meta` to `path` in binary, whole: a temporary file, synced, renamed over it.
 absl::Status WriteMetaGraph(const MetaGraphDef& meta, const std::string& path);
 // NOT_FOUND for a missing file; DATA_LOSS naming it when it does not parse.

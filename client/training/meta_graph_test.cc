@@ -192,6 +192,26 @@ TEST(MetaGraphTest, BadInputIsAClearError) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument) << missing.status();
   EXPECT_NE(missing.status().message().find("nowhere/restore_all"), std::string::npos);
 
+  // Devices kept, or cleared with TensorFlow's clear_devices.
+  MetaGraphDef placed;
+  NodeDef* c = placed.mutable_graph_def()->add_node();
+  c->set_name("c");
+  c->set_op("Const");
+  c->set_device("/job:ps/task:3");
+  (*c->mutable_attr())["dtype"].set_type(DT_FLOAT);
+  Tensor::Scalar<float>(1).ToProto((*c->mutable_attr())["value"].mutable_tensor());
+  for (const bool clear : {false, true}) {
+    Scope scope = Scope::NewRootScope();
+    ImportMetaGraphOptions import;
+    import.clear_devices = clear;
+    auto imported = ImportMetaGraph(scope, placed, import);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    GraphDef def;
+    ASSERT_TRUE(scope.graph()->ToGraphDef(&def).ok());
+    ASSERT_EQ(def.node_size(), 1);
+    EXPECT_EQ(def.node(0).device(), clear ? "" : "/job:ps/task:3");
+  }
+
   // A node whose input is not in the meta graph.
   MetaGraphDef dangling;
   NodeDef* node = dangling.mutable_graph_def()->add_node();
