@@ -69,6 +69,21 @@ absl::Status MinimumGrad(const Scope& scope, const Operation& op, const std::vec
 }
 REGISTER_GRADIENT("Minimum", MinimumGrad);
 
+// d(x^y)/dx = y x^(y-1); d(x^y)/dy = x^y log(x), taken as 0 where x <= 0 (as TensorFlow).
+absl::Status PowGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
+  const Output& g = grads[0];
+  Output x = op.input(0), y = op.input(1), z = op.output(0);
+  Output gx =
+      ops::Mul(scope, g,
+               ops::Mul(scope, y, ops::Pow(scope, x, ops::Sub(scope, y, ScalarLike(scope, y, 1)))));
+  Output log_x = ops::Select(scope, ops::Greater(scope, x, ops::ZerosLike(scope, x)),
+                             ops::Log(scope, x), ops::ZerosLike(scope, x));
+  Output gy = ops::Mul(scope, g, ops::Mul(scope, z, log_x));
+  return BroadcastBinaryGrads(scope, op, gx, gy, out);
+}
+REGISTER_GRADIENT("Pow", PowGrad);
+
 absl::Status AddNGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
                       std::vector<Output>* out) {
   out->assign(op.num_inputs(), grads[0]);
@@ -119,6 +134,23 @@ absl::Status ReciprocalGrad(const Scope& scope, const Operation& op,
   return scope.status();
 }
 REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
+
+absl::Status SinGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
+  out->push_back(ops::Mul(scope, grads[0], ops::Cos(scope, op.input(0))));
+  return scope.status();
+}
+REGISTER_GRADIENT("Sin", SinGrad);
+
+absl::Status CosGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                     std::vector<Output>* out) {
+  out->push_back(ops::Mul(scope, grads[0], ops::Neg(scope, ops::Sin(scope, op.input(0)))));
+  return scope.status();
+}
+REGISTER_GRADIENT("Cos", CosGrad);
+
+// Floor is flat almost everywhere: no gradient flows through it (TensorFlow's None).
+REGISTER_NO_GRADIENT("Floor");
 
 absl::Status SigmoidGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
                          std::vector<Output>* out) {

@@ -82,6 +82,10 @@ TEST_F(GradientTest, BinaryOpsSameShapeAndBroadcast) {
               kTol);
     EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Div(s, in[0], in[1]); }, {x, y}),
               kTol);
+    // Pow's bases positive, so that both gradients are smooth.
+    Tensor base = Random(sx, 0.5, 2);
+    EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Pow(s, in[0], in[1]); }, {base, y}),
+              kTol);
     Tensor a = Distinct(sx), b = Distinct(sy, 0.02);
     EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Maximum(s, in[0], in[1]); }, {a, b}),
               kTol);
@@ -100,6 +104,8 @@ TEST_F(GradientTest, UnaryOps) {
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Reciprocal(s, in[0]); }, {pos}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Sigmoid(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Tanh(s, in[0]); }, {x}), kTol);
+  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Sin(s, in[0]); }, {x}), kTol);
+  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Cos(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Relu(s, in[0]); }, {Distinct({2, 3})}),
             kTol);
   EXPECT_LT(

@@ -17,6 +17,8 @@ Output Mul(const Scope& scope, Input x, Input y);
 Output Div(const Scope& scope, Input x, Input y);
 Output Maximum(const Scope& scope, Input x, Input y);
 Output Minimum(const Scope& scope, Input x, Input y);
+// x^y; for integers, a negative y fails INVALID_ARGUMENT.
+Output Pow(const Scope& scope, Input x, Input y);
 // The sum of same-shaped tensors.
 Output AddN(const Scope& scope, const InputList& inputs);
 
@@ -28,6 +30,9 @@ Output Log(const Scope& scope, Input x);
 Output Reciprocal(const Scope& scope, Input x);
 Output Sigmoid(const Scope& scope, Input x);
 Output Tanh(const Scope& scope, Input x);
+Output Floor(const Scope& scope, Input x);
+Output Sin(const Scope& scope, Input x);
+Output Cos(const Scope& scope, Input x);
 
 Output MatMul(const Scope& scope, Input a, Input b, bool transpose_a = false,
               bool transpose_b = false);

@@ -1,5 +1,6 @@
-// Kernels of Add, Sub, Mul, Div, Maximum and Minimum with numpy broadcasting.
+// Kernels of Add, Sub, Mul, Div, Maximum, Minimum and Pow with numpy broadcasting.
 
+#include <cmath>
 #include <type_traits>
 
 #include "core/kernels/math/cwise_binary.h"
@@ -38,6 +39,38 @@ struct MinimumFn : NoCheck {
   }
 };
 
+// x^y elementwise; for integers a negative exponent is INVALID_ARGUMENT, as TensorFlow.
+struct PowFn {
+  template <typename A, typename B>
+  auto operator()(const A& a, const B& b) const {
+    using T = typename Eigen::internal::traits<A>::Scalar;
+    return a.binaryExpr(b, [](T x, T y) -> T {
+      if constexpr (std::is_integral_v<T>) {
+        T result = 1;
+        for (T base = x; y > 0; y >>= 1, base *= base) {
+          if (y & 1) result *= base;
+        }
+        return result;
+      } else {
+        return std::pow(x, y);
+      }
+    });
+  }
+
+  template <typename T>
+  static absl::Status Check(const Tensor& y) {
+    if constexpr (std::is_integral_v<T>) {
+      const T* p = y.data<T>();
+      for (int64_t i = 0; i < y.NumElements(); ++i) {
+        if (p[i] < 0) {
+          return absl::InvalidArgumentError("Integers to negative integer powers are not allowed");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+};
+
 // Integer division truncates toward zero, as C++ (and TensorFlow's Div) does; an
 // integer divisor of zero is INVALID_ARGUMENT rather than a crash.
 struct DivFn {
@@ -70,6 +103,8 @@ REGISTER_KERNEL(MulOp, "Mul");
 REGISTER_KERNEL(DivOp, "Div");
 REGISTER_KERNEL(MaximumOp, "Maximum");
 REGISTER_KERNEL(MinimumOp, "Minimum");
+using PowOp = BinaryOp<PowFn, CwiseTypes::kNumeric, false>;
+REGISTER_KERNEL(PowOp, "Pow");
 
 }  // namespace
 }  // namespace overseer

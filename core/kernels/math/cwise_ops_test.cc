@@ -46,6 +46,36 @@ TEST(UnaryOpsTest, ValuesForEveryDtype) {
                    AsTensor<float>({0.5f, -0.25f}));
 }
 
+TEST(UnaryOpsTest, FloorSinCos) {
+  ExpectTensorEqual(MustRun("Floor", {AsTensor<float>({1.5f, -1.5f, 2, -0.0f})}),
+                    AsTensor<float>({1, -2, 2, -0.0f}));
+  ExpectTensorNear(MustRun("Sin", {AsTensor<double>({0, M_PI / 2, M_PI / 6})}),
+                   AsTensor<double>({0, 1, 0.5}));
+  ExpectTensorNear(MustRun("Cos", {AsTensor<float>({0, static_cast<float>(M_PI)})}),
+                   AsTensor<float>({1, -1}));
+  for (const char* op : {"Floor", "Sin", "Cos"}) {
+    test::KernelRunner runner(op);
+    runner.Attr("T", DT_INT64);
+    EXPECT_FALSE(runner.Init().ok()) << op;
+  }
+}
+
+TEST(BinaryOpsTest, PowFloatIntegerAndBroadcast) {
+  ExpectTensorNear(MustRun("Pow", {AsTensor<float>({2, 4, 9}), AsTensor<float>({3, 0.5f, -1})}),
+                   AsTensor<float>({8, 2, 1.0f / 9}));
+  ExpectTensorEqual(
+      MustRun("Pow", {AsTensor<int32_t>({2, -3, 5, 0}), AsTensor<int32_t>({10, 3, 0, 0})}),
+      AsTensor<int32_t>({1024, -27, 1, 1}));
+  // A scalar exponent against a matrix.
+  ExpectTensorEqual(
+      MustRun("Pow", {AsTensor<double>({1, 2, 3, 4}, TensorShape({2, 2})), AsScalar<double>(2)}),
+      AsTensor<double>({1, 4, 9, 16}, TensorShape({2, 2})));
+  absl::StatusOr<Tensor> out = RunOp("Pow", {AsTensor<int64_t>({2}), AsTensor<int64_t>({-1})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("negative integer powers"), std::string::npos);
+}
+
 TEST(UnaryOpsTest, EmptyAndScalar) {
   ExpectTensorEqual(MustRun("Neg", {AsTensor<float>({}, TensorShape({0, 3}))}),
                     AsTensor<float>({}, TensorShape({0, 3})));

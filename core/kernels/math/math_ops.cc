@@ -138,6 +138,9 @@ OVERSEER_UNARY_OP("Sqrt", kFloating);
 OVERSEER_UNARY_OP("Exp", kFloating);
 OVERSEER_UNARY_OP("Log", kFloating);
 OVERSEER_UNARY_OP("Reciprocal", kFloating);
+OVERSEER_UNARY_OP("Floor", kFloating);
+OVERSEER_UNARY_OP("Sin", kFloating);
+OVERSEER_UNARY_OP("Cos", kFloating);
 #undef OVERSEER_UNARY_OP
 
 #define OVERSEER_BINARY_OP(name, types, out)                                        \
@@ -149,6 +152,7 @@ OVERSEER_BINARY_OP("Mul", kNumeric, "z: T");
 OVERSEER_BINARY_OP("Div", kNumeric, "z: T");
 OVERSEER_BINARY_OP("Maximum", kNumeric, "z: T");
 OVERSEER_BINARY_OP("Minimum", kNumeric, "z: T");
+OVERSEER_BINARY_OP("Pow", kNumeric, "z: T");
 OVERSEER_BINARY_OP("Equal", "T: {float, double, int32, int64, bool}", "z: bool");
 OVERSEER_BINARY_OP("NotEqual", "T: {float, double, int32, int64, bool}", "z: bool");
 OVERSEER_BINARY_OP("Less", kNumeric, "z: bool");
