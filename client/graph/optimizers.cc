@@ -144,16 +144,22 @@ Variable Optimizer::ZerosSlot(const Scope& scope, const Variable& var, const std
   return v;
 }
 
-GradientDescentOptimizer::GradientDescentOptimizer(double learning_rate)
+Output LearningRate::ToOutput(const Scope& scope, DataType dtype) const {
+  if (!tensor_.valid()) return ops::ConstOfType(scope, dtype, value_);
+  const DataType given = RemoveRefType(tensor_.dtype());
+  return given == dtype ? tensor_ : ops::Cast(scope, tensor_, dtype);
+}
+
+GradientDescentOptimizer::GradientDescentOptimizer(LearningRate learning_rate)
     : Optimizer("GradientDescent"), learning_rate_(learning_rate) {}
 
 Output GradientDescentOptimizer::ApplyDense(const Scope& scope, const Output& grad,
                                             const Variable& var) {
-  Output lr = ops::ConstOfType(scope, var.dtype(), learning_rate_);
+  Output lr = learning_rate_.ToOutput(scope, var.dtype());
   return ops::ApplyGradientDescent(scope, var.ref, lr, grad);
 }
 
-MomentumOptimizer::MomentumOptimizer(double learning_rate, double momentum, bool use_nesterov)
+MomentumOptimizer::MomentumOptimizer(LearningRate learning_rate, double momentum, bool use_nesterov)
     : Optimizer("Momentum"),
       learning_rate_(learning_rate),
       momentum_(momentum),
@@ -170,13 +176,12 @@ Output MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad, con
     scope.UpdateStatus(accum.status());
     return Output();
   }
-  return ops::ApplyMomentum(scope, var.ref, accum->ref,
-                            ops::ConstOfType(scope, var.dtype(), learning_rate_), grad,
-                            ops::ConstOfType(scope, var.dtype(), momentum_),
+  return ops::ApplyMomentum(scope, var.ref, accum->ref, learning_rate_.ToOutput(scope, var.dtype()),
+                            grad, ops::ConstOfType(scope, var.dtype(), momentum_),
                             /*use_locking=*/false, use_nesterov_);
 }
 
-AdamOptimizer::AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon)
+AdamOptimizer::AdamOptimizer(LearningRate learning_rate, double beta1, double beta2, double epsilon)
     : Optimizer("Adam"),
       learning_rate_(learning_rate),
       beta1_(beta1),
@@ -215,9 +220,9 @@ Output AdamOptimizer::ApplyDense(const Scope& scope, const Output& grad, const V
     return p.dtype() == t ? p.value : ops::Cast(scope, p.value, t);
   };
   return ops::ApplyAdam(scope, var.ref, m->ref, v->ref, power(beta1_power_), power(beta2_power_),
-                        ops::ConstOfType(scope, t, learning_rate_),
-                        ops::ConstOfType(scope, t, beta1_), ops::ConstOfType(scope, t, beta2_),
-                        ops::ConstOfType(scope, t, epsilon_), grad);
+                        learning_rate_.ToOutput(scope, t), ops::ConstOfType(scope, t, beta1_),
+                        ops::ConstOfType(scope, t, beta2_), ops::ConstOfType(scope, t, epsilon_),
+                        grad);
 }
 
 Operation AdamOptimizer::Finish(const Scope& scope, const std::vector<Operation>& updates) {

@@ -29,6 +29,21 @@
 
 namespace overseer {
 
+// A learning rate: a constant, or a scalar floating tensor computed in the graph (a
+// schedule on the global step, learning_rate_decay.h), as TensorFlow's optimizers take
+// either. Read once per update, cast to each variable's dtype.
+class LearningRate {
+ public:
+  LearningRate(double value) : value_(value) {}            // NOLINT: implicit by design.
+  LearningRate(const Output& tensor) : tensor_(tensor) {}  // NOLINT
+  // The rate as a scalar of `dtype`, in `scope`.
+  Output ToOutput(const Scope& scope, DataType dtype) const;
+
+ private:
+  double value_ = 0;
+  Output tensor_;  // Used when valid.
+};
+
 struct GradAndVar {
   Output grad;  // Null if the loss does not depend on the variable.
   Variable var;
@@ -88,32 +103,33 @@ class Optimizer {
 
 class GradientDescentOptimizer : public Optimizer {
  public:
-  explicit GradientDescentOptimizer(double learning_rate);
+  explicit GradientDescentOptimizer(LearningRate learning_rate);
 
  protected:
   Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
 
  private:
-  const double learning_rate_;
+  const LearningRate learning_rate_;
 };
 
 class MomentumOptimizer : public Optimizer {
  public:
-  MomentumOptimizer(double learning_rate, double momentum, bool use_nesterov = false);
+  MomentumOptimizer(LearningRate learning_rate, double momentum, bool use_nesterov = false);
 
  protected:
   absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
   Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
 
  private:
-  const double learning_rate_, momentum_;
+  const LearningRate learning_rate_;
+  const double momentum_;
   const bool use_nesterov_;
 };
 
 class AdamOptimizer : public Optimizer {
  public:
-  explicit AdamOptimizer(double learning_rate = 0.001, double beta1 = 0.9, double beta2 = 0.999,
-                         double epsilon = 1e-8);
+  explicit AdamOptimizer(LearningRate learning_rate = 0.001, double beta1 = 0.9,
+                         double beta2 = 0.999, double epsilon = 1e-8);
 
  protected:
   absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
@@ -122,7 +138,8 @@ class AdamOptimizer : public Optimizer {
   Operation Finish(const Scope& scope, const std::vector<Operation>& updates) override;
 
  private:
-  const double learning_rate_, beta1_, beta2_, epsilon_;
+  const LearningRate learning_rate_;
+  const double beta1_, beta2_, epsilon_;
   // "beta1_power" and "beta2_power", made with the first variable.
   Variable beta1_power_, beta2_power_;
 };
