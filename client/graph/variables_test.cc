@@ -173,6 +173,30 @@ TEST_F(VariablesTest, GlobalStep) {
   EXPECT_EQ(GlobalVariables(*root.graph()).size(), 1u);
 }
 
+// tf.count_up_to on the global step: the value before each increment, then OUT_OF_RANGE
+// at the limit (how a trainer stops after N steps without a hook).
+TEST_F(VariablesTest, CountUpToTheLimitOnTheGlobalStep) {
+  Scope root = Scope::NewRootScope();
+  absl::StatusOr<Variable> step = GetOrCreateGlobalStep(root);
+  ASSERT_TRUE(step.ok()) << step.status();
+  Output count = ops::CountUpTo(root.WithOpName("count"), step->ref, 2);
+  ASSERT_TRUE(root.status().ok()) << root.status();
+  EXPECT_EQ(count.dtype(), DT_INT64);
+  ResourceMgr resources;
+  auto session = NewClientSession(root, &resources);
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {GlobalVariablesInitializer(root)}, &out).ok());
+  for (int64_t want : {0, 1}) {
+    ASSERT_TRUE(session->Run({count}, &out).ok());
+    EXPECT_EQ(out[0].scalar<int64_t>(), want);
+  }
+  absl::Status done = session->Run({count}, &out);
+  EXPECT_EQ(done.code(), absl::StatusCode::kOutOfRange) << done;
+  ASSERT_TRUE(session->Run({step->value}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int64_t>(), 2);
+}
+
 TEST_F(VariablesTest, SeededInitializersAreReproducibleAndInRange) {
   auto values = [&](ResourceMgr* mgr) {
     Scope root = Scope::NewRootScope();

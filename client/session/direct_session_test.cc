@@ -263,6 +263,32 @@ TEST(DirectSessionTest, ThreadPoolsFollowTheConfig) {
   }
 }
 
+// ConfigProto.log_device_placement logs each node of a step's graph with its device
+// when the graph is built; device_count is accepted (one CPU device whatever it asks).
+TEST(DirectSessionTest, LogDevicePlacementAndDeviceCount) {
+  GraphDef g;
+  SetNodeAttr(Add(&g, "seven", "TestConstInt"), "value", int64_t{7});
+  Add(&g, "eight", "TestAddOne", {"seven"});
+  SessionOptions options;
+  options.config.set_log_device_placement(true);
+  (*options.config.mutable_device_count())["CPU"] = 1;
+  (*options.config.mutable_device_count())["GPU"] = 0;
+  auto session = MakeSession(g, options);
+  std::vector<Tensor> out;
+  ::testing::internal::CaptureStderr();
+  absl::Status s = session->Run({}, {"eight"}, {}, &out);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out[0].scalar<int32_t>(), 8);
+  EXPECT_THAT(log,
+              HasSubstr("seven: (TestConstInt): /job:localhost/replica:0/task:0/device:CPU:0"));
+  EXPECT_THAT(log, HasSubstr("eight: (TestAddOne): /job:localhost/replica:0/task:0/device:CPU:0"));
+  // Built once: a second run of the signature logs nothing.
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(session->Run({}, {"eight"}, {}, &out).ok());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 TEST(DirectSessionTest, RunBeforeCreateIsFailedPrecondition) {
   DirectSession session{SessionOptions()};
   std::vector<Tensor> out;

@@ -68,7 +68,7 @@ Supervisor::~Supervisor() {
 }
 
 absl::Status Supervisor::ResolveDefaults() {
-  const ClientGraph* graph = scope_.graph();
+  ClientGraph* graph = scope_.graph();
   const SupervisorOptions& o = options_;
   for (const auto* op : {&o.ready_op, &o.ready_for_local_init_op, &o.summary_op, &o.global_step}) {
     if (op->has_value()) RETURN_IF_ERROR(CheckGraph(graph, (*op)->node(), "op"));
@@ -76,8 +76,9 @@ absl::Status Supervisor::ResolveDefaults() {
   for (const auto* op : {&o.init_op, &o.local_init_op}) {
     if (op->has_value()) RETURN_IF_ERROR(CheckGraph(graph, (*op)->node(), "op"));
   }
-  // Defaults as TensorFlow's Supervisor: the graph's collection (a Scaffold or an
-  // earlier Supervisor left it there), else the standard op.
+  // Defaults as TensorFlow's Supervisor: the graph's collection (the model, a Scaffold
+  // or an earlier Supervisor put it there), else the standard op, which then joins the
+  // collection (as TensorFlow's Supervisor adds it).
   auto from_collection = [&](const char* key) -> std::optional<std::string> {
     std::vector<std::string> items = graph->GetCollection(key);
     if (items.empty()) return std::nullopt;
@@ -87,7 +88,9 @@ absl::Status Supervisor::ResolveDefaults() {
                     const std::function<Output()>& make) -> absl::StatusOr<Output> {
     if (given.has_value()) return *given;
     if (std::optional<std::string> name = from_collection(key)) return graph->FindOutput(*name);
-    return make();
+    Output made = make();
+    if (made.valid()) graph->AddToCollection(key, made.name());
+    return made;
   };
   auto operation = [&](const std::optional<Operation>& given, const char* key,
                        const std::function<Operation()>& make) -> absl::StatusOr<Operation> {
@@ -100,7 +103,9 @@ absl::Status Supervisor::ResolveDefaults() {
       }
       return Operation(node);
     }
-    return make();
+    Operation made = make();
+    if (made.valid()) graph->AddToCollection(key, made.name());
+    return made;
   };
   ASSIGN_OR_RETURN(ready_op_, output(o.ready_op, GraphKeys::kReadyOp,
                                      [&] { return ReportUninitializedVariables(scope_); }));

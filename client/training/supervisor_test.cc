@@ -533,6 +533,39 @@ TEST_F(SupervisorTest, LocalVariablesWithTheDefaults) {
   EXPECT_TRUE(chief->Stop().ok());
 }
 
+// The defaults come from the graph's collections when the model put ops there (an init
+// op made of several, TensorFlow's list, as a Group), and the defaults a Supervisor makes
+// join the collections, so a second Supervisor of the graph uses the same ops.
+TEST_F(SupervisorTest, DefaultsComeFromAndJoinTheGraphsCollections) {
+  Scope root = Scope::NewRootScope();
+  Variable v = MakeVariable(root.WithOpName("v"), 1.0f);
+  Variable u = MakeVariable(root.WithOpName("u"), 2.0f);
+  Operation init =
+      ops::Group(root.WithOpName("my_init"), {Operation(ops::Assign(root, v.ref, 5.0f).node()),
+                                              Operation(ops::Assign(root, u.ref, 6.0f).node())});
+  root.graph()->AddToCollection(GraphKeys::kInitOp, init.name());
+  auto sv = NewSupervisor(root, Options());
+  ASSERT_NE(sv, nullptr);
+  EXPECT_EQ(sv->init_op().name(), "my_init");
+  auto session = sv->PrepareOrWaitForSession("");
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(Fetch<float>(**session, v.value), 5.0f);
+  EXPECT_EQ(Fetch<float>(**session, u.value), 6.0f);
+  EXPECT_TRUE(sv->Stop().ok());
+
+  // The ready op the Supervisor made is in the graph's collection now.
+  const ClientGraph& graph = *root.graph();
+  EXPECT_EQ(graph.GetCollection(GraphKeys::kInitOp), std::vector<std::string>{"my_init"});
+  ASSERT_EQ(graph.GetCollection(GraphKeys::kReadyOp).size(), 1u);
+  EXPECT_EQ(graph.GetCollection(GraphKeys::kReadyOp)[0], sv->ready_op().name());
+  EXPECT_EQ(graph.GetCollection(GraphKeys::kLocalInitOp).size(), 1u);
+  EXPECT_EQ(graph.GetCollection(GraphKeys::kReadyForLocalInitOp).size(), 1u);
+  auto again = NewSupervisor(root, Options());
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->ready_op().name(), sv->ready_op().name());
+  EXPECT_EQ(again->init_op().name(), "my_init");
+}
+
 // Without a local init op, an uninitialised local variable fails the default ready op.
 TEST_F(SupervisorTest, AnUninitializedLocalVariableIsNotReady) {
   Scope root = Scope::NewRootScope();
