@@ -221,16 +221,7 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
     if (!status.ok()) break;
   }
   if (status.ok()) {
-    ExecutorRunArgs args;
-    args.step_id = request.step_id();
-    args.resource_mgr = &resources_;
-    args.timeout_ms = request.timeout_in_ms();
-    args.clock = clock_;
-    args.timer = &step_timer_;
-    args.rendezvous = &rendezvous;
-    // CleanupGraph (the step failed elsewhere, or its master gave up) ends the run,
-    // waking kernels that wait on something else than a tensor (a queue's dequeue).
-    args.cancellation = state.cancellation.get();
+    ExecutorRunArgs args = StepRunArgs(request, &rendezvous, state);
     const bool trace = request.exec_opts().record_timeline() || request.exec_opts().record_costs();
     const int recorded = response->step_stats().dev_stats_size();
     if (trace) {
@@ -256,6 +247,21 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
   RETURN_IF_ERROR(ReplyWithRecvs(request, state, recvs, /*partial=*/false, response));
   if (request.cleanup_on_return()) rendezvous_.Release(request.step_id());
   return absl::OkStatus();
+}
+
+ExecutorRunArgs Worker::StepRunArgs(const RunGraphRequest& request, Rendezvous* rendezvous,
+                                    const StepState& state) {
+  ExecutorRunArgs args;
+  args.step_id = request.step_id();
+  args.resource_mgr = &resources_;
+  args.timeout_ms = request.timeout_in_ms();
+  args.clock = clock_;
+  args.timer = &step_timer_;
+  args.rendezvous = rendezvous;
+  // CleanupGraph (the step failed elsewhere, or its master gave up) ends the run,
+  // waking kernels that wait on something else than a tensor (a queue's dequeue).
+  args.cancellation = state.cancellation.get();
+  return args;
 }
 
 absl::Status Worker::ReplyWithRecvs(const RunGraphRequest& request, const StepState& state,
@@ -315,14 +321,7 @@ std::shared_ptr<Worker::PartialStep> Worker::FindOrStartPartialStep(
   step->state = rendezvous_.FindOrCreate(request.step_id());
   step->rendezvous = std::make_unique<StepRendezvous>(request.step_id(), task_name_, step->state,
                                                       session->peers.get());
-  ExecutorRunArgs args;
-  args.step_id = request.step_id();
-  args.resource_mgr = &resources_;
-  args.timeout_ms = request.timeout_in_ms();
-  args.clock = clock_;
-  args.timer = &step_timer_;
-  args.rendezvous = step->rendezvous.get();
-  args.cancellation = step->state.cancellation.get();
+  const ExecutorRunArgs args = StepRunArgs(request, step->rendezvous.get(), step->state);
   // Peers and this task's waiting RunGraph calls fail at once with the step's error.
   step->run = std::make_unique<BackgroundRun>(
       step->graph->executor.get(), args,

@@ -170,6 +170,10 @@ class Worker : public WorkerInterface {
                                std::vector<std::pair<RendezvousKey, Tensor>> sends,
                                const std::vector<RendezvousKey>& recvs, RunGraphResponse* response,
                                CancellationManager* call_cancellation);
+  // What the executor of a RunGraph step gets: its ids, deadline, `rendezvous` and the
+  // step's cancellation.
+  ExecutorRunArgs StepRunArgs(const RunGraphRequest& request, Rendezvous* rendezvous,
+                              const StepState& state);
   // The partial step of `key` in `session`, started if it is new.
   std::shared_ptr<PartialStep> FindOrStartPartialStep(const FoundGraph& found,
                                                       const RunGraphRequest& request);

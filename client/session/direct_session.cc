@@ -151,17 +151,33 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
   return std::shared_ptr<const Signature>(std::move(sig));
 }
 
+absl::Status DirectSession::Runnable() const {
+  if (closed_) return SessionClosedError();
+  if (graph_ == nullptr) {
+    return absl::FailedPreconditionError("the session has no graph; call Create first");
+  }
+  if (graph_def_.node_size() == 0) return EmptyGraphError();
+  return absl::OkStatus();
+}
+
+ExecutorRunArgs DirectSession::NewRunArgs(int64_t timeout_ms) {
+  ExecutorRunArgs args;
+  args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
+  args.resource_mgr = resource_mgr_;
+  args.clock = clock_;
+  args.timer = &step_timer_;
+  if (intra_op_ != nullptr) args.eigen_device = &intra_op_->device;
+  args.timeout_ms = timeout_ms > 0 ? timeout_ms : options_.config.operation_timeout_in_ms();
+  return args;
+}
+
 absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::GetSignature(
     const std::string& key, const std::function<std::vector<std::string>()>& feeds,
     const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
   std::shared_ptr<const ValidatedGraph> graph;
   {
     absl::ReaderMutexLock lock(&mu_);
-    if (closed_) return SessionClosedError();
-    if (graph_ == nullptr) {
-      return absl::FailedPreconditionError("the session has no graph; call Create first");
-    }
-    if (graph_def_.node_size() == 0) return EmptyGraphError();
+    RETURN_IF_ERROR(Runnable());
     auto it = signatures_.find(key);
     if (it != signatures_.end()) return it->second;
     graph = graph_;
@@ -179,15 +195,8 @@ absl::Status DirectSession::RunSignature(const Signature& sig,
                                          const RunOptions& options, std::vector<Tensor>* outputs,
                                          RunMetadata* metadata) {
   RETURN_IF_ERROR(CheckFeeds(sig.feeds, feeds));
-  ExecutorRunArgs args;
-  args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
-  args.resource_mgr = resource_mgr_;
+  ExecutorRunArgs args = NewRunArgs(options.timeout_in_ms());
   args.feeds = feeds;
-  args.clock = clock_;
-  args.timer = &step_timer_;
-  if (intra_op_ != nullptr) args.eigen_device = &intra_op_->device;
-  args.timeout_ms = options.timeout_in_ms() > 0 ? options.timeout_in_ms()
-                                                : options_.config.operation_timeout_in_ms();
   if (metadata != nullptr && options.trace_level() != RunOptions::NO_TRACE) {
     args.stats = metadata->mutable_step_stats();
     args.trace_outputs = options.trace_level() == RunOptions::FULL_TRACE;
@@ -283,11 +292,7 @@ absl::StatusOr<std::string> DirectSession::PartialRunSetup(
   std::shared_ptr<const ValidatedGraph> graph;
   {
     absl::ReaderMutexLock lock(&mu_);
-    if (closed_) return SessionClosedError();
-    if (graph_ == nullptr) {
-      return absl::FailedPreconditionError("the session has no graph; call Create first");
-    }
-    if (graph_def_.node_size() == 0) return EmptyGraphError();
+    RETURN_IF_ERROR(Runnable());
     graph = graph_;
   }
   ASSIGN_OR_RETURN(PrunedGraph pruned, PruneGraph(*graph->graph, feeds, fetches, targets));
@@ -298,13 +303,7 @@ absl::StatusOr<std::string> DirectSession::PartialRunSetup(
       MakePartialRunGraph(pruned, feeds, fetches, kLocalCpuDevice, ProcessIncarnation()));
   ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                    Executor::Create(std::move(partial.graph), &kernels_, pool_));
-  ExecutorRunArgs args;
-  args.step_id = g_next_step_id.fetch_add(1, std::memory_order_relaxed);
-  args.resource_mgr = resource_mgr_;
-  args.clock = clock_;
-  args.timer = &step_timer_;
-  if (intra_op_ != nullptr) args.eigen_device = &intra_op_->device;
-  args.timeout_ms = options_.config.operation_timeout_in_ms();
+  const ExecutorRunArgs args = NewRunArgs(/*timeout_ms=*/0);
   auto step = std::make_shared<PartialRunStep>(std::move(executor), std::move(partial), feeds,
                                                fetches, std::move(checks), args);
   absl::MutexLock lock(&mu_);

@@ -112,6 +112,11 @@ class DirectSession : public Session {
                             const RunOptions& options, std::vector<Tensor>* outputs,
                             RunMetadata* metadata);
   absl::Status SetGraph(GraphDef graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK if steps may run: the session is open and has a graph with a node.
+  absl::Status Runnable() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // What every step's executor gets (a new step id); a timeout of 0 or less means
+  // ConfigProto.operation_timeout_in_ms.
+  ExecutorRunArgs NewRunArgs(int64_t timeout_ms);
 
   const SessionOptions options_;
   Clock* const clock_;    // options_.clock, or the real clock. Never null.
