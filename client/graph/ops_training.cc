@@ -47,5 +47,46 @@ Output ApplyAdam(const Scope& scope, Input var, Input m, Input v, Input beta1_po
                          .Finalize());
 }
 
+Output ApplyAdagrad(const Scope& scope, Input var, Input accum, Input lr, Input grad,
+                    bool use_locking, bool update_slots) {
+  return FirstOutput(NodeBuilder(scope, "ApplyAdagrad")
+                         .Input(var)
+                         .Input(accum)
+                         .Input(lr)
+                         .Input(grad)
+                         .Attr("use_locking", use_locking)
+                         .Attr("update_slots", update_slots)
+                         .Finalize());
+}
+
+Output ApplyRMSProp(const Scope& scope, Input var, Input ms, Input mom, Input lr, Input rho,
+                    Input momentum, Input epsilon, Input grad, bool use_locking) {
+  return FirstOutput(NodeBuilder(scope, "ApplyRMSProp")
+                         .Input(var)
+                         .Input(ms)
+                         .Input(mom)
+                         .Input(lr)
+                         .Input(rho)
+                         .Input(momentum)
+                         .Input(epsilon)
+                         .Input(grad)
+                         .Attr("use_locking", use_locking)
+                         .Finalize());
+}
+
+Output ApplyAdadelta(const Scope& scope, Input var, Input accum, Input accum_update, Input lr,
+                     Input rho, Input epsilon, Input grad, bool use_locking) {
+  return FirstOutput(NodeBuilder(scope, "ApplyAdadelta")
+                         .Input(var)
+                         .Input(accum)
+                         .Input(accum_update)
+                         .Input(lr)
+                         .Input(rho)
+                         .Input(epsilon)
+                         .Input(grad)
+                         .Attr("use_locking", use_locking)
+                         .Finalize());
+}
+
 }  // namespace ops
 }  // namespace overseer

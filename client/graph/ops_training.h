@@ -23,6 +23,14 @@ Output ApplyAdam(const Scope& scope, Input var, Input m, Input v, Input beta1_po
                  Input beta2_power, Input lr, Input beta1, Input beta2, Input epsilon, Input grad,
                  bool use_locking = false, bool use_nesterov = false);
 
+// TensorFlow's ApplyAdagrad, ApplyRMSProp and ApplyAdadelta (core/kernels/training).
+Output ApplyAdagrad(const Scope& scope, Input var, Input accum, Input lr, Input grad,
+                    bool use_locking = false, bool update_slots = true);
+Output ApplyRMSProp(const Scope& scope, Input var, Input ms, Input mom, Input lr, Input rho,
+                    Input momentum, Input epsilon, Input grad, bool use_locking = false);
+Output ApplyAdadelta(const Scope& scope, Input var, Input accum, Input accum_update, Input lr,
+                     Input rho, Input epsilon, Input grad, bool use_locking = false);
+
 }  // namespace ops
 }  // namespace overseer
 

@@ -126,6 +126,11 @@ Operation Optimizer::Finish(const Scope& scope, const std::vector<Operation>& up
 }
 
 Variable Optimizer::ZerosSlot(const Scope& scope, const Variable& var, const std::string& slot) {
+  return FilledSlot(scope, var, slot, 0.0);
+}
+
+Variable Optimizer::FilledSlot(const Scope& scope, const Variable& var, const std::string& slot,
+                               double value) {
   auto& per_var = slots_[slot];
   auto it = per_var.find(var.name());
   if (it != per_var.end()) return it->second;
@@ -134,11 +139,21 @@ Variable Optimizer::ZerosSlot(const Scope& scope, const Variable& var, const std
   options.trainable = false;
   Variable v;
   if (var.shape().IsFullyDefined()) {
-    v = MakeVariable(s, ZerosInitializer(var.shape().ToTensorShape(), var.dtype()), options);
+    v = MakeVariable(s,
+                     value == 0
+                         ? ZerosInitializer(var.shape().ToTensorShape(), var.dtype())
+                         : ConstantInitializer(var.shape().ToTensorShape(), value, var.dtype()),
+                     options);
   } else {
     const Output like = var.initial_value;
     v = MakeVariable(
-        s, [like](const Scope& init) { return ops::ZerosLike(init, like); }, options);
+        s,
+        [like, value](const Scope& init) {
+          Output zeros = ops::ZerosLike(init, like);
+          if (value == 0) return zeros;
+          return ops::Add(init, zeros, ops::ConstOfType(init, RemoveRefType(like.dtype()), value));
+        },
+        options);
   }
   if (v.valid()) per_var[var.name()] = v;
   return v;
@@ -237,6 +252,84 @@ Operation AdamOptimizer::Finish(const Scope& scope, const std::vector<Operation>
   all.push_back(Operation(update1.node()));
   all.push_back(Operation(update2.node()));
   return ops::Group(scope, all);
+}
+
+AdagradOptimizer::AdagradOptimizer(LearningRate learning_rate, double initial_accumulator_value)
+    : Optimizer("Adagrad"),
+      learning_rate_(learning_rate),
+      initial_accumulator_value_(initial_accumulator_value) {}
+
+absl::Status AdagradOptimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
+  if (initial_accumulator_value_ <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Adagrad: initial_accumulator_value must be positive, got ", initial_accumulator_value_));
+  }
+  for (const Variable& v : vars) FilledSlot(scope, v, "accumulator", initial_accumulator_value_);
+  return scope.status();
+}
+
+Output AdagradOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
+  absl::StatusOr<Variable> accum = GetSlot(var, "accumulator");
+  if (!accum.ok()) {
+    scope.UpdateStatus(accum.status());
+    return Output();
+  }
+  return ops::ApplyAdagrad(scope, var.ref, accum->ref, learning_rate_.ToOutput(scope, var.dtype()),
+                           grad);
+}
+
+RMSPropOptimizer::RMSPropOptimizer(LearningRate learning_rate, double decay, double momentum,
+                                   double epsilon)
+    : Optimizer("RMSProp"),
+      learning_rate_(learning_rate),
+      decay_(decay),
+      momentum_(momentum),
+      epsilon_(epsilon) {}
+
+absl::Status RMSPropOptimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
+  for (const Variable& v : vars) {
+    FilledSlot(scope, v, "rms", 1.0);  // TensorFlow starts the mean square at one.
+    ZerosSlot(scope, v, "momentum");
+  }
+  return scope.status();
+}
+
+Output RMSPropOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
+  absl::StatusOr<Variable> rms = GetSlot(var, "rms");
+  absl::StatusOr<Variable> mom = GetSlot(var, "momentum");
+  if (!rms.ok() || !mom.ok()) {
+    scope.UpdateStatus(rms.ok() ? mom.status() : rms.status());
+    return Output();
+  }
+  const DataType t = var.dtype();
+  return ops::ApplyRMSProp(scope, var.ref, rms->ref, mom->ref, learning_rate_.ToOutput(scope, t),
+                           ops::ConstOfType(scope, t, decay_),
+                           ops::ConstOfType(scope, t, momentum_),
+                           ops::ConstOfType(scope, t, epsilon_), grad);
+}
+
+AdadeltaOptimizer::AdadeltaOptimizer(LearningRate learning_rate, double rho, double epsilon)
+    : Optimizer("Adadelta"), learning_rate_(learning_rate), rho_(rho), epsilon_(epsilon) {}
+
+absl::Status AdadeltaOptimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
+  for (const Variable& v : vars) {
+    ZerosSlot(scope, v, "accum");
+    ZerosSlot(scope, v, "accum_update");
+  }
+  return scope.status();
+}
+
+Output AdadeltaOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
+  absl::StatusOr<Variable> accum = GetSlot(var, "accum");
+  absl::StatusOr<Variable> update = GetSlot(var, "accum_update");
+  if (!accum.ok() || !update.ok()) {
+    scope.UpdateStatus(accum.ok() ? update.status() : accum.status());
+    return Output();
+  }
+  const DataType t = var.dtype();
+  return ops::ApplyAdadelta(scope, var.ref, accum->ref, update->ref,
+                            learning_rate_.ToOutput(scope, t), ops::ConstOfType(scope, t, rho_),
+                            ops::ConstOfType(scope, t, epsilon_), grad);
 }
 
 }  // namespace overseer

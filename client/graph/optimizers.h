@@ -94,6 +94,9 @@ class Optimizer {
   // A zero-initialised variable shaped like `var`, named "<var>/<name()>" (uniquified),
   // stored as slot `slot`; returns the existing one if already created.
   Variable ZerosSlot(const Scope& scope, const Variable& var, const std::string& slot);
+  // The same with `value` everywhere.
+  Variable FilledSlot(const Scope& scope, const Variable& var, const std::string& slot,
+                      double value);
 
  private:
   const std::string name_;
@@ -142,6 +145,53 @@ class AdamOptimizer : public Optimizer {
   const double beta1_, beta2_, epsilon_;
   // "beta1_power" and "beta2_power", made with the first variable.
   Variable beta1_power_, beta2_power_;
+};
+
+// TensorFlow's AdagradOptimizer: accumulator += grad^2, var -= lr * grad /
+// sqrt(accumulator); slot "accumulator" starts at initial_accumulator_value (> 0, else
+// INVALID_ARGUMENT from ApplyGradients).
+class AdagradOptimizer : public Optimizer {
+ public:
+  explicit AdagradOptimizer(LearningRate learning_rate, double initial_accumulator_value = 0.1);
+
+ protected:
+  absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
+  Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+
+ private:
+  const LearningRate learning_rate_;
+  const double initial_accumulator_value_;
+};
+
+// TensorFlow's RMSPropOptimizer (not centered): slots "rms" (starting at 1) and
+// "momentum" (at 0).
+class RMSPropOptimizer : public Optimizer {
+ public:
+  explicit RMSPropOptimizer(LearningRate learning_rate, double decay = 0.9, double momentum = 0.0,
+                            double epsilon = 1e-10);
+
+ protected:
+  absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
+  Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+
+ private:
+  const LearningRate learning_rate_;
+  const double decay_, momentum_, epsilon_;
+};
+
+// TensorFlow's AdadeltaOptimizer: slots "accum" and "accum_update".
+class AdadeltaOptimizer : public Optimizer {
+ public:
+  explicit AdadeltaOptimizer(LearningRate learning_rate = 0.001, double rho = 0.95,
+                             double epsilon = 1e-8);
+
+ protected:
+  absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
+  Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+
+ private:
+  const LearningRate learning_rate_;
+  const double rho_, epsilon_;
 };
 
 }  // namespace overseer

@@ -222,5 +222,52 @@ TEST(MinimizeTest, LeastSquaresConverges) {
   LeastSquares(&adam, 1000, 1e-3);
 }
 
+// One step of each from w = [1, 2] (gradient 2w), against TensorFlow's update rules.
+TEST_F(OptimizerTest, AdagradRMSPropAndAdadeltaSteps) {
+  AdagradOptimizer adagrad(0.1);
+  absl::StatusOr<Operation> train = adagrad.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  absl::StatusOr<Variable> accum = adagrad.GetSlot(w_, "accumulator");
+  ASSERT_TRUE(accum.ok()) << accum.status();
+  EXPECT_EQ(accum->name(), "w/Adagrad");
+  Init();
+  Step(*train);
+  EXPECT_EQ(Values(accum->value), (std::vector<double>{4.1, 16.1}));
+  std::vector<double> w = Values(w_.value);
+  EXPECT_NEAR(w[0], 1 - 0.1 * 2 / std::sqrt(4.1), 1e-12);
+  EXPECT_NEAR(w[1], 2 - 0.1 * 4 / std::sqrt(16.1), 1e-12);
+  EXPECT_EQ(GlobalStep(), 1);
+}
+
+TEST_F(OptimizerTest, RMSPropStep) {
+  RMSPropOptimizer rmsprop(0.01, 0.9, 0.5);
+  absl::StatusOr<Operation> train = rmsprop.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  absl::StatusOr<Variable> rms = rmsprop.GetSlot(w_, "rms");
+  ASSERT_TRUE(rms.ok()) << rms.status();
+  Init();
+  EXPECT_EQ(Values(rms->value), (std::vector<double>{1, 1}));  // TensorFlow's start.
+  Step(*train);
+  const double ms = 0.9 + 0.1 * 4;
+  EXPECT_NEAR(Values(w_.value)[0], 1 - 0.01 * 2 / std::sqrt(ms + 1e-10), 1e-12);
+}
+
+TEST_F(OptimizerTest, AdadeltaStep) {
+  AdadeltaOptimizer adadelta(1.0, 0.95, 1e-6);
+  absl::StatusOr<Operation> train = adadelta.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  Init();
+  Step(*train);
+  const double update = std::sqrt(1e-6) / std::sqrt(0.05 * 4 + 1e-6) * 2;
+  EXPECT_NEAR(Values(w_.value)[0], 1 - update, 1e-12);
+}
+
+TEST_F(OptimizerTest, AdagradNeedsAPositiveInitialAccumulator) {
+  AdagradOptimizer adagrad(0.1, 0.0);
+  absl::StatusOr<Operation> train = adagrad.Minimize(root_, loss_, &step_);
+  EXPECT_EQ(train.status().code(), absl::StatusCode::kInvalidArgument) << train.status();
+  EXPECT_THAT(std::string(train.status().message()), HasSubstr("initial_accumulator_value"));
+}
+
 }  // namespace
 }  // namespace overseer

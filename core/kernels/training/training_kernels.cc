@@ -1,4 +1,5 @@
-// CPU kernels of the optimizer updates. Each locks its variables (in address order),
+// CPU kernels of the optimizer updates (GradientDescent, Momentum, Adam, Adagrad,
+// RMSProp, Adadelta). Each locks its variables (in address order),
 // checks that they are initialised and shaped like the gradient, makes their buffers
 // exclusive (copy-on-write) and updates them in place.
 
@@ -157,6 +158,78 @@ class ApplyAdamOp : public ApplyOpBase {
   }
 };
 REGISTER_KERNEL(ApplyAdamOp, "ApplyAdam");
+
+class ApplyAdagradOp : public ApplyOpBase {
+ public:
+  using ApplyOpBase::ApplyOpBase;
+  absl::Status Init(OpKernelConstruction* c) override {
+    RETURN_IF_ERROR(ApplyOpBase::Init(c));
+    return c->GetAttr("update_slots", &update_slots_);
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const bool update_slots = update_slots_;
+    return Apply(ctx, {0, 1}, {2}, 3,
+                 [update_slots](auto tag, const std::vector<Tensor*>& vars,
+                                const std::vector<Tensor>& s, const Tensor& grad_t) {
+                   using T = typename decltype(tag)::type;
+                   auto var = vars[0]->flat<T>();
+                   auto accum = vars[1]->flat<T>();
+                   auto grad = grad_t.flat<T>();
+                   if (update_slots) accum += grad.square();
+                   var -= grad * s[0].scalar<T>() * accum.rsqrt();
+                 });
+  }
+
+ private:
+  bool update_slots_ = true;
+};
+REGISTER_KERNEL(ApplyAdagradOp, "ApplyAdagrad");
+
+class ApplyRMSPropOp : public ApplyOpBase {
+ public:
+  using ApplyOpBase::ApplyOpBase;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    return Apply(ctx, {0, 1, 2}, {3, 4, 5, 6}, 7,
+                 [](auto tag, const std::vector<Tensor*>& vars, const std::vector<Tensor>& s,
+                    const Tensor& grad_t) {
+                   using T = typename decltype(tag)::type;
+                   auto var = vars[0]->flat<T>();
+                   auto ms = vars[1]->flat<T>();
+                   auto mom = vars[2]->flat<T>();
+                   auto grad = grad_t.flat<T>();
+                   const T lr = s[0].scalar<T>(), rho = s[1].scalar<T>();
+                   const T momentum = s[2].scalar<T>(), epsilon = s[3].scalar<T>();
+                   ms += (grad.square() - ms) * (T(1) - rho);
+                   mom = mom * momentum + (ms + epsilon).rsqrt() * lr * grad;
+                   var -= mom;
+                 });
+  }
+};
+REGISTER_KERNEL(ApplyRMSPropOp, "ApplyRMSProp");
+
+class ApplyAdadeltaOp : public ApplyOpBase {
+ public:
+  using ApplyOpBase::ApplyOpBase;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    return Apply(ctx, {0, 1, 2}, {3, 4, 5}, 6,
+                 [](auto tag, const std::vector<Tensor*>& vars, const std::vector<Tensor>& s,
+                    const Tensor& grad_t) {
+                   using T = typename decltype(tag)::type;
+                   auto var = vars[0]->flat<T>();
+                   auto accum = vars[1]->flat<T>();
+                   auto accum_update = vars[2]->flat<T>();
+                   auto grad = grad_t.flat<T>();
+                   const T lr = s[0].scalar<T>(), rho = s[1].scalar<T>();
+                   const T epsilon = s[2].scalar<T>();
+                   accum = accum * rho + grad.square() * (T(1) - rho);
+                   const Eigen::Tensor<T, 1, Eigen::RowMajor> update =
+                       (accum_update + epsilon).sqrt() * (accum + epsilon).rsqrt() * grad;
+                   accum_update = accum_update * rho + update.square() * (T(1) - rho);
+                   var -= update * lr;
+                 });
+  }
+};
+REGISTER_KERNEL(ApplyAdadeltaOp, "ApplyAdadelta");
 
 }  // namespace
 }  // namespace overseer

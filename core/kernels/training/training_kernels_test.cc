@@ -147,5 +147,69 @@ TEST(ApplyAdamTest, ShapeMismatchOfMoments) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ApplyAdagradTest, AccumulatesSquaresAndCanLeaveTheSlot) {
+  for (bool update_slots : {true, false}) {
+    auto var = MakeVar(DT_DOUBLE, AsTensor<double>({1, 2}));
+    auto accum = MakeVar(DT_DOUBLE, AsTensor<double>({0.1, 0.1}));
+    KernelRunner k("ApplyAdagrad");
+    k.Attr("T", DT_DOUBLE).Attr("update_slots", update_slots);
+    auto out = k.Run(
+        {Ref(var), Ref(accum), Value(AsScalar<double>(0.5)), Value(AsTensor<double>({2, 4}))});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const double a0 = update_slots ? 4.1 : 0.1, a1 = update_slots ? 16.1 : 0.1;
+    ExpectTensorNear(ReadVar(accum.get()), AsTensor<double>({a0, a1}), 1e-12);
+    ExpectTensorNear(out->at(0),
+                     AsTensor<double>({1 - 0.5 * 2 / std::sqrt(a0), 2 - 0.5 * 4 / std::sqrt(a1)}),
+                     1e-12);
+  }
+}
+
+TEST(ApplyRMSPropTest, MeanSquareAndMomentum) {
+  auto var = MakeVar(DT_DOUBLE, AsTensor<double>({1}));
+  auto ms = MakeVar(DT_DOUBLE, AsTensor<double>({1}));
+  auto mom = MakeVar(DT_DOUBLE, AsTensor<double>({0.5}));
+  KernelRunner k("ApplyRMSProp");
+  k.Attr("T", DT_DOUBLE);
+  auto out = k.Run({Ref(var), Ref(ms), Ref(mom), Value(AsScalar<double>(0.01)),
+                    Value(AsScalar<double>(0.9)), Value(AsScalar<double>(0.2)),
+                    Value(AsScalar<double>(1e-10)), Value(AsTensor<double>({2}))});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const double want_ms = 0.9 * 1 + 0.1 * 4;
+  const double want_mom = 0.2 * 0.5 + 0.01 * 2 / std::sqrt(want_ms + 1e-10);
+  ExpectTensorNear(ReadVar(ms.get()), AsTensor<double>({want_ms}), 1e-12);
+  ExpectTensorNear(ReadVar(mom.get()), AsTensor<double>({want_mom}), 1e-12);
+  ExpectTensorNear(out->at(0), AsTensor<double>({1 - want_mom}), 1e-12);
+}
+
+TEST(ApplyAdadeltaTest, UpdatesBothAccumulators) {
+  auto var = MakeVar(DT_FLOAT, AsTensor<float>({1}));
+  auto accum = MakeVar(DT_FLOAT, AsTensor<float>({0}));
+  auto accum_update = MakeVar(DT_FLOAT, AsTensor<float>({0}));
+  KernelRunner k("ApplyAdadelta");
+  k.Attr("T", DT_FLOAT);
+  auto out = k.Run({Ref(var), Ref(accum), Ref(accum_update), Value(AsScalar<float>(1)),
+                    Value(AsScalar<float>(0.95f)), Value(AsScalar<float>(1e-6f)),
+                    Value(AsTensor<float>({2}))});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const double want_accum = 0.05 * 4;
+  const double update = std::sqrt(1e-6) / std::sqrt(want_accum + 1e-6) * 2;
+  ExpectTensorNear(ReadVar(accum.get()), AsTensor<float>({static_cast<float>(want_accum)}), 1e-6);
+  ExpectTensorNear(ReadVar(accum_update.get()),
+                   AsTensor<float>({static_cast<float>(0.05 * update * update)}), 1e-9);
+  ExpectTensorNear(out->at(0), AsTensor<float>({static_cast<float>(1 - update)}), 1e-6);
+}
+
+TEST(ApplyAdagradTest, ASlotOfAnotherShapeIsNamed) {
+  auto var = MakeVar(DT_FLOAT, AsTensor<float>({1, 2}));
+  auto accum = MakeVar(DT_FLOAT, AsTensor<float>({1, 2, 3}));
+  KernelRunner k("ApplyAdagrad");
+  k.Attr("T", DT_FLOAT).Input("w").Input("w/Adagrad").Input("lr").Input("grad");
+  auto out =
+      k.Run({Ref(var), Ref(accum), Value(AsScalar<float>(1)), Value(AsTensor<float>({1, 1}))});
+  ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  EXPECT_NE(out.status().message().find("w/Adagrad"), std::string::npos) << out.status();
+  ExpectTensorEqual(ReadVar(var.get()), AsTensor<float>({1, 2}));
+}
+
 }  // namespace
 }  // namespace overseer

@@ -1,5 +1,6 @@
-// Op definitions of the optimizer updates: ApplyGradientDescent, ApplyMomentum and
-// ApplyAdam. Each updates its Ref(T) inputs in place and outputs the variable.
+// Op definitions of the optimizer updates: ApplyGradientDescent, ApplyMomentum,
+// ApplyAdam, ApplyAdagrad, ApplyRMSProp and ApplyAdadelta. Each updates its Ref(T) inputs in place
+// and outputs the variable.
 
 #include <vector>
 
@@ -79,6 +80,56 @@ REGISTER_OP("ApplyAdam")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn([](ShapeContext* c) {
       return ApplyShape(c, {0, 1, 2, 9}, {3, 4, 5, 6, 7, 8});
+    });
+
+// accum += grad^2 (with update_slots); var -= lr * grad / sqrt(accum).
+REGISTER_OP("ApplyAdagrad")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {float, double}")
+    .Attr("use_locking: bool = false")
+    .Attr("update_slots: bool = true")
+    .SetShapeFn([](ShapeContext* c) {
+      return ApplyShape(c, {0, 1, 3}, {2});
+    });
+
+// ms = rho * ms + (1 - rho) * grad^2;
+// mom = momentum * mom + lr * grad / sqrt(ms + epsilon); var -= mom.
+REGISTER_OP("ApplyRMSProp")
+    .Input("var: Ref(T)")
+    .Input("ms: Ref(T)")
+    .Input("mom: Ref(T)")
+    .Input("lr: T")
+    .Input("rho: T")
+    .Input("momentum: T")
+    .Input("epsilon: T")
+    .Input("grad: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {float, double}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn([](ShapeContext* c) {
+      return ApplyShape(c, {0, 1, 2, 7}, {3, 4, 5, 6});
+    });
+
+// accum = rho * accum + (1 - rho) * grad^2;
+// update = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad;
+// accum_update = rho * accum_update + (1 - rho) * update^2; var -= lr * update.
+REGISTER_OP("ApplyAdadelta")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("accum_update: Ref(T)")
+    .Input("lr: T")
+    .Input("rho: T")
+    .Input("epsilon: T")
+    .Input("grad: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {float, double}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn([](ShapeContext* c) {
+      return ApplyShape(c, {0, 1, 2, 6}, {3, 4, 5});
     });
 
 }  // namespace overseer
