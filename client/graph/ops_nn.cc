@@ -4,6 +4,8 @@
 #include "client/graph/graph_builder.h"
 #include "client/graph/ops_array.h"
 #include "client/graph/ops_math.h"
+#include "client/graph/ops_random.h"
+#include "core/types.h"
 
 namespace overseer {
 namespace ops {
@@ -99,6 +101,33 @@ SoftmaxCrossEntropyOutput SparseSoftmaxCrossEntropyWithLogits(const Scope& scope
                         .Input(features)
                         .Input(labels)
                         .Finalize());
+}
+
+Output Dropout(const Scope& scope, const Output& x, double keep_prob, int64_t seed) {
+  if (!(keep_prob > 0 && keep_prob <= 1)) {
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("Dropout: keep_prob must be in (0, 1], got ", keep_prob)));
+    return Output();
+  }
+  if (keep_prob == 1 || !x.valid()) return x;
+  return Dropout(scope, x, ConstOfType(scope, RemoveRefType(x.dtype()), keep_prob), seed);
+}
+
+Output Dropout(const Scope& scope, const Output& x, const Output& keep_prob, int64_t seed) {
+  if (!x.valid() || !keep_prob.valid()) return Output();
+  const DataType t = RemoveRefType(x.dtype());
+  if (t != DT_FLOAT && t != DT_DOUBLE) {
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("Dropout: x must be float or double, got ", DataTypeString(t))));
+    return Output();
+  }
+  const Scope s = scope.NewSubScope("dropout");
+  const Output keep = RemoveRefType(keep_prob.dtype()) == t ? keep_prob : Cast(s, keep_prob, t);
+  RandomSeeds seeds;
+  seeds.seed = seed;
+  // floor(keep_prob + U[0, 1)) is 1 with probability keep_prob, else 0.
+  Output mask = Floor(s, Add(s, keep, RandomUniform(s, Shape(s, x), t, seeds)));
+  return Mul(s, Div(s, x, keep), mask);
 }
 
 }  // namespace ops

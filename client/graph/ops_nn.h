@@ -42,6 +42,13 @@ struct ClippedByGlobalNorm {
 };
 ClippedByGlobalNorm ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& tensors,
                                      Input clip_norm);
+// tf.nn.dropout(x, keep_prob, seed) as TensorFlow 1.x composes it: each element kept
+// with probability keep_prob and scaled by 1 / keep_prob, else 0 (floor(keep_prob +
+// uniform) as the mask; the gradient flows through the kept elements). A number must be
+// in (0, 1] (else the scope records INVALID_ARGUMENT), and 1 gives `x` itself; a tensor
+// (a placeholder set to 1 for evaluation) is a floating scalar. `x` floating.
+Output Dropout(const Scope& scope, const Output& x, double keep_prob, int64_t seed = 0);
+Output Dropout(const Scope& scope, const Output& x, const Output& keep_prob, int64_t seed = 0);
 // Along the last dimension.
 Output Softmax(const Scope& scope, Input logits);
 Output LogSoftmax(const Scope& scope, Input logits);

@@ -1,10 +1,11 @@
 // Op functions that the gradient and optimizer tests do not reach, run through a
-// ClientSession: queues, random ops, defaults, grouping, clipping and in-top-k.
+// ClientSession: queues, random ops, defaults, grouping, clipping, in-top-k and dropout.
 
 #include "client/graph/ops.h"
 
 #include <cmath>
 
+#include "client/graph/gradients.h"
 #include "client/graph/variables.h"
 #include "client/session/client_session.h"
 #include "core/resource_mgr.h"
@@ -151,6 +152,48 @@ TEST_F(OpsTest, InTopKThroughASession) {
   std::vector<Tensor> out;
   ASSERT_TRUE(Session()->Run({in}, &out).ok());
   EXPECT_TRUE(out[0].Equals(Tensor::FromVector<bool>({true, false})));
+}
+
+// tf.nn.dropout: kept elements scaled by 1 / keep_prob, the rest 0, in about keep_prob
+// of the elements; the gradient is the same mask and scale (one run computes both).
+TEST_F(OpsTest, DropoutKeepsAboutKeepProbAndScales) {
+  Output x = ops::Fill(root_, ops::Const(root_, {100, 100}), 1.0f);
+  Output y = ops::Dropout(root_, x, 0.25, /*seed=*/7);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddSymbolicGradients(root_, {ops::Sum(root_, y, {0, 1})}, {x}, &grads).ok());
+  ASSERT_TRUE(root_.ok()) << root_.status();
+  EXPECT_EQ(y.shape(), PartialShape({100, 100}));
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Session()->Run({y, grads[0]}, &out).ok());
+  int kept = 0;
+  for (int64_t i = 0; i < out[0].NumElements(); ++i) {
+    const float v = out[0].flat<float>()(i);
+    ASSERT_TRUE(v == 0.0f || v == 4.0f) << v;
+    EXPECT_EQ(out[1].flat<float>()(i), v) << i;  // d(sum)/dx: the mask times 1/keep_prob.
+    kept += v != 0.0f;
+  }
+  EXPECT_GT(kept, 2200);
+  EXPECT_LT(kept, 2800);
+
+  // keep_prob 1 is the identity; a tensor keep_prob (fed 1 for evaluation) keeps all.
+  EXPECT_EQ(ops::Dropout(root_, x, 1.0).node(), x.node());
+  Output keep = ops::Placeholder(root_, DT_FLOAT);
+  Output eval = ops::Dropout(root_, x, keep);
+  ASSERT_TRUE(Session()->Run({{keep, Tensor::Scalar<float>(1)}}, {eval}, &out).ok());
+  for (int64_t i = 0; i < out[0].NumElements(); ++i) ASSERT_EQ(out[0].flat<float>()(i), 1.0f);
+}
+
+TEST_F(OpsTest, DropoutRejectsBadArguments) {
+  for (double keep : {0.0, -0.5, 1.5}) {
+    Scope scope = Scope::NewRootScope();
+    ops::Dropout(scope, ops::Const(scope, {1.0f}), keep);
+    EXPECT_EQ(scope.status().code(), absl::StatusCode::kInvalidArgument) << keep;
+    EXPECT_NE(scope.status().message().find("keep_prob must be in (0, 1]"), std::string::npos);
+  }
+  Scope ints = Scope::NewRootScope();
+  ops::Dropout(ints, ops::Const(ints, {1, 2}), 0.5);
+  EXPECT_EQ(ints.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ints.status().message().find("float or double"), std::string::npos);
 }
 
 }  // namespace
