@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/graph/gradients.h"
 #include "client/graph/gradients_util.h"
+#include "client/graph/graph_builder.h"
 #include "client/graph/ops_array.h"
 #include "client/graph/ops_math.h"
 #include "client/graph/ops_nn.h"
@@ -110,6 +111,24 @@ absl::Status SparseSoftmaxCrossEntropyGrad(const Scope& scope, const Operation& 
   return scope.status();
 }
 REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad);
+
+// The values' gradient goes to the entries TopKV2 chose; k and the indices have none.
+absl::Status TopKGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                      std::vector<Output>* out) {
+  if (!grads[0].valid()) {
+    out->assign(2, Output());
+    return scope.status();
+  }
+  Operation grad = NodeBuilder(scope, "_TopKGrad")
+                       .Input(op.input(0))
+                       .Input(op.output(1))
+                       .Input(grads[0])
+                       .Finalize();
+  out->push_back(grad.valid() ? grad.output(0) : Output());
+  out->push_back(Output());
+  return scope.status();
+}
+REGISTER_GRADIENT("TopKV2", TopKGrad);
 
 }  // namespace
 }  // namespace overseer

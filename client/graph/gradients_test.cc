@@ -106,6 +106,10 @@ TEST_F(GradientTest, UnaryOps) {
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Tanh(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Sin(s, in[0]); }, {x}), kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Cos(s, in[0]); }, {x}), kTol);
+  // TopK's values: distinct entries, so that a small step changes no choice.
+  EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::TopK(s, in[0], 2).values; },
+                  {Distinct({2, 3})}),
+            kTol);
   EXPECT_LT(Error([](const Scope& s, auto& in) { return ops::Relu(s, in[0]); }, {Distinct({2, 3})}),
             kTol);
   EXPECT_LT(

@@ -69,6 +69,12 @@ ClippedByGlobalNorm ClipByGlobalNorm(const Scope& scope, const std::vector<Outpu
   return result;
 }
 
+TopKOutput TopK(const Scope& scope, Input input, Input k) {
+  Operation op = NodeBuilder(scope, "TopKV2").Input(input).Input(k).Finalize();
+  if (!op.valid()) return TopKOutput();
+  return TopKOutput{op.output(0), op.output(1)};
+}
+
 Output InTopK(const Scope& scope, Input predictions, Input targets, Input k) {
   return FirstOutput(
       NodeBuilder(scope, "InTopKV2").Input(predictions).Input(targets).Input(k).Finalize());

@@ -31,6 +31,14 @@ Output L2Loss(const Scope& scope, Input t);
 // ties count for the target). predictions float [batch, classes]; targets int32 or
 // int64 [batch]; k a scalar of the targets' type. A bool [batch].
 Output InTopK(const Scope& scope, Input predictions, Input targets, Input k);
+// tf.nn.top_k: the k largest entries along the last dimension, largest first (ties: the
+// lower index first; NaN above every number), and their int32 indices. k an int32 scalar
+// at most the last dimension. The gradient flows to the chosen entries of `input`.
+struct TopKOutput {
+  Output values;
+  Output indices;
+};
+TopKOutput TopK(const Scope& scope, Input input, Input k);
 
 // tf.clip_by_global_norm: global_norm = sqrt(sum of every tensor's squared elements);
 // each tensor times clip_norm / max(global_norm, clip_norm), so that the clipped ones

@@ -196,5 +196,21 @@ TEST_F(OpsTest, DropoutRejectsBadArguments) {
   EXPECT_NE(ints.status().message().find("float or double"), std::string::npos);
 }
 
+TEST_F(OpsTest, TopKThroughASessionWithItsShapeKnown) {
+  Output x = ops::Const(root_, {{1.0f, 5.0f, 3.0f}, {9.0f, 7.0f, 8.0f}});
+  ops::TopKOutput top = ops::TopK(root_, x, 2);
+  ASSERT_TRUE(root_.ok()) << root_.status();
+  EXPECT_EQ(top.values.shape(), PartialShape({2, 2}));  // A constant k is known.
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Session()->Run({top.values, top.indices}, &out).ok());
+  EXPECT_TRUE(out[0].Equals(Tensor::FromVector<float>({5, 3, 9, 8}, TensorShape({2, 2}))));
+  EXPECT_TRUE(out[1].Equals(Tensor::FromVector<int32_t>({1, 2, 0, 2}, TensorShape({2, 2}))));
+  Scope other = Scope::NewRootScope();
+  ops::TopK(other, ops::Const(other, {1.0f, 2.0f}), 3);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("at least k = 3 columns"), std::string::npos)
+      << other.status();
+}
+
 }  // namespace
 }  // namespace overseer

@@ -1,8 +1,12 @@
-// Kernels of BiasAdd, BiasAddGrad, Relu, Relu6, Elu, Sigmoid, Tanh, L2Loss and the
-// activation gradients ReluGrad, Relu6Grad, EluGrad, SigmoidGrad, TanhGrad and SqrtGrad.
+// Kernels of BiasAdd, BiasAddGrad, Relu, Relu6, Elu, Sigmoid, Tanh, L2Loss, InTopKV2, TopKV2
+// and the gradients ReluGrad, Relu6Grad, EluGrad, SigmoidGrad, TanhGrad, SqrtGrad and
+// _TopKGrad.
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/kernels/array/kernel_util.h"
@@ -278,6 +282,109 @@ class InTopKOp : public OpKernel {
   }
 };
 REGISTER_KERNEL(InTopKOp, "InTopKV2");
+
+// NaN above every number, then larger first, then the lower index: a strict weak order
+// even with NaNs.
+template <typename T>
+bool RanksHigher(const T* row, int32_t a, int32_t b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const bool nan_a = std::isnan(row[a]), nan_b = std::isnan(row[b]);
+    if (nan_a != nan_b) return nan_a;
+    if (nan_a) return a < b;
+  }
+  if (row[a] != row[b]) return row[a] > row[b];
+  return a < b;
+}
+
+class TopKOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& k_t = ctx->input(1);
+    if (input.dims() < 1) {
+      return absl::InvalidArgumentError("input must have at least 1 dimension, got a scalar");
+    }
+    if (k_t.dims() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("k must be a scalar, got shape ", k_t.shape().DebugString()));
+    }
+    const int64_t k = k_t.scalar<int32_t>();
+    const int64_t n = input.dim_size(input.dims() - 1);
+    if (k < 0) return absl::InvalidArgumentError(absl::StrCat("k must be non-negative, got ", k));
+    if (k > n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input must have at least k = ", k, " columns, got ", n));
+    }
+    std::vector<int64_t> dims = input.shape().dim_sizes();
+    dims.back() = k;
+    ASSIGN_OR_RETURN(Tensor * values, ctx->allocate_output(0, TensorShape(dims)));
+    ASSIGN_OR_RETURN(Tensor * indices, ctx->allocate_output(1, TensorShape(dims)));
+    const int64_t rows = n == 0 ? 0 : input.NumElements() / n;
+    return VisitNumericTypes(input.dtype(), type_string(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::vector<int32_t> order(n);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = input.data<T>() + r * n;
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [row](int32_t a, int32_t b) { return RanksHigher(row, a, b); });
+        for (int64_t j = 0; j < k; ++j) {
+          values->data<T>()[r * k + j] = row[order[j]];
+          indices->data<int32_t>()[r * k + j] = order[j];
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+REGISTER_KERNEL(TopKOp, "TopKV2");
+
+class TopKGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& indices = ctx->input(1);
+    const Tensor& grad = ctx->input(2);
+    if (input.dims() < 1 || indices.shape() != grad.shape() || indices.dims() != input.dims()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "_TopKGrad: indices ", indices.shape().DebugString(), " and grad ",
+          grad.shape().DebugString(), " must be shaped like TopKV2's outputs for input ",
+          input.shape().DebugString()));
+    }
+    const int64_t n = input.dim_size(input.dims() - 1);
+    const int64_t k = indices.dims() > 0 ? indices.dim_size(indices.dims() - 1) : 0;
+    const int64_t rows = n == 0 ? 0 : input.NumElements() / n;
+    if (indices.NumElements() != rows * k) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "_TopKGrad: indices ", indices.shape().DebugString(),
+          " do not match the leading dimensions of input ", input.shape().DebugString()));
+    }
+    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, input.shape()));
+    const int32_t* idx = indices.data<int32_t>();
+    return VisitNumericTypes(input.dtype(), type_string(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* o = out->data<T>();
+      std::fill(o, o + out->NumElements(), T(0));
+      const T* g = grad.data<T>();
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int32_t column = idx[r * k + j];
+          if (column < 0 || column >= n) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("_TopKGrad: index ", column, " is outside [0, ", n, ")"));
+          }
+          o[r * n + column] += g[r * k + j];
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+};
+REGISTER_KERNEL(TopKGradOp, "_TopKGrad");
 
 }  // namespace
 }  // namespace overseer

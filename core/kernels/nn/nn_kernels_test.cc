@@ -156,6 +156,64 @@ TEST(InTopKTest, Values) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
 }
 
+// tf.nn.top_k: per row of the last dimension, largest first, ties to the lower index,
+// NaN first; any leading dimensions; every numeric dtype.
+TEST(TopKTest, ValuesAndIndices) {
+  auto run = [](const Tensor& input, int32_t k) {
+    KernelRunner runner("TopKV2");
+    runner.Attr("T", input.dtype());
+    return runner.Run({Value(input), Value(AsScalar<int32_t>(k))});
+  };
+  auto top = run(AsTensor<float>({3, 1, 4, 1, 5, 9, 2, 6}, TensorShape({2, 4})), 2);
+  ASSERT_TRUE(top.ok()) << top.status();
+  ExpectTensorEqual(top->at(0), AsTensor<float>({4, 3, 9, 6}, TensorShape({2, 2})));
+  ExpectTensorEqual(top->at(1), AsTensor<int32_t>({2, 0, 1, 3}, TensorShape({2, 2})));
+  auto ties = run(AsTensor<int64_t>({7, 7, 1, 7}), 3);
+  ASSERT_TRUE(ties.ok()) << ties.status();
+  ExpectTensorEqual(ties->at(0), AsTensor<int64_t>({7, 7, 7}));
+  ExpectTensorEqual(ties->at(1), AsTensor<int32_t>({0, 1, 3}));
+  auto nan = run(AsTensor<double>({1, std::nan(""), 2}), 2);
+  ASSERT_TRUE(nan.ok()) << nan.status();
+  EXPECT_TRUE(std::isnan(nan->at(0).data<double>()[0]));
+  EXPECT_EQ(nan->at(0).data<double>()[1], 2);
+  ExpectTensorEqual(nan->at(1), AsTensor<int32_t>({1, 2}));
+  auto none = run(AsTensor<int32_t>({1, 2, 3, 4}, TensorShape({2, 1, 2})), 0);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->at(0).shape(), TensorShape({2, 1, 0}));
+}
+
+TEST(TopKTest, BadInputIsInvalidArgument) {
+  auto run = [](const Tensor& input, const Tensor& k) {
+    KernelRunner runner("TopKV2");
+    runner.Attr("T", input.dtype());
+    return runner.Run({Value(input), Value(k)});
+  };
+  auto too_many = run(AsTensor<float>({1, 2}), AsScalar<int32_t>(3));
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("at least k = 3 columns, got 2"), std::string::npos)
+      << too_many.status();
+  EXPECT_EQ(run(AsTensor<float>({1, 2}), AsScalar<int32_t>(-1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(AsScalar<float>(1), AsScalar<int32_t>(0)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(AsTensor<float>({1, 2}), AsTensor<int32_t>({1})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TopKTest, GradScattersIntoTheChosenEntries) {
+  KernelRunner runner("_TopKGrad");
+  runner.Attr("T", DT_FLOAT);
+  auto out = runner.Run({Value(AsTensor<float>({0, 0, 0, 0, 0, 0}, TensorShape({2, 3}))),
+                         Value(AsTensor<int32_t>({2, 0, 1, 2}, TensorShape({2, 2}))),
+                         Value(AsTensor<float>({10, 20, 30, 40}, TensorShape({2, 2})))});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEqual(out->at(0), AsTensor<float>({20, 0, 10, 0, 30, 40}, TensorShape({2, 3})));
+  auto bad = runner.Run({Value(AsTensor<float>({0, 0}, TensorShape({1, 2}))),
+                         Value(AsTensor<int32_t>({5}, TensorShape({1, 1}))),
+                         Value(AsTensor<float>({1}, TensorShape({1, 1})))});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+}
+
 TEST(ActivationGradTest, ShapeMismatchNamesBoth) {
   auto bad = RunOp("TanhGrad", {AsTensor<float>({1, 2}), AsTensor<float>({1, 2, 3})});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);

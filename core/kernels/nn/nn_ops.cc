@@ -205,6 +205,49 @@ REGISTER_OP("InTopKV2")
       return absl::OkStatus();
     });
 
+// The k largest entries along the last dimension, largest first (ties: the lower index
+// first), and their indices.
+REGISTER_OP("TopKV2")
+    .Input("input: T")
+    .Input("k: int32")
+    .Output("values: T")
+    .Output("indices: int32")
+    .Attr("sorted: bool = true")
+    .Attr("T: {float, double, int32, int64}")
+    .SetShapeFn([](ShapeContext* c) -> absl::Status {
+      const PartialShape& in = c->input(0);
+      if (in.known_rank() && in.rank() < 1) {
+        return c->Error("input must have at least 1 dimension, got a scalar");
+      }
+      RETURN_IF_ERROR(c->WithRank(1, 0));
+      if (!in.known_rank()) {
+        c->set_output(0, PartialShape::Unknown());
+        c->set_output(1, PartialShape::Unknown());
+        return absl::OkStatus();
+      }
+      std::vector<int64_t> dims;
+      for (int i = 0; i < in.rank(); ++i) dims.push_back(in.dim(i));
+      const Tensor* k = c->input_tensor(1);  // A constant k is known now.
+      dims.back() = k != nullptr && k->dims() == 0 ? k->scalar<int32_t>() : -1;
+      if (dims.back() >= 0 && in.dim(in.rank() - 1) >= 0 && dims.back() > in.dim(in.rank() - 1)) {
+        return c->Error(absl::StrCat("input must have at least k = ", dims.back(), " columns, got ",
+                                     in.dim(in.rank() - 1)));
+      }
+      c->set_output(0, PartialShape(dims));
+      c->set_output(1, PartialShape(dims));
+      return absl::OkStatus();
+    });
+
+// The gradient of TopKV2's values: `grad` (shaped like the values) scattered into zeros
+// shaped like `input` at `indices`.
+REGISTER_OP("_TopKGrad")
+    .Input("input: T")
+    .Input("indices: int32")
+    .Input("grad: T")
+    .Output("output: T")
+    .Attr("T: {float, double, int32, int64}")
+    .SetShapeFn(shape_fn::Unchanged);
+
 REGISTER_OP("Sigmoid").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(shape_fn::Unchanged);
 REGISTER_OP("Tanh").Input("x: T").Output("y: T").Attr(kFloating).SetShapeFn(shape_fn::Unchanged);
 
