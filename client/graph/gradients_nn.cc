@@ -130,5 +130,46 @@ absl::Status TopKGrad(const Scope& scope, const Operation& op, const std::vector
 }
 REGISTER_GRADIENT("TopKV2", TopKGrad);
 
+// The gradient ops take the forward op's window attrs as they are.
+Output WithWindowAttrs(const Operation& op, NodeBuilder* builder) {
+  for (const char* name : {"ksize", "strides", "padding", "data_format", "dilations"}) {
+    auto it = op.node()->def().attr().find(name);
+    if (it != op.node()->def().attr().end()) builder->Attr(name, it->second);
+  }
+  Operation made = builder->Finalize();
+  return made.valid() ? made.output(0) : Output();
+}
+
+absl::Status Conv2DGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
+                        std::vector<Output>* out) {
+  Output input = op.input(0), filter = op.input(1);
+  NodeBuilder d_input(scope, "Conv2DBackpropInput");
+  d_input.Input(ops::Shape(scope, input)).Input(filter).Input(grads[0]);
+  NodeBuilder d_filter(scope, "Conv2DBackpropFilter");
+  d_filter.Input(input).Input(ops::Shape(scope, filter)).Input(grads[0]);
+  out->push_back(WithWindowAttrs(op, &d_input));
+  out->push_back(WithWindowAttrs(op, &d_filter));
+  return scope.status();
+}
+REGISTER_GRADIENT("Conv2D", Conv2DGrad);
+
+absl::Status MaxPoolGradFn(const Scope& scope, const Operation& op,
+                           const std::vector<Output>& grads, std::vector<Output>* out) {
+  NodeBuilder grad(scope, "MaxPoolGrad");
+  grad.Input(op.input(0)).Input(op.output(0)).Input(grads[0]);
+  out->push_back(WithWindowAttrs(op, &grad));
+  return scope.status();
+}
+REGISTER_GRADIENT("MaxPool", MaxPoolGradFn);
+
+absl::Status AvgPoolGradFn(const Scope& scope, const Operation& op,
+                           const std::vector<Output>& grads, std::vector<Output>* out) {
+  NodeBuilder grad(scope, "AvgPoolGrad");
+  grad.Input(ops::Shape(scope, op.input(0))).Input(grads[0]);
+  out->push_back(WithWindowAttrs(op, &grad));
+  return scope.status();
+}
+REGISTER_GRADIENT("AvgPool", AvgPoolGradFn);
+
 }  // namespace
 }  // namespace overseer

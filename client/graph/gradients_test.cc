@@ -395,5 +395,34 @@ TEST(GradientRegistryTest, DuplicateRegistrationFails) {
             absl::StatusCode::kNotFound);
 }
 
+// Conv2D with respect to input and filter, MaxPool and AvgPool, SAME and VALID, strides
+// 1 and 2 (numeric against symbolic, as TensorFlow's conv_ops_test and pooling_ops_test).
+TEST_F(GradientTest, ConvolutionAndPooling) {
+  for (const char* padding : {"SAME", "VALID"}) {
+    for (int stride : {1, 2}) {
+      SCOPED_TRACE(std::string(padding) + " stride " + std::to_string(stride));
+      Tensor x = Random({2, 5, 4, 3}), f = Random({3, 2, 3, 2});
+      const std::vector<int> strides = {1, stride, stride, 1};
+      EXPECT_LT(Error([&](const Scope& s,
+                          auto& in) { return ops::Conv2D(s, in[0], in[1], strides, padding); },
+                      {x, f}),
+                kTol);
+      Tensor distinct = Distinct({2, 5, 4, 3});
+      EXPECT_LT(Error(
+                    [&](const Scope& s, auto& in) {
+                      return ops::MaxPool(s, in[0], {1, 2, 2, 1}, strides, padding);
+                    },
+                    {distinct}),
+                kTol);
+      EXPECT_LT(Error(
+                    [&](const Scope& s, auto& in) {
+                      return ops::AvgPool(s, in[0], {1, 3, 2, 1}, strides, padding);
+                    },
+                    {x}),
+                kTol);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace overseer

@@ -136,5 +136,88 @@ Output Dropout(const Scope& scope, const Output& x, const Output& keep_prob, int
   return Mul(s, Div(s, x, keep), mask);
 }
 
+namespace {
+
+std::vector<int32_t> Ints(const std::vector<int>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+Output Conv2D(const Scope& scope, Input input, Input filter, const std::vector<int>& strides,
+              const std::string& padding) {
+  return FirstOutput(NodeBuilder(scope, "Conv2D")
+                         .Input(input)
+                         .Input(filter)
+                         .Attr("strides", Ints(strides))
+                         .Attr("padding", padding)
+                         .Finalize());
+}
+
+Output Conv2DBackpropInput(const Scope& scope, Input input_sizes, Input filter, Input out_backprop,
+                           const std::vector<int>& strides, const std::string& padding) {
+  return FirstOutput(NodeBuilder(scope, "Conv2DBackpropInput")
+                         .Input(input_sizes)
+                         .Input(filter)
+                         .Input(out_backprop)
+                         .Attr("strides", Ints(strides))
+                         .Attr("padding", padding)
+                         .Finalize());
+}
+
+Output Conv2DBackpropFilter(const Scope& scope, Input input, Input filter_sizes, Input out_backprop,
+                            const std::vector<int>& strides, const std::string& padding) {
+  return FirstOutput(NodeBuilder(scope, "Conv2DBackpropFilter")
+                         .Input(input)
+                         .Input(filter_sizes)
+                         .Input(out_backprop)
+                         .Attr("strides", Ints(strides))
+                         .Attr("padding", padding)
+                         .Finalize());
+}
+
+Output MaxPool(const Scope& scope, Input value, const std::vector<int>& ksize,
+               const std::vector<int>& strides, const std::string& padding) {
+  return FirstOutput(NodeBuilder(scope, "MaxPool")
+                         .Input(value)
+                         .Attr("ksize", Ints(ksize))
+                         .Attr("strides", Ints(strides))
+                         .Attr("padding", padding)
+                         .Finalize());
+}
+
+Output MaxPoolGrad(const Scope& scope, Input orig_input, Input orig_output, Input grad,
+                   const std::vector<int>& ksize, const std::vector<int>& strides,
+                   const std::string& padding) {
+  return FirstOutput(NodeBuilder(scope, "MaxPoolGrad")
+                         .Input(orig_input)
+                         .Input(orig_output)
+                         .Input(grad)
+                         .Attr("ksize", Ints(ksize))
+                         .Attr("strides", Ints(strides))
+                         .Attr("padding", padding)
+                         .Finalize());
+}
+
+Output AvgPool(const Scope& scope, Input value, const std::vector<int>& ksize,
+               const std::vector<int>& strides, const std::string& padding) {
+  return FirstOutput(NodeBuilder(scope, "AvgPool")
+                         .Input(value)
+                         .Attr("ksize", Ints(ksize))
+                         .Attr("strides", Ints(strides))
+                         .Attr("padding", padding)
+                         .Finalize());
+}
+
+Output AvgPoolGrad(const Scope& scope, Input orig_input_shape, Input grad,
+                   const std::vector<int>& ksize, const std::vector<int>& strides,
+                   const std::string& padding) {
+  return FirstOutput(NodeBuilder(scope, "AvgPoolGrad")
+                         .Input(orig_input_shape)
+                         .Input(grad)
+                         .Attr("ksize", Ints(ksize))
+                         .Attr("strides", Ints(strides))
+                         .Attr("padding", padding)
+                         .Finalize());
+}
+
 }  // namespace ops
 }  // namespace overseer

@@ -3,6 +3,7 @@
 
 // Neural-network ops. Conventions as in ops_array.h.
 
+#include <string>
 #include <vector>
 
 #include "client/graph/graph.h"
@@ -50,6 +51,27 @@ struct ClippedByGlobalNorm {
 };
 ClippedByGlobalNorm ClipByGlobalNorm(const Scope& scope, const std::vector<Output>& tensors,
                                      Input clip_norm);
+// NHWC convolution and pooling (tf.nn.conv2d, max_pool, avg_pool, and the gradient ops
+// TensorFlow's gradients use). `strides` and `ksize` have 4 elements, 1 for the batch
+// and the depth; `padding` "SAME" or "VALID". The filter is [height, width, in_channels,
+// out_channels]. Bad attrs or shapes are INVALID_ARGUMENT naming the node, recorded in
+// the scope when known at graph build.
+Output Conv2D(const Scope& scope, Input input, Input filter, const std::vector<int>& strides,
+              const std::string& padding);
+Output Conv2DBackpropInput(const Scope& scope, Input input_sizes, Input filter, Input out_backprop,
+                           const std::vector<int>& strides, const std::string& padding);
+Output Conv2DBackpropFilter(const Scope& scope, Input input, Input filter_sizes, Input out_backprop,
+                            const std::vector<int>& strides, const std::string& padding);
+Output MaxPool(const Scope& scope, Input value, const std::vector<int>& ksize,
+               const std::vector<int>& strides, const std::string& padding);
+Output MaxPoolGrad(const Scope& scope, Input orig_input, Input orig_output, Input grad,
+                   const std::vector<int>& ksize, const std::vector<int>& strides,
+                   const std::string& padding);
+Output AvgPool(const Scope& scope, Input value, const std::vector<int>& ksize,
+               const std::vector<int>& strides, const std::string& padding);
+Output AvgPoolGrad(const Scope& scope, Input orig_input_shape, Input grad,
+                   const std::vector<int>& ksize, const std::vector<int>& strides,
+                   const std::string& padding);
 // tf.nn.dropout(x, keep_prob, seed) as TensorFlow 1.x composes it: each element kept
 // with probability keep_prob and scaled by 1 / keep_prob, else 0 (floor(keep_prob +
 // uniform) as the mask; the gradient flows through the kept elements). A number must be

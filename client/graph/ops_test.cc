@@ -212,5 +212,27 @@ TEST_F(OpsTest, TopKThroughASessionWithItsShapeKnown) {
       << other.status();
 }
 
+TEST_F(OpsTest, ConvolutionShapesAreKnownAtGraphBuild) {
+  Output x = ops::Placeholder(root_, DT_FLOAT, PartialShape({-1, 28, 28, 1}));
+  Output f = ops::Const(root_, Tensor(DT_FLOAT, TensorShape({5, 5, 1, 32})));
+  Output conv = ops::Conv2D(root_, x, f, {1, 1, 1, 1}, "SAME");
+  Output pool = ops::MaxPool(root_, conv, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+  Output avg = ops::AvgPool(root_, pool, {1, 3, 3, 1}, {1, 2, 2, 1}, "VALID");
+  ASSERT_TRUE(root_.ok()) << root_.status();
+  EXPECT_EQ(conv.shape(), PartialShape({-1, 28, 28, 32}));
+  EXPECT_EQ(pool.shape(), PartialShape({-1, 14, 14, 32}));
+  EXPECT_EQ(avg.shape(), PartialShape({-1, 6, 6, 32}));
+  // Mismatched channels and a batch stride fail when the node is added, naming it.
+  Scope bad = Scope::NewRootScope();
+  ops::Conv2D(bad.WithOpName("conv"), ops::Placeholder(bad, DT_FLOAT, PartialShape({1, 4, 4, 2})),
+              ops::Const(bad, Tensor(DT_FLOAT, TensorShape({2, 2, 3, 1}))), {1, 1, 1, 1}, "SAME");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("conv"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("input depth 2"), std::string::npos) << bad.status();
+  Scope stride = Scope::NewRootScope();
+  ops::MaxPool(stride, ops::Placeholder(stride, DT_FLOAT), {1, 2, 2, 1}, {2, 2, 2, 1}, "SAME");
+  EXPECT_EQ(stride.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace overseer
