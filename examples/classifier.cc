@@ -1,5 +1,6 @@
 #include "examples/classifier.h"
 
+#include "absl/strings/str_cat.h"
 #include "client/graph/ops.h"
 #include "client/graph/optimizers.h"
 #include "client/graph/variables_init.h"
@@ -20,27 +21,48 @@ absl::StatusOr<Classifier> BuildClassifier(const Scope& root, const ClassifierOp
       ops::Placeholder(scope.WithOpName("images"), DT_FLOAT, PartialShape({-1, o.num_features}));
   m.labels = ops::Placeholder(scope.WithOpName("labels"), DT_INT64, PartialShape({-1}));
 
-  Scope hidden = scope.NewSubScope("hidden");
-  Variable w1 =
-      MakeVariable(var_scope(hidden.WithOpName("weights"),
-                             TensorShape({o.num_features, o.hidden_units}), DT_FLOAT),
-                   GlorotUniformInitializer(TensorShape({o.num_features, o.hidden_units}), o.seed));
-  Variable b1 =
-      MakeVariable(var_scope(hidden.WithOpName("biases"), TensorShape({o.hidden_units}), DT_FLOAT),
-                   ZerosInitializer(TensorShape({o.hidden_units})));
-  Output h =
-      ops::Relu(hidden, ops::BiasAdd(hidden, ops::MatMul(hidden, m.images, w1.value), b1.value));
-
-  Scope softmax = scope.NewSubScope("softmax");
-  Variable w2 = MakeVariable(
-      var_scope(softmax.WithOpName("weights"), TensorShape({o.hidden_units, o.num_classes}),
-                DT_FLOAT),
-      GlorotUniformInitializer(TensorShape({o.hidden_units, o.num_classes}), o.seed + 1));
-  Variable b2 =
-      MakeVariable(var_scope(softmax.WithOpName("biases"), TensorShape({o.num_classes}), DT_FLOAT),
-                   ZerosInitializer(TensorShape({o.num_classes})));
-  Output logits =
-      ops::BiasAdd(softmax.WithOpName("logits"), ops::MatMul(softmax, h, w2.value), b2.value);
+  // A dense layer: relu(x w + b) (no relu for the logits).
+  auto dense = [&](const Scope& s, const Output& x, int64_t in, int64_t out, int64_t seed,
+                   bool relu) -> Output {
+    Variable w = MakeVariable(var_scope(s.WithOpName("weights"), TensorShape({in, out}), DT_FLOAT),
+                              GlorotUniformInitializer(TensorShape({in, out}), seed));
+    Variable b = MakeVariable(var_scope(s.WithOpName("biases"), TensorShape({out}), DT_FLOAT),
+                              ZerosInitializer(TensorShape({out})));
+    Output y = ops::BiasAdd(relu ? s : s.WithOpName("logits"), ops::MatMul(s, x, w.value), b.value);
+    return relu ? ops::Relu(s, y) : y;
+  };
+  Output logits;
+  if (o.model == ModelKind::kMlp) {
+    Output h =
+        dense(scope.NewSubScope("hidden"), m.images, o.num_features, o.hidden_units, o.seed, true);
+    logits =
+        dense(scope.NewSubScope("softmax"), h, o.hidden_units, o.num_classes, o.seed + 1, false);
+  } else {
+    if (o.num_features != 28 * 28) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the CNN takes 28x28 images (784 features), got ", o.num_features, " features"));
+    }
+    // A 5x5 convolution of `out` filters, relu, then 2x2 max pooling.
+    auto conv = [&](const Scope& s, const Output& x, int64_t in, int64_t out,
+                    int64_t seed) -> Output {
+      const TensorShape shape({5, 5, in, out});
+      Variable w = MakeVariable(var_scope(s.WithOpName("weights"), shape, DT_FLOAT),
+                                GlorotUniformInitializer(shape, seed));
+      Variable b = MakeVariable(var_scope(s.WithOpName("biases"), TensorShape({out}), DT_FLOAT),
+                                ZerosInitializer(TensorShape({out})));
+      Output y =
+          ops::Relu(s, ops::BiasAdd(s, ops::Conv2D(s, x, w.value, {1, 1, 1, 1}, "SAME"), b.value));
+      return ops::MaxPool(s, y, {1, 2, 2, 1}, {1, 2, 2, 1}, "SAME");
+    };
+    Output image = ops::Reshape(scope, m.images, ops::Const(scope, {-1, 28, 28, 1}));
+    Output c1 = conv(scope.NewSubScope("conv1"), image, 1, 32, o.seed);
+    Output c2 = conv(scope.NewSubScope("conv2"), c1, 32, 64, o.seed + 1);
+    Output flat = ops::Reshape(scope, c2, ops::Const(scope, {-1, 7 * 7 * 64}));
+    Output h = dense(scope.NewSubScope("dense"), flat, 7 * 7 * 64, 1024, o.seed + 2, true);
+    m.keep_prob = ops::PlaceholderWithDefault(scope.WithOpName("keep_prob"), 1.0f, PartialShape());
+    Output dropped = ops::Dropout(scope, h, m.keep_prob, o.seed + 3);
+    logits = dense(scope.NewSubScope("softmax"), dropped, 1024, o.num_classes, o.seed + 4, false);
+  }
 
   auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(scope.WithOpName("xent"), logits, m.labels);
   m.loss = ops::Mean(scope.WithOpName("loss"), xent.loss, {0});

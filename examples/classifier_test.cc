@@ -43,6 +43,47 @@ TEST(ClassifierTest, ConvergesOnSyntheticData) {
   EXPECT_EQ(out[1].scalar<int64_t>(), 300);
 }
 
+// The CNN trains (TensorFlow's tutorial network, here on the synthetic data): the loss
+// falls, dropout is on in training (keep_prob fed) and off by default for evaluation.
+TEST(ClassifierTest, ConvolutionalModelTrains) {
+  TrainTest data = MakeSynthetic(600, 200, 3);
+  Scope root = Scope::NewRootScope();
+  ClassifierOptions options;
+  options.model = ModelKind::kCnn;
+  auto model = BuildClassifier(root, options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE(model->keep_prob.valid());
+  ResourceMgr resources;
+  SessionOptions session_options;
+  session_options.resource_mgr = &resources;
+  auto session = ClientSession::Create(root, session_options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Run({}, {}, {model->init}, nullptr).ok());
+  std::vector<Tensor> out;
+  float first_loss = 0;
+  for (int step = 0; step < 30; ++step) {
+    Tensor x, y;
+    data.train.Batch(step * 20, 20, &x, &y);
+    auto s = (*session)->Run({{model->images, x},
+                              {model->labels, y},
+                              {model->keep_prob, Tensor::Scalar(kTrainKeepProb)}},
+                             {model->loss}, {model->train}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    if (step == 0) first_loss = out[0].scalar<float>();
+  }
+  EXPECT_LT(out[0].scalar<float>(), first_loss / 2);
+  Tensor x, y;
+  data.test.Batch(0, data.test.num_examples, &x, &y);
+  ASSERT_TRUE(
+      (*session)->Run({{model->images, x}, {model->labels, y}}, {model->accuracy}, &out).ok());
+  EXPECT_GE(out[0].scalar<float>(), 0.9f);
+
+  ClassifierOptions wrong = options;
+  wrong.num_features = 100;
+  Scope other = Scope::NewRootScope();
+  EXPECT_EQ(BuildClassifier(other, wrong).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ClassifierTest, WrongFeedShapeIsAClearError) {
   Scope root = Scope::NewRootScope();
   auto model = BuildClassifier(root, ClassifierOptions());
