@@ -119,7 +119,7 @@ absl::Status Train() {
     if (step % log_every == 0 || step == steps) {
       const auto now = std::chrono::steady_clock::now();
       const double secs = std::chrono::duration<double>(now - window_start).count();
-      std::printf("step %6lld  loss %.4f  batch accuracy %.4f  %.0f steps/s\n",
+      std::printf("step %6lld  loss %.4f  batch accuracy %.4f  %.1f steps/s\n",
                   static_cast<long long>(step), out[0].scalar<float>(), out[1].scalar<float>(),
                   secs > 0 ? window_steps / secs : 0.0);
       std::fflush(stdout);
