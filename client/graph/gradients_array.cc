@@ -191,6 +191,38 @@ absl::Status GatherGrad(const Scope& scope, const Operation& op, const std::vect
 }
 REGISTER_GRADIENT("GatherV2", GatherGrad);
 
+// Each slice of data went to one output: stitch the outputs' gradients back in the
+// order the slices came (TensorFlow's _DynamicPartitionGrads).
+absl::Status DynamicPartitionGrad(const Scope& scope, const Operation& op,
+                                  const std::vector<Output>& grads, std::vector<Output>* out) {
+  Output data = op.input(0), partitions = op.input(1);
+  const int64_t num = op.num_outputs();
+  Output positions = ops::Reshape(scope, ops::Range(scope, 0, ops::Size(scope, partitions), 1),
+                                  ops::Shape(scope, partitions));
+  std::vector<Output> where = ops::DynamicPartition(scope, positions, partitions, num);
+  std::vector<Output> pieces;
+  for (int64_t i = 0; i < num; ++i) {
+    pieces.push_back(grads[i].valid() ? grads[i] : ops::ZerosLike(scope, op.output(i)));
+  }
+  Output stitched = ops::DynamicStitch(scope, InputList(where.begin(), where.end()),
+                                       InputList(pieces.begin(), pieces.end()));
+  out->push_back(ops::Reshape(scope, stitched, ops::Shape(scope, data)));
+  out->push_back(Output());
+  return scope.status();
+}
+REGISTER_GRADIENT("DynamicPartition", DynamicPartitionGrad);
+
+// data[m] gave the rows at indices[m]: it receives their gradient.
+absl::Status DynamicStitchGrad(const Scope& scope, const Operation& op,
+                               const std::vector<Output>& grads, std::vector<Output>* out) {
+  const int n = op.num_inputs() / 2;
+  for (int m = 0; m < n; ++m) out->push_back(Output());
+  for (int m = 0; m < n; ++m) out->push_back(ops::GatherV2(scope, grads[0], op.input(m), 0));
+  return scope.status();
+}
+REGISTER_GRADIENT("DynamicStitch", DynamicStitchGrad);
+REGISTER_NO_GRADIENT("Range");
+
 // Each element of data went to its segment: it receives that segment's gradient.
 // Segment ids must be non-negative here (a negative one fails the gather, naming it).
 absl::Status UnsortedSegmentSumGrad(const Scope& scope, const Operation& op,

@@ -424,5 +424,27 @@ TEST_F(GradientTest, ConvolutionAndPooling) {
   }
 }
 
+// DynamicPartition and DynamicStitch (the pieces of a partitioned embedding lookup).
+TEST_F(GradientTest, DynamicPartitionAndStitch) {
+  Tensor x = Random({4, 3});
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  std::vector<Output> parts =
+                      ops::DynamicPartition(s, in[0], ops::Const(s, {1, 0, 1, 1}), 2);
+                  // Both outputs reach the loss, the second scaled so that they differ.
+                  return ops::ConcatV2(s, {parts[0], ops::Mul(s, parts[1], ops::Const(s, 3.0))}, 0);
+                },
+                {x}),
+            kTol);
+  Tensor a = Random({2, 3}), b = Random({3, 3});
+  EXPECT_LT(Error(
+                [](const Scope& s, auto& in) {
+                  return ops::DynamicStitch(s, {ops::Const(s, {0, 3}), ops::Const(s, {1, 2, 4})},
+                                            {in[0], in[1]});
+                },
+                {a, b}),
+            kTol);
+}
+
 }  // namespace
 }  // namespace overseer

@@ -96,6 +96,23 @@ Output UnsortedSegmentSum(const Scope& scope, Input data, Input segment_ids, Inp
                          .Finalize());
 }
 
+std::vector<Output> DynamicPartition(const Scope& scope, Input data, Input partitions,
+                                     int64_t num_partitions) {
+  return AllOutputs(NodeBuilder(scope, "DynamicPartition")
+                        .Input(data)
+                        .Input(partitions)
+                        .Attr("num_partitions", num_partitions)
+                        .Finalize());
+}
+
+Output DynamicStitch(const Scope& scope, const InputList& indices, const InputList& data) {
+  return FirstOutput(NodeBuilder(scope, "DynamicStitch").Input(indices).Input(data).Finalize());
+}
+
+Output Range(const Scope& scope, Input start, Input limit, Input delta) {
+  return FirstOutput(NodeBuilder(scope, "Range").Input(start).Input(limit).Input(delta).Finalize());
+}
+
 Output ExpandDims(const Scope& scope, Input input, Input dim) {
   return FirstOutput(NodeBuilder(scope, "ExpandDims").Input(input).Input(dim).Finalize());
 }

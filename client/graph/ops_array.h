@@ -50,6 +50,14 @@ Output GatherV2(const Scope& scope, Input params, Input indices, Input axis = 0)
 // output[segment_ids[i...], ...] = the sum of data[i..., ...] over [num_segments] rows;
 // negative ids are dropped (tf.unsorted_segment_sum).
 Output UnsortedSegmentSum(const Scope& scope, Input data, Input segment_ids, Input num_segments);
+// tf.dynamic_partition: output i holds the slices data[j...] whose int32 partitions[j...]
+// is i, in order (partitions.shape a prefix of data.shape).
+std::vector<Output> DynamicPartition(const Scope& scope, Input data, Input partitions,
+                                     int64_t num_partitions);
+// tf.dynamic_stitch: merged[indices[m][i...], ...] = data[m][i..., ...] (int32 indices).
+Output DynamicStitch(const Scope& scope, const InputList& indices, const InputList& data);
+// tf.range(start, limit, delta): scalars of one numeric dtype.
+Output Range(const Scope& scope, Input start, Input limit, Input delta = 1);
 Output ExpandDims(const Scope& scope, Input input, Input dim);
 // Removes the size-1 dimensions `squeeze_dims` (all size-1 dimensions when empty).
 Output Squeeze(const Scope& scope, Input input, const std::vector<int64_t>& squeeze_dims = {});

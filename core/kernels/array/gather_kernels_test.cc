@@ -71,5 +71,58 @@ TEST(UnsortedSegmentSumTest, SumsDropsAndRefuses) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// As TensorFlow's dynamic_partition_op_test and dynamic_stitch_op_test.
+TEST(DynamicPartitionTest, SlicesGoToTheirPartitionsInOrder) {
+  KernelRunner k("DynamicPartition");
+  k.Attr("T", DT_FLOAT).Attr("num_partitions", int64_t{3});
+  auto out = k.Run({Value(AsTensor<float>({0, 1, 2, 3, 4, 5, 6, 7}, TensorShape({4, 2}))),
+                    Value(AsTensor<int32_t>({2, 0, 2, 2}))});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 3u);
+  ExpectTensorEqual(out->at(0), AsTensor<float>({2, 3}, TensorShape({1, 2})));
+  EXPECT_EQ(out->at(1).shape(), TensorShape({0, 2}));
+  ExpectTensorEqual(out->at(2), AsTensor<float>({0, 1, 4, 5, 6, 7}, TensorShape({3, 2})));
+  auto bad = k.Run({Value(AsTensor<float>({0, 1})), Value(AsTensor<int32_t>({0, 3}))});
+  ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("partitions[1] = 3 is not in [0, 3)"), std::string::npos);
+  auto shape = k.Run({Value(AsTensor<float>({0, 1})), Value(AsTensor<int32_t>({0, 1, 2}))});
+  EXPECT_EQ(shape.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(DynamicStitchTest, MergesByIndexLaterWins) {
+  KernelRunner k("DynamicStitch");
+  k.Attr("T", DT_STRING).Attr("N", int64_t{2});
+  auto out =
+      k.Run({Value(AsTensor<int32_t>({0, 4})), Value(AsTensor<int32_t>({1, 0})),
+             Value(AsTensor<std::string>({"a", "e"})), Value(AsTensor<std::string>({"b", "z"}))});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Row 0 from the later input; rows 2 and 3 given by no one stay empty.
+  ExpectTensorEqual(out->at(0), AsTensor<std::string>({"z", "b", "", "", "e"}));
+  auto negative = k.Run({Value(AsTensor<int32_t>({-1})), Value(AsTensor<int32_t>({0})),
+                         Value(AsTensor<std::string>({"a"})), Value(AsTensor<std::string>({"b"}))});
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RangeTest, IntegersFloatsAndErrors) {
+  auto run = [](const Tensor& start, const Tensor& limit, const Tensor& delta) {
+    KernelRunner k("Range");
+    k.Attr("Tidx", start.dtype());
+    return k.Run({Value(start), Value(limit), Value(delta)});
+  };
+  auto ints = run(AsScalar<int32_t>(3), AsScalar<int32_t>(10), AsScalar<int32_t>(3));
+  ASSERT_TRUE(ints.ok()) << ints.status();
+  ExpectTensorEqual(ints->at(0), AsTensor<int32_t>({3, 6, 9}));
+  auto down = run(AsScalar<int64_t>(5), AsScalar<int64_t>(1), AsScalar<int64_t>(-2));
+  ASSERT_TRUE(down.ok()) << down.status();
+  ExpectTensorEqual(down->at(0), AsTensor<int64_t>({5, 3}));
+  auto floats = run(AsScalar<float>(0), AsScalar<float>(1), AsScalar<float>(0.25f));
+  ASSERT_TRUE(floats.ok()) << floats.status();
+  ExpectTensorEqual(floats->at(0), AsTensor<float>({0, 0.25f, 0.5f, 0.75f}));
+  EXPECT_EQ(run(AsScalar<int32_t>(0), AsScalar<int32_t>(3), AsScalar<int32_t>(0)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(AsScalar<int32_t>(5), AsScalar<int32_t>(3), AsScalar<int32_t>(1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace overseer
