@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -323,28 +324,41 @@ void WindowArgmax(const T* image, const PoolShape& s, int64_t h_first, int64_t h
   }
 }
 
+// A pooling forward: out[b, oh, ow, :] = reduce over the window of image b, clipped to
+// the input. `reduce(in, out, h0, h1, w0, w1)` is called with typed pointers to the
+// image and to the output position's channels.
+template <typename Reduce>
+absl::Status PoolForward(OpKernelContext* ctx, const WindowAttrs& attrs, const OpKernel& kernel,
+                         Reduce&& reduce) {
+  const Tensor& input = ctx->input(0);
+  ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(input.shape(), attrs));
+  ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, s.output()));
+  if (out->NumElements() == 0) return absl::OkStatus();
+  return VisitFloatTypes(input.dtype(), kernel.type_string(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int64_t image = s.rows.in * s.cols.in * s.depth;
+    ForEachWindow(
+        ctx, s,
+        [&](int64_t b, int64_t oh, int64_t ow, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
+          reduce(s, input.data<T>() + b * image,
+                 out->data<T>() + ((b * s.rows.out + oh) * s.cols.out + ow) * s.depth, h0, h1, w0,
+                 w1);
+        });
+    return absl::OkStatus();
+  });
+}
+
 class MaxPoolOp : public WindowOp {
  public:
   using WindowOp::WindowOp;
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
-    ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(input.shape(), attrs_));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, s.output()));
-    if (out->NumElements() == 0) return absl::OkStatus();
-    return VisitFloatTypes(input.dtype(), type_string(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const int64_t image = s.rows.in * s.cols.in * s.depth;
-      ForEachWindow(
-          ctx, s,
-          [&](int64_t b, int64_t oh, int64_t ow, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
-            const T* in = input.data<T>() + b * image;
-            T* o = out->data<T>() + ((b * s.rows.out + oh) * s.cols.out + ow) * s.depth;
-            std::vector<int64_t> argmax(s.depth);
-            WindowArgmax(in, s, h0, h1, w0, w1, argmax.data());
-            for (int64_t c = 0; c < s.depth; ++c) o[c] = in[argmax[c]];
-          });
-      return absl::OkStatus();
-    });
+    return PoolForward(ctx, attrs_, *this,
+                       [](const PoolShape& s, const auto* in, auto* o, int64_t h0, int64_t h1,
+                          int64_t w0, int64_t w1) {
+                         std::vector<int64_t> argmax(s.depth);
+                         WindowArgmax(in, s, h0, h1, w0, w1, argmax.data());
+                         for (int64_t c = 0; c < s.depth; ++c) o[c] = in[argmax[c]];
+                       });
   }
 };
 REGISTER_KERNEL(MaxPoolOp, "MaxPool");
@@ -387,32 +401,22 @@ REGISTER_KERNEL(MaxPoolGradOp, "MaxPoolGrad");
 class AvgPoolOp : public WindowOp {
  public:
   using WindowOp::WindowOp;
+  // The mean of the window's inputs, padding left out (as TensorFlow).
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
-    ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(input.shape(), attrs_));
-    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, s.output()));
-    if (out->NumElements() == 0) return absl::OkStatus();
-    return VisitFloatTypes(input.dtype(), type_string(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const int64_t image = s.rows.in * s.cols.in * s.depth;
-      // The mean of the window's inputs, padding left out (as TensorFlow).
-      ForEachWindow(
-          ctx, s,
-          [&](int64_t b, int64_t oh, int64_t ow, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
-            const T* in = input.data<T>() + b * image;
-            T* o = out->data<T>() + ((b * s.rows.out + oh) * s.cols.out + ow) * s.depth;
-            std::fill(o, o + s.depth, T(0));
-            for (int64_t h = h0; h < h1; ++h) {
-              for (int64_t w = w0; w < w1; ++w) {
-                const T* v = in + (h * s.cols.in + w) * s.depth;
-                for (int64_t c = 0; c < s.depth; ++c) o[c] += v[c];
-              }
-            }
-            const T count = static_cast<T>((h1 - h0) * (w1 - w0));
-            for (int64_t c = 0; c < s.depth; ++c) o[c] /= count;
-          });
-      return absl::OkStatus();
-    });
+    return PoolForward(ctx, attrs_, *this,
+                       [](const PoolShape& s, const auto* in, auto* o, int64_t h0, int64_t h1,
+                          int64_t w0, int64_t w1) {
+                         using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>;
+                         std::fill(o, o + s.depth, T(0));
+                         for (int64_t h = h0; h < h1; ++h) {
+                           for (int64_t w = w0; w < w1; ++w) {
+                             const T* v = in + (h * s.cols.in + w) * s.depth;
+                             for (int64_t c = 0; c < s.depth; ++c) o[c] += v[c];
+                           }
+                         }
+                         const T count = static_cast<T>((h1 - h0) * (w1 - w0));
+                         for (int64_t c = 0; c < s.depth; ++c) o[c] /= count;
+                       });
   }
 };
 REGISTER_KERNEL(AvgPoolOp, "AvgPool");
