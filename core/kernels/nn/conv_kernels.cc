@@ -363,37 +363,56 @@ class MaxPoolOp : public WindowOp {
 };
 REGISTER_KERNEL(MaxPoolOp, "MaxPool");
 
+// A pooling gradient into zeros shaped like the input: `spread(image, dx, g, h0, h1, w0,
+// w1)` adds the output position's gradient `g` (its channels) onto image b's gradient
+// `dx`, given that image's input (null when the op has no input, AvgPoolGrad).
+template <typename Spread>
+absl::Status PoolBackward(OpKernelContext* ctx, const OpKernel& kernel, const PoolShape& s,
+                          const Tensor* input, const Tensor& grad, const TensorShape& input_shape,
+                          Spread&& spread) {
+  if (grad.shape() != s.output()) {
+    return absl::InvalidArgumentError(absl::StrCat("grad ", grad.shape().DebugString(),
+                                                   " must have the pooling's output shape ",
+                                                   s.output().DebugString()));
+  }
+  ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, input_shape));
+  if (out->NumElements() == 0) return absl::OkStatus();
+  return VisitFloatTypes(grad.dtype(), kernel.type_string(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int64_t image = s.rows.in * s.cols.in * s.depth;
+    T* dx = out->data<T>();
+    std::fill(dx, dx + out->NumElements(), T(0));
+    ForEachWindow(
+        ctx, s,
+        [&](int64_t b, int64_t oh, int64_t ow, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
+          spread(input != nullptr ? input->data<T>() + b * image : nullptr, dx + b * image,
+                 grad.data<T>() + ((b * s.rows.out + oh) * s.cols.out + ow) * s.depth, h0, h1, w0,
+                 w1);
+        });
+    return absl::OkStatus();
+  });
+}
+
 class MaxPoolGradOp : public WindowOp {
  public:
   using WindowOp::WindowOp;
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& output = ctx->input(1);
-    const Tensor& grad = ctx->input(2);
     ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(input.shape(), attrs_));
-    if (output.shape() != s.output() || grad.shape() != s.output()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "orig_output ", output.shape().DebugString(), " and grad ", grad.shape().DebugString(),
-          " must have the pooling's output shape ", s.output().DebugString()));
+    if (output.shape() != s.output()) {
+      return absl::InvalidArgumentError(absl::StrCat("orig_output ", output.shape().DebugString(),
+                                                     " must have the pooling's output shape ",
+                                                     s.output().DebugString()));
     }
-    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, input.shape()));
-    if (out->NumElements() == 0) return absl::OkStatus();
-    return VisitFloatTypes(input.dtype(), type_string(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const int64_t image = s.rows.in * s.cols.in * s.depth;
-      T* dx = out->data<T>();
-      std::fill(dx, dx + out->NumElements(), T(0));
-      // The gradient goes to the window's largest input, found again as MaxPool found it.
-      ForEachWindow(
-          ctx, s,
-          [&](int64_t b, int64_t oh, int64_t ow, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
-            const T* g = grad.data<T>() + ((b * s.rows.out + oh) * s.cols.out + ow) * s.depth;
-            std::vector<int64_t> argmax(s.depth);
-            WindowArgmax(input.data<T>() + b * image, s, h0, h1, w0, w1, argmax.data());
-            for (int64_t c = 0; c < s.depth; ++c) dx[b * image + argmax[c]] += g[c];
-          });
-      return absl::OkStatus();
-    });
+    // The gradient goes to the window's largest input, found again as MaxPool found it.
+    return PoolBackward(ctx, *this, s, &input, ctx->input(2), input.shape(),
+                        [&s](const auto* in, auto* dx, const auto* g, int64_t h0, int64_t h1,
+                             int64_t w0, int64_t w1) {
+                          std::vector<int64_t> argmax(s.depth);
+                          WindowArgmax(in, s, h0, h1, w0, w1, argmax.data());
+                          for (int64_t c = 0; c < s.depth; ++c) dx[argmax[c]] += g[c];
+                        });
   }
 };
 REGISTER_KERNEL(MaxPoolGradOp, "MaxPoolGrad");
@@ -426,34 +445,20 @@ class AvgPoolGradOp : public WindowOp {
   using WindowOp::WindowOp;
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(TensorShape input_shape, SizesInput(ctx->input(0), "orig_input_shape"));
-    const Tensor& grad = ctx->input(1);
     ASSIGN_OR_RETURN(PoolShape s, MakePoolShape(input_shape, attrs_));
-    if (grad.shape() != s.output()) {
-      return absl::InvalidArgumentError(absl::StrCat("grad ", grad.shape().DebugString(),
-                                                     " must have the pooling's output shape ",
-                                                     s.output().DebugString()));
-    }
-    ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, input_shape));
-    if (out->NumElements() == 0) return absl::OkStatus();
-    return VisitFloatTypes(grad.dtype(), type_string(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const int64_t image = s.rows.in * s.cols.in * s.depth;
-      T* dx = out->data<T>();
-      std::fill(dx, dx + out->NumElements(), T(0));
-      ForEachWindow(
-          ctx, s,
-          [&](int64_t b, int64_t oh, int64_t ow, int64_t h0, int64_t h1, int64_t w0, int64_t w1) {
-            const T* g = grad.data<T>() + ((b * s.rows.out + oh) * s.cols.out + ow) * s.depth;
-            const T count = static_cast<T>((h1 - h0) * (w1 - w0));
-            for (int64_t h = h0; h < h1; ++h) {
-              for (int64_t w = w0; w < w1; ++w) {
-                T* d = dx + b * image + (h * s.cols.in + w) * s.depth;
-                for (int64_t c = 0; c < s.depth; ++c) d[c] += g[c] / count;
-              }
-            }
-          });
-      return absl::OkStatus();
-    });
+    // Each input of the window gets an equal share.
+    return PoolBackward(ctx, *this, s, nullptr, ctx->input(1), input_shape,
+                        [&s](const auto* /*in*/, auto* dx, const auto* g, int64_t h0, int64_t h1,
+                             int64_t w0, int64_t w1) {
+                          using T = std::remove_pointer_t<decltype(dx)>;
+                          const T count = static_cast<T>((h1 - h0) * (w1 - w0));
+                          for (int64_t h = h0; h < h1; ++h) {
+                            for (int64_t w = w0; w < w1; ++w) {
+                              T* d = dx + (h * s.cols.in + w) * s.depth;
+                              for (int64_t c = 0; c < s.depth; ++c) d[c] += g[c] / count;
+                            }
+                          }
+                        });
   }
 };
 REGISTER_KERNEL(AvgPoolGradOp, "AvgPoolGrad");
