@@ -1,7 +1,9 @@
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/kernels/testing/kernel_test_util.h"
 #include "gtest/gtest.h"
 
@@ -209,6 +211,212 @@ TEST(ApplyAdagradTest, ASlotOfAnotherShapeIsNamed) {
   ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
   EXPECT_NE(out.status().message().find("w/Adagrad"), std::string::npos) << out.status();
   ExpectTensorEqual(ReadVar(var.get()), AsTensor<float>({1, 2}));
+}
+
+// A sparse update and the dense one it applies to each row it names.
+struct SparseCase {
+  std::string op;
+  int num_vars;                 // The variable and its slots.
+  std::vector<double> scalars;  // In the op's input order, after the variables.
+  // Builds the inputs in the op's order from the refs, scalars, grad and indices.
+  std::vector<TensorValue> (*sparse_inputs)(const std::vector<TensorValue>& vars,
+                                            const std::vector<TensorValue>& scalars,
+                                            TensorValue grad, TensorValue indices);
+  std::vector<TensorValue> (*dense_inputs)(const std::vector<TensorValue>& vars,
+                                           const std::vector<TensorValue>& scalars,
+                                           TensorValue grad);
+};
+
+std::vector<TensorValue> Cat(std::vector<TensorValue> a, const std::vector<TensorValue>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+std::vector<SparseCase> SparseCases() {
+  using In = TensorValue;
+  using V = std::vector<In>;
+  // Ops whose inputs are the variables, then the scalars before the gradient.
+  auto scalars_then_grad = [](const V& v, const V& s, In g, In i) {
+    return Cat(Cat(v, s), {g, i});
+  };
+  auto scalars_then_grad_dense = [](const V& v, const V& s, In g) { return Cat(Cat(v, s), {g}); };
+  return {
+      {"Momentum",
+       2,
+       {0.1, 0.9},
+       [](const V& v, const V& s, In g, In i) {
+         return Cat(v, {s[0], g, i, s[1]});
+       },
+       [](const V& v, const V& s, In g) {
+         return Cat(v, {s[0], g, s[1]});
+       }},
+      {"Adagrad", 2, {0.1}, scalars_then_grad, scalars_then_grad_dense},
+      {"RMSProp", 3, {0.1, 0.9, 0.5, 1e-7}, scalars_then_grad, scalars_then_grad_dense},
+      {"Adadelta", 3, {0.5, 0.95, 1e-6}, scalars_then_grad, scalars_then_grad_dense},
+      {"Ftrl",
+       3,
+       {0.5, 0.01, 0.2, -0.5},
+       [](const V& v, const V& s, In g, In i) {
+         return Cat(Cat(v, {g, i}), s);
+       },
+       [](const V& v, const V& s, In g) { return Cat(Cat(v, {g}), s); }},
+  };
+}
+
+TEST(SparseApplyTest, EachNamedRowGetsTheDenseUpdateAndTheOthersStay) {
+  // Three rows of two; the gradient names rows 2 and 0.
+  const std::vector<double> start = {1.0, -2.0, 0.5, 0.25, 3.0, -1.5};
+  const std::vector<double> grad = {0.3, -0.7, 1.1, 0.2};
+  const std::vector<int64_t> rows = {2, 0};
+  for (const SparseCase& c : SparseCases()) {
+    SCOPED_TRACE(c.op);
+    std::vector<TensorValue> scalars;
+    for (double s : c.scalars) scalars.push_back(Value(AsScalar<double>(s)));
+    std::vector<std::shared_ptr<Var>> vars;
+    std::vector<TensorValue> refs;
+    for (int k = 0; k < c.num_vars; ++k) {
+      std::vector<double> init = start;
+      for (double& x : init) x = k == 0 ? x : std::abs(x) + 0.1 * k;  // Slots stay positive.
+      Tensor t(DT_DOUBLE, TensorShape({3, 2}));
+      std::copy(init.begin(), init.end(), t.data<double>());
+      vars.push_back(MakeVar(DT_DOUBLE, t));
+      refs.push_back(Ref(vars.back()));
+    }
+    std::vector<Tensor> before;
+    for (auto& v : vars) before.push_back(ReadVar(v.get()));
+    Tensor g(DT_DOUBLE, TensorShape({2, 2}));
+    std::copy(grad.begin(), grad.end(), g.data<double>());
+    KernelRunner k("SparseApply" + c.op);
+    k.Attr("T", DT_DOUBLE).Attr("Tindices", DT_INT64);
+    auto out = k.Run(c.sparse_inputs(refs, scalars, Value(g), Value(AsTensor<int64_t>({2, 0}))));
+    ASSERT_TRUE(out.ok()) << out.status();
+    for (int k2 = 0; k2 < c.num_vars; ++k2) {
+      const Tensor after = ReadVar(vars[k2].get());
+      // Row 1 is not named: unchanged, bit for bit.
+      EXPECT_EQ(after.data<double>()[2], before[k2].data<double>()[2]);
+      EXPECT_EQ(after.data<double>()[3], before[k2].data<double>()[3]);
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::vector<std::shared_ptr<Var>> row_vars;
+      std::vector<TensorValue> row_refs;
+      for (int k2 = 0; k2 < c.num_vars; ++k2) {
+        const double* b = before[k2].data<double>() + rows[i] * 2;
+        row_vars.push_back(MakeVar(DT_DOUBLE, AsTensor<double>({b[0], b[1]})));
+        row_refs.push_back(Ref(row_vars.back()));
+      }
+      KernelRunner dense("Apply" + c.op);
+      dense.Attr("T", DT_DOUBLE);
+      auto d = dense.Run(c.dense_inputs(row_refs, scalars,
+                                        Value(AsTensor<double>({grad[2 * i], grad[2 * i + 1]}))));
+      ASSERT_TRUE(d.ok()) << d.status();
+      for (int k2 = 0; k2 < c.num_vars; ++k2) {
+        const double* got = ReadVar(vars[k2].get()).data<double>() + rows[i] * 2;
+        const Tensor want = ReadVar(row_vars[k2].get());
+        EXPECT_NEAR(got[0], want.data<double>()[0], 1e-12)
+            << "variable " << k2 << " row " << rows[i];
+        EXPECT_NEAR(got[1], want.data<double>()[1], 1e-12)
+            << "variable " << k2 << " row " << rows[i];
+      }
+    }
+  }
+}
+
+TEST(SparseApplyTest, ARepeatedIndexIsUpdatedOncePerSlice) {
+  auto var = MakeVar(DT_FLOAT, AsTensor<float>({1, 2}, {2, 1}));
+  auto accum = MakeVar(DT_FLOAT, AsTensor<float>({1, 1}, {2, 1}));
+  KernelRunner k("SparseApplyAdagrad");
+  k.Attr("T", DT_FLOAT).Attr("Tindices", DT_INT32);
+  auto out = k.Run({Ref(var), Ref(accum), Value(AsScalar<float>(1)),
+                    Value(AsTensor<float>({1, 1}, {2, 1})), Value(AsTensor<int32_t>({1, 1}))});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // accum 1 -> 2 -> 3; var 2 - 1/sqrt(2) - 1/sqrt(3).
+  ExpectTensorNear(ReadVar(accum.get()), AsTensor<float>({1, 3}, {2, 1}), 1e-6);
+  ExpectTensorNear(
+      ReadVar(var.get()),
+      AsTensor<float>({1, static_cast<float>(2 - 1 / std::sqrt(2.0) - 1 / std::sqrt(3.0))}, {2, 1}),
+      1e-6);
+}
+
+TEST(SparseApplyTest, BadIndicesAndShapesAreNamedAndChangeNothing) {
+  auto var = MakeVar(DT_FLOAT, AsTensor<float>({1, 2, 3, 4}, {2, 2}));
+  auto accum = MakeVar(DT_FLOAT, AsTensor<float>({1, 1, 1, 1}, {2, 2}));
+  KernelRunner k("SparseApplyAdagrad");
+  k.Attr("T", DT_FLOAT)
+      .Attr("Tindices", DT_INT64)
+      .Input("emb")
+      .Input("emb/Adagrad")
+      .Input("lr")
+      .Input("grad")
+      .Input("ids");
+  auto run = [&](Tensor grad, Tensor indices) {
+    return k.Run({Ref(var), Ref(accum), Value(AsScalar<float>(1)), Value(grad), Value(indices)});
+  };
+  auto out = run(AsTensor<float>({1, 1, 1, 1}, {2, 2}), AsTensor<int64_t>({0, 2}));
+  ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("indices[1] = 2 is not in [0, 2)"), std::string::npos)
+      << out.status();
+  EXPECT_NE(out.status().message().find("emb"), std::string::npos) << out.status();
+  out = run(AsTensor<float>({1, 1, 1}, {1, 3}), AsTensor<int64_t>({0}));
+  ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("want [1,2]"), std::string::npos) << out.status();
+  out = run(AsTensor<float>({1, 1}, {1, 2}), AsTensor<int64_t>({0}, {1, 1}));
+  ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("must be a vector"), std::string::npos) << out.status();
+  ExpectTensorEqual(ReadVar(var.get()), AsTensor<float>({1, 2, 3, 4}, {2, 2}));
+  ExpectTensorEqual(ReadVar(accum.get()), AsTensor<float>({1, 1, 1, 1}, {2, 2}));
+}
+
+// TensorFlow's FTRL-Proximal, computed from its definition.
+double FtrlReference(double var, double accum, double linear, double g, double lr, double l1,
+                     double l2, double power, double* new_accum_out, double* linear_out) {
+  const double new_accum = accum + g * g;
+  linear += g - (std::pow(new_accum, -power) - std::pow(accum, -power)) / lr * var;
+  const double quadratic = std::pow(new_accum, -power) / lr + 2 * l2;
+  *new_accum_out = new_accum;
+  *linear_out = linear;
+  if (std::abs(linear) <= l1) return 0;
+  return ((linear > 0 ? l1 : -l1) - linear) / quadratic;
+}
+
+TEST(ApplyFtrlTest, MatchesTheDefinitionAndL1Zeroes) {
+  for (double power : {-0.5, -0.7, 0.0}) {
+    for (double l1 : {0.0, 0.1, 100.0}) {
+      SCOPED_TRACE(absl::StrCat("lr_power ", power, " l1 ", l1));
+      auto var = MakeVar(DT_DOUBLE, AsTensor<double>({1, -0.5}));
+      auto accum = MakeVar(DT_DOUBLE, AsTensor<double>({0.1, 0.3}));
+      auto linear = MakeVar(DT_DOUBLE, AsTensor<double>({0, 0.2}));
+      KernelRunner k("ApplyFtrl");
+      k.Attr("T", DT_DOUBLE);
+      auto out = k.Run({Ref(var), Ref(accum), Ref(linear), Value(AsTensor<double>({2, -0.25})),
+                        Value(AsScalar<double>(0.5)), Value(AsScalar<double>(l1)),
+                        Value(AsScalar<double>(0.2)), Value(AsScalar<double>(power))});
+      ASSERT_TRUE(out.ok()) << out.status();
+      double a0, a1, l0, l1v;
+      const double v0 = FtrlReference(1, 0.1, 0, 2, 0.5, l1, 0.2, power, &a0, &l0);
+      const double v1 = FtrlReference(-0.5, 0.3, 0.2, -0.25, 0.5, l1, 0.2, power, &a1, &l1v);
+      ExpectTensorNear(ReadVar(var.get()), AsTensor<double>({v0, v1}), 1e-12);
+      ExpectTensorNear(ReadVar(accum.get()), AsTensor<double>({a0, a1}), 1e-12);
+      ExpectTensorNear(ReadVar(linear.get()), AsTensor<double>({l0, l1v}), 1e-12);
+      if (l1 == 100.0) ExpectTensorEqual(ReadVar(var.get()), AsTensor<double>({0, 0}));
+    }
+  }
+}
+
+TEST(ApplyFtrlTest, BadHyperparametersAreRejected) {
+  auto var = MakeVar(DT_FLOAT, AsTensor<float>({1}));
+  auto accum = MakeVar(DT_FLOAT, AsTensor<float>({0.1f}));
+  auto linear = MakeVar(DT_FLOAT, AsTensor<float>({0}));
+  KernelRunner k("ApplyFtrl");
+  k.Attr("T", DT_FLOAT);
+  for (auto [lr, l1, l2, power] : std::vector<std::array<float, 4>>{
+           {0, 0, 0, -0.5f}, {1, -1, 0, -0.5f}, {1, 0, -1, -0.5f}, {1, 0, 0, 0.5f}}) {
+    auto out = k.Run({Ref(var), Ref(accum), Ref(linear), Value(AsTensor<float>({1})),
+                      Value(AsScalar<float>(lr)), Value(AsScalar<float>(l1)),
+                      Value(AsScalar<float>(l2)), Value(AsScalar<float>(power))});
+    ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+    EXPECT_NE(out.status().message().find("lr_power <= 0"), std::string::npos) << out.status();
+  }
+  ExpectTensorEqual(ReadVar(var.get()), AsTensor<float>({1}));
 }
 
 }  // namespace
