@@ -49,10 +49,12 @@ ABSL_FLAG(std::string, out_dir, "",
 ABSL_FLAG(std::string, bin_dir, "",
           "directory of the server and trainer binaries (e.g. bazel-bin); empty: this "
           "program's runfiles");
-ABSL_FLAG(int64_t, last_step, 600, "global step at which training ends");
+ABSL_FLAG(int64_t, last_step, 4000, "global step at which training ends");
+ABSL_FLAG(int64_t, batch_size, 200, "examples per training step of each trainer");
+ABSL_FLAG(int64_t, hidden_units, 128, "units of the classifier's hidden layer");
 ABSL_FLAG(std::string, kill, "ps:1", "the server to SIGKILL and restart mid-training (job:index)");
-ABSL_FLAG(int64_t, kill_at_step, 250, "global step at which to kill it; 0: no kill");
-ABSL_FLAG(int64_t, save_checkpoint_steps, 100, "the chief saves a checkpoint every N steps");
+ABSL_FLAG(int64_t, kill_at_step, 1500, "global step at which to kill it; 0: no kill");
+ABSL_FLAG(int64_t, save_checkpoint_steps, 250, "the chief saves a checkpoint every N steps");
 ABSL_FLAG(int64_t, timeout_seconds, 600, "give up (exit 1) if the job takes longer");
 ABSL_FLAG(std::string, data_dir, overseer::examples::kFashionMnistDir,
           "directory holding the four MNIST or Fashion-MNIST IDX files (gzipped or not) for "
@@ -226,6 +228,9 @@ absl::Status RunDemo() {
     RETURN_IF_ERROR(CheckDataDir(data_dir));
     options.trainer_flags = {"--data_dir=" + data_dir};
   }
+  options.trainer_flags.push_back(absl::StrCat("--batch_size=", absl::GetFlag(FLAGS_batch_size)));
+  options.trainer_flags.push_back(
+      absl::StrCat("--hidden_units=", absl::GetFlag(FLAGS_hidden_units)));
 
   display.Event(
       "starting a master, 2 ps, 2 workers, a checkpoint store and a summary writer "
@@ -269,7 +274,7 @@ absl::Status RunDemo() {
     const int64_t step = std::max<int64_t>(job->CurrentStep(), 0);
     display.Status(absl::StrFormat("global step %4d/%d  loss %.4f  recoveries %d  [%s]", step,
                                    last_step, loss, job->MinRecoveries(), phase),
-                   step / 100);
+                   step / 250);
   };
 
   if (kill_at > 0) {
