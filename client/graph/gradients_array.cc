@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/graph/gradients.h"
 #include "client/graph/gradients_util.h"
+#include "client/graph/indexed_slices.h"
 #include "client/graph/ops_array.h"
 #include "client/graph/ops_input.h"
 #include "client/graph/ops_math.h"
@@ -167,7 +168,7 @@ absl::Status FillGrad(const Scope& scope, const Operation& /*op*/, const std::ve
 REGISTER_GRADIENT("Fill", FillGrad);
 
 // GatherV2 along axis 0: the rows gathered receive their gradients, summed where an
-// index repeats (the dense form of TensorFlow's IndexedSlices gradient).
+// index repeats; its sparse form (TensorFlow's IndexedSlices) is recorded with it.
 absl::Status GatherGrad(const Scope& scope, const Operation& op, const std::vector<Output>& grads,
                         std::vector<Output>* out) {
   const Tensor* axis = op.input(2).node()->constant_value();
@@ -178,13 +179,17 @@ absl::Status GatherGrad(const Scope& scope, const Operation& op, const std::vect
     return absl::UnimplementedError(absl::StrCat("the gradient of GatherV2 '", op.name(),
                                                  "' is implemented for a constant axis 0 only"));
   }
-  Output params_shape = ops::Shape(scope, op.input(0));
+  // The shape is read where params live (as TensorFlow colocates it): only the shape
+  // crosses to the gradient's device, never the table.
+  Output params_shape = ops::Shape(scope.ColocateWith(op.input(0)), op.input(0));
   Output count = ops::ExpandDims(scope, ops::Size(scope, op.input(1)), 0);
   Output row_shape = ops::Slice(scope, params_shape, {1}, {-1});
   Output values = ops::Reshape(scope, grads[0], ops::ConcatV2(scope, {count, row_shape}, 0));
+  Output indices = ops::Reshape(scope, op.input(1), {-1});
   Output rows = ops::GatherV2(scope, params_shape, 0, 0);
-  out->push_back(
-      ops::UnsortedSegmentSum(scope, values, ops::Reshape(scope, op.input(1), {-1}), rows));
+  Output dense = ops::UnsortedSegmentSum(scope, values, indices, rows);
+  RecordIndexedSlices(dense, IndexedSlices{values, indices, params_shape});
+  out->push_back(dense);
   out->push_back(Output());
   out->push_back(Output());
   return scope.status();
@@ -222,6 +227,7 @@ absl::Status DynamicStitchGrad(const Scope& scope, const Operation& op,
 }
 REGISTER_GRADIENT("DynamicStitch", DynamicStitchGrad);
 REGISTER_NO_GRADIENT("Range");
+REGISTER_NO_GRADIENT("Unique");
 
 // Each element of data went to its segment: it receives that segment's gradient.
 // Segment ids must be non-negative here (a negative one fails the gather, naming it).

@@ -96,6 +96,12 @@ Output UnsortedSegmentSum(const Scope& scope, Input data, Input segment_ids, Inp
                          .Finalize());
 }
 
+UniqueOutput Unique(const Scope& scope, Input x) {
+  Operation op = NodeBuilder(scope, "Unique").Input(x).Finalize();
+  if (!op.valid()) return UniqueOutput();
+  return UniqueOutput{op.output(0), op.output(1)};
+}
+
 std::vector<Output> DynamicPartition(const Scope& scope, Input data, Input partitions,
                                      int64_t num_partitions) {
   return AllOutputs(NodeBuilder(scope, "DynamicPartition")

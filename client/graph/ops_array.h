@@ -50,6 +50,13 @@ Output GatherV2(const Scope& scope, Input params, Input indices, Input axis = 0)
 // output[segment_ids[i...], ...] = the sum of data[i..., ...] over [num_segments] rows;
 // negative ids are dropped (tf.unsorted_segment_sum).
 Output UnsortedSegmentSum(const Scope& scope, Input data, Input segment_ids, Input num_segments);
+// tf.unique: y, the distinct elements of the vector x in order of first appearance;
+// idx (int32), where each element of x is in y.
+struct UniqueOutput {
+  Output y;
+  Output idx;
+};
+UniqueOutput Unique(const Scope& scope, Input x);
 // tf.dynamic_partition: output i holds the slices data[j...] whose int32 partitions[j...]
 // is i, in order (partitions.shape a prefix of data.shape).
 std::vector<Output> DynamicPartition(const Scope& scope, Input data, Input partitions,

@@ -30,6 +30,27 @@ Output ApplyRMSProp(const Scope& scope, Input var, Input ms, Input mom, Input lr
                     Input momentum, Input epsilon, Input grad, bool use_locking = false);
 Output ApplyAdadelta(const Scope& scope, Input var, Input accum, Input accum_update, Input lr,
                      Input rho, Input epsilon, Input grad, bool use_locking = false);
+// TensorFlow's ApplyFtrl (FTRL-Proximal; lr > 0, l1 >= 0, l2 >= 0, lr_power <= 0).
+Output ApplyFtrl(const Scope& scope, Input var, Input accum, Input linear, Input grad, Input lr,
+                 Input l1, Input l2, Input lr_power, bool use_locking = false);
+
+// The sparse forms: `grad` holds one slice per index of the vector `indices` (int32 or
+// int64), and each named row of the variable and its slots gets the dense update with
+// that slice, in order (a repeated index is updated once per slice).
+Output SparseApplyMomentum(const Scope& scope, Input var, Input accum, Input lr, Input grad,
+                           Input indices, Input momentum, bool use_locking = false,
+                           bool use_nesterov = false);
+Output SparseApplyAdagrad(const Scope& scope, Input var, Input accum, Input lr, Input grad,
+                          Input indices, bool use_locking = false, bool update_slots = true);
+Output SparseApplyRMSProp(const Scope& scope, Input var, Input ms, Input mom, Input lr, Input rho,
+                          Input momentum, Input epsilon, Input grad, Input indices,
+                          bool use_locking = false);
+Output SparseApplyAdadelta(const Scope& scope, Input var, Input accum, Input accum_update, Input lr,
+                           Input rho, Input epsilon, Input grad, Input indices,
+                           bool use_locking = false);
+Output SparseApplyFtrl(const Scope& scope, Input var, Input accum, Input linear, Input grad,
+                       Input indices, Input lr, Input l1, Input l2, Input lr_power,
+                       bool use_locking = false);
 
 }  // namespace ops
 }  // namespace overseer

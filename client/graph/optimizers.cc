@@ -1,10 +1,14 @@
 #include "client/graph/optimizers.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/graph/gradients.h"
+#include "client/graph/indexed_slices.h"
 #include "client/graph/ops_array.h"
 #include "client/graph/ops_input.h"
 #include "client/graph/ops_math.h"
@@ -14,6 +18,24 @@
 #include "core/status_macros.h"
 
 namespace overseer {
+namespace {
+
+// The slots `names` of `var` in `out`; false with the error recorded in `scope` if one
+// is missing.
+bool GetSlots(const Optimizer& opt, const Scope& scope, const Variable& var,
+              const std::vector<std::string>& names, std::vector<Output>* out) {
+  for (const std::string& name : names) {
+    absl::StatusOr<Variable> slot = opt.GetSlot(var, name);
+    if (!slot.ok()) {
+      scope.UpdateStatus(slot.status());
+      return false;
+    }
+    out->push_back(slot->ref);
+  }
+  return true;
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
     const Scope& scope, const Output& loss, const std::vector<Variable>& var_list) {
@@ -80,7 +102,10 @@ absl::StatusOr<Operation> Optimizer::ApplyGradients(const Scope& scope,
   for (const GradAndVar& gv : pairs) {
     const Scope u =
         opt_scope.NewSubScope(absl::StrCat("update_", gv.var.name())).ColocateWith(gv.var.ref);
-    Output update = ApplyDense(u, gv.grad, gv.var);
+    const std::optional<IndexedSlices> sparse = AsIndexedSlices(gv.grad);
+    Output update = sparse.has_value() && HasSparseUpdate()
+                        ? ApplySparse(u, DeduplicateIndexedSlices(u, *sparse), gv.var)
+                        : ApplyDense(u, gv.grad, gv.var);
     RETURN_IF_ERROR(scope.status());
     updates.push_back(Operation(update.node()));
   }
@@ -119,6 +144,13 @@ absl::StatusOr<Variable> Optimizer::GetSlot(const Variable& var, const std::stri
   }
   return absl::NotFoundError(absl::StrCat(name_, " has no slot '", slot, "' for variable '",
                                           var.valid() ? var.name() : "<invalid>", "'"));
+}
+
+Output Optimizer::ApplySparse(const Scope& scope, const IndexedSlices& /*slices*/,
+                              const Variable& var) {
+  scope.UpdateStatus(absl::UnimplementedError(
+      absl::StrCat(name_, " has no sparse update (for variable '", var.name(), "')")));
+  return Output();
 }
 
 Operation Optimizer::Finish(const Scope& scope, const std::vector<Operation>& updates) {
@@ -174,6 +206,12 @@ Output GradientDescentOptimizer::ApplyDense(const Scope& scope, const Output& gr
   return ops::ApplyGradientDescent(scope, var.ref, lr, grad);
 }
 
+Output GradientDescentOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& slices,
+                                             const Variable& var) {
+  Output lr = learning_rate_.ToOutput(scope, var.dtype());
+  return ops::ScatterSub(scope, var.ref, slices.indices, ops::Mul(scope, slices.values, lr));
+}
+
 MomentumOptimizer::MomentumOptimizer(LearningRate learning_rate, double momentum, bool use_nesterov)
     : Optimizer("Momentum"),
       learning_rate_(learning_rate),
@@ -194,6 +232,16 @@ Output MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad, con
   return ops::ApplyMomentum(scope, var.ref, accum->ref, learning_rate_.ToOutput(scope, var.dtype()),
                             grad, ops::ConstOfType(scope, var.dtype(), momentum_),
                             /*use_locking=*/false, use_nesterov_);
+}
+
+Output MomentumOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& slices,
+                                      const Variable& var) {
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"momentum"}, &s)) return Output();
+  return ops::SparseApplyMomentum(scope, var.ref, s[0], learning_rate_.ToOutput(scope, var.dtype()),
+                                  slices.values, slices.indices,
+                                  ops::ConstOfType(scope, var.dtype(), momentum_),
+                                  /*use_locking=*/false, use_nesterov_);
 }
 
 AdamOptimizer::AdamOptimizer(LearningRate learning_rate, double beta1, double beta2, double epsilon)
@@ -278,6 +326,14 @@ Output AdagradOptimizer::ApplyDense(const Scope& scope, const Output& grad, cons
                            grad);
 }
 
+Output AdagradOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& slices,
+                                     const Variable& var) {
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"accumulator"}, &s)) return Output();
+  return ops::SparseApplyAdagrad(scope, var.ref, s[0], learning_rate_.ToOutput(scope, var.dtype()),
+                                 slices.values, slices.indices);
+}
+
 RMSPropOptimizer::RMSPropOptimizer(LearningRate learning_rate, double decay, double momentum,
                                    double epsilon)
     : Optimizer("RMSProp"),
@@ -308,6 +364,17 @@ Output RMSPropOptimizer::ApplyDense(const Scope& scope, const Output& grad, cons
                            ops::ConstOfType(scope, t, epsilon_), grad);
 }
 
+Output RMSPropOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& slices,
+                                     const Variable& var) {
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"rms", "momentum"}, &s)) return Output();
+  const DataType t = var.dtype();
+  return ops::SparseApplyRMSProp(
+      scope, var.ref, s[0], s[1], learning_rate_.ToOutput(scope, t),
+      ops::ConstOfType(scope, t, decay_), ops::ConstOfType(scope, t, momentum_),
+      ops::ConstOfType(scope, t, epsilon_), slices.values, slices.indices);
+}
+
 AdadeltaOptimizer::AdadeltaOptimizer(LearningRate learning_rate, double rho, double epsilon)
     : Optimizer("Adadelta"), learning_rate_(learning_rate), rho_(rho), epsilon_(epsilon) {}
 
@@ -330,6 +397,62 @@ Output AdadeltaOptimizer::ApplyDense(const Scope& scope, const Output& grad, con
   return ops::ApplyAdadelta(scope, var.ref, accum->ref, update->ref,
                             learning_rate_.ToOutput(scope, t), ops::ConstOfType(scope, t, rho_),
                             ops::ConstOfType(scope, t, epsilon_), grad);
+}
+
+Output AdadeltaOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& slices,
+                                      const Variable& var) {
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"accum", "accum_update"}, &s)) return Output();
+  const DataType t = var.dtype();
+  return ops::SparseApplyAdadelta(scope, var.ref, s[0], s[1], learning_rate_.ToOutput(scope, t),
+                                  ops::ConstOfType(scope, t, rho_),
+                                  ops::ConstOfType(scope, t, epsilon_), slices.values,
+                                  slices.indices);
+}
+
+FtrlOptimizer::FtrlOptimizer(LearningRate learning_rate, double learning_rate_power,
+                             double initial_accumulator_value, double l1_regularization_strength,
+                             double l2_regularization_strength)
+    : Optimizer("Ftrl"),
+      learning_rate_(learning_rate),
+      learning_rate_power_(learning_rate_power),
+      initial_accumulator_value_(initial_accumulator_value),
+      l1_(l1_regularization_strength),
+      l2_(l2_regularization_strength) {}
+
+absl::Status FtrlOptimizer::CreateSlots(const Scope& scope, const std::vector<Variable>& vars) {
+  if (learning_rate_power_ > 0 || initial_accumulator_value_ < 0 || l1_ < 0 || l2_ < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Ftrl: needs learning_rate_power <= 0, initial_accumulator_value >= 0 and "
+                     "regularization strengths >= 0; got learning_rate_power ",
+                     learning_rate_power_, ", initial_accumulator_value ",
+                     initial_accumulator_value_, ", l1 ", l1_, ", l2 ", l2_));
+  }
+  for (const Variable& v : vars) {
+    FilledSlot(scope, v, "accum", initial_accumulator_value_);
+    ZerosSlot(scope, v, "linear");
+  }
+  return scope.status();
+}
+
+Output FtrlOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"accum", "linear"}, &s)) return Output();
+  const DataType t = var.dtype();
+  return ops::ApplyFtrl(scope, var.ref, s[0], s[1], grad, learning_rate_.ToOutput(scope, t),
+                        ops::ConstOfType(scope, t, l1_), ops::ConstOfType(scope, t, l2_),
+                        ops::ConstOfType(scope, t, learning_rate_power_));
+}
+
+Output FtrlOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& slices,
+                                  const Variable& var) {
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"accum", "linear"}, &s)) return Output();
+  const DataType t = var.dtype();
+  return ops::SparseApplyFtrl(scope, var.ref, s[0], s[1], slices.values, slices.indices,
+                              learning_rate_.ToOutput(scope, t), ops::ConstOfType(scope, t, l1_),
+                              ops::ConstOfType(scope, t, l2_),
+                              ops::ConstOfType(scope, t, learning_rate_power_));
 }
 
 }  // namespace overseer

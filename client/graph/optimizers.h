@@ -16,6 +16,12 @@
 // variable is updated and are global, non-trainable variables: run the global
 // initializer after building the train op. An optimizer object may be used for
 // several train ops; it is not thread-safe.
+//
+// A gradient with a sparse form (indexed_slices.h: an embedding lookup's) updates only
+// the rows it names, where the variable lives: each index once (repeated ones summed),
+// with the optimizer's sparse update (GradientDescent: ScatterSub; Momentum, Adagrad,
+// RMSProp, Adadelta, Ftrl: their SparseApply* ops). Adam, whose update moves every row,
+// applies the dense form.
 
 #include <map>
 #include <string>
@@ -24,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/graph/graph.h"
+#include "client/graph/indexed_slices.h"
 #include "client/graph/scope.h"
 #include "client/graph/variables.h"
 
@@ -87,6 +94,10 @@ class Optimizer {
   }
   // The update of `var` by `grad`.
   virtual Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) = 0;
+  // Whether ApplySparse updates only the rows of a sparse gradient.
+  virtual bool HasSparseUpdate() const { return false; }
+  // The update of `var` by `slices` (each index once). Called if HasSparseUpdate().
+  virtual Output ApplySparse(const Scope& scope, const IndexedSlices& slices, const Variable& var);
   // The op that completes the step after `updates` (default: a NoOp on them), named by
   // the scope's op name.
   virtual Operation Finish(const Scope& scope, const std::vector<Operation>& updates);
@@ -110,6 +121,8 @@ class GradientDescentOptimizer : public Optimizer {
 
  protected:
   Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+  bool HasSparseUpdate() const override { return true; }
+  Output ApplySparse(const Scope& scope, const IndexedSlices& slices, const Variable& var) override;
 
  private:
   const LearningRate learning_rate_;
@@ -122,6 +135,8 @@ class MomentumOptimizer : public Optimizer {
  protected:
   absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
   Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+  bool HasSparseUpdate() const override { return true; }
+  Output ApplySparse(const Scope& scope, const IndexedSlices& slices, const Variable& var) override;
 
  private:
   const LearningRate learning_rate_;
@@ -157,6 +172,8 @@ class AdagradOptimizer : public Optimizer {
  protected:
   absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
   Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+  bool HasSparseUpdate() const override { return true; }
+  Output ApplySparse(const Scope& scope, const IndexedSlices& slices, const Variable& var) override;
 
  private:
   const LearningRate learning_rate_;
@@ -173,6 +190,8 @@ class RMSPropOptimizer : public Optimizer {
  protected:
   absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
   Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+  bool HasSparseUpdate() const override { return true; }
+  Output ApplySparse(const Scope& scope, const IndexedSlices& slices, const Variable& var) override;
 
  private:
   const LearningRate learning_rate_;
@@ -188,10 +207,34 @@ class AdadeltaOptimizer : public Optimizer {
  protected:
   absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
   Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+  bool HasSparseUpdate() const override { return true; }
+  Output ApplySparse(const Scope& scope, const IndexedSlices& slices, const Variable& var) override;
 
  private:
   const LearningRate learning_rate_;
   const double rho_, epsilon_;
+};
+
+// TensorFlow's FtrlOptimizer (FTRL-Proximal, McMahan et al. 2013): slots "accum" (starting
+// at initial_accumulator_value) and "linear" (at 0). ApplyGradients fails
+// INVALID_ARGUMENT unless learning_rate_power <= 0, initial_accumulator_value >= 0 and
+// both regularization strengths >= 0.
+class FtrlOptimizer : public Optimizer {
+ public:
+  explicit FtrlOptimizer(LearningRate learning_rate, double learning_rate_power = -0.5,
+                         double initial_accumulator_value = 0.1,
+                         double l1_regularization_strength = 0.0,
+                         double l2_regularization_strength = 0.0);
+
+ protected:
+  absl::Status CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
+  Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+  bool HasSparseUpdate() const override { return true; }
+  Output ApplySparse(const Scope& scope, const IndexedSlices& slices, const Variable& var) override;
+
+ private:
+  const LearningRate learning_rate_;
+  const double learning_rate_power_, initial_accumulator_value_, l1_, l2_;
 };
 
 }  // namespace overseer

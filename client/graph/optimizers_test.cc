@@ -1,8 +1,15 @@
 #include "client/graph/optimizers.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "client/graph/indexed_slices.h"
 #include "client/graph/ops.h"
 #include "client/graph/variables.h"
 #include "client/session/client_session.h"
@@ -267,6 +274,151 @@ TEST_F(OptimizerTest, AdagradNeedsAPositiveInitialAccumulator) {
   absl::StatusOr<Operation> train = adagrad.Minimize(root_, loss_, &step_);
   EXPECT_EQ(train.status().code(), absl::StatusCode::kInvalidArgument) << train.status();
   EXPECT_THAT(std::string(train.status().message()), HasSubstr("initial_accumulator_value"));
+}
+
+// A table of 5 rows of 2 after one step of an optimizer on loss = sum(c * rows^2) for
+// the rows at ids [3, 1, 3] (3 repeated), read by a Gather (the gradient is sparse) or by
+// a one-hot MatMul (the same gradient, dense).
+struct TableStep {
+  std::vector<double> table;
+  std::map<std::string, std::vector<double>> slots;
+  bool sparse = false;  // Whether the table's gradient had a sparse form.
+};
+
+TableStep StepOnTable(Optimizer* opt, bool gather, const std::vector<std::string>& slot_names) {
+  TableStep result;
+  Scope root = Scope::NewRootScope();
+  Variable table =
+      MakeVariable(root.WithOpName("table"),
+                   Tensor::FromVector<double>({0.5, -1, 1.5, 2, -0.5, 0.25, 1, -2, 3, 0.75},
+                                              TensorShape({5, 2})));
+  Output rows;
+  if (gather) {
+    rows = ops::GatherV2(root, table.value,
+                         ops::Const(root, Tensor::FromVector<int64_t>({3, 1, 3}, TensorShape({3}))),
+                         0);
+  } else {
+    std::vector<double> one_hot(15, 0.0);
+    one_hot[3] = one_hot[5 + 1] = one_hot[10 + 3] = 1;
+    rows = ops::MatMul(root,
+                       ops::Const(root, Tensor::FromVector<double>(one_hot, TensorShape({3, 5}))),
+                       table.value);
+  }
+  Output c = ops::Const(root, Tensor::FromVector<double>({1, 1, 2, 2, 3, 3}, TensorShape({3, 2})));
+  Output loss = ops::Sum(root, ops::Mul(root, c, ops::Square(root, rows)), {0, 1});
+  absl::StatusOr<std::vector<GradAndVar>> grads = opt->ComputeGradients(root, loss);
+  EXPECT_TRUE(grads.ok()) << grads.status();
+  if (!grads.ok()) return result;
+  result.sparse = AsIndexedSlices(grads->at(0).grad).has_value();
+  absl::StatusOr<Operation> train = opt->ApplyGradients(root, *grads);
+  EXPECT_TRUE(train.ok()) << train.status();
+  if (!train.ok()) return result;
+  ResourceMgr resources;
+  SessionOptions options;
+  options.resource_mgr = &resources;
+  auto session = ClientSession::Create(root, options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  std::vector<Tensor> out;
+  EXPECT_TRUE((*session)->Run({}, {}, {GlobalVariablesInitializer(root)}, &out).ok());
+  EXPECT_TRUE((*session)->Run({}, {}, {*train}, &out).ok());
+  auto values = [&](const Output& t) {
+    std::vector<Tensor> v;
+    EXPECT_TRUE((*session)->Run({t}, &v).ok());
+    return std::vector<double>(v[0].data<double>(), v[0].data<double>() + v[0].NumElements());
+  };
+  result.table = values(table.value);
+  for (const std::string& name : slot_names) {
+    absl::StatusOr<Variable> slot = opt->GetSlot(table, name);
+    EXPECT_TRUE(slot.ok()) << slot.status();
+    if (slot.ok()) result.slots[name] = values(slot->value);
+  }
+  return result;
+}
+
+// Each optimizer's sparse update changes the rows the lookup read exactly as its dense
+// update does (the repeated row's two slices summed first), and leaves every other row
+// of the variable and of its slots as it was, where the dense update would move some
+// (RMSProp's and Adadelta's accumulators decay, Ftrl sets weights without history to 0).
+TEST(SparseUpdateTest, OnlyTheRowsLookedUpChangeAndThoseAsTheDenseUpdate) {
+  struct Case {
+    std::function<std::unique_ptr<Optimizer>()> make;
+    std::map<std::string, double> slots;  // Each slot and its initial value.
+  };
+  std::vector<Case> cases = {
+      {[] { return std::make_unique<GradientDescentOptimizer>(0.1); }, {}},
+      {[] { return std::make_unique<MomentumOptimizer>(0.1, 0.9); }, {{"momentum", 0}}},
+      {[] { return std::make_unique<AdagradOptimizer>(0.1); }, {{"accumulator", 0.1}}},
+      {[] { return std::make_unique<RMSPropOptimizer>(0.01, 0.9, 0.5); },
+       {{"rms", 1}, {"momentum", 0}}},
+      {[] { return std::make_unique<AdadeltaOptimizer>(1.0); },
+       {{"accum", 0}, {"accum_update", 0}}},
+      {[] { return std::make_unique<FtrlOptimizer>(0.5, -0.5, 0.1, 0.01, 0.1); },
+       {{"accum", 0.1}, {"linear", 0}}},
+  };
+  const std::vector<double> start = {0.5, -1, 1.5, 2, -0.5, 0.25, 1, -2, 3, 0.75};
+  for (const Case& c : cases) {
+    std::unique_ptr<Optimizer> sparse_opt = c.make(), dense_opt = c.make();
+    SCOPED_TRACE(sparse_opt->name());
+    std::vector<std::string> slot_names;
+    for (const auto& [name, initial] : c.slots) slot_names.push_back(name);
+    TableStep sparse = StepOnTable(sparse_opt.get(), /*gather=*/true, slot_names);
+    TableStep dense = StepOnTable(dense_opt.get(), /*gather=*/false, slot_names);
+    ASSERT_TRUE(sparse.sparse);
+    ASSERT_FALSE(dense.sparse);
+    ASSERT_EQ(sparse.table.size(), 10u);
+    ASSERT_EQ(dense.table.size(), 10u);
+    for (int row : {1, 3}) {
+      for (int j = 0; j < 2; ++j) {
+        EXPECT_NEAR(sparse.table[2 * row + j], dense.table[2 * row + j], 1e-12) << "row " << row;
+        EXPECT_NE(sparse.table[2 * row + j], start[2 * row + j]) << "row " << row;
+        for (const auto& [slot, initial] : c.slots) {
+          EXPECT_NEAR(sparse.slots[slot][2 * row + j], dense.slots[slot][2 * row + j], 1e-12)
+              << slot << " row " << row;
+        }
+      }
+    }
+    for (int row : {0, 2, 4}) {
+      for (int j = 0; j < 2; ++j) {
+        EXPECT_EQ(sparse.table[2 * row + j], start[2 * row + j]) << "row " << row;
+        for (const auto& [slot, initial] : c.slots) {
+          EXPECT_EQ(sparse.slots[slot][2 * row + j], initial) << slot << " row " << row;
+        }
+      }
+    }
+  }
+}
+
+TEST(SparseUpdateTest, AdamAppliesTheDenseForm) {
+  AdamOptimizer sparse_opt(0.1), dense_opt(0.1);
+  TableStep sparse = StepOnTable(&sparse_opt, /*gather=*/true, {"m", "v"});
+  TableStep dense = StepOnTable(&dense_opt, /*gather=*/false, {"m", "v"});
+  ASSERT_TRUE(sparse.sparse);
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(sparse.table[i], dense.table[i], 1e-12) << i;
+}
+
+TEST_F(OptimizerTest, FtrlStepAndItsChecks) {
+  FtrlOptimizer ftrl(0.5, -0.5, 0.1, 0.0, 0.2);
+  absl::StatusOr<Operation> train = ftrl.Minimize(root_, loss_, &step_);
+  ASSERT_TRUE(train.ok()) << train.status();
+  absl::StatusOr<Variable> accum = ftrl.GetSlot(w_, "accum");
+  ASSERT_TRUE(accum.ok()) << accum.status();
+  EXPECT_EQ(accum->name(), "w/Ftrl");
+  Init();
+  EXPECT_EQ(Values(accum->value), (std::vector<double>{0.1, 0.1}));
+  Step(*train);
+  // w = 1, gradient 2: linear = 2 - (sqrt(4.1) - sqrt(0.1)) / 0.5 * 1, then
+  // w = -linear / (sqrt(4.1) / 0.5 + 2 * 0.2).
+  const double linear = 2 - (std::sqrt(4.1) - std::sqrt(0.1)) / 0.5;
+  EXPECT_NEAR(Values(w_.value)[0], -linear / (std::sqrt(4.1) / 0.5 + 0.4), 1e-12);
+  EXPECT_EQ(GlobalStep(), 1);
+
+  for (auto [power, initial, l1, l2] : std::vector<std::array<double, 4>>{
+           {0.5, 0.1, 0, 0}, {-0.5, -0.1, 0, 0}, {-0.5, 0.1, -1, 0}, {-0.5, 0.1, 0, -1}}) {
+    FtrlOptimizer bad(0.1, power, initial, l1, l2);
+    absl::StatusOr<Operation> t = bad.Minimize(root_, loss_);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr("learning_rate_power <= 0"));
+  }
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// CPU kernels of GatherV2 and UnsortedSegmentSum.
+// CPU kernels of GatherV2, UnsortedSegmentSum and Unique.
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/kernels/array/kernel_util.h"
 #include "core/op_kernel.h"
@@ -116,6 +117,48 @@ class UnsortedSegmentSumOp : public OpKernel {
   }
 };
 REGISTER_KERNEL(UnsortedSegmentSumOp, "UnsortedSegmentSum");
+
+class UniqueOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("out_idx", &out_idx_); }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(Tensor x, ctx->input_value(0));
+    if (x.dims() != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Unique needs a vector, got shape ", x.shape().DebugString()));
+    }
+    const int64_t n = x.NumElements();
+    std::vector<int64_t> idx(n);
+    return VisitNumericTypes(x.dtype(), type_string(), [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const T* in = x.data<T>();
+      absl::flat_hash_map<T, int64_t> position;
+      std::vector<T> distinct;
+      for (int64_t i = 0; i < n; ++i) {
+        auto [it, inserted] = position.try_emplace(in[i], static_cast<int64_t>(distinct.size()));
+        if (inserted) distinct.push_back(in[i]);
+        idx[i] = it->second;
+      }
+      const int64_t count = static_cast<int64_t>(distinct.size());
+      ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, TensorShape({count})));
+      std::copy(distinct.begin(), distinct.end(), y->data<T>());
+      ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(1, out_idx_, TensorShape({n})));
+      if (out_idx_ == DT_INT64) {
+        std::copy(idx.begin(), idx.end(), out->data<int64_t>());
+      } else {
+        std::transform(idx.begin(), idx.end(), out->data<int32_t>(),
+                       [](int64_t v) { return static_cast<int32_t>(v); });
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DataType out_idx_ = DT_INT32;
+};
+REGISTER_KERNEL(UniqueOp, "Unique");
 
 }  // namespace
 }  // namespace overseer

@@ -124,5 +124,30 @@ TEST(RangeTest, IntegersFloatsAndErrors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// As TensorFlow's unique_op_test: distinct values in order of first appearance, and
+// where each element went.
+TEST(UniqueTest, FirstAppearanceOrderAndPositions) {
+  for (DataType out_idx : {DT_INT32, DT_INT64}) {
+    KernelRunner k("Unique");
+    k.Attr("T", DT_INT64).Attr("out_idx", out_idx);
+    auto out = k.Run({Value(AsTensor<int64_t>({7, 3, 7, 9, 3, 3}))});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectTensorEqual(out->at(0), AsTensor<int64_t>({7, 3, 9}));
+    if (out_idx == DT_INT32) {
+      ExpectTensorEqual(out->at(1), AsTensor<int32_t>({0, 1, 0, 2, 1, 1}));
+    } else {
+      ExpectTensorEqual(out->at(1), AsTensor<int64_t>({0, 1, 0, 2, 1, 1}));
+    }
+  }
+  KernelRunner f("Unique");
+  f.Attr("T", DT_FLOAT).Attr("out_idx", DT_INT32);
+  auto empty = f.Run({Value(Tensor(DT_FLOAT, TensorShape({0})))});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->at(0).shape(), TensorShape({0}));
+  auto matrix = f.Run({Value(AsTensor<float>({1, 2}, TensorShape({1, 2})))});
+  ASSERT_EQ(matrix.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(matrix.status().message().find("needs a vector"), std::string::npos) << matrix.status();
+}
+
 }  // namespace
 }  // namespace overseer

@@ -1,5 +1,5 @@
-// Op definitions of GatherV2 and UnsortedSegmentSum (TensorFlow's names, arguments and
-// semantics), the pieces of embedding lookups and their gradients.
+// Op definitions of GatherV2, UnsortedSegmentSum and Unique (TensorFlow's names,
+// arguments and semantics), the pieces of embedding lookups and their sparse gradients.
 
 #include <cstdint>
 #include <vector>
@@ -95,5 +95,20 @@ REGISTER_OP("UnsortedSegmentSum")
     .Attr("Tindices: {int32, int64}")
     .Attr("Tnumsegments: {int32, int64} = DT_INT32")
     .SetShapeFn(UnsortedSegmentShape);
+
+// y: the distinct elements of the vector x in order of first appearance; idx: for each
+// element of x, its position in y (x[i] == y[idx[i]]).
+REGISTER_OP("Unique")
+    .Input("x: T")
+    .Output("y: T")
+    .Output("idx: out_idx")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("out_idx: {int32, int64} = DT_INT32")
+    .SetShapeFn([](ShapeContext* c) {
+      RETURN_IF_ERROR(c->WithRank(0, 1));
+      c->set_output(0, PartialShape({-1}));
+      c->set_output(1, c->input(0));
+      return absl::OkStatus();
+    });
 
 }  // namespace overseer
