@@ -1,6 +1,11 @@
 #include "examples/classifier.h"
 
+#include <cmath>
+#include <memory>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "client/graph/embedding.h"
 #include "client/graph/ops.h"
 #include "client/graph/optimizers.h"
 #include "client/graph/variables_init.h"
@@ -9,6 +14,14 @@
 namespace overseer {
 namespace examples {
 
+absl::StatusOr<ModelKind> ModelKindFromName(absl::string_view name) {
+  if (name == "mlp") return ModelKind::kMlp;
+  if (name == "cnn") return ModelKind::kCnn;
+  if (name == "embedding") return ModelKind::kEmbedding;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--model must be mlp, cnn or embedding, got '", name, "'"));
+}
+
 absl::StatusOr<Classifier> BuildClassifier(const Scope& root, const ClassifierOptions& o) {
   ReplicaDeviceSetter* setter = o.device_setter;
   const Scope scope = setter != nullptr ? setter->ForOps(root) : root;
@@ -16,6 +29,10 @@ absl::StatusOr<Classifier> BuildClassifier(const Scope& root, const ClassifierOp
   auto var_scope = [setter](const Scope& s, const TensorShape& shape, DataType dtype) {
     return setter != nullptr ? setter->ForVariable(s, shape, dtype) : s;
   };
+  if (!(o.learning_rate >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the learning rate must be positive (0: the model's default), got ", o.learning_rate));
+  }
   Classifier m;
   m.images =
       ops::Placeholder(scope.WithOpName("images"), DT_FLOAT, PartialShape({-1, o.num_features}));
@@ -37,6 +54,42 @@ absl::StatusOr<Classifier> BuildClassifier(const Scope& root, const ClassifierOp
         dense(scope.NewSubScope("hidden"), m.images, o.num_features, o.hidden_units, o.seed, true);
     logits =
         dense(scope.NewSubScope("softmax"), h, o.hidden_units, o.num_classes, o.seed + 1, false);
+  } else if (o.model == ModelKind::kEmbedding) {
+    if (o.embedding_levels < 2 || o.embedding_dim < 1 || o.embedding_shards < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the embedding model needs at least 2 levels, a positive width and a shard; got ",
+          o.embedding_levels, " levels, width ", o.embedding_dim, ", ", o.embedding_shards,
+          " shards"));
+    }
+    const Scope s = scope.NewSubScope("embedding");
+    // Pixel p at level l (x in [0, 1] scaled to [0, levels), values outside clamped) is
+    // id p * levels + l.
+    const float top = static_cast<float>(o.embedding_levels - 1);
+    Output scaled = ops::Floor(s, ops::Mul(s, m.images, static_cast<float>(o.embedding_levels)));
+    Output level = ops::Cast(s, ops::Minimum(s, ops::Maximum(s, scaled, 0.0f), top), DT_INT64);
+    Output offsets =
+        ops::Mul(s, ops::Range(s, int64_t{0}, o.num_features, int64_t{1}), o.embedding_levels);
+    Output ids = ops::Add(s, level, offsets);
+    const int64_t vocab = o.num_features * o.embedding_levels;
+    std::vector<Output> shards;
+    for (int64_t k = 0; k < o.embedding_shards; ++k) {
+      // With kMod, shard k holds ids k, k + n, k + 2n, ...
+      const TensorShape shape(
+          {(vocab - k + o.embedding_shards - 1) / o.embedding_shards, o.embedding_dim});
+      Variable shard = MakeVariable(
+          var_scope(s.WithOpName(absl::StrCat("shard_", k)), shape, DT_FLOAT),
+          TruncatedNormalInitializer(shape, 1.0 / std::sqrt(static_cast<double>(o.num_features)),
+                                     o.seed + k));
+      m.embedding_shards.push_back(shard);
+      shards.push_back(shard.value);
+    }
+    ASSIGN_OR_RETURN(Output rows, EmbeddingLookup(s, shards, ids, PartitionStrategy::kMod));
+    Variable b =
+        MakeVariable(var_scope(s.WithOpName("biases"), TensorShape({o.embedding_dim}), DT_FLOAT),
+                     ZerosInitializer(TensorShape({o.embedding_dim})));
+    Output h = ops::BiasAdd(s, ops::Sum(s, rows, {1}), b.value);
+    logits = dense(scope.NewSubScope("softmax"), h, o.embedding_dim, o.num_classes,
+                   o.seed + o.embedding_shards, false);
   } else {
     if (o.num_features != 28 * 28) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -70,8 +123,15 @@ absl::StatusOr<Classifier> BuildClassifier(const Scope& root, const ClassifierOp
   m.accuracy = ops::Mean(scope.WithOpName("accuracy"), ops::Cast(scope, correct, DT_FLOAT), {0});
 
   ASSIGN_OR_RETURN(m.global_step, GetOrCreateGlobalStep(var_scope(scope, TensorShape(), DT_INT64)));
-  AdamOptimizer adam(o.learning_rate);
-  ASSIGN_OR_RETURN(m.train, adam.Minimize(scope.WithOpName("train"), m.loss, &m.global_step));
+  // Adagrad updates the table's rows a step read, where they live; Adam would move
+  // every row.
+  std::unique_ptr<Optimizer> optimizer;
+  if (o.model == ModelKind::kEmbedding) {
+    optimizer = std::make_unique<AdagradOptimizer>(o.learning_rate > 0 ? o.learning_rate : 0.1);
+  } else {
+    optimizer = std::make_unique<AdamOptimizer>(o.learning_rate > 0 ? o.learning_rate : 0.001);
+  }
+  ASSIGN_OR_RETURN(m.train, optimizer->Minimize(scope.WithOpName("train"), m.loss, &m.global_step));
   m.init = GlobalVariablesInitializer(scope.WithOpName("init"));
   RETURN_IF_ERROR(scope.status());
   return m;

@@ -84,6 +84,47 @@ TEST(ClassifierTest, ConvolutionalModelTrains) {
   EXPECT_EQ(BuildClassifier(other, wrong).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The embedding model trains on the synthetic data, its table split into the shards
+// asked for, with sparse gradients; bad options and model names are named.
+TEST(ClassifierTest, EmbeddingModelTrainsWithShardsAndSparseGradients) {
+  TrainTest data = MakeSynthetic(4000, 1000, 5);
+  Scope root = Scope::NewRootScope();
+  ClassifierOptions options;
+  options.model = ModelKind::kEmbedding;
+  options.embedding_shards = 3;
+  auto model = BuildClassifier(root, options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->embedding_shards.size(), 3u);
+  // 784 x 16 ids split by id modulo 3: 4182, 4181 and 4181 rows.
+  EXPECT_EQ(model->embedding_shards[0].ref.shape(), PartialShape({4182, 32}));
+  EXPECT_EQ(model->embedding_shards[2].ref.shape(), PartialShape({4181, 32}));
+  ResourceMgr resources;
+  SessionOptions session_options;
+  session_options.resource_mgr = &resources;
+  auto session = ClientSession::Create(root, session_options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Run({}, {}, {model->init}, nullptr).ok());
+  std::vector<Tensor> out;
+  for (int step = 0; step < 500; ++step) {
+    Tensor x, y;
+    data.train.Batch(step * 50, 50, &x, &y);
+    auto s = (*session)->Run({{model->images, x}, {model->labels, y}}, {}, {model->train}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  Tensor x, y;
+  data.test.Batch(0, data.test.num_examples, &x, &y);
+  ASSERT_TRUE(
+      (*session)->Run({{model->images, x}, {model->labels, y}}, {model->accuracy}, &out).ok());
+  EXPECT_GE(out[0].scalar<float>(), 0.9f);
+
+  ClassifierOptions wrong = options;
+  wrong.embedding_levels = 1;
+  Scope other = Scope::NewRootScope();
+  EXPECT_EQ(BuildClassifier(other, wrong).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ModelKindFromName("embedding").value(), ModelKind::kEmbedding);
+  EXPECT_EQ(ModelKindFromName("rnn").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ClassifierTest, WrongFeedShapeIsAClearError) {
   Scope root = Scope::NewRootScope();
   auto model = BuildClassifier(root, ClassifierOptions());

@@ -40,6 +40,7 @@
 #include "absl/time/clock.h"
 #include "client/session/job.h"
 #include "core/status_macros.h"
+#include "examples/classifier.h"
 #include "examples/mnist_data.h"
 #include "examples/training_job.h"
 
@@ -52,6 +53,9 @@ ABSL_FLAG(std::string, bin_dir, "",
 ABSL_FLAG(int64_t, last_step, 4000, "global step at which training ends");
 ABSL_FLAG(int64_t, batch_size, 200, "examples per training step of each trainer");
 ABSL_FLAG(int64_t, hidden_units, 128, "units of the classifier's hidden layer");
+ABSL_FLAG(std::string, model, "mlp",
+          "the trainers' model: mlp, cnn (TensorFlow's Fashion-MNIST convnet; slow) or "
+          "embedding (a table sharded over both ps, updated sparsely)");
 ABSL_FLAG(std::string, kill, "ps:1", "the server to SIGKILL and restart mid-training (job:index)");
 ABSL_FLAG(int64_t, kill_at_step, 1500, "global step at which to kill it; 0: no kill");
 ABSL_FLAG(int64_t, save_checkpoint_steps, 250, "the chief saves a checkpoint every N steps");
@@ -139,6 +143,7 @@ std::vector<std::string> Checkpoints(const std::string& dir) {
 }
 
 absl::Status CheckFlags(std::string* kill_job, int* kill_index) {
+  RETURN_IF_ERROR(ModelKindFromName(absl::GetFlag(FLAGS_model)).status());
   std::vector<std::string> parts = absl::StrSplit(absl::GetFlag(FLAGS_kill), ':');
   if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], kill_index) ||
       (parts[0] != "ps" && parts[0] != "worker" && parts[0] != "master" && parts[0] != "store" &&
@@ -231,6 +236,7 @@ absl::Status RunDemo() {
   options.trainer_flags.push_back(absl::StrCat("--batch_size=", absl::GetFlag(FLAGS_batch_size)));
   options.trainer_flags.push_back(
       absl::StrCat("--hidden_units=", absl::GetFlag(FLAGS_hidden_units)));
+  options.trainer_flags.push_back("--model=" + absl::GetFlag(FLAGS_model));
 
   display.Event(
       "starting a master, 2 ps, 2 workers, a checkpoint store and a summary writer "
@@ -242,10 +248,11 @@ absl::Status RunDemo() {
     display.Event(absl::StrFormat("  %-8s serving on %s (pid %d)", absl::StrCat(name, ":", index),
                                   cluster.address(name, index), cluster.pid(name, index)));
   }
-  display.Event(absl::StrCat(
-      "training the classifier (variables sharded over both ps) with a chief and a non-chief "
-      "trainer until global step ",
-      last_step, "; checkpoint every ", options.save_checkpoint_steps, " steps"));
+  display.Event(
+      absl::StrCat("training the ", absl::GetFlag(FLAGS_model),
+                   " classifier (variables sharded over both ps) with a chief and a non-chief "
+                   "trainer until global step ",
+                   last_step, "; checkpoint every ", options.save_checkpoint_steps, " steps"));
 
   // What the display shows, updated from the trainers' lines.
   std::string phase = "training";

@@ -79,7 +79,13 @@ ABSL_FLAG(std::string, stop_file, "",
           "reaches it: how whoever runs the job ends it (write the file atomically)");
 ABSL_FLAG(int64_t, batch_size, 50, "examples per training step");
 ABSL_FLAG(int64_t, hidden_units, 64, "units of the hidden layer");
-ABSL_FLAG(double, learning_rate, 0.001, "Adam learning rate");
+ABSL_FLAG(double, learning_rate, 0,
+          "learning rate; 0: the model's default (Adam's 0.001; the embedding model's Adagrad "
+          "0.1)");
+ABSL_FLAG(std::string, model, "mlp",
+          "mlp (two-layer perceptron), cnn (TensorFlow's Fashion-MNIST convnet) or embedding "
+          "(pixels as categorical ids in an embedding table sharded over the ps, updated "
+          "sparsely where it lives)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "where the chief saves checkpoints and every trainer restores from: a local "
           "directory or grpc://host:port/<run> on a checkpoint_store_server; empty: none");
@@ -321,6 +327,8 @@ absl::Status Train() {
   options.hidden_units = absl::GetFlag(FLAGS_hidden_units);
   options.learning_rate = absl::GetFlag(FLAGS_learning_rate);
   options.device_setter = &setter;
+  ASSIGN_OR_RETURN(options.model, ModelKindFromName(absl::GetFlag(FLAGS_model)));
+  options.embedding_shards = absl::GetFlag(FLAGS_num_ps);
   ASSIGN_OR_RETURN(Classifier model, BuildClassifier(root, options));
   const Scope ops = setter.ForOps(root);
   ops::ScalarSummary(ops.WithOpName("loss_summary"), std::string("loss"), model.loss);
@@ -372,7 +380,10 @@ absl::Status Train() {
   auto next_feeds = [&]() {
     Tensor x, y;
     data.train.Batch((local_step++ * 2 + task) * batch, batch, &x, &y);
-    return std::vector<FeedPair>{{model.images, x}, {model.labels, y}};
+    std::vector<FeedPair> feeds = {{model.images, x}, {model.labels, y}};
+    if (model.keep_prob.valid())
+      feeds.emplace_back(model.keep_prob, Tensor::Scalar(kTrainKeepProb));
+    return feeds;
   };
   RETURN_IF_ERROR(RunTraining(root, model.train, next_feeds, training));
   if (final_accuracy.final_ops_values().empty()) {

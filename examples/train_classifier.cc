@@ -1,9 +1,10 @@
 // Trains the example classifier in-process and reports its test accuracy.
 //
-//   train_classifier [--model=mlp|cnn] [--data_dir=DIR | --synthetic] [--steps=N] ...
+//   train_classifier [--model=mlp|cnn|embedding] [--data_dir=DIR | --synthetic] [--steps=N] ...
 //
 // --model=cnn trains the convolutional network of TensorFlow's Fashion-MNIST tutorial
-// (examples/classifier.h) instead of the MLP; it is far slower per step.
+// (examples/classifier.h) instead of the MLP; it is far slower per step. --model=embedding
+// trains the embedding model (pixels as categorical ids, a sharded table, Adagrad).
 // Trains on Fashion-MNIST from Debian's dataset-fashion-mnist by default; --data_dir
 // names another directory of the four MNIST-format IDX files (gzipped or not), and
 // --synthetic a deterministic synthetic 10-class dataset of 28x28 images made in-process.
@@ -29,12 +30,15 @@ ABSL_FLAG(std::string, data_dir, overseer::examples::kFashionMnistDir,
           "directory holding the four MNIST or Fashion-MNIST IDX files, gzipped or not "
           "(default: Fashion-MNIST, from Debian's dataset-fashion-mnist)");
 ABSL_FLAG(std::string, model, "mlp",
-          "mlp (two-layer perceptron) or cnn (TensorFlow's Fashion-MNIST convnet)");
+          "mlp (two-layer perceptron), cnn (TensorFlow's Fashion-MNIST convnet) or embedding "
+          "(pixels as categorical ids in a sharded embedding table, updated sparsely)");
 ABSL_FLAG(bool, synthetic, false, "train on synthetic data instead (fast, trivially separable)");
 ABSL_FLAG(int64_t, steps, 1500, "training steps");
 ABSL_FLAG(int64_t, batch_size, 100, "examples per training step");
 ABSL_FLAG(int64_t, hidden_units, 128, "units of the hidden layer");
-ABSL_FLAG(double, learning_rate, 0.001, "Adam learning rate");
+ABSL_FLAG(double, learning_rate, 0,
+          "learning rate; 0: the model's default (Adam's 0.001; the embedding model's Adagrad "
+          "0.1)");
 ABSL_FLAG(int64_t, log_every, 100, "print a progress line every this many steps");
 ABSL_FLAG(int64_t, seed, 1, "seed of the weight initialisers and the synthetic data");
 ABSL_FLAG(int64_t, num_train, 20000, "synthetic training examples");
@@ -52,13 +56,9 @@ absl::Status CheckFlags() {
         "--steps, --batch_size, --hidden_units, --log_every, --num_train and --num_test "
         "must be positive");
   }
-  const std::string model = absl::GetFlag(FLAGS_model);
-  if (model != "mlp" && model != "cnn") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model must be mlp or cnn, got '", model, "'"));
-  }
-  if (!(absl::GetFlag(FLAGS_learning_rate) > 0)) {
-    return absl::InvalidArgumentError("--learning_rate must be positive");
+  RETURN_IF_ERROR(ModelKindFromName(absl::GetFlag(FLAGS_model)).status());
+  if (!(absl::GetFlag(FLAGS_learning_rate) >= 0)) {
+    return absl::InvalidArgumentError("--learning_rate must be positive (or 0, the default)");
   }
   return absl::OkStatus();
 }
@@ -97,7 +97,7 @@ absl::Status Train() {
   options.hidden_units = absl::GetFlag(FLAGS_hidden_units);
   options.learning_rate = absl::GetFlag(FLAGS_learning_rate);
   options.seed = absl::GetFlag(FLAGS_seed);
-  options.model = absl::GetFlag(FLAGS_model) == "cnn" ? ModelKind::kCnn : ModelKind::kMlp;
+  ASSIGN_OR_RETURN(options.model, ModelKindFromName(absl::GetFlag(FLAGS_model)));
   ASSIGN_OR_RETURN(Classifier model, BuildClassifier(root, options));
   ASSIGN_OR_RETURN(std::unique_ptr<ClientSession> session, ClientSession::Create(root));
   RETURN_IF_ERROR(session->Run({}, {}, {model.init}, nullptr));
@@ -138,9 +138,10 @@ absl::Status Train() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Trains a softmax classifier (a two-layer MLP, or with --model=cnn TensorFlow's\n"
-      "Fashion-MNIST convnet) with Adam, in-process.\n"
-      "Usage: train_classifier [--model=mlp|cnn] [--data_dir=DIR | --synthetic] [--steps=N] ...");
+      "Trains a softmax classifier (a two-layer MLP, with --model=cnn TensorFlow's\n"
+      "Fashion-MNIST convnet, with --model=embedding a sharded embedding model), in-process.\n"
+      "Usage: train_classifier [--model=mlp|cnn|embedding] [--data_dir=DIR | --synthetic] "
+      "[--steps=N] ...");
   absl::ParseCommandLine(argc, argv);
   overseer::ApplyProcessSettings();
   absl::Status status = overseer::examples::Train();
