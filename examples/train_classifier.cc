@@ -40,6 +40,8 @@ ABSL_FLAG(double, learning_rate, 0,
           "learning rate; 0: the model's default (Adam's 0.001; the embedding model's Adagrad "
           "0.1)");
 ABSL_FLAG(int64_t, log_every, 100, "print a progress line every this many steps");
+ABSL_FLAG(int64_t, eval_every, 0,
+          "also print the test accuracy every this many steps (0: only at the end)");
 ABSL_FLAG(int64_t, seed, 1, "seed of the weight initialisers and the synthetic data");
 ABSL_FLAG(int64_t, num_train, 20000, "synthetic training examples");
 ABSL_FLAG(int64_t, num_test, 5000, "synthetic test examples");
@@ -51,10 +53,11 @@ namespace {
 absl::Status CheckFlags() {
   if (absl::GetFlag(FLAGS_steps) < 1 || absl::GetFlag(FLAGS_batch_size) < 1 ||
       absl::GetFlag(FLAGS_hidden_units) < 1 || absl::GetFlag(FLAGS_log_every) < 1 ||
-      absl::GetFlag(FLAGS_num_train) < 1 || absl::GetFlag(FLAGS_num_test) < 1) {
+      absl::GetFlag(FLAGS_num_train) < 1 || absl::GetFlag(FLAGS_num_test) < 1 ||
+      absl::GetFlag(FLAGS_eval_every) < 0) {
     return absl::InvalidArgumentError(
         "--steps, --batch_size, --hidden_units, --log_every, --num_train and --num_test "
-        "must be positive");
+        "must be positive, --eval_every not negative");
   }
   RETURN_IF_ERROR(ModelKindFromName(absl::GetFlag(FLAGS_model)).status());
   if (!(absl::GetFlag(FLAGS_learning_rate) >= 0)) {
@@ -125,6 +128,13 @@ absl::Status Train() {
       std::fflush(stdout);
       window_start = now;
       window_steps = 0;
+    }
+    const int64_t eval_every = absl::GetFlag(FLAGS_eval_every);
+    if (eval_every > 0 && step % eval_every == 0 && step < steps) {
+      ASSIGN_OR_RETURN(double accuracy, Evaluate(*session, model, data.test));
+      std::printf("step %6lld  test accuracy %.4f\n", static_cast<long long>(step), accuracy);
+      std::fflush(stdout);
+      window_start = std::chrono::steady_clock::now();  // The evaluation is not a step.
     }
   }
   ASSIGN_OR_RETURN(double accuracy, Evaluate(*session, model, data.test));
