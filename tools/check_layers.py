@@ -20,6 +20,7 @@ LAYERS = [
     ("checkpoint_store", 3),
     ("worker", 4),
     ("master", 5),
+    ("server", 5.5),
     ("client/graph", 6.0),
     ("client/session", 6.1),
     ("client/summary", 6.2),
