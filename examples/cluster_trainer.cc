@@ -54,6 +54,7 @@
 #include "examples/mnist_data.h"
 #include "examples/stop_file_hook.h"
 #include "examples/trainer_output.h"
+#include "examples/workers_done_hook.h"
 
 ABSL_FLAG(std::string, master, "", "the master, grpc://host:port (required)");
 ABSL_FLAG(bool, is_chief, false,
@@ -157,54 +158,6 @@ class ProgressHook : public SessionRunHook {
   const int64_t log_every_;
   int64_t sessions_ = 0;
   int64_t runs_ = 0;
-};
-
-// Lets the chief end (and tell the cluster the job is done, which makes the ps and
-// worker servers exit) only after every non-chief has ended: a non-chief enqueues a
-// token into a queue on ps 0 in End, after its final evaluation; the chief dequeues one
-// per non-chief in End, waiting at most `wait`. TensorFlow's ps-shutdown idiom, with a
-// deadline. The queue's node must be created before the session (Create).
-class WorkersDoneHook : public SessionRunHook {
- public:
-  static WorkersDoneHook Create(const Scope& root, bool is_chief, int num_non_chiefs,
-                                absl::Duration wait) {
-    const Scope ps = root.WithDevice("/job:ps/task:0");
-    ops::FIFOQueueAttrs attrs;
-    attrs.shapes = {PartialShape({})};
-    attrs.shared_name = "workers_done";
-    Output queue = ops::FIFOQueue(ps.WithOpName("workers_done"), {DT_INT32}, attrs);
-    WorkersDoneHook hook(is_chief, num_non_chiefs, wait);
-    hook.enqueue_ =
-        ops::QueueEnqueue(ps.WithOpName("workers_done/enqueue"), queue, {ops::Const(ps, 1)});
-    hook.dequeue_ =
-        ops::QueueDequeueMany(ps.WithOpName("workers_done/dequeue"), queue,
-                              ops::Const(ps, std::max(num_non_chiefs, 1)), {DT_INT32})[0];
-    return hook;
-  }
-
-  absl::Status End(ClientSession* session) override {
-    if (!is_chief_) return session->Run({}, {}, {enqueue_}, nullptr);
-    if (num_non_chiefs_ == 0) return absl::OkStatus();
-    RunOptions options;
-    options.set_timeout_in_ms(absl::ToInt64Milliseconds(wait_));
-    std::vector<Tensor> out;
-    absl::Status s = session->Run(options, {}, {dequeue_}, {}, &out, nullptr);
-    if (!s.ok()) {
-      LOG(WARNING) << "not every non-chief said it ended within " << wait_ << ": " << s
-                   << "; ending anyway";
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  WorkersDoneHook(bool is_chief, int num_non_chiefs, absl::Duration wait)
-      : is_chief_(is_chief), num_non_chiefs_(num_non_chiefs), wait_(wait) {}
-
-  bool is_chief_;
-  int num_non_chiefs_;
-  absl::Duration wait_;
-  Operation enqueue_;
-  Output dequeue_;
 };
 
 // What RunTraining needs besides the graph.

@@ -98,6 +98,7 @@ class Server::Impl {
     runner_options.insecure = options_.insecure;
     runner_options.port = port;
     runner_options.metrics_port = options_.metrics_port;
+    runner_options.port_file = options_.port_file;
     runner_options.handle_signals = false;  // The program's signals stay its own.
     // As worker_server's (worker/worker_main.cc says why).
     runner_options.stream_window_bytes = kWorkerStreamWindowBytes;

@@ -45,6 +45,9 @@ struct ServerOptions {
   bool insecure = false;
   // Prometheus metrics of both services on this port; 0 picks one; negative: none.
   int metrics_port = -1;
+  // Not empty: the bound gRPC and metrics ports (-1: none) are written there, one per
+  // line, atomically (core/port_file.h), for a launcher that asked for port 0.
+  std::string port_file;
   // Join returns when the chief signals the job done (else only on Stop).
   bool join_until_job_done = true;
 };
