@@ -224,13 +224,10 @@ absl::Status MomentumOptimizer::CreateSlots(const Scope& scope, const std::vecto
 }
 
 Output MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
-  absl::StatusOr<Variable> accum = GetSlot(var, "momentum");
-  if (!accum.ok()) {
-    scope.UpdateStatus(accum.status());
-    return Output();
-  }
-  return ops::ApplyMomentum(scope, var.ref, accum->ref, learning_rate_.ToOutput(scope, var.dtype()),
-                            grad, ops::ConstOfType(scope, var.dtype(), momentum_),
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"momentum"}, &s)) return Output();
+  return ops::ApplyMomentum(scope, var.ref, s[0], learning_rate_.ToOutput(scope, var.dtype()), grad,
+                            ops::ConstOfType(scope, var.dtype(), momentum_),
                             /*use_locking=*/false, use_nesterov_);
 }
 
@@ -272,17 +269,13 @@ absl::Status AdamOptimizer::CreateSlots(const Scope& scope, const std::vector<Va
 }
 
 Output AdamOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
-  absl::StatusOr<Variable> m = GetSlot(var, "m");
-  absl::StatusOr<Variable> v = GetSlot(var, "v");
-  if (!m.ok() || !v.ok()) {
-    scope.UpdateStatus(m.ok() ? v.status() : m.status());
-    return Output();
-  }
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"m", "v"}, &s)) return Output();
   const DataType t = var.dtype();
   auto power = [&](const Variable& p) -> Output {
     return p.dtype() == t ? p.value : ops::Cast(scope, p.value, t);
   };
-  return ops::ApplyAdam(scope, var.ref, m->ref, v->ref, power(beta1_power_), power(beta2_power_),
+  return ops::ApplyAdam(scope, var.ref, s[0], s[1], power(beta1_power_), power(beta2_power_),
                         learning_rate_.ToOutput(scope, t), ops::ConstOfType(scope, t, beta1_),
                         ops::ConstOfType(scope, t, beta2_), ops::ConstOfType(scope, t, epsilon_),
                         grad);
@@ -317,13 +310,9 @@ absl::Status AdagradOptimizer::CreateSlots(const Scope& scope, const std::vector
 }
 
 Output AdagradOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
-  absl::StatusOr<Variable> accum = GetSlot(var, "accumulator");
-  if (!accum.ok()) {
-    scope.UpdateStatus(accum.status());
-    return Output();
-  }
-  return ops::ApplyAdagrad(scope, var.ref, accum->ref, learning_rate_.ToOutput(scope, var.dtype()),
-                           grad);
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"accumulator"}, &s)) return Output();
+  return ops::ApplyAdagrad(scope, var.ref, s[0], learning_rate_.ToOutput(scope, var.dtype()), grad);
 }
 
 Output AdagradOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& slices,
@@ -351,14 +340,10 @@ absl::Status RMSPropOptimizer::CreateSlots(const Scope& scope, const std::vector
 }
 
 Output RMSPropOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
-  absl::StatusOr<Variable> rms = GetSlot(var, "rms");
-  absl::StatusOr<Variable> mom = GetSlot(var, "momentum");
-  if (!rms.ok() || !mom.ok()) {
-    scope.UpdateStatus(rms.ok() ? mom.status() : rms.status());
-    return Output();
-  }
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"rms", "momentum"}, &s)) return Output();
   const DataType t = var.dtype();
-  return ops::ApplyRMSProp(scope, var.ref, rms->ref, mom->ref, learning_rate_.ToOutput(scope, t),
+  return ops::ApplyRMSProp(scope, var.ref, s[0], s[1], learning_rate_.ToOutput(scope, t),
                            ops::ConstOfType(scope, t, decay_),
                            ops::ConstOfType(scope, t, momentum_),
                            ops::ConstOfType(scope, t, epsilon_), grad);
@@ -387,16 +372,12 @@ absl::Status AdadeltaOptimizer::CreateSlots(const Scope& scope, const std::vecto
 }
 
 Output AdadeltaOptimizer::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
-  absl::StatusOr<Variable> accum = GetSlot(var, "accum");
-  absl::StatusOr<Variable> update = GetSlot(var, "accum_update");
-  if (!accum.ok() || !update.ok()) {
-    scope.UpdateStatus(accum.ok() ? update.status() : accum.status());
-    return Output();
-  }
+  std::vector<Output> s;
+  if (!GetSlots(*this, scope, var, {"accum", "accum_update"}, &s)) return Output();
   const DataType t = var.dtype();
-  return ops::ApplyAdadelta(scope, var.ref, accum->ref, update->ref,
-                            learning_rate_.ToOutput(scope, t), ops::ConstOfType(scope, t, rho_),
-                            ops::ConstOfType(scope, t, epsilon_), grad);
+  return ops::ApplyAdadelta(scope, var.ref, s[0], s[1], learning_rate_.ToOutput(scope, t),
+                            ops::ConstOfType(scope, t, rho_), ops::ConstOfType(scope, t, epsilon_),
+                            grad);
 }
 
 Output AdadeltaOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& slices,
