@@ -90,34 +90,35 @@ const char* QueueKindName(QueueOptions::Kind kind) {
   return "Queue";
 }
 
-// One blocking attempt's registration with the step's CancellationManager. The callback
-// sets `cancelled` under the queue's mutex, which wakes the waiting condition; it holds
-// the queue and the flag alive, since deregistration does not wait for a running
-// callback.
-class Queue::Waiter {
- public:
-  Waiter(Queue* queue, const QueueWait& wait)
-      : cm_(wait.cancellation), cancelled_(std::make_shared<bool>(false)) {
-    if (cm_ == nullptr) return;
-    token_ = cm_->RegisterCallback([q = queue->shared_from_this(), flag = cancelled_]() {
-      absl::MutexLock lock(&q->mu_);
-      *flag = true;
-    });
-    if (token_ == CancellationManager::kInvalidToken) *cancelled_ = true;
-  }
-  ~Waiter() {
-    if (cm_ != nullptr && token_ != CancellationManager::kInvalidToken) {
-      cm_->DeregisterCallback(token_);
-    }
-  }
-  // Read with the queue's mutex held.
-  bool cancelled() const { return *cancelled_; }
+QueueWaiter::QueueWaiter(std::shared_ptr<void> owner, absl::Mutex* mu, const QueueWait& wait)
+    : cm_(wait.cancellation), cancelled_(std::make_shared<bool>(false)) {
+  if (cm_ == nullptr) return;
+  token_ = cm_->RegisterCallback([owner = std::move(owner), mu, flag = cancelled_]() {
+    absl::MutexLock lock(mu);
+    *flag = true;
+  });
+  if (token_ == CancellationManager::kInvalidToken) *cancelled_ = true;
+}
 
- private:
-  CancellationManager* cm_;
-  CancellationManager::Token token_ = CancellationManager::kInvalidToken;
-  std::shared_ptr<bool> cancelled_;
-};
+QueueWaiter::~QueueWaiter() {
+  if (cm_ != nullptr && token_ != CancellationManager::kInvalidToken) {
+    cm_->DeregisterCallback(token_);
+  }
+}
+
+absl::Status AwaitQueueWait(absl::Mutex* mu, const QueueWaiter& waiter,
+                            const std::function<bool()>& ready, const QueueWait& wait,
+                            absl::string_view what) {
+  auto cond = [&]() { return waiter.cancelled() || ready(); };
+  if (wait.clock == nullptr && DeadlineNeedsClock(wait.deadline)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": QueueWait has a deadline but no clock"));
+  }
+  const bool done = AwaitOnClock(wait.clock, mu, absl::Condition(&cond), wait.deadline);
+  if (waiter.cancelled()) return absl::CancelledError(absl::StrCat(what, " was cancelled"));
+  if (!done) return absl::DeadlineExceededError(absl::StrCat("timed out waiting to ", what));
+  return absl::OkStatus();
+}
 
 // Holds a place in an arrival-ordered line of attempts; leaves it on destruction (with
 // the queue's mutex held).
@@ -239,23 +240,11 @@ absl::Status Queue::Validate(const Tuple& tuple, bool batched) const {
 }
 
 template <typename Ready>
-absl::Status Queue::WaitFor(const Turn& turn, const Waiter& waiter, Ready ready,
+absl::Status Queue::WaitFor(const Turn& turn, const QueueWaiter& waiter, Ready ready,
                             const QueueWait& wait, absl::string_view what) {
-  auto cond = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return waiter.cancelled() || (turn.AtHead() && ready());
-  };
-  if (wait.clock == nullptr && DeadlineNeedsClock(wait.deadline)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " on ", label_, ": QueueWait has a deadline but no clock"));
-  }
-  const bool done = AwaitOnClock(wait.clock, &mu_, absl::Condition(&cond), wait.deadline);
-  if (waiter.cancelled()) {
-    return absl::CancelledError(absl::StrCat(what, " on ", label_, " was cancelled"));
-  }
-  if (!done) {
-    return absl::DeadlineExceededError(absl::StrCat("timed out waiting to ", what, " on ", label_));
-  }
-  return absl::OkStatus();
+  return AwaitQueueWait(
+      &mu_, waiter, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return turn.AtHead() && ready(); }, wait,
+      absl::StrCat(what, " on ", label_));
 }
 
 bool Queue::HasRoom() const {
@@ -291,7 +280,7 @@ absl::Status Queue::InsufficientError(int64_t requested) const {
 
 absl::Status Queue::Enqueue(const Tuple& tuple, const QueueWait& wait) {
   RETURN_IF_ERROR(Validate(tuple, /*batched=*/false));
-  Waiter waiter(this, wait);
+  QueueWaiter waiter(shared_from_this(), &mu_, wait);
   absl::MutexLock lock(&mu_);
   if (closed_) return ClosedError();
   Turn turn(&enqueuers_, next_ticket_++);
@@ -313,7 +302,7 @@ absl::Status Queue::EnqueueMany(const Tuple& batch, const QueueWait& wait) {
       rows[r].push_back(std::move(row));
     }
   }
-  Waiter waiter(this, wait);
+  QueueWaiter waiter(shared_from_this(), &mu_, wait);
   absl::MutexLock lock(&mu_);
   if (closed_) return ClosedError();
   Turn turn(&enqueuers_, next_ticket_++);
@@ -332,7 +321,7 @@ absl::Status Queue::EnqueueMany(const Tuple& batch, const QueueWait& wait) {
 }
 
 absl::StatusOr<Queue::Tuple> Queue::Dequeue(const QueueWait& wait) {
-  Waiter waiter(this, wait);
+  QueueWaiter waiter(shared_from_this(), &mu_, wait);
   absl::MutexLock lock(&mu_);
   Turn turn(&dequeuers_, next_ticket_++);
   RETURN_IF_ERROR(WaitFor(
@@ -393,7 +382,7 @@ absl::StatusOr<Queue::Tuple> Queue::DequeueMany(int64_t n, const QueueWait& wait
     return absl::InvalidArgumentError(
         absl::StrCat("DequeueMany from ", label_, " needs n >= 0, got ", n));
   }
-  Waiter waiter(this, wait);
+  QueueWaiter waiter(shared_from_this(), &mu_, wait);
   absl::MutexLock lock(&mu_);
   Turn turn(&dequeuers_, next_ticket_++);
   std::deque<Tuple> taken;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <random>
 #include <set>
@@ -39,6 +40,32 @@ struct QueueWait {
   // Reaching it wakes the call, which then fails DEADLINE_EXCEEDED.
   absl::Time deadline = absl::InfiniteFuture();
 };
+
+// One blocking call's registration with its wait's CancellationManager: cancellation sets
+// a flag under `mu` (the resource's mutex, which wakes a condition waiting on it). The
+// callback holds `owner` (the resource) and the flag alive, since deregistration does
+// not wait for a running callback.
+class QueueWaiter {
+ public:
+  QueueWaiter(std::shared_ptr<void> owner, absl::Mutex* mu, const QueueWait& wait);
+  ~QueueWaiter();
+  QueueWaiter(const QueueWaiter&) = delete;
+  QueueWaiter& operator=(const QueueWaiter&) = delete;
+  // Read with `mu` held.
+  bool cancelled() const { return *cancelled_; }
+
+ private:
+  CancellationManager* cm_;
+  CancellationManager::Token token_ = CancellationManager::kInvalidToken;
+  std::shared_ptr<bool> cancelled_;
+};
+
+// Waits, holding `mu`, until `ready()` holds (with `mu` held) or `waiter` is cancelled or
+// `wait`'s deadline passes: OK, CANCELLED or DEADLINE_EXCEEDED; INVALID_ARGUMENT for a
+// deadline without a clock. `what` ("dequeue on FIFOQueue 'q'") names the call in errors.
+absl::Status AwaitQueueWait(absl::Mutex* mu, const QueueWaiter& waiter,
+                            const std::function<bool()>& ready, const QueueWait& wait,
+                            absl::string_view what);
 
 struct QueueOptions {
   enum class Kind { kFifo, kRandomShuffle, kPaddingFifo };
@@ -117,7 +144,6 @@ class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
   Queue(std::string name, std::vector<DataType> types, std::vector<PartialShape> shapes,
         const QueueOptions& options);
 
-  class Waiter;
   class Turn;
 
   // Validates one element, or with `batched` a batch of elements along dimension 0.
@@ -126,8 +152,9 @@ class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
   // `ready()` holds. OK then; CANCELLED if `waiter` was cancelled; DEADLINE_EXCEEDED at
   // the deadline. `what` names the attempt ("enqueue", "dequeue") in errors.
   template <typename Ready>
-  absl::Status WaitFor(const Turn& turn, const Waiter& waiter, Ready ready, const QueueWait& wait,
-                       absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WaitFor(const Turn& turn, const QueueWaiter& waiter, Ready ready,
+                       const QueueWait& wait, absl::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether an element fits now.
   bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Elements a dequeue may take now.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/kernels/queue/handle_util.h"
 #include "core/kernels/queue/queue.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
@@ -67,22 +68,8 @@ REGISTER_KERNEL(FIFOQueueOp, "FIFOQueue");
 REGISTER_KERNEL(RandomShuffleQueueOp, "RandomShuffleQueue");
 REGISTER_KERNEL(PaddingFIFOQueueOp, "PaddingFIFOQueue");
 
-// The queue named by the handle in input 0. INVALID_ARGUMENT for a malformed handle,
-// NOT_FOUND if no such queue exists.
 absl::StatusOr<std::shared_ptr<Queue>> GetQueue(OpKernelContext* ctx) {
-  ASSIGN_OR_RETURN(Tensor handle, ctx->input_value(0));
-  if (handle.dtype() != DT_STRING || handle.NumElements() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("queue handle must be a string scalar, got ",
-                                                   DataTypeString(handle.dtype()), " ",
-                                                   handle.shape().DebugString()));
-  }
-  const std::string& text = handle.data<std::string>()[0];
-  const size_t slash = text.find('/');
-  if (slash == std::string::npos || ctx->resource_mgr() == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("queue handle '", text, "' is not of the form container/name"));
-  }
-  return ctx->resource_mgr()->Lookup<Queue>(text.substr(0, slash), text.substr(slash + 1));
+  return LookupHandle<Queue>(ctx, "queue");
 }
 
 // Base of the kernels that may block: builds the wait from the context and timeout_ms.
@@ -95,19 +82,8 @@ class BlockingQueueOp : public OpKernel {
   bool MayWait() const override { return true; }
 
  protected:
-  // INVALID_ARGUMENT when the op has a timeout but the step no clock.
   absl::StatusOr<QueueWait> MakeWait(OpKernelContext* ctx) const {
-    QueueWait wait;
-    wait.cancellation = ctx->cancellation();
-    wait.clock = ctx->clock();
-    wait.deadline = ctx->deadline();
-    if (timeout_ms_ >= 0) {
-      if (wait.clock == nullptr) {
-        return absl::InvalidArgumentError("the queue op has timeout_ms but the step no clock");
-      }
-      wait.deadline = std::min(wait.deadline, wait.clock->Now() + absl::Milliseconds(timeout_ms_));
-    }
-    return wait;
+    return MakeQueueWait(ctx, timeout_ms_, type_string());
   }
 
  private:
