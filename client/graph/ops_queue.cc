@@ -114,5 +114,49 @@ Output QueueSize(const Scope& scope, Input handle) {
   return FirstOutput(NodeBuilder(scope, "QueueSize").Input(handle).Finalize());
 }
 
+Output ConditionalAccumulator(const Scope& scope, DataType dtype, const PartialShape& shape,
+                              const ConditionalAccumulatorAttrs& attrs) {
+  return FirstOutput(NodeBuilder(scope, "ConditionalAccumulator")
+                         .Attr("dtype", dtype)
+                         .Attr("shape", shape)
+                         .Attr("container", attrs.container)
+                         .Attr("shared_name", attrs.shared_name)
+                         .Attr("reduction_type", attrs.reduction_type)
+                         .Finalize());
+}
+
+Operation AccumulatorApplyGradient(const Scope& scope, Input handle, Input local_step,
+                                   Input gradient) {
+  return NodeBuilder(scope, "AccumulatorApplyGradient")
+      .Input(handle)
+      .Input(local_step)
+      .Input(gradient)
+      .Finalize();
+}
+
+Output AccumulatorTakeGradient(const Scope& scope, Input handle, Input num_required,
+                               DataType dtype) {
+  return FirstOutput(NodeBuilder(scope, "AccumulatorTakeGradient")
+                         .Input(handle)
+                         .Input(num_required)
+                         .Attr("dtype", dtype)
+                         .Finalize());
+}
+
+Operation AccumulatorSetGlobalStep(const Scope& scope, Input handle, Input new_global_step) {
+  return NodeBuilder(scope, "AccumulatorSetGlobalStep")
+      .Input(handle)
+      .Input(new_global_step)
+      .Finalize();
+}
+
+Operation AccumulatorCancelTakes(const Scope& scope, Input handle) {
+  return NodeBuilder(scope, "AccumulatorCancelTakes").Input(handle).Finalize();
+}
+
+Output AccumulatorNumAccumulated(const Scope& scope, Input handle) {
+  return FirstOutput(NodeBuilder(scope, "AccumulatorNumAccumulated").Input(handle).Finalize());
+}
+
 }  // namespace ops
 }  // namespace overseer

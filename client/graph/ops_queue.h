@@ -2,8 +2,9 @@
 #define OVERSEER_CLIENT_GRAPH_OPS_QUEUE_H_
 
 // Queue ops: FIFOQueue, RandomShuffleQueue, PaddingFIFOQueue (TensorFlow's V1 queue ops; the handle
-// is a string naming the queue resource). Conventions as in ops_array.h. Dequeues block until
-// elements arrive; once the queue is closed and drained they fail OUT_OF_RANGE.
+// is a string naming the queue resource), and the ConditionalAccumulator's. Conventions as in
+// ops_array.h. Dequeues block until elements arrive; once the queue is closed and drained they fail
+// OUT_OF_RANGE.
 
 #include <string>
 #include <vector>
@@ -70,6 +71,27 @@ std::vector<Output> QueueDequeueUpTo(const Scope& scope, Input handle, Input n,
 Operation QueueClose(const Scope& scope, Input handle, bool cancel_pending_enqueues = false);
 // The number of elements, an int32 scalar.
 Output QueueSize(const Scope& scope, Input handle);
+
+struct ConditionalAccumulatorAttrs {
+  std::string container;
+  std::string shared_name;
+  std::string reduction_type = "MEAN";  // Or "SUM".
+};
+
+// TensorFlow's ConditionalAccumulator (core/kernels/queue/conditional_accumulator.h): its
+// handle. `dtype` is float or double; gradients must be compatible with `shape`.
+Output ConditionalAccumulator(const Scope& scope, DataType dtype, const PartialShape& shape,
+                              const ConditionalAccumulatorAttrs& attrs = {});
+// Adds `gradient` unless `local_step` (int64 scalar) is older than the global step.
+Operation AccumulatorApplyGradient(const Scope& scope, Input handle, Input local_step,
+                                   Input gradient);
+// Waits for `num_required` (int32 scalar) gradients; their mean, typed `dtype`.
+Output AccumulatorTakeGradient(const Scope& scope, Input handle, Input num_required,
+                               DataType dtype);
+Operation AccumulatorSetGlobalStep(const Scope& scope, Input handle, Input new_global_step);
+// Fails the waiting and later takes CANCELLED until the next AccumulatorSetGlobalStep.
+Operation AccumulatorCancelTakes(const Scope& scope, Input handle);
+Output AccumulatorNumAccumulated(const Scope& scope, Input handle);
 
 }  // namespace ops
 }  // namespace overseer

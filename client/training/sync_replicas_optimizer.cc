@@ -1,0 +1,210 @@
+#include "client/training/sync_replicas_optimizer.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/graph/ops.h"
+#include "client/graph/ops_queue.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+class SyncReplicasHook : public SessionRunHook {
+ public:
+  SyncReplicasHook(SyncReplicasOptimizer* opt, bool is_chief, Operation init_tokens,
+                   Operation close_token_queue)
+      : opt_(opt),
+        is_chief_(is_chief),
+        init_tokens_(init_tokens),
+        close_token_queue_(close_token_queue) {}
+
+  absl::Status AfterCreateSession(ClientSession* session, Coordinator* coord) override {
+    if (!is_chief_) return session->Run({}, {}, {opt_->local_step_init_op()}, nullptr);
+    RETURN_IF_ERROR(session->Run({}, {}, {opt_->chief_init_op()}, nullptr));
+    RETURN_IF_ERROR(session->Run({}, {}, {init_tokens_}, nullptr));
+    return opt_->chief_queue_runner()->CreateThreads(session, coord).status();
+  }
+
+  absl::Status End(ClientSession* session) override {
+    if (!is_chief_) return absl::OkStatus();
+    LOG(INFO) << "Synchronous training ended: closing the token queue so that the other "
+                 "workers stop";
+    return session->Run({}, {}, {close_token_queue_}, nullptr);
+  }
+
+ private:
+  SyncReplicasOptimizer* const opt_;
+  const bool is_chief_;
+  const Operation init_tokens_;
+  const Operation close_token_queue_;
+};
+
+}  // namespace
+
+SyncReplicasOptimizer::SyncReplicasOptimizer(Optimizer* optimizer, int replicas_to_aggregate,
+                                             int total_num_replicas)
+    : optimizer_(optimizer),
+      replicas_to_aggregate_(replicas_to_aggregate),
+      total_num_replicas_(total_num_replicas < 0 ? replicas_to_aggregate : total_num_replicas) {}
+
+absl::StatusOr<std::vector<GradAndVar>> SyncReplicasOptimizer::ComputeGradients(
+    const Scope& scope, const Output& loss, const std::vector<Variable>& var_list) {
+  return optimizer_->ComputeGradients(scope, loss, var_list);
+}
+
+absl::StatusOr<Operation> SyncReplicasOptimizer::Minimize(const Scope& scope, const Output& loss,
+                                                          const Variable& global_step,
+                                                          const std::vector<Variable>& var_list) {
+  ASSIGN_OR_RETURN(std::vector<GradAndVar> grads, ComputeGradients(scope, loss, var_list));
+  return ApplyGradients(scope, grads, global_step);
+}
+
+absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
+    const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
+    const Variable& global_step) {
+  if (applied_) {
+    return absl::FailedPreconditionError(
+        "SyncReplicasOptimizer::ApplyGradients may be called only once");
+  }
+  if (optimizer_ == nullptr || replicas_to_aggregate_ < 1 || total_num_replicas_ < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SyncReplicasOptimizer needs an optimizer, replicas_to_aggregate >= 1 and "
+                     "total_num_replicas >= 1; got replicas_to_aggregate ",
+                     replicas_to_aggregate_, ", total_num_replicas ", total_num_replicas_));
+  }
+  if (!global_step.valid() ||
+      (global_step.dtype() != DT_INT64 && global_step.dtype() != DT_INT32)) {
+    return absl::InvalidArgumentError("SyncReplicasOptimizer needs an integer global step");
+  }
+  applied_ = true;
+  graph_ = scope.graph();
+  global_step_ = global_step;
+  const Scope sync = scope.NewSubScope("sync_replicas");
+
+  // The local step lives on this worker, next to an anchor placed as the scope places
+  // ops (TensorFlow colocates it the same way): a device setter would put a variable on
+  // a ps, where every worker would share it.
+  Operation anchor = ops::NoOp(sync.WithOpName("local_anchor"));
+  VariableOptions local;
+  local.trainable = false;
+  local.collections = {GraphKeys::kLocalVariables};
+  local_step_ =
+      MakeVariable(sync.ColocateWith(anchor).WithOpName("local_step"),
+                   ops::Const(sync.ColocateWith(anchor), Tensor::Scalar<int64_t>(0)), local);
+  RETURN_IF_ERROR(scope.status());
+  Output global_now =
+      ops::Cast(sync.ColocateWith(local_step_.ref),
+                ops::Identity(sync.ColocateWith(global_step.ref), global_step.ref), DT_INT64);
+  local_step_init_op_ =
+      Operation(ops::Assign(sync.ColocateWith(local_step_.ref).WithOpName("local_step_init"),
+                            local_step_.ref, global_now)
+                    .node());
+
+  std::vector<Operation> applies;
+  std::vector<GradAndVar> aggregated;
+  std::vector<Operation> set_steps = {local_step_init_op_};
+  std::vector<Operation> cancels;
+  for (const GradAndVar& gv : grads_and_vars) {
+    if (!gv.grad.valid()) continue;
+    if (!gv.var.valid()) return absl::InvalidArgumentError("a gradient's variable is invalid");
+    const Scope at_var = sync.ColocateWith(gv.var.ref);
+    const std::string base = absl::StrCat(gv.var.name(), "/grad_accum");
+    ops::ConditionalAccumulatorAttrs attrs;
+    attrs.shared_name = base;
+    Output accumulator =
+        ops::ConditionalAccumulator(at_var.WithOpName(base), gv.var.dtype(), gv.var.shape(), attrs);
+    applies.push_back(
+        ops::AccumulatorApplyGradient(at_var, accumulator, local_step_.value, gv.grad));
+    aggregated.push_back(
+        {ops::AccumulatorTakeGradient(
+             at_var, accumulator,
+             ops::Const(at_var, Tensor::Scalar<int32_t>(replicas_to_aggregate_)), gv.var.dtype()),
+         gv.var});
+    set_steps.push_back(ops::AccumulatorSetGlobalStep(
+        at_var, accumulator, ops::Cast(at_var, ops::Identity(at_var, global_step.ref), DT_INT64)));
+    cancels.push_back(ops::AccumulatorCancelTakes(at_var, accumulator));
+  }
+  // Every update waits for every take: a take that fails (cancelled as the chief's
+  // session ends, or a ps lost) leaves all variables and the global step as they were.
+  std::vector<Operation> takes;
+  for (const GradAndVar& gv : aggregated) takes.push_back(Operation(gv.grad.node()));
+  for (GradAndVar& gv : aggregated) {
+    gv.grad = ops::Identity(sync.ColocateWith(gv.var.ref).WithControlDependencies(takes), gv.grad);
+  }
+  if (applies.empty()) {
+    return absl::InvalidArgumentError(
+        "SyncReplicasOptimizer: no gradients provided for any variable");
+  }
+  RETURN_IF_ERROR(scope.status());
+
+  // The chief's aggregation: the wrapped optimizer applies the means and advances the
+  // global step; then one token per replica, each the new global step.
+  ASSIGN_OR_RETURN(Operation update,
+                   optimizer_->ApplyGradients(sync.WithOpName("update"), aggregated, &global_step));
+  const Scope at_step = sync.ColocateWith(global_step.ref);
+  ops::FIFOQueueAttrs queue_attrs;
+  queue_attrs.shapes = {PartialShape::Scalar()};
+  queue_attrs.shared_name = "sync_token_q";
+  token_queue_ = ops::FIFOQueue(at_step.WithOpName("sync_token_q"), {DT_INT64}, queue_attrs);
+  const int tokens_per_step = std::max(total_num_replicas_, replicas_to_aggregate_);
+  const Scope after_update = at_step.WithControlDependencies({update});
+  Output tokens = ops::Fill(
+      after_update, ops::Const(after_update, Tensor::FromVector<int32_t>({tokens_per_step})),
+      ops::Cast(after_update, ops::Identity(after_update, global_step.ref), DT_INT64));
+  sync_op_ = ops::QueueEnqueueMany(after_update.WithOpName("sync_op"), token_queue_, {tokens});
+
+  // The worker's step: its gradients in, then a token out as the new local step.
+  const Scope after_applies = at_step.WithControlDependencies(applies);
+  Output token = ops::QueueDequeue(after_applies.WithOpName("token"), token_queue_, {DT_INT64})[0];
+  Operation train = Operation(
+      ops::Assign(sync.ColocateWith(local_step_.ref).WithOpName("train"), local_step_.ref, token)
+          .node());
+
+  chief_init_op_ = ops::Group(sync.WithOpName("chief_init"), set_steps);
+  Operation cancel_takes = ops::Group(sync.WithOpName("cancel_takes"), cancels);
+  close_token_queue_ = ops::QueueClose(at_step.WithOpName("close_token_queue"), token_queue_, true);
+  RETURN_IF_ERROR(scope.status());
+  ASSIGN_OR_RETURN(
+      chief_queue_runner_,
+      QueueRunner::Create(sync, token_queue_, {sync_op_}, cancel_takes, cancel_takes,
+                          {absl::StatusCode::kCancelled, absl::StatusCode::kOutOfRange}));
+  return train;
+}
+
+absl::StatusOr<Operation> SyncReplicasOptimizer::GetInitTokensOp(const Scope& scope,
+                                                                 int num_tokens) {
+  if (!applied_) {
+    return absl::InvalidArgumentError("GetInitTokensOp: call ApplyGradients first");
+  }
+  if (num_tokens < 0) num_tokens = replicas_to_aggregate_;
+  const int needed = total_num_replicas_ - replicas_to_aggregate_;
+  if (num_tokens < needed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GetInitTokensOp: ", num_tokens, " initial tokens, but ", total_num_replicas_,
+                     " replicas aggregating ", replicas_to_aggregate_, " need at least ", needed));
+  }
+  const Scope at_step = scope.ColocateWith(global_step_.ref);
+  Output tokens = ops::Fill(at_step, ops::Const(at_step, Tensor::FromVector<int32_t>({num_tokens})),
+                            ops::Cast(at_step, ops::Identity(at_step, global_step_.ref), DT_INT64));
+  Operation op =
+      ops::QueueEnqueueMany(at_step.WithOpName("sync_init_tokens"), token_queue_, {tokens});
+  RETURN_IF_ERROR(scope.status());
+  return op;
+}
+
+absl::StatusOr<std::unique_ptr<SessionRunHook>> SyncReplicasOptimizer::MakeSessionRunHook(
+    bool is_chief, int num_tokens) {
+  if (!applied_) {
+    return absl::FailedPreconditionError("MakeSessionRunHook: call ApplyGradients first");
+  }
+  Operation init_tokens;
+  if (is_chief) {
+    ASSIGN_OR_RETURN(init_tokens, GetInitTokensOp(Scope::RootScopeFor(graph_), num_tokens));
+  }
+  return std::unique_ptr<SessionRunHook>(
+      new SyncReplicasHook(this, is_chief, init_tokens, close_token_queue_));
+}
+
+}  // namespace overseer
