@@ -11,9 +11,14 @@
 //   Baseline: the same work with the same parallelism in this process: two trainer
 //     threads stepping the same graph (no devices) in one DirectSession, whose
 //     variables they share.
-// Cluster and DirectSession train in interleaved windows of kWindowSeconds (bench_util.h):
-// value and baseline are the medians of kRounds windows, the ratio the median of
-// per-round ratios.
+//   sync_replicas.steps_per_sec: global steps per second of the same two replicas on the
+//     same cluster training synchronously (SyncReplicasOptimizer, each update the mean
+//     of both replicas' gradients, so a global step takes two batches; the chief's
+//     aggregation runs in a thread of its own as the hook runs it).
+//   Baseline: global steps per second of asynchronous training on the same cluster
+//     (each replica's step is a global step), interleaved.
+// All train in interleaved windows of kWindowSeconds (bench_util.h): value and baseline
+// are the medians of kRounds windows, the ratio the median of per-round ratios.
 
 #include <atomic>
 #include <cstdint>
@@ -30,7 +35,9 @@
 #include "bench/multiprocess.h"
 #include "client/graph/device_setter.h"
 #include "client/graph/scope.h"
+#include "client/graph/variables.h"
 #include "client/session/session.h"
+#include "client/training/sync_replicas_optimizer.h"
 #include "core/logging.h"
 #include "core/process_settings.h"
 #include "examples/classifier.h"
@@ -50,11 +57,14 @@ constexpr double kWindowSeconds = 1.5;
 struct Model {
   GraphDef graph;
   std::string loss, train, init;
+  // Synchronous training only: the global step, the local step's initialisers, the
+  // chief's aggregation op, its initial tokens and the op cancelling its takes.
+  std::string global_step, local_init, chief_init, sync_op, init_tokens, cancel_takes;
 };
 
 // The classifier; with `worker` >= 0, placed for replica `worker` of a cluster with
-// kReplicas ps tasks.
-Model BuildModel(int worker) {
+// kReplicas ps tasks; with `sync`, trained synchronously.
+Model BuildModel(int worker, bool sync = false) {
   Scope root = Scope::NewRootScope();
   examples::ClassifierOptions options;
   std::unique_ptr<ReplicaDeviceSetter> setter;
@@ -67,9 +77,21 @@ Model BuildModel(int worker) {
     setter = std::make_unique<ReplicaDeviceSetter>(*std::move(created));
     options.device_setter = setter.get();
   }
+  if (sync) options.replicas_to_aggregate = kReplicas;
   auto classifier = examples::BuildClassifier(root, options);
   CHECK(classifier.ok()) << classifier.status();
   Model m;
+  if (sync) {
+    SyncReplicasOptimizer& opt = *classifier->sync_replicas;
+    m.global_step = classifier->global_step.value.name();
+    m.local_init = LocalVariablesInitializer(root).name();
+    m.chief_init = opt.chief_init_op().name();
+    m.sync_op = opt.sync_op().name();
+    auto tokens = opt.GetInitTokensOp(root);
+    CHECK(tokens.ok()) << tokens.status();
+    m.init_tokens = tokens->name();
+    m.cancel_takes = opt.chief_queue_runner()->cancel_op_name();
+  }
   absl::Status s = root.ToGraphDef(&m.graph);
   CHECK(s.ok()) << s;
   m.loss = classifier->loss.name();
@@ -116,6 +138,24 @@ double StepsPerSecond(const std::vector<Session*>& sessions, const Model& model,
   return steps.load() / absl::ToDoubleSeconds(absl::Now() - start);
 }
 
+// The global step of the cluster, read through `session`.
+int64_t GlobalStep(Session* session, const Model& model) {
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {model.global_step}, {}, &out);
+  CHECK(s.ok()) << s;
+  return out[0].scalar<int64_t>();
+}
+
+// Global steps per second of synchronous training: thread r steps `sessions[r]` for
+// kWindowSeconds while the chief's aggregation thread (started by the caller) applies.
+double SyncGlobalStepsPerSecond(const std::vector<Session*>& sessions, const Model& model,
+                                const Batches& batches) {
+  const int64_t before = GlobalStep(sessions[0], model);
+  const absl::Time start = absl::Now();
+  StepsPerSecond(sessions, model, batches);
+  return (GlobalStep(sessions[0], model) - before) / absl::ToDoubleSeconds(absl::Now() - start);
+}
+
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
   const examples::TrainTest data = examples::MakeSynthetic(kBatch * kBatches, 1, 1);
@@ -146,6 +186,30 @@ int Run(const char* argv0) {
   CHECK(replica_models[0].train == replica_models[1].train &&
         replica_models[0].train == local_model.train);
 
+  // Synchronous replicas on the same cluster (the same variables): each sets its local
+  // step; the chief sets the accumulators' steps, puts the first tokens in and runs the
+  // aggregation in a thread until its takes are cancelled at the end.
+  std::vector<Model> sync_models;
+  std::vector<std::unique_ptr<Session>> sync_replicas;
+  for (int r = 0; r < kReplicas; ++r) {
+    sync_models.push_back(BuildModel(r, /*sync=*/true));
+    sync_replicas.push_back(MakeSession((*cluster)->master_target(), sync_models.back().graph));
+    s = sync_replicas[r]->Run({}, {}, {sync_models[r].local_init}, nullptr);
+    CHECK(s.ok()) << s;
+  }
+  const Model& sync_model = sync_models[0];
+  for (const std::string& op : {sync_model.chief_init, sync_model.init_tokens}) {
+    s = sync_replicas[0]->Run({}, {}, {op}, nullptr);
+    CHECK(s.ok()) << s;
+  }
+  std::thread aggregation([&] {
+    for (;;) {
+      absl::Status run = sync_replicas[0]->Run({}, {}, {sync_model.sync_op}, nullptr);
+      if (absl::IsCancelled(run)) return;
+      CHECK(run.ok()) << run;
+    }
+  });
+
   bench::Rounds rounds("replicated_training.steps_per_sec");
   const int direct = rounds.Add("direct", [&] {
     return StepsPerSecond({local.get(), local.get()}, local_model, batches);
@@ -153,12 +217,23 @@ int Run(const char* argv0) {
   const int distributed = rounds.Add("cluster", [&] {
     return StepsPerSecond({replicas[0].get(), replicas[1].get()}, replica_models[0], batches);
   });
+  const int sync = rounds.Add("sync", [&] {
+    return SyncGlobalStepsPerSecond({sync_replicas[0].get(), sync_replicas[1].get()}, sync_model,
+                                    batches);
+  });
   rounds.Run(kRounds);
+  s = sync_replicas[0]->Run({}, {}, {sync_model.cancel_takes}, nullptr);
+  CHECK(s.ok()) << s;
+  aggregation.join();
+  for (auto& session : sync_replicas) CHECK(session->Close().ok());
   for (auto& session : replicas) CHECK(session->Close().ok());
   CHECK(local->Close().ok());
 
   bench::PrintFigure("replicated_training.steps_per_sec", "steps/s", rounds.samples(distributed),
                      rounds.samples(direct));
+  // Asynchronous global steps are the cluster rounds' replica steps.
+  bench::PrintFigure("sync_replicas.steps_per_sec", "global steps/s", rounds.samples(sync),
+                     rounds.samples(distributed));
   return 0;
 }
 

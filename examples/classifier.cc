@@ -125,13 +125,21 @@ absl::StatusOr<Classifier> BuildClassifier(const Scope& root, const ClassifierOp
   ASSIGN_OR_RETURN(m.global_step, GetOrCreateGlobalStep(var_scope(scope, TensorShape(), DT_INT64)));
   // Adagrad updates the table's rows a step read, where they live; Adam would move
   // every row.
-  std::unique_ptr<Optimizer> optimizer;
   if (o.model == ModelKind::kEmbedding) {
-    optimizer = std::make_unique<AdagradOptimizer>(o.learning_rate > 0 ? o.learning_rate : 0.1);
+    m.optimizer = std::make_shared<AdagradOptimizer>(o.learning_rate > 0 ? o.learning_rate : 0.1);
   } else {
-    optimizer = std::make_unique<AdamOptimizer>(o.learning_rate > 0 ? o.learning_rate : 0.001);
+    m.optimizer = std::make_shared<AdamOptimizer>(o.learning_rate > 0 ? o.learning_rate : 0.001);
   }
-  ASSIGN_OR_RETURN(m.train, optimizer->Minimize(scope.WithOpName("train"), m.loss, &m.global_step));
+  if (o.replicas_to_aggregate > 0) {
+    m.sync_replicas = std::make_shared<SyncReplicasOptimizer>(
+        m.optimizer.get(), o.replicas_to_aggregate,
+        o.total_num_replicas > 0 ? o.total_num_replicas : o.replicas_to_aggregate);
+    ASSIGN_OR_RETURN(m.train,
+                     m.sync_replicas->Minimize(scope.WithOpName("train"), m.loss, m.global_step));
+  } else {
+    ASSIGN_OR_RETURN(m.train,
+                     m.optimizer->Minimize(scope.WithOpName("train"), m.loss, &m.global_step));
+  }
   m.init = GlobalVariablesInitializer(scope.WithOpName("init"));
   RETURN_IF_ERROR(scope.status());
   return m;

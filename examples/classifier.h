@@ -12,14 +12,17 @@
 // Later examples run the same model under a cluster; this is the graph they share.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/graph/device_setter.h"
 #include "client/graph/graph.h"
+#include "client/graph/optimizers.h"
 #include "client/graph/scope.h"
 #include "client/graph/variables.h"
+#include "client/training/sync_replicas_optimizer.h"
 
 namespace overseer {
 namespace examples {
@@ -43,6 +46,10 @@ struct ClassifierOptions {
   // BuildClassifier), the variables and the global step are placed on its ps tasks
   // and every other op on its worker device.
   ReplicaDeviceSetter* device_setter = nullptr;
+  // Synchronous training (SyncReplicasOptimizer) when > 0: each update is the mean of
+  // this many workers' gradients; total_num_replicas: the workers (0: the same).
+  int replicas_to_aggregate = 0;
+  int total_num_replicas = 0;
 };
 
 // Handles to the nodes a trainer feeds and runs.
@@ -59,6 +66,10 @@ struct Classifier {
   std::vector<Variable> embedding_shards;
   Operation init;  // initialises every variable
   Variable global_step;
+  // The optimizer, and with replicas_to_aggregate its synchronous wrapper (whose
+  // session hook the trainer adds).
+  std::shared_ptr<Optimizer> optimizer;
+  std::shared_ptr<SyncReplicasOptimizer> sync_replicas;
 };
 
 // The CNN's keep probability while training (TensorFlow's tutorial: dropout rate 0.4).

@@ -56,6 +56,9 @@ ABSL_FLAG(int64_t, hidden_units, 128, "units of the classifier's hidden layer");
 ABSL_FLAG(std::string, model, "mlp",
           "the trainers' model: mlp, cnn (TensorFlow's Fashion-MNIST convnet; slow) or "
           "embedding (a table sharded over both ps, updated sparsely)");
+ABSL_FLAG(bool, sync_replicas, false,
+          "synchronous training: each update is the mean of both trainers' gradients "
+          "(SyncReplicasOptimizer)");
 ABSL_FLAG(std::string, kill, "ps:1", "the server to SIGKILL and restart mid-training (job:index)");
 ABSL_FLAG(int64_t, kill_at_step, 1500, "global step at which to kill it; 0: no kill");
 ABSL_FLAG(int64_t, save_checkpoint_steps, 250, "the chief saves a checkpoint every N steps");
@@ -237,6 +240,7 @@ absl::Status RunDemo() {
   options.trainer_flags.push_back(
       absl::StrCat("--hidden_units=", absl::GetFlag(FLAGS_hidden_units)));
   options.trainer_flags.push_back("--model=" + absl::GetFlag(FLAGS_model));
+  if (absl::GetFlag(FLAGS_sync_replicas)) options.trainer_flags.push_back("--sync_replicas");
 
   display.Event(
       "starting a master, 2 ps, 2 workers, a checkpoint store and a summary writer "
@@ -248,11 +252,12 @@ absl::Status RunDemo() {
     display.Event(absl::StrFormat("  %-8s serving on %s (pid %d)", absl::StrCat(name, ":", index),
                                   cluster.address(name, index), cluster.pid(name, index)));
   }
-  display.Event(
-      absl::StrCat("training the ", absl::GetFlag(FLAGS_model),
-                   " classifier (variables sharded over both ps) with a chief and a non-chief "
-                   "trainer until global step ",
-                   last_step, "; checkpoint every ", options.save_checkpoint_steps, " steps"));
+  display.Event(absl::StrCat(
+      "training the ", absl::GetFlag(FLAGS_model),
+      " classifier (variables sharded over both ps) with a chief and a non-chief "
+      "trainer",
+      absl::GetFlag(FLAGS_sync_replicas) ? ", synchronously," : "", " until global step ",
+      last_step, "; checkpoint every ", options.save_checkpoint_steps, " steps"));
 
   // What the display shows, updated from the trainers' lines.
   std::string phase = "training";

@@ -87,6 +87,11 @@ ABSL_FLAG(std::string, model, "mlp",
           "mlp (two-layer perceptron), cnn (TensorFlow's Fashion-MNIST convnet) or embedding "
           "(pixels as categorical ids in an embedding table sharded over the ps, updated "
           "sparsely where it lives)");
+ABSL_FLAG(bool, sync_replicas, false,
+          "synchronous training (SyncReplicasOptimizer): each update is the mean of "
+          "--replicas_to_aggregate workers' gradients of the current variables");
+ABSL_FLAG(int, replicas_to_aggregate, 0,
+          "with --sync_replicas: gradients per update (0: --num_workers)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "where the chief saves checkpoints and every trainer restores from: a local "
           "directory or grpc://host:port/<run> on a checkpoint_store_server; empty: none");
@@ -198,7 +203,10 @@ absl::Status RunTraining(const Scope& root, Operation train,
   ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> session,
                    MonitoredTrainingSession(root, options));
   while (!session->ShouldStop()) {
-    RETURN_IF_ERROR(session->Run(next_feeds(), {}, {train}, nullptr));
+    absl::Status s = session->Run(next_feeds(), {}, {train}, nullptr);
+    // Synchronous training's non-chiefs: the chief ended and closed the token queue.
+    if (absl::IsOutOfRange(s)) break;
+    RETURN_IF_ERROR(s);
   }
   if (session->recoveries() > 0) {
     LOG(INFO) << "training ended after " << session->recoveries()
@@ -223,6 +231,9 @@ absl::Status CheckFlags() {
         "--wait_for_workers_seconds must be >= 0; --num_ps, --num_workers, --max_backoff_ms, "
         "--max_recovery_seconds, --batch_size, --hidden_units, --log_every, "
         "--save_summaries_steps, --num_train and --num_test must be positive");
+  }
+  if (absl::GetFlag(FLAGS_replicas_to_aggregate) < 0) {
+    return absl::InvalidArgumentError("--replicas_to_aggregate must be >= 0 (0: --num_workers)");
   }
   if (absl::GetFlag(FLAGS_metrics_port) < -1 || absl::GetFlag(FLAGS_metrics_port) > 65535) {
     return absl::InvalidArgumentError("--metrics_port must be a port, 0 (a free one) or -1");
@@ -282,6 +293,11 @@ absl::Status Train() {
   options.device_setter = &setter;
   ASSIGN_OR_RETURN(options.model, ModelKindFromName(absl::GetFlag(FLAGS_model)));
   options.embedding_shards = absl::GetFlag(FLAGS_num_ps);
+  if (absl::GetFlag(FLAGS_sync_replicas)) {
+    const int aggregate = absl::GetFlag(FLAGS_replicas_to_aggregate);
+    options.replicas_to_aggregate = aggregate > 0 ? aggregate : absl::GetFlag(FLAGS_num_workers);
+    options.total_num_replicas = absl::GetFlag(FLAGS_num_workers);
+  }
   ASSIGN_OR_RETURN(Classifier model, BuildClassifier(root, options));
   const Scope ops = setter.ForOps(root);
   ops::ScalarSummary(ops.WithOpName("loss_summary"), std::string("loss"), model.loss);
@@ -321,11 +337,18 @@ absl::Status Train() {
       WorkersDoneHook::Create(root, training.is_chief, num_workers - 1,
                               absl::Seconds(absl::GetFlag(FLAGS_wait_for_workers_seconds)));
   RETURN_IF_ERROR(root.status());
+  std::unique_ptr<SessionRunHook> sync_hook;
+  if (model.sync_replicas != nullptr) {
+    ASSIGN_OR_RETURN(sync_hook, model.sync_replicas->MakeSessionRunHook(training.is_chief));
+  }
   training.recovery.max_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_max_backoff_ms));
   training.recovery.max_recovery_time = absl::Seconds(absl::GetFlag(FLAGS_max_recovery_seconds));
   // The final evaluation runs before this trainer says it ended.
   for (const auto& stop : stops) training.hooks.push_back(stop.get());
-  training.hooks.insert(training.hooks.end(), {&progress, &final_accuracy, &workers_done});
+  training.hooks.insert(training.hooks.end(), {&progress, &final_accuracy});
+  // Before WorkersDoneHook: the chief's end releases the non-chiefs waiting for a token.
+  if (sync_hook != nullptr) training.hooks.push_back(sync_hook.get());
+  training.hooks.push_back(&workers_done);
 
   // The trainers read different parts of the data.
   const int64_t batch = absl::GetFlag(FLAGS_batch_size);
