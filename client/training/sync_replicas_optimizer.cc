@@ -5,26 +5,66 @@
 #include "absl/strings/str_cat.h"
 #include "client/graph/ops.h"
 #include "client/graph/ops_queue.h"
+#include "client/training/looper_thread.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 
 namespace overseer {
 namespace {
 
+// How often the chief's watchdog looks at the global step, and after how many looks
+// without an update it adds a token.
+constexpr absl::Duration kWatchInterval = absl::Seconds(1);
+constexpr int kStalledLooks = 5;
+
 class SyncReplicasHook : public SessionRunHook {
  public:
   SyncReplicasHook(SyncReplicasOptimizer* opt, bool is_chief, Operation init_tokens,
-                   Operation close_token_queue)
+                   Operation close_token_queue, Output global_step_now, Output queue_size,
+                   Operation add_token)
       : opt_(opt),
         is_chief_(is_chief),
         init_tokens_(init_tokens),
-        close_token_queue_(close_token_queue) {}
+        close_token_queue_(close_token_queue),
+        global_step_now_(global_step_now),
+        queue_size_(queue_size),
+        add_token_(add_token) {}
 
   absl::Status AfterCreateSession(ClientSession* session, Coordinator* coord) override {
     if (!is_chief_) return session->Run({}, {}, {opt_->local_step_init_op()}, nullptr);
     RETURN_IF_ERROR(session->Run({}, {}, {opt_->chief_init_op()}, nullptr));
     RETURN_IF_ERROR(session->Run({}, {}, {init_tokens_}, nullptr));
-    return opt_->chief_queue_runner()->CreateThreads(session, coord).status();
+    RETURN_IF_ERROR(opt_->chief_queue_runner()->CreateThreads(session, coord).status());
+    // The watchdog. A worker that dies while its gradients reach the accumulators leaves
+    // them in some accumulators only: those take one round early and the others wait for
+    // a gradient that the surviving workers, all waiting for a token, never send. A token
+    // of the current global step lets one of them send a fresh gradient (of the current
+    // variables, so the updates stay exact), which completes the round.
+    LooperThreadOptions options;
+    options.name = "SyncReplicasWatchdog";
+    auto last_step = std::make_shared<int64_t>(-1);
+    auto stalled = std::make_shared<int>(0);
+    LooperThread::Loop(
+        coord, kWatchInterval,
+        [this, session, last_step, stalled]() -> absl::Status {
+          std::vector<Tensor> out;
+          RETURN_IF_ERROR(session->Run({global_step_now_, queue_size_}, &out));
+          const int64_t step = out[0].scalar<int64_t>();
+          if (step != *last_step) {
+            *last_step = step;
+            *stalled = 0;
+            return absl::OkStatus();
+          }
+          if (++*stalled < kStalledLooks || out[1].scalar<int32_t>() > 0) return absl::OkStatus();
+          LOG(WARNING) << "Synchronous training: no update since global step " << step << " for "
+                       << kStalledLooks * kWatchInterval
+                       << " and no token left; adding one (a worker may have died while sending "
+                          "its gradients)";
+          *stalled = 0;
+          return session->Run({}, {}, {add_token_}, nullptr);
+        },
+        options);
+    return absl::OkStatus();
   }
 
   absl::Status End(ClientSession* session) override {
@@ -39,6 +79,9 @@ class SyncReplicasHook : public SessionRunHook {
   const bool is_chief_;
   const Operation init_tokens_;
   const Operation close_token_queue_;
+  const Output global_step_now_;
+  const Output queue_size_;
+  const Operation add_token_;
 };
 
 }  // namespace
@@ -165,6 +208,9 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   chief_init_op_ = ops::Group(sync.WithOpName("chief_init"), set_steps);
   Operation cancel_takes = ops::Group(sync.WithOpName("cancel_takes"), cancels);
   close_token_queue_ = ops::QueueClose(at_step.WithOpName("close_token_queue"), token_queue_, true);
+  global_step_now_ = ops::Cast(at_step, ops::Identity(at_step, global_step.ref), DT_INT64);
+  queue_size_ = ops::QueueSize(at_step.WithOpName("token_queue_size"), token_queue_);
+  add_token_ = ops::QueueEnqueue(at_step.WithOpName("add_token"), token_queue_, {global_step_now_});
   RETURN_IF_ERROR(scope.status());
   ASSIGN_OR_RETURN(
       chief_queue_runner_,
@@ -203,8 +249,8 @@ absl::StatusOr<std::unique_ptr<SessionRunHook>> SyncReplicasOptimizer::MakeSessi
   if (is_chief) {
     ASSIGN_OR_RETURN(init_tokens, GetInitTokensOp(Scope::RootScopeFor(graph_), num_tokens));
   }
-  return std::unique_ptr<SessionRunHook>(
-      new SyncReplicasHook(this, is_chief, init_tokens, close_token_queue_));
+  return std::unique_ptr<SessionRunHook>(new SyncReplicasHook(
+      this, is_chief, init_tokens, close_token_queue_, global_step_now_, queue_size_, add_token_));
 }
 
 }  // namespace overseer

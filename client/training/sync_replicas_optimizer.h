@@ -19,11 +19,15 @@
 // than the global step is stale and dropped by its accumulator, so every update applies
 // the mean of exactly `replicas_to_aggregate` gradients of the current variables.
 //
-// Beyond TensorFlow: when the chief's session ends, the aggregation thread's waiting
-// takes are cancelled (it does not stay blocked), and on a clean end the chief closes
-// the token queue, so non-chiefs waiting for a token end their training with
-// OUT_OF_RANGE (a clean stop for MonitoredSession) instead of hanging. Gradients with a
-// sparse form (indexed_slices.h) are aggregated dense.
+// Beyond TensorFlow: a worker that dies while sending its gradients leaves them in some
+// accumulators only, and the others would wait forever for a gradient that the
+// surviving workers, all waiting for a token, never send (TensorFlow's chief hangs
+// there); the chief's watchdog adds a token when no update happened for 5 s and none is
+// left, which lets a survivor send a fresh gradient. When the chief's session ends, the aggregation
+// thread's waiting takes are cancelled (it does not stay blocked), and on a clean end the chief
+// closes the token queue, so non-chiefs waiting for a token end their training with OUT_OF_RANGE (a
+// clean stop for MonitoredSession) instead of hanging. Gradients with a sparse form
+// (indexed_slices.h) are aggregated dense.
 
 #include <memory>
 #include <string>
@@ -75,7 +79,8 @@ class SyncReplicasOptimizer {
 
   // The session hook: after each session's creation it sets the local step to the global
   // step (the chief also sets every accumulator's step, puts the initial tokens in the
-  // queue and starts the aggregation thread on the session's coordinator); at the end
+  // queue and starts the aggregation thread and the watchdog on the session's
+  // coordinator); at the end
   // the chief closes the token queue. Put it before hooks whose End waits for other
   // workers. FAILED_PRECONDITION before ApplyGradients; GetInitTokensOp's errors.
   absl::StatusOr<std::unique_ptr<SessionRunHook>> MakeSessionRunHook(bool is_chief,
@@ -107,6 +112,10 @@ class SyncReplicasOptimizer {
   Operation sync_op_;
   Operation close_token_queue_;
   Output token_queue_;
+  // The chief's watchdog: the global step now, the tokens waiting, one more token.
+  Output global_step_now_;
+  Output queue_size_;
+  Operation add_token_;
   std::unique_ptr<QueueRunner> chief_queue_runner_;
 };
 
