@@ -147,6 +147,12 @@ void Master::RunEnded(const std::string& handle) {
 
 absl::StatusOr<std::vector<std::string>> Master::FilterTasks(
     const google::protobuf::RepeatedPtrField<std::string>& filters) const {
+  return FilterTaskList(env_.workers->ListTasks(), filters);
+}
+
+absl::StatusOr<std::vector<std::string>> Master::FilterTaskList(
+    const std::vector<std::string>& tasks,
+    const google::protobuf::RepeatedPtrField<std::string>& filters) {
   std::vector<DeviceName> parsed;
   for (const std::string& f : filters) {
     auto d = DeviceName::Parse(f);
@@ -158,16 +164,16 @@ absl::StatusOr<std::vector<std::string>> Master::FilterTasks(
     parsed.push_back(*d);
   }
   std::vector<std::string> out;
-  for (const std::string& task : env_.workers->ListTasks()) {
+  for (const std::string& task : tasks) {
     ASSIGN_OR_RETURN(DeviceName t, DeviceName::Parse(task));
     bool keep = parsed.empty();
     for (const DeviceName& f : parsed) keep = keep || f.Matches(t);
     if (keep) out.push_back(task);
   }
   if (out.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the device filters [", absl::StrJoin(filters, ", "), "] match no task of the cluster (",
-        absl::StrJoin(env_.workers->ListTasks(), ", "), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the device filters [", absl::StrJoin(filters, ", "),
+                     "] match no task of the cluster (", absl::StrJoin(tasks, ", "), ")"));
   }
   return out;
 }
@@ -445,7 +451,8 @@ absl::Status Master::ReleaseCallable(const ReleaseCallableRequest& request,
 }
 
 absl::Status Master::MarkReady(const MarkReadyRequest& request, MarkReadyResponse*) {
-  return readiness_.MarkReady(request.key());
+  ASSIGN_OR_RETURN(std::vector<std::string> tasks, FilterTasks(request.device_filters()));
+  return readiness_.MarkReady(request.key(), tasks);
 }
 
 absl::Status Master::WithdrawReady(const WithdrawReadyRequest& request, WithdrawReadyResponse*) {
@@ -468,7 +475,8 @@ absl::Status Master::WaitForReadyCancellable(const WaitForReadyRequest& request,
 absl::Status Master::JobDone(const JobDoneRequest& request, JobDoneResponse*) {
   MasterWorkerCacheInterface* workers =
       env_.probe_workers != nullptr ? env_.probe_workers : env_.workers;
-  const std::vector<std::string> tasks = workers->ListTasks();
+  ASSIGN_OR_RETURN(const std::vector<std::string> tasks,
+                   FilterTaskList(workers->ListTasks(), request.device_filters()));
   LOG(INFO) << "master: the job is done"
             << (request.reason().empty() ? std::string() : ": " + request.reason()) << "; telling "
             << tasks.size() << " tasks";

@@ -165,6 +165,11 @@ class Master : public MasterInterface, public MasterReadinessInterface {
   // Waits for `tasks` to answer GetStatus until `deadline`.
   absl::StatusOr<std::vector<SessionTask>> WaitForTasks(const std::vector<std::string>& tasks,
                                                         absl::Time deadline);
+  // The tasks of `tasks` matching any of `filters` (all without filters).
+  // INVALID_ARGUMENT for a bad filter or when none matches.
+  static absl::StatusOr<std::vector<std::string>> FilterTaskList(
+      const std::vector<std::string>& tasks,
+      const google::protobuf::RepeatedPtrField<std::string>& filters);
   absl::StatusOr<std::vector<std::string>> FilterTasks(
       const google::protobuf::RepeatedPtrField<std::string>& filters) const;
   absl::Status DoCreateSession(const CreateSessionRequest& request, CreateSessionResponse* response,

@@ -386,6 +386,37 @@ TEST_F(MasterTest, JobDoneNamesTheTasksItCouldNotTell) {
   EXPECT_EQ(cache_.worker()->job_dones, 1);
 }
 
+// A chief whose session sees only some tasks (device filters: the classic between-graph
+// shape) tells those and only those; a dead task outside the filters does not matter.
+TEST_F(MasterTest, JobDoneAndMarkReadyFollowTheDeviceFilters) {
+  cache_.ps()->dead = true;
+  JobDoneRequest req;
+  req.add_device_filters("/job:worker");
+  JobDoneResponse resp;
+  ASSERT_TRUE(master_->JobDone(req, &resp).ok());
+  EXPECT_EQ(cache_.worker()->job_dones, 1);
+  EXPECT_EQ(cache_.ps()->job_dones, 0);
+
+  MarkReadyRequest mark;
+  mark.set_key("model");
+  MarkReadyResponse marked;
+  EXPECT_EQ(master_->MarkReady(mark, &marked).code(), absl::StatusCode::kUnavailable);
+  mark.add_device_filters("/job:worker");
+  ASSERT_TRUE(master_->MarkReady(mark, &marked).ok());
+  WaitForReadyRequest wait;
+  wait.set_key("model");
+  WaitForReadyResponse ready;
+  ASSERT_TRUE(master_->WaitForReady(wait, &ready).ok());
+  EXPECT_TRUE(ready.ready()) << ready.reason();
+
+  mark.clear_device_filters();
+  mark.add_device_filters("/job:nothing");
+  EXPECT_EQ(master_->MarkReady(mark, &marked).code(), absl::StatusCode::kInvalidArgument);
+  req.clear_device_filters();
+  req.add_device_filters("not a device");
+  EXPECT_EQ(master_->JobDone(req, &resp).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(MasterTest, ReadinessThroughTheMaster) {
   MarkReadyRequest mark;
   mark.set_key("model");

@@ -114,8 +114,9 @@ void ReadinessTracker::SetWaitersLocked(int delta) {
   if (listener_ != nullptr) listener_->WaitersChanged(waiters_);
 }
 
-absl::Status ReadinessTracker::MarkReady(const std::string& key) {
-  const std::vector<std::string> tasks = workers_->ListTasks();
+absl::Status ReadinessTracker::MarkReady(const std::string& key,
+                                         const std::vector<std::string>& only) {
+  const std::vector<std::string> tasks = only.empty() ? workers_->ListTasks() : only;
   const auto probed = Probe(tasks);
   std::vector<std::string> failed;
   Record record;

@@ -67,9 +67,10 @@ class ReadinessTracker {
   ReadinessTracker(const ReadinessTracker&) = delete;
   ReadinessTracker& operator=(const ReadinessTracker&) = delete;
 
-  // See MasterReadinessInterface::MarkReady. UNAVAILABLE naming every task that did
+  // See MasterReadinessInterface::MarkReady: the record holds the incarnations of
+  // `tasks` (empty: every task of the cluster). UNAVAILABLE naming every task that did
   // not answer GetStatus; nothing is recorded then.
-  absl::Status MarkReady(const std::string& key);
+  absl::Status MarkReady(const std::string& key, const std::vector<std::string>& tasks = {});
   // Removes the record (logged). OK without one.
   void WithdrawReady(const std::string& key);
   // Blocks until `key` is ready (and checked) or min(timeout, max_wait) passes on the

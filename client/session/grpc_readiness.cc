@@ -50,9 +50,11 @@ class GrpcReadinessChannel : public ReadinessChannel {
   GrpcReadinessChannel(std::string target, std::unique_ptr<GrpcMaster> master, Clock* clock)
       : target_(std::move(target)), master_(std::move(master)), clock_(clock) {}
 
-  absl::Status MarkReady(const std::string& key) override {
+  absl::Status MarkReady(const std::string& key,
+                         const std::vector<std::string>& device_filters) override {
     MarkReadyRequest request;
     request.set_key(key);
+    for (const std::string& f : device_filters) request.add_device_filters(f);
     MarkReadyResponse response;
     return OnMaster(target_, absl::StrCat("MarkReady('", key, "')"),
                     master_->MarkReady(request, &response));
@@ -123,12 +125,14 @@ const bool kRegistered = [] {
 
 }  // namespace
 
-absl::Status SignalJobDone(const std::string& target, const std::string& reason) {
+absl::Status SignalJobDone(const std::string& target, const std::string& reason,
+                           const std::vector<std::string>& device_filters) {
   if (target.empty()) return absl::OkStatus();
   absl::StatusOr<std::unique_ptr<GrpcMaster>> master = ConnectMaster(target);
   if (!master.ok()) return master.status();
   JobDoneRequest request;
   request.set_reason(reason);
+  for (const std::string& f : device_filters) request.add_device_filters(f);
   Clock* clock = Clock::Real();
   const absl::Status status =
       RetryUnavailable(clock, RetryOptions(), clock->Now() + kCallTimeout, [&] {

@@ -32,7 +32,8 @@ class InProcessReadinessChannel : public ReadinessChannel {
   InProcessReadinessChannel(std::shared_ptr<InProcessTable> table, Clock* clock)
       : table_(std::move(table)), clock_(clock) {}
 
-  absl::Status MarkReady(const std::string& key) override {
+  absl::Status MarkReady(const std::string& key,
+                         const std::vector<std::string>& /*device_filters*/) override {
     absl::MutexLock lock(&table_->mu);
     table_->ready.insert(key);
     return absl::OkStatus();

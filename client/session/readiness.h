@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,9 +32,12 @@ class ReadinessChannel {
   virtual ~ReadinessChannel() = default;
 
   // Records that the model called `key` is ready. Idempotent. For a master, the record
-  // remembers the incarnation of every task of the cluster and is withdrawn when any
-  // of them changes.
-  virtual absl::Status MarkReady(const std::string& key) = 0;
+  // remembers the incarnation of every task of the cluster matching `device_filters`
+  // (the session's ConfigProto.device_filters; empty: every task) and is withdrawn when
+  // any of them changes.
+  virtual absl::Status MarkReady(const std::string& key,
+                                 const std::vector<std::string>& device_filters) = 0;
+  absl::Status MarkReady(const std::string& key) { return MarkReady(key, {}); }
 
   // Removes the record (the chief found the model not ready after all). Idempotent.
   virtual absl::Status WithdrawReady(const std::string& key) = 0;

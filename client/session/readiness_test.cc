@@ -87,7 +87,9 @@ TEST(ReadinessRegistryTest, UnknownTargetIsInvalidArgumentNamingIt) {
 class TaggedChannel : public ReadinessChannel {
  public:
   explicit TaggedChannel(std::string tag) : tag_(std::move(tag)) {}
-  absl::Status MarkReady(const std::string&) override { return absl::OkStatus(); }
+  absl::Status MarkReady(const std::string&, const std::vector<std::string>&) override {
+    return absl::OkStatus();
+  }
   absl::Status WithdrawReady(const std::string&) override { return absl::OkStatus(); }
   absl::StatusOr<bool> WaitForReady(const std::string& key, absl::Duration) override {
     return key == tag_;

@@ -254,9 +254,16 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredTrainingSession(
   session->owned_hooks_ = std::move(owned);
   session->owned_listeners_ = std::move(session_owned_listeners);
   session->summary_writer_ = std::move(writer);
-  if (options.signal_job_done_on_end && !options.master.empty() && options.job_done_signal) {
+  if (options.signal_job_done_on_end && !options.master.empty()) {
     const std::string master = options.master;
-    const JobDoneSignal signal = options.job_done_signal;
+    JobDoneSignal signal = options.job_done_signal;
+    if (!signal) {
+      const std::vector<std::string> filters(options.config.device_filters().begin(),
+                                             options.config.device_filters().end());
+      signal = [filters](const std::string& target, const std::string& reason) {
+        return SignalJobDone(target, reason, filters);
+      };
+    }
     session->after_clean_close_ = [master, signal] {
       absl::Status s = signal(master, "the chief's MonitoredTrainingSession ended cleanly");
       if (s.ok()) {

@@ -96,7 +96,9 @@ struct MonitoredTrainingSessionOptions {
   // (SignalJobDone: the master tells every task) so that servers started with
   // --exit_when_job_done exit 0. A failure is logged, not returned.
   bool signal_job_done_on_end = true;
-  JobDoneSignal job_done_signal = SignalJobDone;
+  // Null (the default): SignalJobDone with config's device filters, so that a chief
+  // whose session sees only some tasks (the classic between-graph shape) tells those.
+  JobDoneSignal job_done_signal;
   std::string readiness_key = "model";
   ReadinessChannel* readiness_channel = nullptr;  // Not owned; null: the master's.
   // Time for intervals, waits and backoff. Required (a trainer's main passes

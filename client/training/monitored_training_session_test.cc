@@ -51,7 +51,9 @@ const bool kFakeRegistered = [] {
 // A readiness channel that is always reachable and remembers nothing.
 class NullChannel : public ReadinessChannel {
  public:
-  absl::Status MarkReady(const std::string&) override { return absl::OkStatus(); }
+  absl::Status MarkReady(const std::string&, const std::vector<std::string>&) override {
+    return absl::OkStatus();
+  }
   absl::Status WithdrawReady(const std::string&) override { return absl::OkStatus(); }
   absl::StatusOr<bool> WaitForReady(const std::string&, absl::Duration) override { return true; }
 };
@@ -115,8 +117,9 @@ TEST_F(MonitoredTrainingSessionTest, DefaultsAreTensorFlows) {
   EXPECT_EQ(options.recovery.max_backoff, absl::Seconds(10));
   EXPECT_EQ(options.recovery.max_recovery_time, absl::Minutes(10));
   EXPECT_TRUE(options.signal_job_done_on_end);
-  ASSERT_TRUE(static_cast<bool>(options.job_done_signal));  // SignalJobDone.
-  EXPECT_TRUE(options.job_done_signal("", "nothing to tell in process").ok());
+  // Null: SignalJobDone over the session's device filters.
+  EXPECT_FALSE(static_cast<bool>(options.job_done_signal));
+  EXPECT_TRUE(SignalJobDone("", "nothing to tell in process").ok());
 }
 
 TEST_F(MonitoredTrainingSessionTest, SavingRestoringCheckpoint) {

@@ -198,12 +198,16 @@ absl::StatusOr<SessionManager::Readiness> SessionManager::LocalInitAndCheck(
   return Check(session, options_.ready_op);
 }
 
-void SessionManager::MarkReady(const std::string &master) const {
+void SessionManager::MarkReady(const std::string &master,
+                               const std::optional<ConfigProto> &config) const {
   std::unique_ptr<ReadinessChannel> owned;
   absl::Status error;
   ReadinessChannel *channel = ChannelFor(master, options_.readiness_channel, options_.clock,
                                          options_.session_options.resource_mgr, &owned, &error);
-  if (channel != nullptr) error = channel->MarkReady(options_.readiness_key);
+  const ConfigProto &used = config.has_value() ? *config : options_.session_options.config;
+  const std::vector<std::string> filters(used.device_filters().begin(),
+                                         used.device_filters().end());
+  if (channel != nullptr) error = channel->MarkReady(options_.readiness_key, filters);
   if (!error.ok()) {
     LOG(WARNING) << "Could not mark model '" << options_.readiness_key << "' ready on "
                  << TargetName(master) << " (other trainers fall back to polling): " << error;
@@ -267,7 +271,7 @@ absl::StatusOr<PreparedSession> SessionManager::PrepareSessionWithResult(
                        << " for the saver's retention: " << recovered;
         }
       }
-      MarkReady(master);
+      MarkReady(master, options.config);
       return result;
     }
   }
@@ -317,7 +321,7 @@ absl::StatusOr<PreparedSession> SessionManager::PrepareSessionWithResult(
     LOG(INFO) << "Initialized model on " << TargetName(master)
               << " (init_op: " << OpName(options.init_op) << ", init_fn: " << init_fn_name << ")";
   }
-  MarkReady(master);
+  MarkReady(master, options.config);
   return result;
 }
 
@@ -344,7 +348,7 @@ absl::StatusOr<RecoveredSession> SessionManager::RecoverSession(
   }
   LOG(INFO) << "Restored model from " << *restored << " on " << TargetName(master);
   result.initialized = true;
-  MarkReady(master);
+  MarkReady(master, options.config);
   return result;
 }
 

@@ -208,7 +208,8 @@ class SessionManager {
   absl::StatusOr<bool> KeepReadyModel(ClientSession &session, const std::string &master) const;
   // Marks (or withdraws) the model's readiness on `master`; failures are
   // logged.
-  void MarkReady(const std::string &master) const;
+  // Over the tasks `config`'s device filters (or the session options') match.
+  void MarkReady(const std::string &master, const std::optional<ConfigProto> &config) const;
   void WithdrawReady(const std::string &master) const;
 
   const Scope scope_;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "client/graph/ops.h"
@@ -64,9 +65,13 @@ class FakeChannel : public ReadinessChannel {
   };
   FakeChannel(Mode mode, test::FakeClock *clock) : mode_(mode), clock_(clock) {}
 
-  absl::Status MarkReady(const std::string &key) override {
+  // Recorded as "key", or "key [filter,...]" with device filters.
+  absl::Status MarkReady(const std::string &key,
+                         const std::vector<std::string> &device_filters) override {
     absl::MutexLock lock(&mu_);
-    marks_.push_back(key);
+    marks_.push_back(device_filters.empty()
+                         ? key
+                         : absl::StrCat(key, " [", absl::StrJoin(device_filters, ","), "]"));
     return absl::OkStatus();
   }
   absl::Status WithdrawReady(const std::string &key) override {
@@ -678,6 +683,23 @@ TEST_F(LocalInitTest, PrepareSessionWithReadyForLocalInitOp) {
   EXPECT_TRUE(IsInitialized(m.root, **session, m.v));
   EXPECT_TRUE(IsInitialized(m.root, **session, m.w));
   EXPECT_EQ(Value<int32_t>(**session, m.w), 1);
+}
+
+// The mark covers the tasks the session sees: its config's device filters.
+TEST_F(LocalInitTest, PrepareSessionMarksReadyOverTheSessionsDeviceFilters) {
+  ResourceMgr resources;
+  LocalModel m(1);
+  SessionManagerOptions options = LocalOptions(m, &resources, {m.v}, true);
+  FakeChannel channel(FakeChannel::Mode::kLostRecord, &clock_);
+  options.readiness_channel = &channel;
+  PrepareSessionOptions prepare;
+  prepare.init_op = m.v.initializer;
+  ConfigProto config;
+  config.add_device_filters("/job:localhost");
+  prepare.config = config;
+  auto session = Manager(m.root, options)->PrepareSession("", prepare);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(channel.marks(), (std::vector<std::string>{"model [/job:localhost]"}));
 }
 
 TEST_F(LocalInitTest, PrepareSessionDidNotInitLocalVariable) {
