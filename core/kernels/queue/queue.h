@@ -65,7 +65,7 @@ class QueueWaiter {
 // deadline without a clock. `what` ("dequeue on FIFOQueue 'q'") names the call in errors.
 absl::Status AwaitQueueWait(absl::Mutex* mu, const QueueWaiter& waiter,
                             const std::function<bool()>& ready, const QueueWait& wait,
-                            absl::string_view what);
+                            absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
 struct QueueOptions {
   enum class Kind { kFifo, kRandomShuffle, kPaddingFifo };
