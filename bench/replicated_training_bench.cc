@@ -112,10 +112,16 @@ std::unique_ptr<Session> MakeSession(const std::string& target, const GraphDef& 
 
 using Batches = std::vector<std::pair<Tensor, Tensor>>;
 
-// Steps per second of kReplicas threads, thread r training `sessions[r]` (one session
-// may serve several) on `batches` for kWindowSeconds.
-double StepsPerSecond(const std::vector<Session*>& sessions, const Model& model,
-                      const Batches& batches) {
+// One window of training: the steps the replicas ran and its seconds.
+struct Window {
+  int64_t steps;
+  double seconds;
+};
+
+// kReplicas threads, thread r training `sessions[r]` (one session may serve several) on
+// `batches` for kWindowSeconds.
+Window TrainWindow(const std::vector<Session*>& sessions, const Model& model,
+                   const Batches& batches) {
   std::atomic<bool> stop{false};
   std::atomic<int64_t> steps{0};
   std::vector<std::thread> threads;
@@ -135,7 +141,14 @@ double StepsPerSecond(const std::vector<Session*>& sessions, const Model& model,
   absl::SleepFor(absl::Seconds(kWindowSeconds));
   stop = true;
   for (std::thread& t : threads) t.join();
-  return steps.load() / absl::ToDoubleSeconds(absl::Now() - start);
+  return {steps.load(), absl::ToDoubleSeconds(absl::Now() - start)};
+}
+
+// The replicas' steps per second (each a global step when training asynchronously).
+double StepsPerSecond(const std::vector<Session*>& sessions, const Model& model,
+                      const Batches& batches) {
+  const Window w = TrainWindow(sessions, model, batches);
+  return w.steps / w.seconds;
 }
 
 // The global step of the cluster, read through `session`.
@@ -151,9 +164,8 @@ int64_t GlobalStep(Session* session, const Model& model) {
 double SyncGlobalStepsPerSecond(const std::vector<Session*>& sessions, const Model& model,
                                 const Batches& batches) {
   const int64_t before = GlobalStep(sessions[0], model);
-  const absl::Time start = absl::Now();
-  StepsPerSecond(sessions, model, batches);
-  return (GlobalStep(sessions[0], model) - before) / absl::ToDoubleSeconds(absl::Now() - start);
+  const Window w = TrainWindow(sessions, model, batches);
+  return (GlobalStep(sessions[0], model) - before) / w.seconds;
 }
 
 int Run(const char* argv0) {

@@ -84,6 +84,11 @@ class SyncReplicasHook : public SessionRunHook {
   const Operation add_token_;
 };
 
+// `step`'s value as an int64 when the op runs (after the scope's control dependencies).
+Output StepNow(const Scope& scope, const Variable& step) {
+  return ops::Cast(scope, ops::Identity(scope, step.ref), DT_INT64);
+}
+
 }  // namespace
 
 SyncReplicasOptimizer::SyncReplicasOptimizer(Optimizer* optimizer, int replicas_to_aggregate,
@@ -165,8 +170,8 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
              at_var, accumulator,
              ops::Const(at_var, Tensor::Scalar<int32_t>(replicas_to_aggregate_)), gv.var.dtype()),
          gv.var});
-    set_steps.push_back(ops::AccumulatorSetGlobalStep(
-        at_var, accumulator, ops::Cast(at_var, ops::Identity(at_var, global_step.ref), DT_INT64)));
+    set_steps.push_back(
+        ops::AccumulatorSetGlobalStep(at_var, accumulator, StepNow(at_var, global_step)));
     cancels.push_back(ops::AccumulatorCancelTakes(at_var, accumulator));
   }
   // Every update waits for every take: a take that fails (cancelled as the chief's
@@ -195,7 +200,7 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   const Scope after_update = at_step.WithControlDependencies({update});
   Output tokens = ops::Fill(
       after_update, ops::Const(after_update, Tensor::FromVector<int32_t>({tokens_per_step})),
-      ops::Cast(after_update, ops::Identity(after_update, global_step.ref), DT_INT64));
+      StepNow(after_update, global_step));
   sync_op_ = ops::QueueEnqueueMany(after_update.WithOpName("sync_op"), token_queue_, {tokens});
 
   // The worker's step: its gradients in, then a token out as the new local step.
@@ -208,7 +213,7 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   chief_init_op_ = ops::Group(sync.WithOpName("chief_init"), set_steps);
   Operation cancel_takes = ops::Group(sync.WithOpName("cancel_takes"), cancels);
   close_token_queue_ = ops::QueueClose(at_step.WithOpName("close_token_queue"), token_queue_, true);
-  global_step_now_ = ops::Cast(at_step, ops::Identity(at_step, global_step.ref), DT_INT64);
+  global_step_now_ = StepNow(at_step, global_step);
   queue_size_ = ops::QueueSize(at_step.WithOpName("token_queue_size"), token_queue_);
   add_token_ = ops::QueueEnqueue(at_step.WithOpName("add_token"), token_queue_, {global_step_now_});
   RETURN_IF_ERROR(scope.status());
@@ -233,7 +238,7 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::GetInitTokensOp(const Scope& sc
   }
   const Scope at_step = scope.ColocateWith(global_step_.ref);
   Output tokens = ops::Fill(at_step, ops::Const(at_step, Tensor::FromVector<int32_t>({num_tokens})),
-                            ops::Cast(at_step, ops::Identity(at_step, global_step_.ref), DT_INT64));
+                            StepNow(at_step, global_step_));
   Operation op =
       ops::QueueEnqueueMany(at_step.WithOpName("sync_init_tokens"), token_queue_, {tokens});
   RETURN_IF_ERROR(scope.status());
