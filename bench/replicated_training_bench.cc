@@ -120,8 +120,9 @@ struct Window {
 
 // kReplicas threads, thread r training `sessions[r]` (one session may serve several) on
 // `batches` for kWindowSeconds.
+// `on_stop` (may be null) runs once the threads are told to stop, before they are joined.
 Window TrainWindow(const std::vector<Session*>& sessions, const Model& model,
-                   const Batches& batches) {
+                   const Batches& batches, const std::function<void()>& on_stop = nullptr) {
   std::atomic<bool> stop{false};
   std::atomic<int64_t> steps{0};
   std::vector<std::thread> threads;
@@ -140,6 +141,7 @@ Window TrainWindow(const std::vector<Session*>& sessions, const Model& model,
   }
   absl::SleepFor(absl::Seconds(kWindowSeconds));
   stop = true;
+  if (on_stop) on_stop();
   for (std::thread& t : threads) t.join();
   return {steps.load(), absl::ToDoubleSeconds(absl::Now() - start)};
 }
@@ -164,7 +166,12 @@ int64_t GlobalStep(Session* session, const Model& model) {
 double SyncGlobalStepsPerSecond(const std::vector<Session*>& sessions, const Model& model,
                                 const Batches& batches) {
   const int64_t before = GlobalStep(sessions[0], model);
-  const Window w = TrainWindow(sessions, model, batches);
+  // A replica that stops first may leave the other waiting for a token that needs its
+  // gradient: one token per replica releases every last step (fresh, so harmless).
+  const Window w = TrainWindow(sessions, model, batches, [&] {
+    absl::Status s = sessions[0]->Run({}, {}, {model.init_tokens}, nullptr);
+    CHECK(s.ok()) << s;
+  });
   return (GlobalStep(sessions[0], model) - before) / w.seconds;
 }
 
