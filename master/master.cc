@@ -276,7 +276,7 @@ absl::Status Master::DoCreateSession(const CreateSessionRequest& request,
   const std::string handle = NewHandle();
   auto session = std::make_shared<MasterSession>(handle, request.config(), std::move(tasks),
                                                  client_task, env_.workers, &next_step_id_,
-                                                 options_.max_message_tensor_bytes);
+                                                 options_.max_message_tensor_bytes, &update_gate_);
   RETURN_IF_ERROR(session->Create(request.graph_def()));
   {
     absl::MutexLock lock(&mu_);

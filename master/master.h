@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
+#include "core/graph/update_gate.h"
 #include "core/message_budget.h"
 #include "master/master_interface.h"
 #include "master/master_session.h"
@@ -191,6 +192,8 @@ class Master : public MasterInterface, public MasterReadinessInterface {
   RequestDedup dedup_;
   ReadinessTracker readiness_;
   std::atomic<int64_t> next_step_id_;
+  // Shared by every session: trainers sharing this master take consistent snapshots.
+  UpdateGate update_gate_;
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -37,7 +37,8 @@ bool MayHaveRestarted(const absl::Status& error) {
 
 MasterSession::MasterSession(std::string handle, ConfigProto config, std::vector<SessionTask> tasks,
                              std::string client_task, MasterWorkerCacheInterface* workers,
-                             std::atomic<int64_t>* next_step_id, int64_t max_message_tensor_bytes)
+                             std::atomic<int64_t>* next_step_id, int64_t max_message_tensor_bytes,
+                             UpdateGate* gate)
     : handle_(std::move(handle)),
       config_(std::move(config)),
       tasks_(std::move(tasks)),
@@ -45,6 +46,7 @@ MasterSession::MasterSession(std::string handle, ConfigProto config, std::vector
       workers_(workers),
       next_step_id_(next_step_id),
       max_message_tensor_bytes_(max_message_tensor_bytes),
+      gate_(gate),
       cleaner_(std::make_shared<StepCleaner>(workers)) {
   for (const SessionTask& t : tasks_) {
     for (const DeviceAttributes& d : t.devices) {
@@ -124,6 +126,10 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
                 << step.node(id).def->op() << "): " << devices[id];
     }
   }
+  VariableAccess access = StepVariableAccess(step, devices);
+  sig->snapshot = access.snapshot;
+  sig->gate_keys = std::make_shared<const std::vector<std::string>>(
+      access.snapshot ? std::move(access.touched) : std::move(access.written));
   absl::flat_hash_map<std::string, uint64_t> incarnations;
   for (const SessionTask& t : tasks_) {
     for (const DeviceAttributes& d : t.devices) incarnations[d.name()] = t.incarnation;
@@ -217,6 +223,45 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
                                       std::shared_ptr<PendingStep> step, const RunOptions& options,
                                       RunMetadata* metadata, CancellationManager* cancellation,
                                       std::function<void(absl::Status)> done) {
+  if (gate_ == nullptr || (!sig->snapshot && sig->gate_keys->empty())) {
+    RunPassedAsync(std::move(sig), std::move(step), options, metadata, cancellation,
+                   std::move(done));
+    return;
+  }
+  UpdateGate* gate = gate_;
+  std::shared_ptr<const std::vector<std::string>> keys = sig->gate_keys;
+  if (sig->snapshot) {
+    // Waiting for the steps in flight blocks: not on the caller's thread.
+    StepBlockingThreads()->Schedule([this, sig = std::move(sig), step = std::move(step), options,
+                                     metadata, cancellation, done = std::move(done), gate,
+                                     keys]() mutable {
+      absl::Status entered = gate->EnterSnapshot(keys);
+      if (!entered.ok()) {
+        done(std::move(entered));
+        return;
+      }
+      RunPassedAsync(std::move(sig), std::move(step), options, metadata, cancellation,
+                     [gate, done = std::move(done)](absl::Status s) {
+                       gate->ExitSnapshot();
+                       done(std::move(s));
+                     });
+    });
+    return;
+  }
+  gate->EnterWriter(keys, [this, sig = std::move(sig), step = std::move(step), options, metadata,
+                           cancellation, done = std::move(done), gate, keys]() mutable {
+    RunPassedAsync(std::move(sig), std::move(step), options, metadata, cancellation,
+                   [gate, keys, done = std::move(done)](absl::Status s) {
+                     gate->ExitWriter(*keys);
+                     done(std::move(s));
+                   });
+  });
+}
+
+void MasterSession::RunPassedAsync(std::shared_ptr<const Signature> sig,
+                                   std::shared_ptr<PendingStep> step, const RunOptions& options,
+                                   RunMetadata* metadata, CancellationManager* cancellation,
+                                   std::function<void(absl::Status)> done) {
   absl::Status feeds_ok = CheckFeeds(sig->feed_checks, step->feeds);
   if (!feeds_ok.ok()) {
     done(std::move(feeds_ok));

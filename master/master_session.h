@@ -20,6 +20,7 @@
 #include "core/cancellation.h"
 #include "core/executor/partial_run.h"
 #include "core/graph/feed_check.h"
+#include "core/graph/update_gate.h"
 #include "core/graph/validate.h"
 #include "core/message_budget.h"
 #include "master/step_runner.h"
@@ -38,13 +39,16 @@ struct SessionTask {
 // Thread-safe: steps run concurrently; Extend and Close are serialised with them.
 class MasterSession {
  public:
-  // `tasks` have answered GetStatus; `client_task` is one of them. `workers` and
-  // `next_step_id` are not owned and outlive the session. A step whose fetches add up
-  // to more than `max_message_tensor_bytes` fails INVALID_ARGUMENT naming them.
+  // `tasks` have answered GetStatus; `client_task` is one of them. `workers`,
+  // `next_step_id` and `gate` are not owned and outlive the session. A step whose
+  // fetches add up to more than `max_message_tensor_bytes` fails INVALID_ARGUMENT naming
+  // them. Steps that write variables pass `gate` shared and checkpoint snapshots pass it
+  // alone (core/graph/update_gate.h); without a gate, steps are not held.
   MasterSession(std::string handle, ConfigProto config, std::vector<SessionTask> tasks,
                 std::string client_task, MasterWorkerCacheInterface* workers,
                 std::atomic<int64_t>* next_step_id,
-                int64_t max_message_tensor_bytes = kMaxMessageTensorBytes);
+                int64_t max_message_tensor_bytes = kMaxMessageTensorBytes,
+                UpdateGate* gate = nullptr);
   ~MasterSession();
 
   // Validates `graph` and creates a worker session on every task.
@@ -90,6 +94,9 @@ class MasterSession {
     std::vector<FeedCheck> feed_checks;
     // Partial runs: the feeds each fetch needs (FeedsNeededByFetches).
     std::vector<std::vector<int>> fetch_needs;
+    // The update gate's keys: the variables it writes, or for a snapshot those it reads.
+    std::shared_ptr<const std::vector<std::string>> gate_keys;
+    bool snapshot = false;
   };
   struct PartialRun {
     PartialRun(std::shared_ptr<const Signature> sig, int64_t step_id,
@@ -135,10 +142,15 @@ class MasterSession {
   absl::Status RunPartial(const RunStepRequest& request, RunStepResponse* response,
                           CancellationManager* cancellation);
   // Runs the step of `step`'s feeds into its fetches and calls `done` (as RunAsync);
-  // its fetch_names name the fetches in errors (the reply's size is checked).
+  // its fetch_names name the fetches in errors (the reply's size is checked). Passes
+  // the update gate first.
   void RunSignatureAsync(std::shared_ptr<const Signature> sig, std::shared_ptr<PendingStep> step,
                          const RunOptions& options, RunMetadata* metadata,
                          CancellationManager* cancellation, std::function<void(absl::Status)> done);
+  // RunSignatureAsync once through the gate.
+  void RunPassedAsync(std::shared_ptr<const Signature> sig, std::shared_ptr<PendingStep> step,
+                      const RunOptions& options, RunMetadata* metadata,
+                      CancellationManager* cancellation, std::function<void(absl::Status)> done);
   // After a step failed with `error`: if a task restarted, the session is aborted for
   // good and that is the error; otherwise `error`.
   absl::Status CheckTasks(const absl::Status& error);
@@ -151,6 +163,7 @@ class MasterSession {
   MasterWorkerCacheInterface* const workers_;
   std::atomic<int64_t>* const next_step_id_;
   const int64_t max_message_tensor_bytes_;
+  UpdateGate* const gate_;
   std::vector<std::string> devices_;
   std::string default_device_;
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
+#include "core/graph/update_gate.h"
 #include "core/logging.h"
 #include "core/op_kernel.h"
 #include "core/resource_mgr.h"
@@ -147,6 +148,11 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
       LOG(INFO) << node.name() << ": (" << node.def->op() << "): " << kLocalCpuDevice;
     }
   }
+  VariableAccess access = StepVariableAccess(
+      *pruned.graph, std::vector<std::string>(pruned.graph->num_nodes(), kLocalCpuDevice));
+  sig->snapshot = access.snapshot;
+  sig->gate_keys = std::make_shared<const std::vector<std::string>>(
+      access.snapshot ? std::move(access.touched) : std::move(access.written));
   ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, pool_));
   return std::shared_ptr<const Signature>(std::move(sig));
 }
@@ -206,7 +212,19 @@ absl::Status DirectSession::RunSignature(const Signature& sig,
     *graph = sig.executor->graph().def();
     for (NodeDef& node : *graph->mutable_node()) node.set_device(kLocalCpuDevice);
   }
-  return sig.executor->Run(args, outputs);
+  // The process's variables are every DirectSession's: one gate for all of them.
+  static UpdateGate* const gate = new UpdateGate();
+  if (sig.snapshot) {
+    RETURN_IF_ERROR(gate->EnterSnapshot(sig.gate_keys));
+    absl::Status s = sig.executor->Run(args, outputs);
+    gate->ExitSnapshot();
+    return s;
+  }
+  if (sig.gate_keys->empty()) return sig.executor->Run(args, outputs);
+  gate->EnterWriterBlocking(sig.gate_keys);
+  absl::Status s = sig.executor->Run(args, outputs);
+  gate->ExitWriter(*sig.gate_keys);
+  return s;
 }
 
 absl::Status DirectSession::Run(const RunOptions& options,

@@ -91,6 +91,10 @@ class DirectSession : public Session {
   struct Signature {
     std::vector<FeedCheck> feeds;
     std::unique_ptr<Executor> executor;
+    // The update gate's keys (core/graph/update_gate.h): the variables it writes, or
+    // for a snapshot those it reads.
+    std::shared_ptr<const std::vector<std::string>> gate_keys;
+    bool snapshot = false;
   };
 
   struct Callable {

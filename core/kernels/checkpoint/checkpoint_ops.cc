@@ -20,6 +20,31 @@ REGISTER_OP("CheckpointSaveShard")
     .SetIsStateful()
     .SetShapeFn(shape_fn::NoOutputs);
 
+// Consistent saves take two steps (client/training/saver.h). CheckpointSnapshot keeps
+// references to `tensors` (variables copy on write, so this copies nothing and later
+// updates do not show) under `snapshot_id` and `shard_id` in its process, for at most
+// ten minutes; a step holding it passes the update gate alone (core/graph/update_gate.h),
+// so the snapshot is a cut of the training steps. CheckpointWriteSnapshot then streams
+// that snapshot as shard `shard_id` of the pending checkpoint `checkpoint_id` of the
+// store at `location` and drops it: NOT_FOUND if there is none (the task restarted, or
+// the snapshot expired or was written already).
+REGISTER_OP("CheckpointSnapshot")
+    .Input("snapshot_id: string")
+    .Input("tensor_names: string")
+    .Input("tensors: dtypes")
+    .Attr("shard_id: int >= 0")
+    .Attr("dtypes: list(type)")
+    .SetIsStateful()
+    .SetShapeFn(shape_fn::NoOutputs);
+
+REGISTER_OP("CheckpointWriteSnapshot")
+    .Input("location: string")
+    .Input("checkpoint_id: string")
+    .Input("snapshot_id: string")
+    .Attr("shard_id: int >= 0")
+    .SetIsStateful()
+    .SetShapeFn(shape_fn::NoOutputs);
+
 // Reads `tensor_names` of checkpoint `checkpoint` (a name such as "model.ckpt-100") of
 // the store at `location`; each must have the dtype given in `dtypes`.
 REGISTER_OP("CheckpointRestore")
