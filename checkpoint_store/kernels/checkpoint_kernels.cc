@@ -1,12 +1,16 @@
-// Kernels of CheckpointSaveShard, CheckpointRestore and CheckpointRestoreVariables
-// (checkpoint_ops.cc). The store is found through the process registry of
-// checkpoint_store/location.h.
+// Kernels of CheckpointSaveShard, CheckpointSnapshot, CheckpointWriteSnapshot,
+// CheckpointRestore and CheckpointRestoreVariables (checkpoint_ops.cc). The store is
+// found through the process registry of checkpoint_store/location.h.
 
 #include <cstring>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "checkpoint_store/location.h"
 #include "core/kernels/state/var_util.h"
+#include "core/logging.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
 
@@ -77,6 +81,44 @@ absl::StatusOr<std::vector<std::string>> Names(OpKernelContext* ctx, int i, int 
   return std::vector<std::string>(t.data<std::string>(), t.data<std::string>() + expected);
 }
 
+// Tensors of one shard of a checkpoint, as they were when taken.
+struct ShardTensors {
+  std::vector<std::string> names;
+  std::vector<Tensor> tensors;
+};
+
+// Inputs [first, first + names.size()) of `ctx`, all taken before any is written:
+// references, since variables copy on write.
+absl::StatusOr<ShardTensors> TakeInputs(OpKernelContext* ctx, int first,
+                                        std::vector<std::string> names) {
+  ShardTensors shard;
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSIGN_OR_RETURN(Tensor t, ctx->input_value(first + static_cast<int>(i)));
+    RETURN_IF_ERROR(RawBytes(t, names[i]).status());
+    shard.tensors.push_back(std::move(t));
+  }
+  shard.names = std::move(names);
+  return shard;
+}
+
+absl::Status WriteShard(const std::string& location, const std::string& id, int64_t shard_id,
+                        const ShardTensors& shard) {
+  ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
+                   where.store->OpenShard(id, static_cast<int>(shard_id)));
+  for (size_t i = 0; i < shard.names.size(); ++i) {
+    const Tensor& t = shard.tensors[i];
+    ASSIGN_OR_RETURN(absl::string_view bytes, RawBytes(t, shard.names[i]));
+    TensorHeader header;
+    header.set_name(shard.names[i]);
+    header.set_dtype(t.dtype());
+    t.shape().ToProto(header.mutable_shape());
+    header.set_size(static_cast<int64_t>(bytes.size()));
+    RETURN_IF_ERROR(writer->AddTensor(header, bytes));
+  }
+  return writer->Close();
+}
+
 class CheckpointSaveShardOp : public OpKernel {
  public:
   explicit CheckpointSaveShardOp(OpKernelConstruction* c) : OpKernel(c) {}
@@ -88,26 +130,108 @@ class CheckpointSaveShardOp : public OpKernel {
     ASSIGN_OR_RETURN(std::string id, ScalarString(ctx, 1, "checkpoint_id"));
     const int n = ctx->num_inputs() - 3;
     ASSIGN_OR_RETURN(std::vector<std::string> names, Names(ctx, 2, n));
-    ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
-    ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
-                     where.store->OpenShard(id, static_cast<int>(shard_id_)));
-    for (int i = 0; i < n; ++i) {
-      ASSIGN_OR_RETURN(Tensor t, ctx->input_value(3 + i));
-      ASSIGN_OR_RETURN(absl::string_view bytes, RawBytes(t, names[i]));
-      TensorHeader header;
-      header.set_name(names[i]);
-      header.set_dtype(t.dtype());
-      t.shape().ToProto(header.mutable_shape());
-      header.set_size(static_cast<int64_t>(bytes.size()));
-      RETURN_IF_ERROR(writer->AddTensor(header, bytes));
-    }
-    return writer->Close();
+    // Every variable as of one moment on this task, however long the writing takes.
+    ASSIGN_OR_RETURN(ShardTensors shard, TakeInputs(ctx, 3, std::move(names)));
+    return WriteShard(location, id, shard_id_, shard);
   }
 
  private:
   int64_t shard_id_ = 0;
 };
 REGISTER_KERNEL(CheckpointSaveShardOp, "CheckpointSaveShard");
+
+// The snapshots of this process that wait to be written, by snapshot id and shard.
+class SnapshotTable {
+ public:
+  // Snapshots never written (their saver failed or went away) are dropped after this.
+  static constexpr absl::Duration kLifetime = absl::Minutes(10);
+
+  static SnapshotTable* Global() {
+    static SnapshotTable* const table = new SnapshotTable();
+    return table;
+  }
+
+  void Put(const std::string& id, int64_t shard_id, ShardTensors shard) {
+    const absl::Time now = absl::Now();
+    absl::MutexLock lock(&mu_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (now - it->second.taken > kLifetime) {
+        LOG(WARNING) << "dropping checkpoint snapshot " << it->first.first << " shard "
+                     << it->first.second << ", never written after "
+                     << absl::FormatDuration(kLifetime);
+        it = entries_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    entries_[{id, shard_id}] = Entry{std::move(shard), now};
+  }
+
+  absl::StatusOr<ShardTensors> Take(const std::string& id, int64_t shard_id) {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find({id, shard_id});
+    if (it == entries_.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "no checkpoint snapshot ", id, " of shard ", shard_id,
+          " on this task: it restarted since the snapshot, or the snapshot was written "
+          "already or expired (after ",
+          absl::FormatDuration(kLifetime), ")"));
+    }
+    ShardTensors shard = std::move(it->second.shard);
+    entries_.erase(it);
+    return shard;
+  }
+
+ private:
+  struct Entry {
+    ShardTensors shard;
+    absl::Time taken;
+  };
+  absl::Mutex mu_;
+  std::map<std::pair<std::string, int64_t>, Entry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+class CheckpointSnapshotOp : public OpKernel {
+ public:
+  explicit CheckpointSnapshotOp(OpKernelConstruction* c) : OpKernel(c) {}
+  absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("shard_id", &shard_id_); }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::string id, ScalarString(ctx, 0, "snapshot_id"));
+    if (id.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("snapshot_id of ", ctx->kernel().name(), " is empty"));
+    }
+    const int n = ctx->num_inputs() - 2;
+    ASSIGN_OR_RETURN(std::vector<std::string> names, Names(ctx, 1, n));
+    ASSIGN_OR_RETURN(ShardTensors shard, TakeInputs(ctx, 2, std::move(names)));
+    SnapshotTable::Global()->Put(id, shard_id_, std::move(shard));
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t shard_id_ = 0;
+};
+REGISTER_KERNEL(CheckpointSnapshotOp, "CheckpointSnapshot");
+
+class CheckpointWriteSnapshotOp : public OpKernel {
+ public:
+  explicit CheckpointWriteSnapshotOp(OpKernelConstruction* c) : OpKernel(c) {}
+  absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("shard_id", &shard_id_); }
+  bool MayWait() const override { return true; }  // Disk or checkpoint store calls.
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::string location, ScalarString(ctx, 0, "location"));
+    ASSIGN_OR_RETURN(std::string id, ScalarString(ctx, 1, "checkpoint_id"));
+    ASSIGN_OR_RETURN(std::string snapshot_id, ScalarString(ctx, 2, "snapshot_id"));
+    ASSIGN_OR_RETURN(ShardTensors shard, SnapshotTable::Global()->Take(snapshot_id, shard_id_));
+    return WriteShard(location, id, shard_id_, shard);
+  }
+
+ private:
+  int64_t shard_id_ = 0;
+};
+REGISTER_KERNEL(CheckpointWriteSnapshotOp, "CheckpointWriteSnapshot");
 
 // The shape of tensor i of a restore as the store announced it in `header`, checked:
 // the name expected in its place, dtype `expected` (what `target`, the output or the

@@ -71,6 +71,10 @@ Output AssignSub(const Scope& scope, Input ref, Input value, bool use_locking) {
                          .Finalize());
 }
 
+Output AssignMul(const Scope& scope, Input ref, Input value) {
+  return FirstOutput(NodeBuilder(scope, "AssignMul").Input(ref).Input(value).Finalize());
+}
+
 Output IsVariableInitialized(const Scope& scope, Input ref) {
   Output r = ref.ToOutput(scope);
   if (!r.valid()) return Output();

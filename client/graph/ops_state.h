@@ -25,6 +25,9 @@ Output Assign(const Scope& scope, Input ref, Input value, bool validate_shape = 
               bool use_locking = true);
 Output AssignAdd(const Scope& scope, Input ref, Input value, bool use_locking = false);
 Output AssignSub(const Scope& scope, Input ref, Input value, bool use_locking = false);
+// ref *= value, as one update under the variable's lock (an Overseer op: TensorFlow
+// writes Assign(ref, ref * value), which loses an update when two steps interleave).
+Output AssignMul(const Scope& scope, Input ref, Input value);
 // Sparse updates of a variable's rows: ref[indices[i], ...] = (or +=, -=) updates[i, ...],
 // with updates.shape = indices.shape + ref.shape[1:] (tf.scatter_update / _add / _sub).
 // Returns the ref.

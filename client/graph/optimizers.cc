@@ -285,10 +285,10 @@ Operation AdamOptimizer::Finish(const Scope& scope, const std::vector<Operation>
   const Scope deps =
       scope.WithOpName("").WithControlDependencies(updates).ColocateWith(beta1_power_.ref);
   const DataType t = beta1_power_.dtype();
-  Output update1 = ops::Assign(deps, beta1_power_.ref,
-                               ops::Mul(deps, beta1_power_.ref, ops::ConstOfType(deps, t, beta1_)));
-  Output update2 = ops::Assign(deps, beta2_power_.ref,
-                               ops::Mul(deps, beta2_power_.ref, ops::ConstOfType(deps, t, beta2_)));
+  // One locked update each: with Assign(p, p * beta) two interleaved steps would lose one
+  // (TensorFlow's race), and the powers would drift from the global step.
+  Output update1 = ops::AssignMul(deps, beta1_power_.ref, ops::ConstOfType(deps, t, beta1_));
+  Output update2 = ops::AssignMul(deps, beta2_power_.ref, ops::ConstOfType(deps, t, beta2_));
   std::vector<Operation> all = updates;
   all.push_back(Operation(update1.node()));
   all.push_back(Operation(update2.node()));

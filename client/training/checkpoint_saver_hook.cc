@@ -83,9 +83,8 @@ absl::Status CheckpointSaverHook::AfterCreateSession(ClientSession* session, Coo
   }
   // The checkpoint saved here is the state at `step`. A listener cannot stop training
   // before the first run.
-  RETURN_IF_ERROR(Save(session, step).status());
   timer_.UpdateLastTriggeredStep(step);
-  return absl::OkStatus();
+  return Save(session, step).status();
 }
 
 absl::StatusOr<SessionRunArgs> CheckpointSaverHook::BeforeRun(SessionRunContext*) {
@@ -127,8 +126,17 @@ absl::StatusOr<bool> CheckpointSaverHook::Save(ClientSession* session, int64_t s
   }
   // The saver's nodes may be newer than the session's graph.
   RETURN_IF_ERROR(session->ExtendIfNeeded());
-  ASSIGN_OR_RETURN(std::string path,
-                   saver_->Save(session->session(), save_path_, step, options_.save_graph_def));
+  // A consistent saver names the checkpoint by the step its snapshot holds, which may
+  // be past `step` when other trainers run; the event file and AfterSave get that one.
+  std::string path;
+  if (saver_->consistent()) {
+    ASSIGN_OR_RETURN(path, saver_->Save(session->session(), save_path_, global_step_,
+                                        options_.save_graph_def, &step));
+    timer_.UpdateLastTriggeredStep(step);
+  } else {
+    ASSIGN_OR_RETURN(path,
+                     saver_->Save(session->session(), save_path_, step, options_.save_graph_def));
+  }
   if (options_.summary_writer != nullptr && !path.empty()) {  // "": an empty saver.
     RETURN_IF_ERROR(options_.summary_writer->AddSessionLog(SessionLog::CHECKPOINT, step, path));
   }

@@ -81,18 +81,35 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
   Output location = ops::Placeholder(s.WithOpName("location"), DT_STRING);
   Output id = ops::Placeholder(s.WithOpName("checkpoint_id"), DT_STRING);
   Output checkpoint = ops::Placeholder(s.WithOpName("checkpoint"), DT_STRING);
+  Output snapshot_id = ops::Placeholder(s.WithOpName("snapshot_id"), DT_STRING);
+  // Snapshots and writes go by shard; a shard's variables are on its device when
+  // sharded, else wherever they are (the one snapshot then reads them across tasks).
   const std::vector<Group> shards = group(options.sharded);
-  std::vector<Operation> saves;
+  std::vector<Operation> saves, snapshots, writes;
   for (size_t shard = 0; shard < shards.size(); ++shard) {
     Scope ds = s.WithDevice(shards[shard].device);
     Inputs in = inputs(ds, shards[shard].vars);
+    const int64_t shard_id = static_cast<int64_t>(shard);
+    // The one-step save (not a cut across tasks) of SaverDefs without the two steps.
     saves.push_back(NodeBuilder(ds.WithOpName("save_shard"), "CheckpointSaveShard")
                         .Input(location)
                         .Input(id)
                         .Input(in.names)
                         .Input(in.refs)
-                        .Attr("shard_id", static_cast<int64_t>(shard))
+                        .Attr("shard_id", shard_id)
                         .Finalize());
+    snapshots.push_back(NodeBuilder(ds.WithOpName("snapshot_shard"), "CheckpointSnapshot")
+                            .Input(snapshot_id)
+                            .Input(in.names)
+                            .Input(in.refs)
+                            .Attr("shard_id", shard_id)
+                            .Finalize());
+    writes.push_back(NodeBuilder(ds.WithOpName("write_shard"), "CheckpointWriteSnapshot")
+                         .Input(location)
+                         .Input(id)
+                         .Input(snapshot_id)
+                         .Attr("shard_id", shard_id)
+                         .Finalize());
   }
   std::vector<Operation> restores;
   for (const Group& g : group(/*by_device=*/true)) {
@@ -108,6 +125,9 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
                            .Finalize());
   }
   Operation save_all = ops::NoOp(s.WithOpName("save_all").WithControlDependencies(saves));
+  Operation snapshot_all =
+      ops::NoOp(s.WithOpName("snapshot_all").WithControlDependencies(snapshots));
+  Operation write_all = ops::NoOp(s.WithOpName("write_all").WithControlDependencies(writes));
   Operation restore_all = ops::NoOp(s.WithOpName("restore_all").WithControlDependencies(restores));
   RETURN_IF_ERROR(scope.status());
   saver->options_ = std::move(options);
@@ -116,6 +136,9 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(const Scope& scope, SaverOp
   saver->location_feed_ = location.name();
   saver->id_feed_ = id.name();
   saver->checkpoint_feed_ = checkpoint.name();
+  saver->snapshot_id_feed_ = snapshot_id.name();
+  saver->snapshot_target_ = snapshot_all.name();
+  saver->write_target_ = write_all.name();
   saver->save_target_ = save_all.name();
   saver->restore_target_ = restore_all.name();
   return saver;
@@ -134,6 +157,9 @@ SaverDef Saver::ToSaverDef() const {
   def.set_checkpoint_id_tensor_name(id_feed_);
   def.set_num_shards(num_shards_);
   def.set_store_retention_list(options_.retention_list == SaverOptions::RetentionList::kStore);
+  def.set_snapshot_op_name(snapshot_target_);
+  def.set_snapshot_id_tensor_name(snapshot_id_feed_);
+  def.set_write_op_name(write_target_);
   return def;
 }
 
@@ -150,6 +176,25 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::FromSaverDef(const Scope& scope,
       {"restore_op_name", &def.restore_op_name()},
       {"location_tensor_name", &def.location_tensor_name()},
       {"checkpoint_id_tensor_name", &def.checkpoint_id_tensor_name()}};
+  const bool two_steps = !def.snapshot_op_name().empty();
+  if (two_steps != !def.snapshot_id_tensor_name().empty() ||
+      two_steps != !def.write_op_name().empty()) {
+    return absl::InvalidArgumentError(
+        "SaverDef: snapshot_op_name, snapshot_id_tensor_name and write_op_name go together");
+  }
+  if (two_steps) {
+    const std::pair<const char*, const std::string*> snapshot_names[] = {
+        {"snapshot_op_name", &def.snapshot_op_name()},
+        {"snapshot_id_tensor_name", &def.snapshot_id_tensor_name()},
+        {"write_op_name", &def.write_op_name()}};
+    for (const auto& [field, name] : snapshot_names) {
+      const std::string node = name->substr(0, name->find(':'));
+      if (node.empty() || graph.FindNode(node) == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("SaverDef: ", field, " '", *name, "' names no node of the graph"));
+      }
+    }
+  }
   for (const auto& [field, name] : names) {
     const std::string node = name->substr(0, name->find(':'));
     if (node.empty() || graph.FindNode(node) == nullptr) {
@@ -173,19 +218,68 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::FromSaverDef(const Scope& scope,
   saver->checkpoint_feed_ = def.filename_tensor_name();
   saver->save_target_ = def.save_tensor_name();
   saver->restore_target_ = def.restore_op_name();
+  saver->snapshot_id_feed_ = def.snapshot_id_tensor_name();
+  saver->snapshot_target_ = def.snapshot_op_name();
+  saver->write_target_ = def.write_op_name();
   return saver;
 }
 
 absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& prefix,
                                         int64_t global_step, bool write_meta_graph) {
+  return SaveAt(session, prefix, global_step, "", write_meta_graph, nullptr);
+}
+
+absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& prefix,
+                                        const Output& global_step, bool write_meta_graph,
+                                        int64_t* saved_step) {
+  if (!global_step.valid()) {
+    return absl::InvalidArgumentError("Saver::Save: the global step tensor is not valid");
+  }
+  return SaveAt(session, prefix, -1, global_step.name(), write_meta_graph, saved_step);
+}
+
+absl::StatusOr<int64_t> Saver::Snapshot(Session* session, const std::string& snapshot_id,
+                                        int64_t global_step, const std::string& step_tensor) {
+  std::vector<std::string> fetches;
+  if (!step_tensor.empty()) fetches.push_back(step_tensor);
+  std::vector<Tensor> out;
+  RETURN_IF_ERROR(session->Run({{snapshot_id_feed_, Tensor::Scalar<std::string>(snapshot_id)}},
+                               fetches, {snapshot_target_}, &out));
+  if (step_tensor.empty()) return global_step;
+  const Tensor& step = out.at(0);
+  if (step.NumElements() != 1 || (step.dtype() != DT_INT64 && step.dtype() != DT_INT32)) {
+    return absl::InvalidArgumentError(absl::StrCat("Saver::Save: global step ", step_tensor,
+                                                   " must be an int32 or int64 scalar, got ",
+                                                   step.DebugString()));
+  }
+  return step.dtype() == DT_INT64 ? step.data<int64_t>()[0] : step.data<int32_t>()[0];
+}
+
+absl::StatusOr<std::string> Saver::SaveAt(Session* session, const std::string& prefix,
+                                          int64_t global_step, const std::string& step_tensor,
+                                          bool write_meta_graph, int64_t* saved_step) {
   if (empty_) {
     LOG(INFO) << "Saver " << options_.name << ": no variables to save; nothing is written";
     return std::string();
   }
   std::string location, base;
   RETURN_IF_ERROR(SplitCheckpointPrefix(prefix, &location, &base));
-  const std::string name = global_step >= 0 ? absl::StrCat(base, "-", global_step) : base;
   ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
+  const bool two_steps = !snapshot_target_.empty();
+  if (!two_steps && !step_tensor.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Saver ", options_.name,
+                     ": its graph has no snapshot step (saved before consistent saves); save "
+                     "with the global step's value instead of its tensor"));
+  }
+  std::string snapshot_id;
+  if (two_steps) {
+    snapshot_id = absl::StrCat(absl::Hex(absl::Uniform<uint64_t>(bitgen_)), "-",
+                               absl::ToUnixMicros(Clock::Real()->Now()));
+    ASSIGN_OR_RETURN(global_step, Snapshot(session, snapshot_id, global_step, step_tensor));
+  }
+  if (saved_step != nullptr) *saved_step = global_step;
+  const std::string name = global_step >= 0 ? absl::StrCat(base, "-", global_step) : base;
   BeginCheckpointRequest begin;
   begin.set_run(where.run);
   begin.set_name(name);
@@ -222,9 +316,12 @@ absl::StatusOr<std::string> Saver::Save(Session* session, const std::string& pre
     }
   }
   ASSIGN_OR_RETURN(std::string id, where.store->BeginCheckpoint(begin));
-  const absl::Status ran = session->Run({{location_feed_, Tensor::Scalar<std::string>(location)},
-                                         {id_feed_, Tensor::Scalar<std::string>(id)}},
-                                        {}, {save_target_}, nullptr);
+  std::vector<std::pair<std::string, Tensor>> feeds = {
+      {location_feed_, Tensor::Scalar<std::string>(location)},
+      {id_feed_, Tensor::Scalar<std::string>(id)}};
+  if (two_steps) feeds.push_back({snapshot_id_feed_, Tensor::Scalar<std::string>(snapshot_id)});
+  const absl::Status ran =
+      session->Run(feeds, {}, {two_steps ? write_target_ : save_target_}, nullptr);
   if (!ran.ok()) {
     where.store->AbortCheckpoint(id).IgnoreError();
     return ran;

@@ -3,12 +3,24 @@
 
 // Saver: TensorFlow 1.x's tf.train.Saver over a checkpoint store. A checkpoint prefix
 // is "<location>/<name>", where the location is a local directory (embedded mode, no
-// server) or grpc://host:port/<run>. Save begins a checkpoint, runs one
-// CheckpointSaveShard per device group (each streams its variables to the store),
-// then commits; the store applies max_to_keep and keep_checkpoint_every_n_hours.
+// server) or grpc://host:port/<run>. The store applies max_to_keep and
+// keep_checkpoint_every_n_hours.
+//
+// A save is a consistent cut: every variable of every task as of one moment between
+// training steps, never half of a step's updates (TensorFlow's Saver copies variables
+// while steps update them). It takes two steps. The first, the snapshot, takes a
+// reference to every variable on its task (CheckpointSnapshot; variables copy on
+// write, so nothing is copied and later updates do not show) while no step that writes
+// them runs: the session's update gate (core/graph/update_gate.h) holds new writing steps
+// back and waits for those in flight, for the milliseconds the snapshot takes. The
+// second writes each task's snapshot to the store (CheckpointWriteSnapshot) while
+// training goes on. Given the global step's tensor, the snapshot reads it too and the
+// checkpoint is named by that value, so "model.ckpt-N" holds the state after exactly N
+// steps. The cut covers the steps of one master (or one process, embedded): trainers
+// with a master each are not held by each other's snapshots.
 //
 //   auto saver = Saver::Create(root, {});            // every global variable
-//   auto path = (*saver)->Save(session, "/ckpt/model.ckpt", step);  // ".../model.ckpt-<step>"
+//   auto path = (*saver)->Save(session, "/ckpt/model.ckpt", global_step);  // "...-<step>"
 //   (*saver)->Restore(session, *LatestCheckpoint("/ckpt"));
 
 #include <memory>
@@ -16,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/graph/scope.h"
@@ -64,6 +77,16 @@ class Saver {
   // retired with it; one over 32 MiB is left out with a warning.
   absl::StatusOr<std::string> Save(Session* session, const std::string& prefix,
                                    int64_t global_step = -1, bool write_meta_graph = true);
+  // As Save, named "<prefix>-<N>" where N is the value of `global_step` (an int32 or
+  // int64 scalar) read in the snapshot itself; N goes to `saved_step` if given.
+  // DEADLINE_EXCEEDED if steps writing the variables did not pause within the gate's
+  // wait (30 s): nothing is written then. FAILED_PRECONDITION for a Saver of a graph
+  // made before consistent saves (consistent() is false).
+  absl::StatusOr<std::string> Save(Session* session, const std::string& prefix,
+                                   const Output& global_step, bool write_meta_graph = true,
+                                   int64_t* saved_step = nullptr);
+  // Whether saves are consistent cuts (its graph has the snapshot step).
+  bool consistent() const { return !snapshot_target_.empty(); }
   // Assigns every variable of the saver from checkpoint `path` ("<location>/<name>").
   // NOT_FOUND naming a missing checkpoint or variable; DATA_LOSS for damaged files.
   // An empty saver does nothing.
@@ -92,6 +115,15 @@ class Saver {
 
  private:
   Saver() = default;
+  // Both Saves: `step_tensor` names the global step's tensor, or is empty to name the
+  // checkpoint by `global_step`.
+  absl::StatusOr<std::string> SaveAt(Session* session, const std::string& prefix,
+                                     int64_t global_step, const std::string& step_tensor,
+                                     bool write_meta_graph, int64_t* saved_step);
+  // Runs the snapshot step (a snapshot id is fed) and returns the step read in it, or
+  // `global_step` without `step_tensor`.
+  absl::StatusOr<int64_t> Snapshot(Session* session, const std::string& snapshot_id,
+                                   int64_t global_step, const std::string& step_tensor);
 
   SaverOptions options_;
   // For the meta graph of each save. Weak: a graph keeps its default Saver as an
@@ -99,13 +131,17 @@ class Saver {
   std::weak_ptr<ClientGraph> graph_;
   bool empty_ = false;
   int num_shards_ = 1;
-  std::string location_feed_;    // "save/location:0"
-  std::string id_feed_;          // "save/checkpoint_id:0"
-  std::string checkpoint_feed_;  // "save/checkpoint:0"
+  std::string location_feed_;     // "save/location:0"
+  std::string id_feed_;           // "save/checkpoint_id:0"
+  std::string checkpoint_feed_;   // "save/checkpoint:0"
+  std::string snapshot_id_feed_;  // "save/snapshot_id:0"; empty in graphs made before it.
+  std::string snapshot_target_;
+  std::string write_target_;
   std::string save_target_;
   std::string restore_target_;
   std::vector<std::string> last_checkpoints_;
   std::vector<double> last_timestamps_;  // Unix seconds, one per last_checkpoints_ entry.
+  absl::BitGen bitgen_;                  // Snapshot ids.
 };
 
 // The newest complete checkpoint's path under `location`, or nullopt if there is none.

@@ -274,13 +274,20 @@ void Supervisor::ServiceRan(SupervisorService service, const absl::Status& statu
 
 absl::Status Supervisor::SaveCheckpoint(ClientSession* session) {
   absl::MutexLock lock(&saver_mu_);
-  int64_t step = -1;
-  if (global_step_.valid()) {
-    ASSIGN_OR_RETURN(step, GlobalStepValue(*session));
-  }
   RETURN_IF_ERROR(session->ExtendIfNeeded());
   LOG(INFO) << "Saving checkpoint to path " << save_path_;
-  ASSIGN_OR_RETURN(std::string path, saver_->Save(session->session(), save_path_, step));
+  int64_t step = -1;
+  std::string path;
+  if (global_step_.valid() && saver_->consistent()) {
+    // Named by the step its snapshot holds.
+    ASSIGN_OR_RETURN(path, saver_->Save(session->session(), save_path_, global_step_,
+                                        /*write_meta_graph=*/true, &step));
+  } else {
+    if (global_step_.valid()) {
+      ASSIGN_OR_RETURN(step, GlobalStepValue(*session));
+    }
+    ASSIGN_OR_RETURN(path, saver_->Save(session->session(), save_path_, step));
+  }
   absl::MutexLock writer_lock(&writer_mu_);
   if (writer_ != nullptr && global_step_.valid()) {
     RETURN_IF_ERROR(writer_->AddSessionLog(SessionLog::CHECKPOINT, step, path));

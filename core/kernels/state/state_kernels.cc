@@ -93,7 +93,7 @@ class AssignOp : public OpKernel {
 };
 REGISTER_KERNEL(AssignOp, "Assign");
 
-// AssignAdd (kSign = 1) and AssignSub (kSign = -1).
+// AssignAdd (kSign = 1), AssignSub (kSign = -1) and AssignMul (kSign = 0).
 template <int kSign>
 class AssignUpdateOp : public OpKernel {
  public:
@@ -115,7 +115,9 @@ class AssignUpdateOp : public OpKernel {
       Tensor* t = var->tensor();
       RETURN_IF_ERROR(VisitNumericTypes(value.dtype(), type_string(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if (kSign > 0) {
+        if (kSign == 0) {
+          t->flat<T>() *= value.flat<T>();
+        } else if (kSign > 0) {
           t->flat<T>() += value.flat<T>();
         } else {
           t->flat<T>() -= value.flat<T>();
@@ -129,6 +131,7 @@ class AssignUpdateOp : public OpKernel {
 };
 REGISTER_KERNEL(AssignUpdateOp<1>, "AssignAdd");
 REGISTER_KERNEL(AssignUpdateOp<-1>, "AssignSub");
+REGISTER_KERNEL(AssignUpdateOp<0>, "AssignMul");
 
 class CountUpToOp : public OpKernel {
  public:

@@ -145,6 +145,9 @@ TEST(AssignAddSubTest, Updates) {
   out = RunUpdate("AssignSub", var, AsTensor<float>({1, 1}));
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEqual(out->at(0), AsTensor<float>({10, 21}));
+  out = RunUpdate("AssignMul", var, AsTensor<float>({0.5, 2}));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEqual(out->at(0), AsTensor<float>({5, 42}));
 
   auto ints = test::MakeVar(DT_INT64, AsScalar<int64_t>(5));
   out = RunUpdate("AssignAdd", ints, AsScalar<int64_t>(-7));
@@ -152,6 +155,8 @@ TEST(AssignAddSubTest, Updates) {
   ExpectTensorEqual(out->at(0), AsScalar<int64_t>(-2));
 
   EXPECT_EQ(RunUpdate("AssignAdd", var, AsTensor<float>({1})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunUpdate("AssignMul", var, AsTensor<float>({1})).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

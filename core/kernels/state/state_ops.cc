@@ -88,6 +88,15 @@ REGISTER_OP("AssignSub")
     .Attr("use_locking: bool = false")
     .SetShapeFn(AssignShape);
 
+// ref *= value, read and written under the variable's lock: an Overseer op, for
+// updates that must not be lost when steps interleave (Adam's beta powers).
+REGISTER_OP("AssignMul")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: {float, double, int32, int64}")
+    .SetShapeFn(AssignShape);
+
 // ref[indices[i], ...] = updates[i, ...] (ScatterUpdate), += (ScatterAdd), -=
 // (ScatterSub); updates.shape = indices.shape + ref.shape[1:]. Repeated indices apply in
 // order. Outputs the variable.
