@@ -59,7 +59,7 @@ struct Model {
   std::string loss, train, init;
   // Synchronous training only: the global step, the local step's initialisers, the
   // chief's aggregation op, its initial tokens and the op cancelling its takes.
-  std::string global_step, local_init, chief_init, sync_op, init_tokens, cancel_takes;
+  std::string global_step, local_init, chief_init, take_op, sync_op, init_tokens, cancel_takes;
 };
 
 // The classifier; with `worker` >= 0, placed for replica `worker` of a cluster with
@@ -86,6 +86,7 @@ Model BuildModel(int worker, bool sync = false) {
     m.global_step = classifier->global_step.value.name();
     m.local_init = LocalVariablesInitializer(root).name();
     m.chief_init = opt.chief_init_op().name();
+    m.take_op = opt.take_op().name();
     m.sync_op = opt.sync_op().name();
     auto tokens = opt.GetInitTokensOp(root);
     CHECK(tokens.ok()) << tokens.status();
@@ -223,8 +224,11 @@ int Run(const char* argv0) {
   }
   std::thread aggregation([&] {
     for (;;) {
-      absl::Status run = sync_replicas[0]->Run({}, {}, {sync_model.sync_op}, nullptr);
+      // As the chief's queue runner: the take step, then the update step.
+      absl::Status run = sync_replicas[0]->Run({}, {}, {sync_model.take_op}, nullptr);
       if (absl::IsCancelled(run)) return;
+      CHECK(run.ok()) << run;
+      run = sync_replicas[0]->Run({}, {}, {sync_model.sync_op}, nullptr);
       CHECK(run.ok()) << run;
     }
   });

@@ -35,12 +35,18 @@ struct QueueRunner::Shared {
   void RunEnqueue(Session* session, const std::string& op, Coordinator* coord) {
     absl::Status error;
     while (coord == nullptr || !coord->ShouldStop()) {
+      std::string failed = op;
       absl::Status status = RunOp(session, op);
+      for (int i = 0; status.ok() && i < def.then_op_name_size(); ++i) {
+        failed = def.then_op_name(i);
+        status = RunOp(session, failed);
+      }
       if (status.ok()) continue;
       if (!IsQueueClosed(status)) {
-        error = absl::Status(status.code(),
-                             absl::StrCat("QueueRunner for queue '", def.queue_name(),
-                                          "', enqueue op '", op, "': ", status.message()));
+        error =
+            absl::Status(status.code(), absl::StrCat("QueueRunner for queue '", def.queue_name(),
+                                                     "', ", failed == op ? "enqueue op '" : "op '",
+                                                     failed, "': ", status.message()));
       }
       break;
     }
@@ -115,7 +121,8 @@ absl::Status CheckCodes(const std::vector<absl::StatusCode>& codes, const std::s
 
 absl::StatusOr<std::unique_ptr<QueueRunner>> QueueRunner::Create(
     const Scope& scope, Output queue, const std::vector<Operation>& enqueue_ops, Operation close_op,
-    Operation cancel_op, std::vector<absl::StatusCode> queue_closed_codes) {
+    Operation cancel_op, std::vector<absl::StatusCode> queue_closed_codes,
+    const std::vector<Operation>& then_ops) {
   RETURN_IF_ERROR(scope.status());
   if (!queue.valid()) return absl::InvalidArgumentError("QueueRunner needs a queue, got null");
   ClientGraph* graph = queue.node()->graph();
@@ -130,6 +137,9 @@ absl::StatusOr<std::unique_ptr<QueueRunner>> QueueRunner::Create(
   }
   for (const Operation& op : enqueue_ops) {
     RETURN_IF_ERROR(CheckInGraph(graph, op, "enqueue op", queue_name));
+  }
+  for (const Operation& op : then_ops) {
+    RETURN_IF_ERROR(CheckInGraph(graph, op, "then op", queue_name));
   }
   RETURN_IF_ERROR(CheckCodes(queue_closed_codes, queue_name));
   const size_t slash = queue_name.rfind('/');
@@ -151,6 +161,7 @@ absl::StatusOr<std::unique_ptr<QueueRunner>> QueueRunner::Create(
   auto shared = std::make_shared<Shared>();
   shared->def.set_queue_name(queue_name);
   for (const Operation& op : enqueue_ops) shared->def.add_enqueue_op_name(op.name());
+  for (const Operation& op : then_ops) shared->def.add_then_op_name(op.name());
   shared->def.set_close_op_name(close_op.name());
   shared->def.set_cancel_op_name(cancel_op.name());
   shared->closed_codes = std::move(queue_closed_codes);
@@ -193,6 +204,10 @@ const std::string& QueueRunner::name() const { return shared_->def.queue_name();
 
 std::vector<std::string> QueueRunner::enqueue_op_names() const {
   return {shared_->def.enqueue_op_name().begin(), shared_->def.enqueue_op_name().end()};
+}
+
+std::vector<std::string> QueueRunner::then_op_names() const {
+  return {shared_->def.then_op_name().begin(), shared_->def.then_op_name().end()};
 }
 
 const std::string& QueueRunner::close_op_name() const { return shared_->def.close_op_name(); }
@@ -274,6 +289,7 @@ absl::StatusOr<std::vector<std::unique_ptr<QueueRunner>>> QueueRunnersInGraph(
     }
     std::vector<std::string> names = {def.queue_name(), def.close_op_name(), def.cancel_op_name()};
     names.insert(names.end(), def.enqueue_op_name().begin(), def.enqueue_op_name().end());
+    names.insert(names.end(), def.then_op_name().begin(), def.then_op_name().end());
     for (const std::string& name : names) {
       if (graph.FindNode(name) == nullptr) {
         return absl::NotFoundError(absl::StrCat("the queue runner for queue '", def.queue_name(),

@@ -4,6 +4,8 @@
 // QueueRunner: TensorFlow's tf.train.QueueRunner in C++ form. It holds a queue's
 // enqueue ops and runs each in its own thread, in a loop, until the queue is closed,
 // an op fails or the Coordinator stops:
+//   - ops given as `then_ops` run after each successful run of an enqueue op, in
+//     order, each as its own step, on the same thread; they fail as it does;
 //   - an enqueue op failing with a "queue closed" code (OUT_OF_RANGE by default: an
 //     input queue it dequeues from was closed and drained) ends its thread cleanly;
 //   - any other error ends its thread and is reported to the coordinator with
@@ -59,7 +61,8 @@ class QueueRunner {
   static absl::StatusOr<std::unique_ptr<QueueRunner>> Create(
       const Scope& scope, Output queue, const std::vector<Operation>& enqueue_ops,
       Operation close_op = Operation(), Operation cancel_op = Operation(),
-      std::vector<absl::StatusCode> queue_closed_codes = {absl::StatusCode::kOutOfRange});
+      std::vector<absl::StatusCode> queue_closed_codes = {absl::StatusCode::kOutOfRange},
+      const std::vector<Operation>& then_ops = {});
 
   // A runner from its description (TensorFlow's QueueRunner.from_proto). Names are not
   // checked against any graph: an op that does not exist fails when run. No closed
@@ -72,6 +75,7 @@ class QueueRunner {
   // The queue op's name (TensorFlow's QueueRunner.name).
   const std::string& name() const;
   std::vector<std::string> enqueue_op_names() const;
+  std::vector<std::string> then_op_names() const;
   const std::string& close_op_name() const;
   const std::string& cancel_op_name() const;
   std::vector<absl::StatusCode> queue_closed_codes() const;

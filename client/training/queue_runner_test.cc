@@ -118,6 +118,35 @@ TEST_F(QueueRunnerTest, Basic) {
   ExpectDrainsAndIsClosed(queue, 3);
 }
 
+TEST_F(QueueRunnerTest, ThenOpsRunAfterEachEnqueueAsTheirOwnSteps) {
+  Output queue = Queue("queue", 10);
+  Output out = Queue("out", 10);
+  Operation enqueue = EnqueueFromSource("count_up_to", queue, 3);
+  // Moves each element on: it would wait forever if it ran before its enqueue.
+  Operation move = ops::QueueEnqueue(root_.WithOpName("move"), out,
+                                     {ops::QueueDequeue(root_, queue, {DT_FLOAT})[0]});
+  auto runner = QueueRunner::Create(root_, queue, {enqueue}, Operation(), Operation(),
+                                    {absl::StatusCode::kOutOfRange}, {move});
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  EXPECT_THAT((*runner)->then_op_names(), ElementsAre("move"));
+  auto copy = QueueRunner::FromProto((*runner)->ToProto());
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_THAT((*copy)->then_op_names(), ElementsAre("move"));
+  auto threads = (*runner)->CreateThreads(session());
+  ASSERT_TRUE(threads.ok()) << threads.status();
+  WaitAll(*threads);
+  EXPECT_TRUE((*runner)->exceptions_raised().empty());
+  EXPECT_EQ(Size(queue), 0);
+  std::vector<Tensor> got;
+  absl::Status s =
+      session()->Run({ops::QueueDequeueMany(
+                         root_, out, ops::Const(root_, Tensor::Scalar<int32_t>(3)), {DT_FLOAT})[0]},
+                     &got);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_THAT(std::vector<float>(got[0].data<float>(), got[0].data<float>() + 3),
+              ElementsAre(0, 1, 2));
+}
+
 TEST_F(QueueRunnerTest, TwoOps) {
   Output queue = Queue("queue", 100);
   Operation three = EnqueueFromSource("count_up_to_3", queue, 3);

@@ -174,17 +174,35 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
         ops::AccumulatorSetGlobalStep(at_var, accumulator, StepNow(at_var, global_step)));
     cancels.push_back(ops::AccumulatorCancelTakes(at_var, accumulator));
   }
-  // Every update waits for every take: a take that fails (cancelled as the chief's
-  // session ends, or a ps lost) leaves all variables and the global step as they were.
-  std::vector<Operation> takes;
-  for (const GradAndVar& gv : aggregated) takes.push_back(Operation(gv.grad.node()));
-  for (GradAndVar& gv : aggregated) {
-    gv.grad = ops::Identity(sync.ColocateWith(gv.var.ref).WithControlDependencies(takes), gv.grad);
-  }
   if (applies.empty()) {
     return absl::InvalidArgumentError(
         "SyncReplicasOptimizer: no gradients provided for any variable");
   }
+  // The chief aggregates in two steps. The take step waits for the gradients and stages
+  // their means in a variable next to each variable (of no collection: never saved nor
+  // initialised by a session's init ops; the chief's init sets them), after every take
+  // succeeded: a take that fails (cancelled as the chief's session ends, or a ps lost)
+  // stages nothing. The update step applies what is staged and never waits, so that a
+  // checkpoint's snapshot, which waits for the steps that write the variables, is not
+  // held by a take waiting for a gradient (the chief's own, while it saves).
+  std::vector<Operation> takes;
+  for (const GradAndVar& gv : aggregated) takes.push_back(Operation(gv.grad.node()));
+  std::vector<Operation> stages;
+  VariableOptions staging;
+  staging.trainable = false;
+  staging.collections = {};
+  for (GradAndVar& gv : aggregated) {
+    const Scope at_var = sync.ColocateWith(gv.var.ref);
+    Variable staged =
+        MakeVariable(at_var.WithOpName(absl::StrCat(gv.var.name(), "/grad_staged")),
+                     ops::ZerosLike(at_var, ops::Identity(at_var, gv.var.ref)), staging);
+    RETURN_IF_ERROR(scope.status());
+    set_steps.push_back(staged.initializer);
+    Output after_takes = ops::Identity(at_var.WithControlDependencies(takes), gv.grad);
+    stages.push_back(Operation(ops::Assign(at_var, staged.ref, after_takes).node()));
+    gv.grad = staged.value;
+  }
+  take_op_ = ops::Group(sync.WithOpName("take_gradients"), stages);
   RETURN_IF_ERROR(scope.status());
 
   // The chief's aggregation: the wrapped optimizer applies the means and advances the
@@ -217,10 +235,10 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
   queue_size_ = ops::QueueSize(at_step.WithOpName("token_queue_size"), token_queue_);
   add_token_ = ops::QueueEnqueue(at_step.WithOpName("add_token"), token_queue_, {global_step_now_});
   RETURN_IF_ERROR(scope.status());
-  ASSIGN_OR_RETURN(
-      chief_queue_runner_,
-      QueueRunner::Create(sync, token_queue_, {sync_op_}, cancel_takes, cancel_takes,
-                          {absl::StatusCode::kCancelled, absl::StatusCode::kOutOfRange}));
+  ASSIGN_OR_RETURN(chief_queue_runner_,
+                   QueueRunner::Create(
+                       sync, token_queue_, {take_op_}, cancel_takes, cancel_takes,
+                       {absl::StatusCode::kCancelled, absl::StatusCode::kOutOfRange}, {sync_op_}));
   return train;
 }
 

@@ -91,10 +91,15 @@ class SyncReplicasOptimizer {
   Operation local_step_init_op() const { return local_step_init_op_; }
   // The local step's init, and every accumulator's step set to the global step.
   Operation chief_init_op() const { return chief_init_op_; }
-  // The chief's aggregation step: take, apply, enqueue the tokens.
+  // The chief's aggregation, two steps: take_op waits for replicas_to_aggregate fresh
+  // gradients per variable and stages their means; sync_op applies them, advances the
+  // global step and enqueues the tokens, without waiting (so that a checkpoint's
+  // snapshot never waits for a take: core/graph/update_gate.h). TensorFlow has one.
+  Operation take_op() const { return take_op_; }
   Operation sync_op() const { return sync_op_; }
   Output token_queue() const { return token_queue_; }
-  // Runs sync_op in a loop; its close and cancel ops cancel the accumulators' takes.
+  // Runs take_op then sync_op in a loop; its close and cancel ops cancel the
+  // accumulators' takes.
   QueueRunner* chief_queue_runner() const { return chief_queue_runner_.get(); }
   int replicas_to_aggregate() const { return replicas_to_aggregate_; }
   int total_num_replicas() const { return total_num_replicas_; }
@@ -109,6 +114,7 @@ class SyncReplicasOptimizer {
   Variable local_step_;
   Operation local_step_init_op_;
   Operation chief_init_op_;
+  Operation take_op_;
   Operation sync_op_;
   Operation close_token_queue_;
   Output token_queue_;
