@@ -125,11 +125,11 @@ absl::Status TrainSupervised(const Scope& root, const examples::Classifier& mode
 
   absl::Status trained = TrainSteps(*session, model, data, task, [&] { return sv->ShouldStop(); });
   if (trained.ok() && is_chief) {
-    // TensorFlow's Supervisor does not save on stop; trainers save their last step.
-    ASSIGN_OR_RETURN(int64_t step, sv->GlobalStepValue(*session));
+    // TensorFlow's Supervisor does not save on stop; trainers save their last step
+    // (named by the global step the save holds: the other trainer may still train).
     RETURN_IF_ERROR(session->ExtendIfNeeded());
-    ASSIGN_OR_RETURN(std::string path,
-                     sv->saver()->Save(session->session(), sv->save_path(), step));
+    ASSIGN_OR_RETURN(std::string path, sv->saver()->Save(session->session(), sv->save_path(),
+                                                         model.global_step.value));
     std::printf("saved: %s\n", path.c_str());
   }
   if (!trained.ok()) sv->RequestStop(trained).IgnoreError();

@@ -139,11 +139,10 @@ TEST(SupervisorClusterTest, ChiefAndNonChiefTrainAndARestartedChiefResumes) {
   ASSERT_EQ(resumed.Wait(), 0) << resumed.Log();
   std::printf("restarted chief:\n%s\n", resumed.Log().c_str());
   EXPECT_NE(resumed.Log().find("Restored model from " + saved), std::string::npos) << resumed.Log();
-  // The checkpoint named N may hold a later global_step: the non-chief trains on while
-  // the chief saves, and a save is not yet a consistent cut across trainers (issue 22).
-  // The restarted chief resumes from what the checkpoint holds.
+  // The checkpoint named N holds global_step N, though the non-chief may train on while
+  // the chief saves (a save is a consistent cut); the restarted chief resumes there.
   const int64_t restored_step = GlobalStepIn(checkpoints, saved);
-  EXPECT_GE(restored_step, saved_step);
+  EXPECT_EQ(restored_step, saved_step);
   EXPECT_EQ(resumed.Value("start global_step"), restored_step);
   EXPECT_EQ(resumed.Value("global_step"), restored_step + kResumeSteps);
   EXPECT_GE(resumed.Value("final accuracy"), 0.97) << resumed.Log();
