@@ -5,8 +5,9 @@
 
 #include "absl/synchronization/notification.h"
 #include "core/graph/validate.h"
+#include "core/node_def_util.h"
+#include "core/tensor.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace overseer {
@@ -19,108 +20,59 @@ Keys MakeKeys(std::vector<std::string> keys) {
   return std::make_shared<const std::vector<std::string>>(std::move(keys));
 }
 
-std::unique_ptr<Graph> Parse(const std::string& text) {
-  GraphDef def;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &def));
-  auto validated = ValidateAndIndexGraph(def);
-  EXPECT_TRUE(validated.ok()) << validated.status();
-  return std::move(validated->graph);
+// A graph built node by node (TextFormat's parser trips ThreadSanitizer in the
+// system's uninstrumented libprotobuf).
+class GraphMaker {
+ public:
+  NodeDef* Add(const std::string& name, const std::string& op, std::vector<std::string> inputs) {
+    NodeDef* n = def_.add_node();
+    n->set_name(name);
+    n->set_op(op);
+    for (const std::string& in : inputs) n->add_input(in);
+    return n;
+  }
+  void Variable(const std::string& name, const std::string& container = "",
+                const std::string& shared_name = "") {
+    NodeDef* n = Add(name, "VariableV2", {});
+    SetNodeAttr(n, "dtype", DT_FLOAT);
+    SetNodeAttr(n, "shape", TensorShape({2}));
+    if (!container.empty()) SetNodeAttr(n, "container", container);
+    if (!shared_name.empty()) SetNodeAttr(n, "shared_name", shared_name);
+  }
+  void Const(const std::string& name, Tensor value) {
+    NodeDef* n = Add(name, "Const", {});
+    SetNodeAttr(n, "dtype", value.dtype());
+    SetNodeAttr(n, "value", value);
+  }
+  std::unique_ptr<Graph> Build() {
+    auto validated = ValidateAndIndexGraph(def_);
+    EXPECT_TRUE(validated.ok()) << validated.status();
+    return validated.ok() ? std::move(validated->graph) : nullptr;
+  }
+
+ private:
+  GraphDef def_;
+};
+
+// w, v (container "c", shared_name "shared_v") and a Const "one".
+GraphMaker Variables() {
+  GraphMaker g;
+  g.Variable("w");
+  g.Variable("v", "c", "shared_v");
+  Tensor one(DT_FLOAT, TensorShape({2}));
+  one.data<float>()[0] = one.data<float>()[1] = 1;
+  g.Const("one", one);
+  return g;
 }
 
-constexpr char kVariables[] = R"pb(
-  node {
-    name: "w"
-    op: "VariableV2"
-    attr {
-      key: "dtype"
-      value { type: DT_FLOAT }
-    }
-    attr {
-      key: "shape"
-      value { shape { dim { size: 2 } } }
-    }
-  }
-  node {
-    name: "v"
-    op: "VariableV2"
-    attr {
-      key: "dtype"
-      value { type: DT_FLOAT }
-    }
-    attr {
-      key: "shape"
-      value { shape { dim { size: 2 } } }
-    }
-    attr {
-      key: "container"
-      value { s: "c" }
-    }
-    attr {
-      key: "shared_name"
-      value { s: "shared_v" }
-    }
-  }
-  node {
-    name: "one"
-    op: "Const"
-    attr {
-      key: "dtype"
-      value { type: DT_FLOAT }
-    }
-    attr {
-      key: "value"
-      value {
-        tensor {
-          dtype: DT_FLOAT
-          tensor_shape { dim { size: 2 } }
-          float_val: 1
-        }
-      }
-    }
-  }
-)pb";
-
 TEST(StepVariableAccessTest, WritesFollowRefOutputsAndReadsAreNotWrites) {
-  auto g = Parse(std::string(kVariables) + R"pb(
-    node {
-      name: "assign"
-      op: "Assign"
-      input: "w"
-      input: "one"
-      attr {
-        key: "T"
-        value { type: DT_FLOAT }
-      }
-    }
-    node {
-      name: "add"
-      op: "AssignAdd"
-      input: "assign"
-      input: "one"
-      attr {
-        key: "T"
-        value { type: DT_FLOAT }
-      }
-    }
-    node {
-      name: "initialized"
-      op: "IsVariableInitialized"
-      input: "v"
-      attr {
-        key: "dtype"
-        value { type: DT_FLOAT }
-      }
-    }
-    node {
-      name: "read"
-      op: "Identity"
-      input: "v"
-      attr {
-        key: "T"
-        value { type: DT_FLOAT }
-      }
-    }
-  )pb");
+  GraphMaker maker = Variables();
+  SetNodeAttr(maker.Add("assign", "Assign", {"w", "one"}), "T", DT_FLOAT);
+  SetNodeAttr(maker.Add("add", "AssignAdd", {"assign", "one"}), "T", DT_FLOAT);
+  SetNodeAttr(maker.Add("initialized", "IsVariableInitialized", {"v"}), "dtype", DT_FLOAT);
+  SetNodeAttr(maker.Add("read", "Identity", {"v"}), "T", DT_FLOAT);
+  auto g = maker.Build();
+  ASSERT_NE(g, nullptr);
   std::vector<std::string> devices(g->num_nodes(), "/job:ps/task:0");
   VariableAccess access = StepVariableAccess(*g, devices);
   EXPECT_THAT(access.written, ElementsAre("/job:ps/task:0||w"));
@@ -129,55 +81,17 @@ TEST(StepVariableAccessTest, WritesFollowRefOutputsAndReadsAreNotWrites) {
 }
 
 TEST(StepVariableAccessTest, FindsTheSnapshot) {
-  auto g = Parse(std::string(kVariables) + R"pb(
-    node {
-      name: "id"
-      op: "Const"
-      attr {
-        key: "dtype"
-        value { type: DT_STRING }
-      }
-      attr {
-        key: "value"
-        value { tensor { dtype: DT_STRING string_val: "s" } }
-      }
-    }
-    node {
-      name: "names"
-      op: "Const"
-      attr {
-        key: "dtype"
-        value { type: DT_STRING }
-      }
-      attr {
-        key: "value"
-        value {
-          tensor {
-            dtype: DT_STRING
-            tensor_shape { dim { size: 2 } }
-            string_val: "w"
-            string_val: "v"
-          }
-        }
-      }
-    }
-    node {
-      name: "snapshot"
-      op: "CheckpointSnapshot"
-      input: "id"
-      input: "names"
-      input: "w"
-      input: "v"
-      attr {
-        key: "shard_id"
-        value { i: 0 }
-      }
-      attr {
-        key: "dtypes"
-        value { list { type: DT_FLOAT type: DT_FLOAT } }
-      }
-    }
-  )pb");
+  GraphMaker maker = Variables();
+  maker.Const("id", Tensor::Scalar<std::string>("s"));
+  Tensor names(DT_STRING, TensorShape({2}));
+  names.data<std::string>()[0] = "w";
+  names.data<std::string>()[1] = "v";
+  maker.Const("names", names);
+  NodeDef* snapshot = maker.Add("snapshot", "CheckpointSnapshot", {"id", "names", "w", "v"});
+  SetNodeAttr(snapshot, "shard_id", int64_t{0});
+  SetNodeAttr(snapshot, "dtypes", std::vector<DataType>{DT_FLOAT, DT_FLOAT});
+  auto g = maker.Build();
+  ASSERT_NE(g, nullptr);
   std::vector<std::string> devices(g->num_nodes(), "/job:ps/task:1");
   VariableAccess access = StepVariableAccess(*g, devices);
   EXPECT_TRUE(access.snapshot);
