@@ -53,7 +53,11 @@ Master::Master(MasterEnv env, MasterOptions options)
       next_step_id_([] {
         absl::BitGen gen;
         return absl::Uniform<int64_t>(gen, 1, int64_t{1} << 40);
-      }()) {
+      }()),
+      update_gate_(absl::Seconds(30),
+                   [listener = env_.session_listener](absl::Duration waited, bool entered) {
+                     if (listener != nullptr) listener->SnapshotWaited(waited, entered);
+                   }) {
   if (options_.gc_thread && options_.session_gc_idle > absl::ZeroDuration()) {
     gc_thread_ = std::thread([this] { GcLoop(); });
   }

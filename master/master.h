@@ -67,6 +67,9 @@ class SessionListener {
   virtual void SessionsCollected(int collected) = 0;
   // After every creation and removal: `open` sessions are open now.
   virtual void SessionsOpen(int open) = 0;
+  // A checkpoint's snapshot waited `waited` for the steps writing its variables, and
+  // got in or gave up (core/graph/update_gate.h).
+  virtual void SnapshotWaited(absl::Duration /*waited*/, bool /*entered*/) {}
 };
 
 // What the master depends on. Not owned; they outlive the Master.

@@ -121,7 +121,8 @@ const std::map<std::string, std::vector<std::string>> kComponents = {
       "overseer_master_sessions_open", "overseer_master_sessions_created_total",
       "overseer_master_sessions_collected_total", "overseer_master_rpc_latency_seconds",
       "overseer_master_rpc_errors_total", "overseer_master_readiness_marks_total",
-      "overseer_master_readiness_withdrawals_total", "overseer_master_readiness_waiters"}},
+      "overseer_master_readiness_withdrawals_total", "overseer_master_readiness_waiters",
+      "overseer_master_snapshot_wait_seconds", "overseer_master_snapshot_timeouts_total"}},
     {"worker",
      {"overseer_worker_rungraph_total", "overseer_worker_recv_tensor_total",
       "overseer_worker_recv_tensor_waiting", "overseer_worker_recv_tensor_bytes_total",
@@ -246,6 +247,10 @@ TEST_F(MetricsTest, EveryPagePassesPromtoolAndSaysWhatHappened) {
   EXPECT_GE(Sum(master, "overseer_master_rpc_latency_seconds_count{method=\"CreateSession\"}"), 2)
       << master;
   EXPECT_GE(Sum(master, "overseer_master_sessions_open"), 2) << master;
+  // The chief saved when its session began (before step 60): one snapshot at least,
+  // none timed out.
+  EXPECT_GE(Sum(master, "overseer_master_snapshot_wait_seconds_count"), 1) << master;
+  EXPECT_EQ(Sum(master, "overseer_master_snapshot_timeouts_total"), 0) << master;
   EXPECT_GT(
       Sum(PageOf("worker", 0), "overseer_worker_rpc_latency_seconds_count{method=\"RunGraph\"}"),
       0);

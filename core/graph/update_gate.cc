@@ -76,7 +76,8 @@ VariableAccess StepVariableAccess(const Graph& step, const std::vector<std::stri
   return access;
 }
 
-UpdateGate::UpdateGate(absl::Duration snapshot_wait) : snapshot_wait_(snapshot_wait) {}
+UpdateGate::UpdateGate(absl::Duration snapshot_wait, SnapshotObserver observer)
+    : snapshot_wait_(snapshot_wait), observer_(std::move(observer)) {}
 
 bool UpdateGate::Blocks(const std::vector<std::string>& keys) const {
   return snapshot_ != nullptr && Intersect(keys, *snapshot_);
@@ -130,7 +131,15 @@ std::vector<std::function<void()>> UpdateGate::ReleaseWaiters() {
 }
 
 absl::Status UpdateGate::EnterSnapshot(std::shared_ptr<const std::vector<std::string>> keys) {
-  const absl::Time deadline = absl::Now() + snapshot_wait_;
+  const absl::Time start = absl::Now();
+  absl::Status entered = WaitForWriters(std::move(keys), start + snapshot_wait_);
+  // Outside the lock: the observer may take its own.
+  if (observer_) observer_(absl::Now() - start, entered.ok());
+  return entered;
+}
+
+absl::Status UpdateGate::WaitForWriters(std::shared_ptr<const std::vector<std::string>> keys,
+                                        absl::Time deadline) {
   std::string busy;
   std::vector<std::function<void()>> released;
   {

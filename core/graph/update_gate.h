@@ -51,8 +51,14 @@ VariableAccess StepVariableAccess(const Graph& step, const std::vector<std::stri
 // Thread-safe.
 class UpdateGate {
  public:
+  // Told of each snapshot's entry: how long it waited for the steps writing its
+  // variables (they and new writers of them waited as long, plus the snapshot step),
+  // and whether it got in (false: it gave up after snapshot_wait).
+  using SnapshotObserver = std::function<void(absl::Duration waited, bool entered)>;
+
   // A snapshot waits at most `snapshot_wait` for the steps writing its variables.
-  explicit UpdateGate(absl::Duration snapshot_wait = absl::Seconds(30));
+  explicit UpdateGate(absl::Duration snapshot_wait = absl::Seconds(30),
+                      SnapshotObserver observer = nullptr);
   UpdateGate(const UpdateGate&) = delete;
   UpdateGate& operator=(const UpdateGate&) = delete;
 
@@ -81,10 +87,14 @@ class UpdateGate {
   };
   bool Blocks(const std::vector<std::string>& keys) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Admit(const std::vector<std::string>& keys) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // EnterSnapshot but for the observer.
+  absl::Status WaitForWriters(std::shared_ptr<const std::vector<std::string>> keys,
+                              absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // Admits the waiting writers the snapshot (now gone) held; returns their `go`s.
   std::vector<std::function<void()>> ReleaseWaiters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const absl::Duration snapshot_wait_;
+  const SnapshotObserver observer_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, int> writing_ ABSL_GUARDED_BY(mu_);
   // The snapshot waiting or running, if any.

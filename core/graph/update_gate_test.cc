@@ -100,7 +100,11 @@ TEST(StepVariableAccessTest, FindsTheSnapshot) {
 }
 
 TEST(UpdateGateTest, SnapshotWaitsForWritersAndHoldsNewOnes) {
-  UpdateGate gate;
+  std::atomic<int> entered{0};
+  UpdateGate gate(absl::Seconds(30), [&](absl::Duration waited, bool in) {
+    EXPECT_GE(waited, absl::ZeroDuration());
+    if (in) ++entered;
+  });
   Keys w = MakeKeys({"w"});
   Keys other = MakeKeys({"x"});
   gate.EnterWriterBlocking(w);
@@ -129,6 +133,7 @@ TEST(UpdateGateTest, SnapshotWaitsForWritersAndHoldsNewOnes) {
   gate.ExitWriter(*w);  // The first writer ends: the snapshot runs.
   snapshot.join();
   EXPECT_TRUE(snapshotted);
+  EXPECT_EQ(entered, 1);
   EXPECT_FALSE(second_ran);
   gate.ExitSnapshot();  // Releases the held writer on this thread.
   EXPECT_TRUE(second_ran);
@@ -137,7 +142,12 @@ TEST(UpdateGateTest, SnapshotWaitsForWritersAndHoldsNewOnes) {
 }
 
 TEST(UpdateGateTest, SnapshotGivesUpAfterItsWaitAndReleasesTheWriters) {
-  UpdateGate gate(absl::Milliseconds(50));
+  std::vector<bool> observed;  // Each snapshot's outcome, in order (one thread at a time).
+  absl::Duration gave_up_after;
+  UpdateGate gate(absl::Milliseconds(50), [&](absl::Duration waited, bool entered) {
+    if (!entered) gave_up_after = waited;
+    observed.push_back(entered);
+  });
   Keys w = MakeKeys({"w"});
   gate.EnterWriterBlocking(w);  // Never exits before the snapshot's wait ends.
   absl::Notification held;
@@ -155,6 +165,8 @@ TEST(UpdateGateTest, SnapshotGivesUpAfterItsWaitAndReleasesTheWriters) {
   // And the gate works again.
   EXPECT_TRUE(gate.EnterSnapshot(w).ok());
   gate.ExitSnapshot();
+  EXPECT_THAT(observed, ElementsAre(false, true));
+  EXPECT_GE(gave_up_after, absl::Milliseconds(50));
 }
 
 TEST(UpdateGateTest, ConcurrentWritersAndSnapshotsNeverOverlap) {

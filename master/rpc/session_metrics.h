@@ -7,10 +7,14 @@
 //   overseer_master_sessions_created_total    sessions created
 //   overseer_master_sessions_collected_total  sessions closed by the GC after being idle
 //                                             for --session_gc_seconds
+//   overseer_master_snapshot_wait_seconds     how long each checkpoint snapshot waited
+//                                             for the steps writing its variables
+//   overseer_master_snapshot_timeouts_total   snapshots that gave up waiting (30 s)
 
 #include "master/master.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace overseer {
@@ -24,11 +28,14 @@ class SessionMetrics : public SessionListener {
   void SessionCreated() override;
   void SessionsCollected(int collected) override;
   void SessionsOpen(int open) override;
+  void SnapshotWaited(absl::Duration waited, bool entered) override;
 
  private:
   prometheus::Gauge* open_;
   prometheus::Counter* created_;
   prometheus::Counter* collected_;
+  prometheus::Histogram* snapshot_wait_;
+  prometheus::Counter* snapshot_timeouts_;
 };
 
 }  // namespace overseer

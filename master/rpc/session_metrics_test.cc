@@ -86,5 +86,15 @@ TEST_F(SessionMetricsTest, CloseResetAndTheMastersEndUpdateSessionsOpen) {
   ExpectMetric("overseer_master_sessions_collected_total 0");
 }
 
+TEST_F(SessionMetricsTest, SnapshotWaitsAndTimeouts) {
+  ExpectMetric("overseer_master_snapshot_wait_seconds_count 0");
+  ExpectMetric("overseer_master_snapshot_timeouts_total 0");
+  metrics_.SnapshotWaited(absl::Microseconds(300), /*entered=*/true);
+  metrics_.SnapshotWaited(absl::Seconds(30), /*entered=*/false);
+  ExpectMetric("overseer_master_snapshot_wait_seconds_count 2");
+  ExpectMetric("overseer_master_snapshot_wait_seconds_bucket{le=\"0.0005\"} 1");
+  ExpectMetric("overseer_master_snapshot_timeouts_total 1");
+}
+
 }  // namespace
 }  // namespace overseer
