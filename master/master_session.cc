@@ -126,10 +126,7 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
                 << step.node(id).def->op() << "): " << devices[id];
     }
   }
-  VariableAccess access = StepVariableAccess(step, devices);
-  sig->snapshot = access.snapshot;
-  sig->gate_keys = std::make_shared<const std::vector<std::string>>(
-      access.snapshot ? std::move(access.touched) : std::move(access.written));
+  sig->gate = StepGatePass(step, devices);
   absl::flat_hash_map<std::string, uint64_t> incarnations;
   for (const SessionTask& t : tasks_) {
     for (const DeviceAttributes& d : t.devices) incarnations[d.name()] = t.incarnation;
@@ -223,14 +220,14 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
                                       std::shared_ptr<PendingStep> step, const RunOptions& options,
                                       RunMetadata* metadata, CancellationManager* cancellation,
                                       std::function<void(absl::Status)> done) {
-  if (gate_ == nullptr || (!sig->snapshot && sig->gate_keys->empty())) {
+  if (gate_ == nullptr || sig->gate.free()) {
     RunPassedAsync(std::move(sig), std::move(step), options, metadata, cancellation,
                    std::move(done));
     return;
   }
   UpdateGate* gate = gate_;
-  std::shared_ptr<const std::vector<std::string>> keys = sig->gate_keys;
-  if (sig->snapshot) {
+  std::shared_ptr<const std::vector<std::string>> keys = sig->gate.keys;
+  if (sig->gate.snapshot) {
     // Waiting for the steps in flight blocks: not on the caller's thread.
     StepBlockingThreads()->Schedule([this, sig = std::move(sig), step = std::move(step), options,
                                      metadata, cancellation, done = std::move(done), gate,
@@ -252,7 +249,7 @@ void MasterSession::RunSignatureAsync(std::shared_ptr<const Signature> sig,
                            cancellation, done = std::move(done), gate, keys]() mutable {
     RunPassedAsync(std::move(sig), std::move(step), options, metadata, cancellation,
                    [gate, keys, done = std::move(done)](absl::Status s) {
-                     gate->ExitWriter(*keys);
+                     gate->ExitWriter(keys);
                      done(std::move(s));
                    });
   });

@@ -94,9 +94,8 @@ class MasterSession {
     std::vector<FeedCheck> feed_checks;
     // Partial runs: the feeds each fetch needs (FeedsNeededByFetches).
     std::vector<std::vector<int>> fetch_needs;
-    // The update gate's keys: the variables it writes, or for a snapshot those it reads.
-    std::shared_ptr<const std::vector<std::string>> gate_keys;
-    bool snapshot = false;
+    // How its steps pass the update gate.
+    GatePass gate;
   };
   struct PartialRun {
     PartialRun(std::shared_ptr<const Signature> sig, int64_t step_id,

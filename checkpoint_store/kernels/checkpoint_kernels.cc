@@ -119,10 +119,19 @@ absl::Status WriteShard(const std::string& location, const std::string& id, int6
   return writer->Close();
 }
 
-class CheckpointSaveShardOp : public OpKernel {
+// The kernels of one shard of a save: its `shard_id` attr.
+class ShardKernel : public OpKernel {
  public:
-  explicit CheckpointSaveShardOp(OpKernelConstruction* c) : OpKernel(c) {}
+  using OpKernel::OpKernel;
   absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("shard_id", &shard_id_); }
+
+ protected:
+  int64_t shard_id_ = 0;
+};
+
+class CheckpointSaveShardOp : public ShardKernel {
+ public:
+  explicit CheckpointSaveShardOp(OpKernelConstruction* c) : ShardKernel(c) {}
   bool MayWait() const override { return true; }  // Disk or checkpoint store calls.
 
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -134,9 +143,6 @@ class CheckpointSaveShardOp : public OpKernel {
     ASSIGN_OR_RETURN(ShardTensors shard, TakeInputs(ctx, 3, std::move(names)));
     return WriteShard(location, id, shard_id_, shard);
   }
-
- private:
-  int64_t shard_id_ = 0;
 };
 REGISTER_KERNEL(CheckpointSaveShardOp, "CheckpointSaveShard");
 
@@ -191,10 +197,9 @@ class SnapshotTable {
   std::map<std::pair<std::string, int64_t>, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 
-class CheckpointSnapshotOp : public OpKernel {
+class CheckpointSnapshotOp : public ShardKernel {
  public:
-  explicit CheckpointSnapshotOp(OpKernelConstruction* c) : OpKernel(c) {}
-  absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("shard_id", &shard_id_); }
+  explicit CheckpointSnapshotOp(OpKernelConstruction* c) : ShardKernel(c) {}
 
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(std::string id, ScalarString(ctx, 0, "snapshot_id"));
@@ -208,16 +213,12 @@ class CheckpointSnapshotOp : public OpKernel {
     SnapshotTable::Global()->Put(id, shard_id_, std::move(shard));
     return absl::OkStatus();
   }
-
- private:
-  int64_t shard_id_ = 0;
 };
 REGISTER_KERNEL(CheckpointSnapshotOp, "CheckpointSnapshot");
 
-class CheckpointWriteSnapshotOp : public OpKernel {
+class CheckpointWriteSnapshotOp : public ShardKernel {
  public:
-  explicit CheckpointWriteSnapshotOp(OpKernelConstruction* c) : OpKernel(c) {}
-  absl::Status Init(OpKernelConstruction* c) override { return c->GetAttr("shard_id", &shard_id_); }
+  explicit CheckpointWriteSnapshotOp(OpKernelConstruction* c) : ShardKernel(c) {}
   bool MayWait() const override { return true; }  // Disk or checkpoint store calls.
 
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -227,9 +228,6 @@ class CheckpointWriteSnapshotOp : public OpKernel {
     ASSIGN_OR_RETURN(ShardTensors shard, SnapshotTable::Global()->Take(snapshot_id, shard_id_));
     return WriteShard(location, id, shard_id_, shard);
   }
-
- private:
-  int64_t shard_id_ = 0;
 };
 REGISTER_KERNEL(CheckpointWriteSnapshotOp, "CheckpointWriteSnapshot");
 

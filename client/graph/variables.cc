@@ -177,4 +177,12 @@ absl::StatusOr<Variable> GetOrCreateGlobalStep(const Scope& scope) {
   return CreateGlobalStep(scope);
 }
 
+absl::StatusOr<int64_t> StepValue(const Tensor& t) {
+  if (t.NumElements() == 1 && t.dtype() == DT_INT64) return t.data<int64_t>()[0];
+  if (t.NumElements() == 1 && t.dtype() == DT_INT32) return t.data<int32_t>()[0];
+  return absl::InvalidArgumentError(
+      absl::StrCat("the global step must be an int32 or int64 scalar, not ",
+                   DataTypeString(t.dtype()), " ", t.shape().DebugString()));
+}
+
 }  // namespace overseer

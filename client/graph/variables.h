@@ -87,6 +87,9 @@ absl::StatusOr<Variable> CreateGlobalStep(const Scope& scope);
 // NOT_FOUND if the graph has none.
 absl::StatusOr<Variable> GetGlobalStep(const ClientGraph& graph);
 absl::StatusOr<Variable> GetOrCreateGlobalStep(const Scope& scope);
+// The value of a global step tensor as fetched: an int32 or int64 scalar;
+// INVALID_ARGUMENT otherwise.
+absl::StatusOr<int64_t> StepValue(const Tensor& t);
 
 }  // namespace overseer
 

@@ -148,11 +148,8 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
       LOG(INFO) << node.name() << ": (" << node.def->op() << "): " << kLocalCpuDevice;
     }
   }
-  VariableAccess access = StepVariableAccess(
-      *pruned.graph, std::vector<std::string>(pruned.graph->num_nodes(), kLocalCpuDevice));
-  sig->snapshot = access.snapshot;
-  sig->gate_keys = std::make_shared<const std::vector<std::string>>(
-      access.snapshot ? std::move(access.touched) : std::move(access.written));
+  sig->gate = StepGatePass(*pruned.graph,
+                           std::vector<std::string>(pruned.graph->num_nodes(), kLocalCpuDevice));
   ASSIGN_OR_RETURN(sig->executor, Executor::Create(std::move(pruned), &kernels_, pool_));
   return std::shared_ptr<const Signature>(std::move(sig));
 }
@@ -214,16 +211,16 @@ absl::Status DirectSession::RunSignature(const Signature& sig,
   }
   // The process's variables are every DirectSession's: one gate for all of them.
   static UpdateGate* const gate = new UpdateGate();
-  if (sig.snapshot) {
-    RETURN_IF_ERROR(gate->EnterSnapshot(sig.gate_keys));
+  if (sig.gate.snapshot) {
+    RETURN_IF_ERROR(gate->EnterSnapshot(sig.gate.keys));
     absl::Status s = sig.executor->Run(args, outputs);
     gate->ExitSnapshot();
     return s;
   }
-  if (sig.gate_keys->empty()) return sig.executor->Run(args, outputs);
-  gate->EnterWriterBlocking(sig.gate_keys);
+  if (sig.gate.free()) return sig.executor->Run(args, outputs);
+  gate->EnterWriterBlocking(sig.gate.keys);
   absl::Status s = sig.executor->Run(args, outputs);
-  gate->ExitWriter(*sig.gate_keys);
+  gate->ExitWriter(sig.gate.keys);
   return s;
 }
 

@@ -32,6 +32,7 @@
 #include "core/executor/step_timer.h"
 #include "core/executor/thread_pool.h"
 #include "core/graph/feed_check.h"
+#include "core/graph/update_gate.h"
 #include "core/graph/validate.h"
 
 namespace overseer {
@@ -91,10 +92,8 @@ class DirectSession : public Session {
   struct Signature {
     std::vector<FeedCheck> feeds;
     std::unique_ptr<Executor> executor;
-    // The update gate's keys (core/graph/update_gate.h): the variables it writes, or
-    // for a snapshot those it reads.
-    std::shared_ptr<const std::vector<std::string>> gate_keys;
-    bool snapshot = false;
+    // How its steps pass the update gate (core/graph/update_gate.h).
+    GatePass gate;
   };
 
   struct Callable {

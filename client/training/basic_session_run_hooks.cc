@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/graph/variables.h"
 #include "client/training/hook_util.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
@@ -15,7 +16,6 @@ namespace overseer {
 
 using hook_internal::GlobalStepTensor;
 using hook_internal::ReadGlobalStep;
-using hook_internal::StepValue;
 
 // ---- SecondOrStepTimer ----
 

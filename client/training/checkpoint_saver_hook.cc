@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/graph/variables.h"
 #include "client/training/hook_util.h"
 #include "client/training/meta_graph.h"
 #include "core/logging.h"
@@ -13,7 +14,6 @@ namespace overseer {
 
 using hook_internal::GlobalStepTensor;
 using hook_internal::ReadGlobalStep;
-using hook_internal::StepValue;
 
 absl::StatusOr<std::unique_ptr<CheckpointSaverHook>> CheckpointSaverHook::Create(
     CheckpointSaverHookOptions options) {
@@ -83,7 +83,6 @@ absl::Status CheckpointSaverHook::AfterCreateSession(ClientSession* session, Coo
   }
   // The checkpoint saved here is the state at `step`. A listener cannot stop training
   // before the first run.
-  timer_.UpdateLastTriggeredStep(step);
   return Save(session, step).status();
 }
 
@@ -102,7 +101,6 @@ absl::Status CheckpointSaverHook::AfterRun(SessionRunContext* context,
   // The value fetched may predate this run's increment: read the step now.
   ASSIGN_OR_RETURN(int64_t step, ReadGlobalStep(context->session(), global_step_));
   if (!timer_.ShouldTriggerForStep(step)) return absl::OkStatus();
-  timer_.UpdateLastTriggeredStep(step);
   ASSIGN_OR_RETURN(bool stop, Save(context->session(), step));
   if (stop) context->RequestStop();
   return absl::OkStatus();
@@ -132,11 +130,11 @@ absl::StatusOr<bool> CheckpointSaverHook::Save(ClientSession* session, int64_t s
   if (saver_->consistent()) {
     ASSIGN_OR_RETURN(path, saver_->Save(session->session(), save_path_, global_step_,
                                         options_.save_graph_def, &step));
-    timer_.UpdateLastTriggeredStep(step);
   } else {
     ASSIGN_OR_RETURN(path,
                      saver_->Save(session->session(), save_path_, step, options_.save_graph_def));
   }
+  timer_.UpdateLastTriggeredStep(step);  // The one place: every save, at the step saved.
   if (options_.summary_writer != nullptr && !path.empty()) {  // "": an empty saver.
     RETURN_IF_ERROR(options_.summary_writer->AddSessionLog(SessionLog::CHECKPOINT, step, path));
   }

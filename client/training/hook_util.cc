@@ -52,14 +52,6 @@ absl::StatusOr<std::string> GlobalStepName(const Scope& scope, absl::string_view
   return step.name();
 }
 
-absl::StatusOr<int64_t> StepValue(const Tensor& t) {
-  if (t.NumElements() == 1 && t.dtype() == DT_INT64) return t.data<int64_t>()[0];
-  if (t.NumElements() == 1 && t.dtype() == DT_INT32) return t.data<int32_t>()[0];
-  return absl::InvalidArgumentError(
-      absl::StrCat("the global step must be an int32 or int64 scalar, not ",
-                   DataTypeString(t.dtype()), " ", t.shape().DebugString()));
-}
-
 absl::StatusOr<int64_t> ReadGlobalStep(ClientSession* session, const Output& step) {
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run({step}, &out));

@@ -23,9 +23,6 @@ absl::StatusOr<Output> GlobalStepTensor(const Scope& scope, absl::string_view ho
 // The global step variable's node name ("global_step"); same errors.
 absl::StatusOr<std::string> GlobalStepName(const Scope& scope, absl::string_view hook);
 
-// The value of an int32 or int64 scalar step tensor; INVALID_ARGUMENT otherwise.
-absl::StatusOr<int64_t> StepValue(const Tensor& t);
-
 // Runs `step` in `session` and returns its value.
 absl::StatusOr<int64_t> ReadGlobalStep(ClientSession* session, const Output& step);
 

@@ -75,7 +75,7 @@ class TrainerMetricsHook : public SessionRunHook {
   absl::Status AfterRun(SessionRunContext*, const SessionRunValues& values) override {
     int64_t step = -1;
     if (global_step_.valid() && !values.results.empty()) {
-      absl::StatusOr<int64_t> read = hook_internal::StepValue(values.results[0]);
+      absl::StatusOr<int64_t> read = StepValue(values.results[0]);
       if (read.ok()) step = *read;
     }
     metrics_->StepDone(step);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/graph/variables.h"
 #include "client/training/hook_util.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
@@ -128,7 +129,7 @@ absl::StatusOr<SessionRunArgs> ProfilerHook::BeforeRun(SessionRunContext*) {
 }
 
 absl::Status ProfilerHook::AfterRun(SessionRunContext* context, const SessionRunValues& values) {
-  ASSIGN_OR_RETURN(const int64_t stale_step, hook_internal::StepValue(values.results[0]));
+  ASSIGN_OR_RETURN(const int64_t stale_step, StepValue(values.results[0]));
   // The first run only starts the interval.
   if (!next_step_.has_value()) timer_.UpdateLastTriggeredStep(stale_step);
   int64_t step = stale_step + 1;

@@ -170,7 +170,7 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::FromSaverDef(const Scope& scope,
     return absl::InvalidArgumentError(
         absl::StrCat("SaverDef: num_shards must be at least 1, got ", def.num_shards()));
   }
-  const std::pair<const char*, const std::string*> names[] = {
+  std::vector<std::pair<const char*, const std::string*>> names = {
       {"filename_tensor_name", &def.filename_tensor_name()},
       {"save_tensor_name", &def.save_tensor_name()},
       {"restore_op_name", &def.restore_op_name()},
@@ -183,17 +183,9 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::FromSaverDef(const Scope& scope,
         "SaverDef: snapshot_op_name, snapshot_id_tensor_name and write_op_name go together");
   }
   if (two_steps) {
-    const std::pair<const char*, const std::string*> snapshot_names[] = {
-        {"snapshot_op_name", &def.snapshot_op_name()},
-        {"snapshot_id_tensor_name", &def.snapshot_id_tensor_name()},
-        {"write_op_name", &def.write_op_name()}};
-    for (const auto& [field, name] : snapshot_names) {
-      const std::string node = name->substr(0, name->find(':'));
-      if (node.empty() || graph.FindNode(node) == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("SaverDef: ", field, " '", *name, "' names no node of the graph"));
-      }
-    }
+    names.insert(names.end(), {{"snapshot_op_name", &def.snapshot_op_name()},
+                               {"snapshot_id_tensor_name", &def.snapshot_id_tensor_name()},
+                               {"write_op_name", &def.write_op_name()}});
   }
   for (const auto& [field, name] : names) {
     const std::string node = name->substr(0, name->find(':'));
@@ -246,13 +238,7 @@ absl::StatusOr<int64_t> Saver::Snapshot(Session* session, const std::string& sna
   RETURN_IF_ERROR(session->Run({{snapshot_id_feed_, Tensor::Scalar<std::string>(snapshot_id)}},
                                fetches, {snapshot_target_}, &out));
   if (step_tensor.empty()) return global_step;
-  const Tensor& step = out.at(0);
-  if (step.NumElements() != 1 || (step.dtype() != DT_INT64 && step.dtype() != DT_INT32)) {
-    return absl::InvalidArgumentError(absl::StrCat("Saver::Save: global step ", step_tensor,
-                                                   " must be an int32 or int64 scalar, got ",
-                                                   step.DebugString()));
-  }
-  return step.dtype() == DT_INT64 ? step.data<int64_t>()[0] : step.data<int32_t>()[0];
+  return StepValue(out.at(0));
 }
 
 absl::StatusOr<std::string> Saver::SaveAt(Session* session, const std::string& prefix,

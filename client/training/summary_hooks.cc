@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/graph/variables.h"
 #include "client/training/hook_util.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
@@ -12,7 +13,6 @@ namespace overseer {
 
 using hook_internal::GlobalStepTensor;
 using hook_internal::ReadGlobalStep;
-using hook_internal::StepValue;
 
 // ---- StepCounterHook ----
 

@@ -211,8 +211,7 @@ absl::StatusOr<int64_t> Supervisor::GlobalStepValue(ClientSession& session) cons
   }
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session.Run({global_step_}, &out));
-  if (out[0].dtype() == DT_INT32) return int64_t{out[0].flat<int32_t>()(0)};
-  return out[0].flat<int64_t>()(0);
+  return StepValue(out[0]);
 }
 
 absl::StatusOr<std::unique_ptr<ClientSession>> Supervisor::PrepareOrWaitForSession(

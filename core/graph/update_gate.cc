@@ -76,6 +76,15 @@ VariableAccess StepVariableAccess(const Graph& step, const std::vector<std::stri
   return access;
 }
 
+GatePass StepGatePass(const Graph& step, const std::vector<std::string>& devices) {
+  VariableAccess access = StepVariableAccess(step, devices);
+  GatePass pass;
+  pass.snapshot = access.snapshot;
+  pass.keys = std::make_shared<const std::vector<std::string>>(
+      access.snapshot ? std::move(access.touched) : std::move(access.written));
+  return pass;
+}
+
 UpdateGate::UpdateGate(absl::Duration snapshot_wait, SnapshotObserver observer)
     : snapshot_wait_(snapshot_wait), observer_(std::move(observer)) {}
 
@@ -83,8 +92,13 @@ bool UpdateGate::Blocks(const std::vector<std::string>& keys) const {
   return snapshot_ != nullptr && Intersect(keys, *snapshot_);
 }
 
-void UpdateGate::Admit(const std::vector<std::string>& keys) {
-  for (const std::string& k : keys) ++writing_[k];
+const std::string* UpdateGate::Written(const std::vector<std::string>& keys) const {
+  for (const auto& [written, count] : writing_) {
+    for (const std::string& k : keys) {
+      if (std::binary_search(written->begin(), written->end(), k)) return &k;
+    }
+  }
+  return nullptr;
 }
 
 void UpdateGate::EnterWriter(std::shared_ptr<const std::vector<std::string>> keys,
@@ -95,7 +109,7 @@ void UpdateGate::EnterWriter(std::shared_ptr<const std::vector<std::string>> key
       waiters_.push_back({std::move(keys), std::move(go)});
       return;
     }
-    Admit(*keys);
+    ++writing_[keys];
   }
   go();
 }
@@ -106,13 +120,10 @@ void UpdateGate::EnterWriterBlocking(std::shared_ptr<const std::vector<std::stri
   admitted.WaitForNotification();
 }
 
-void UpdateGate::ExitWriter(const std::vector<std::string>& keys) {
+void UpdateGate::ExitWriter(const std::shared_ptr<const std::vector<std::string>>& keys) {
   absl::MutexLock lock(&mu_);
-  for (const std::string& k : keys) {
-    auto it = writing_.find(k);
-    if (it == writing_.end()) continue;
-    if (--it->second == 0) writing_.erase(it);
-  }
+  auto it = writing_.find(keys);
+  if (it != writing_.end() && --it->second == 0) writing_.erase(it);
 }
 
 std::vector<std::function<void()>> UpdateGate::ReleaseWaiters() {
@@ -123,7 +134,7 @@ std::vector<std::function<void()>> UpdateGate::ReleaseWaiters() {
       still.push_back(std::move(w));
       continue;
     }
-    Admit(*w.keys);
+    ++writing_[w.keys];
     go.push_back(std::move(w.go));
   }
   waiters_ = std::move(still);
@@ -140,37 +151,27 @@ absl::Status UpdateGate::EnterSnapshot(std::shared_ptr<const std::vector<std::st
 
 absl::Status UpdateGate::WaitForWriters(std::shared_ptr<const std::vector<std::string>> keys,
                                         absl::Time deadline) {
+  const std::string late = absl::StrCat("no consistent snapshot of the variables within ",
+                                        absl::FormatDuration(snapshot_wait_), ": ");
   std::string busy;
   std::vector<std::function<void()>> released;
   {
     absl::MutexLock lock(&mu_);
     auto no_snapshot = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return snapshot_ == nullptr; };
     if (!mu_.AwaitWithDeadline(absl::Condition(&no_snapshot), deadline)) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no consistent snapshot of the variables within ",
-                       absl::FormatDuration(snapshot_wait_), ": another snapshot still runs"));
+      return absl::DeadlineExceededError(absl::StrCat(late, "another snapshot still runs"));
     }
     snapshot_ = keys;
-    auto quiet = [this, &keys]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-      for (const std::string& k : *keys) {
-        if (writing_.contains(k)) return false;
-      }
-      return true;
-    };
+    auto quiet = [this, &keys]()
+                     ABSL_SHARED_LOCKS_REQUIRED(mu_) { return Written(*keys) == nullptr; };
     if (mu_.AwaitWithDeadline(absl::Condition(&quiet), deadline)) return absl::OkStatus();
-    for (const std::string& k : *keys) {
-      if (writing_.contains(k)) {
-        busy = k;
-        break;
-      }
-    }
+    if (const std::string* k = Written(*keys)) busy = *k;
     snapshot_ = nullptr;
     released = ReleaseWaiters();
   }
   for (auto& go : released) go();
   return absl::DeadlineExceededError(
-      absl::StrCat("no consistent snapshot of the variables within ",
-                   absl::FormatDuration(snapshot_wait_), ": a step writing variable ", busy,
+      absl::StrCat(late, "a step writing variable ", busy,
                    " did not finish (a step that writes variables and also waits, in a queue or an "
                    "accumulator, holds them while it waits)"));
 }

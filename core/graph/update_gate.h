@@ -48,6 +48,15 @@ struct VariableAccess {
 // `devices[id]` is the device of node `id` of `step`.
 VariableAccess StepVariableAccess(const Graph& step, const std::vector<std::string>& devices);
 
+// How a step passes the gate, worked out once per step signature: a snapshot with the
+// variables it touches, a writer with those it writes, or freely (no keys).
+struct GatePass {
+  std::shared_ptr<const std::vector<std::string>> keys;
+  bool snapshot = false;
+  bool free() const { return !snapshot && keys->empty(); }
+};
+GatePass StepGatePass(const Graph& step, const std::vector<std::string>& devices);
+
 // Thread-safe.
 class UpdateGate {
  public:
@@ -64,11 +73,12 @@ class UpdateGate {
 
   // A step writing `keys` (sorted) enters: `go` runs now on this thread, or, while a
   // snapshot reading one of them waits or runs, on the thread that ends that snapshot.
-  // Never blocks. Each entry is paired with one ExitWriter(keys) after the step.
+  // Never blocks. Each entry is paired with one ExitWriter(keys), the same pointer,
+  // after the step.
   void EnterWriter(std::shared_ptr<const std::vector<std::string>> keys, std::function<void()> go);
   // As EnterWriter, blocking the caller until the step may run.
   void EnterWriterBlocking(std::shared_ptr<const std::vector<std::string>> keys);
-  void ExitWriter(const std::vector<std::string>& keys);
+  void ExitWriter(const std::shared_ptr<const std::vector<std::string>>& keys);
 
   // A snapshot of `keys` (sorted) enters: blocks until no step writing one of them runs
   // (steps that would start writing them meanwhile wait) and until any other snapshot
@@ -86,7 +96,9 @@ class UpdateGate {
     std::function<void()> go;
   };
   bool Blocks(const std::vector<std::string>& keys) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  void Admit(const std::vector<std::string>& keys) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A key of `keys` that a running writer writes, or nullptr.
+  const std::string* Written(const std::vector<std::string>& keys) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // EnterSnapshot but for the observer.
   absl::Status WaitForWriters(std::shared_ptr<const std::vector<std::string>> keys,
                               absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
@@ -96,7 +108,10 @@ class UpdateGate {
   const absl::Duration snapshot_wait_;
   const SnapshotObserver observer_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, int> writing_ ABSL_GUARDED_BY(mu_);
+  // The key sets of the writers running, each with how many run: one count per step
+  // (steps of one signature share their set), not per variable.
+  absl::flat_hash_map<std::shared_ptr<const std::vector<std::string>>, int> writing_
+      ABSL_GUARDED_BY(mu_);
   // The snapshot waiting or running, if any.
   std::shared_ptr<const std::vector<std::string>> snapshot_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);

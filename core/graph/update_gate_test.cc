@@ -119,7 +119,7 @@ TEST(UpdateGateTest, SnapshotWaitsForWritersAndHoldsNewOnes) {
   while (true) {
     gate.EnterWriter(w, [&] { second_ran = true; });
     if (!second_ran) break;  // Held: the snapshot has registered.
-    gate.ExitWriter(*w);     // Entered before the snapshot registered; try again.
+    gate.ExitWriter(w);      // Entered before the snapshot registered; try again.
     second_ran = false;
   }
   EXPECT_EQ(gate.waiting_writers(), 1);
@@ -127,10 +127,10 @@ TEST(UpdateGateTest, SnapshotWaitsForWritersAndHoldsNewOnes) {
   bool other_ran = false;
   gate.EnterWriter(other, [&] { other_ran = true; });
   EXPECT_TRUE(other_ran);
-  gate.ExitWriter(*other);
+  gate.ExitWriter(other);
   EXPECT_FALSE(snapshotted);
 
-  gate.ExitWriter(*w);  // The first writer ends: the snapshot runs.
+  gate.ExitWriter(w);  // The first writer ends: the snapshot runs.
   snapshot.join();
   EXPECT_TRUE(snapshotted);
   EXPECT_EQ(entered, 1);
@@ -138,7 +138,7 @@ TEST(UpdateGateTest, SnapshotWaitsForWritersAndHoldsNewOnes) {
   gate.ExitSnapshot();  // Releases the held writer on this thread.
   EXPECT_TRUE(second_ran);
   EXPECT_EQ(gate.waiting_writers(), 0);
-  gate.ExitWriter(*w);
+  gate.ExitWriter(w);
 }
 
 TEST(UpdateGateTest, SnapshotGivesUpAfterItsWaitAndReleasesTheWriters) {
@@ -160,8 +160,8 @@ TEST(UpdateGateTest, SnapshotGivesUpAfterItsWaitAndReleasesTheWriters) {
   bool ran = false;
   gate.EnterWriter(w, [&] { ran = true; });
   EXPECT_TRUE(ran);
-  gate.ExitWriter(*w);
-  gate.ExitWriter(*w);
+  gate.ExitWriter(w);
+  gate.ExitWriter(w);
   // And the gate works again.
   EXPECT_TRUE(gate.EnterSnapshot(w).ok());
   gate.ExitSnapshot();
@@ -183,7 +183,7 @@ TEST(UpdateGateTest, ConcurrentWritersAndSnapshotsNeverOverlap) {
         ++writers;
         std::this_thread::yield();
         --writers;
-        gate.ExitWriter(*w);
+        gate.ExitWriter(w);
       }
     });
   }
