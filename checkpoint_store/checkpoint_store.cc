@@ -56,6 +56,50 @@ bool IsTempId(absl::string_view suffix) {
   return true;
 }
 
+// The index entries of a shard a local writer wrote, from its report: every header
+// valid, names unique, every tensor within the file and none overlapping another.
+// INVALID_ARGUMENT naming the tensor and `file` otherwise.
+using ShardEntries = std::map<std::string, BundleEntryProto>;
+
+absl::StatusOr<ShardEntries> LocalShardEntries(const CloseLocalWriteRequest& request,
+                                               const std::string& file) {
+  if (request.file_bytes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("negative length ", request.file_bytes(), " reported for ", file));
+  }
+  ShardEntries entries;
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // [offset, end)
+  for (const LocalWrittenTensor& t : request.tensors()) {
+    const TensorHeader& header = t.tensor();
+    RETURN_IF_ERROR(ValidateTensorHeader(header));
+    if (t.offset() < 0 || t.offset() > request.file_bytes() - header.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor ", header.name(), " at offset ", t.offset(), " (", header.size(),
+          " bytes) lies outside data file ", file, " of ", request.file_bytes(), " bytes"));
+    }
+    BundleEntryProto entry;
+    entry.set_dtype(header.dtype());
+    *entry.mutable_shape() = header.shape();
+    entry.set_shard_id(request.shard_id());
+    entry.set_offset(t.offset());
+    entry.set_size(header.size());
+    entry.set_crc32c(t.crc32c());
+    if (!entries.emplace(header.name(), std::move(entry)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", header.name(), " is written twice to ", file));
+    }
+    if (header.size() > 0) ranges.emplace_back(t.offset(), t.offset() + header.size());
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].first < ranges[i - 1].second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensors overlap in data file ", file, " at offset ", ranges[i].first));
+    }
+  }
+  return entries;
+}
+
 }  // namespace
 
 int64_t CheckpointStepFromName(absl::string_view name) {
@@ -88,6 +132,10 @@ absl::Status ValidateCheckpointName(absl::string_view name) {
 struct CheckpointStore::Shard {
   bool open = false;
   bool closed = false;
+  // While a local write holds the shard (open): the token it was granted under, and
+  // the data file as the store opened it when it created it.
+  std::string local_token;
+  std::shared_ptr<WritableFile> local_file;
   std::map<std::string, BundleEntryProto> entries;
   int64_t bytes = 0;
 };
@@ -354,24 +402,11 @@ absl::StatusOr<std::unique_ptr<ShardWriter>> CheckpointStore::OpenShard(
   std::shared_ptr<Pending> pending;
   {
     absl::MutexLock lock(&mu_);
-    auto it = pending_.find(checkpoint_id);
-    if (it == pending_.end()) {
-      return absl::NotFoundError(
-          absl::StrCat("no pending checkpoint ", checkpoint_id, " (committed or aborted?)"));
-    }
-    pending = it->second;
-    if (shard_id < 0 || shard_id >= pending->num_shards) {
-      return absl::InvalidArgumentError(absl::StrCat("shard ", shard_id, " of checkpoint ",
-                                                     pending->name, " out of range [0, ",
-                                                     pending->num_shards, ")"));
-    }
-    Shard& shard = pending->shards[static_cast<size_t>(shard_id)];
-    if (shard.open || shard.closed) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "shard ", shard_id, " of checkpoint ", pending->name, " is already being written"));
-    }
-    shard.open = true;
+    ASSIGN_OR_RETURN(pending, FindPending(checkpoint_id));
+    RETURN_IF_ERROR(ClaimShard(*pending, shard_id, ""));
   }
+  // A local write taken over leaves its file behind.
+  fs_->DeleteFile(pending->TempDataFile(shard_id)).IgnoreError();
   auto writer = DataFileWriter::Create(fs_, pending->TempDataFile(shard_id), shard_id);
   if (!writer.ok()) {
     ShardClosed(checkpoint_id, shard_id, false, {}, 0);
@@ -379,6 +414,117 @@ absl::StatusOr<std::unique_ptr<ShardWriter>> CheckpointStore::OpenShard(
   }
   return std::unique_ptr<ShardWriter>(
       new LocalShardWriter(this, checkpoint_id, shard_id, *std::move(writer)));
+}
+
+absl::StatusOr<std::shared_ptr<CheckpointStore::Pending>> CheckpointStore::FindPending(
+    const std::string& id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no pending checkpoint ", id, " (committed or aborted?)"));
+  }
+  return it->second;
+}
+
+absl::Status CheckpointStore::ClaimShard(Pending& pending, int shard_id,
+                                         const std::string& local_token) {
+  if (shard_id < 0 || shard_id >= pending.num_shards) {
+    return absl::InvalidArgumentError(absl::StrCat("shard ", shard_id, " of checkpoint ",
+                                                   pending.name, " out of range [0, ",
+                                                   pending.num_shards, ")"));
+  }
+  Shard& shard = pending.shards[static_cast<size_t>(shard_id)];
+  // A local write that has not closed may be taken over: its writer wrote the file
+  // itself, so nothing on this side notices if it died.
+  if (shard.closed || (shard.open && shard.local_token.empty())) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", shard_id, " of checkpoint ",
+                                                      pending.name, " is already being written"));
+  }
+  shard.open = true;
+  shard.local_token = local_token;
+  shard.local_file.reset();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CheckpointStore::OpenLocalShard(const std::string& checkpoint_id,
+                                                            int shard_id,
+                                                            const std::string& token) {
+  if (token.empty()) return absl::InvalidArgumentError("a local write needs a token");
+  std::shared_ptr<Pending> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(pending, FindPending(checkpoint_id));
+    RETURN_IF_ERROR(ClaimShard(*pending, shard_id, token));
+  }
+  const std::string path = pending->TempDataFile(shard_id);
+  // Created here, through the rooted file system, so that the file is under the root;
+  // the writer fills it through a descriptor.
+  fs_->DeleteFile(path).IgnoreError();
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = fs_->NewWritableFile(path);
+  if (!file.ok()) {
+    ShardClosed(checkpoint_id, shard_id, false, {}, 0);
+    return file.status();
+  }
+  absl::MutexLock lock(&mu_);
+  Shard& shard = pending->shards[static_cast<size_t>(shard_id)];
+  // Kept to make the writer's bytes durable at close (the same file: nothing is
+  // appended through it).
+  if (shard.local_token == token) shard.local_file = std::move(*file);
+  return path;
+}
+
+absl::StatusOr<CloseLocalWriteResponse> CheckpointStore::CloseLocalShard(
+    const CloseLocalWriteRequest& request) {
+  std::shared_ptr<Pending> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(pending, FindPending(request.checkpoint_id()));
+    const int shard_id = request.shard_id();
+    if (shard_id < 0 || shard_id >= pending->num_shards ||
+        !pending->shards[static_cast<size_t>(shard_id)].open || request.token().empty() ||
+        pending->shards[static_cast<size_t>(shard_id)].local_token != request.token()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shard ", shard_id, " of checkpoint ", pending->name,
+                       " is not held by this local write (taken over by another writer?)"));
+    }
+  }
+  const int shard_id = request.shard_id();
+  const std::string path = pending->TempDataFile(shard_id);
+  ASSIGN_OR_RETURN(ShardEntries entries, LocalShardEntries(request, rooted_->Relative(path)));
+  // The writer's bytes are in the file (it wrote them before asking); make them durable
+  // as a streamed shard's are.
+  ASSIGN_OR_RETURN(uint64_t size, fs_->GetFileSize(path));
+  if (static_cast<int64_t>(size) != request.file_bytes()) {
+    return absl::DataLossError(absl::StrCat("data file ", rooted_->Relative(path), " holds ", size,
+                                            " bytes; its local writer reported ",
+                                            request.file_bytes()));
+  }
+  std::shared_ptr<WritableFile> file;
+  {
+    absl::MutexLock lock(&mu_);
+    file = pending->shards[static_cast<size_t>(shard_id)].local_file;
+  }
+  if (file == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", shard_id, " of checkpoint ",
+                                                      pending->name, " has no data file yet"));
+  }
+  RETURN_IF_ERROR(file->Sync());
+  {
+    absl::MutexLock lock(&mu_);
+    Shard& shard = pending->shards[static_cast<size_t>(shard_id)];
+    if (!shard.open || shard.local_token != request.token()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", shard_id, " of checkpoint ", pending->name, " was taken over while closing"));
+    }
+    shard.local_token.clear();
+    shard.local_file.reset();
+  }
+  if (bytes_written_ != nullptr) bytes_written_->Increment(static_cast<double>(size));
+  CloseLocalWriteResponse response;
+  response.set_bytes_written(request.file_bytes());
+  response.set_num_tensors(static_cast<int>(entries.size()));
+  ShardClosed(request.checkpoint_id(), shard_id, true, std::move(entries), request.file_bytes());
+  return response;
 }
 
 void CheckpointStore::ShardClosed(const std::string& id, int shard_id, bool ok,
@@ -389,6 +535,8 @@ void CheckpointStore::ShardClosed(const std::string& id, int shard_id, bool ok,
   Shard& shard = it->second->shards[static_cast<size_t>(shard_id)];
   shard.open = false;
   shard.closed = ok;
+  shard.local_token.clear();
+  shard.local_file.reset();
   shard.entries = std::move(entries);
   shard.bytes = bytes;
 }
@@ -396,24 +544,19 @@ void CheckpointStore::ShardClosed(const std::string& id, int shard_id, bool ok,
 absl::StatusOr<std::shared_ptr<CheckpointStore::Pending>> CheckpointStore::TakePending(
     const std::string& id, bool require_closed) {
   absl::MutexLock lock(&mu_);
-  auto it = pending_.find(id);
-  if (it == pending_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("no pending checkpoint ", id, " (committed or aborted?)"));
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<Pending> pending, FindPending(id));
   if (require_closed) {
     std::vector<std::string> missing;
-    for (size_t i = 0; i < it->second->shards.size(); ++i) {
-      if (!it->second->shards[i].closed) missing.push_back(absl::StrCat(i));
+    for (size_t i = 0; i < pending->shards.size(); ++i) {
+      if (!pending->shards[i].closed) missing.push_back(absl::StrCat(i));
     }
     if (!missing.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint ", it->second->name, " cannot be committed: shard(s) ",
-          absl::StrJoin(missing, ", "), " of ", it->second->num_shards, " not written yet"));
+          "checkpoint ", pending->name, " cannot be committed: shard(s) ",
+          absl::StrJoin(missing, ", "), " of ", pending->num_shards, " not written yet"));
     }
   }
-  std::shared_ptr<Pending> pending = it->second;
-  pending_.erase(it);
+  pending_.erase(id);
   return pending;
 }
 

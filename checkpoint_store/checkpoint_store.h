@@ -70,6 +70,22 @@ class CheckpointStore : public CheckpointStoreInterface {
                                TensorReceiver* receiver) override;
   absl::Status DeleteCheckpoint(const std::string& run, const std::string& name) override;
 
+  // Local writes (local_read_server.h): opens shard `shard_id` of a begun checkpoint
+  // for a writer on this host that fills its data file itself through a descriptor:
+  // creates the file, empty, and returns its path. CloseLocalShard with the same
+  // `token` closes the shard. The errors of OpenShard, except that a shard held by a
+  // local write that has not closed (its writer died or gave up) is taken over, its
+  // file started again; OpenShard takes such a shard over too.
+  absl::StatusOr<std::string> OpenLocalShard(const std::string& checkpoint_id, int shard_id,
+                                             const std::string& token);
+  // Closes a shard opened by OpenLocalShard under request.token: checks the tensors the
+  // writer reports (valid headers, unique names, within request.file_bytes, none
+  // overlapping; INVALID_ARGUMENT), that the file holds request.file_bytes (DATA_LOSS),
+  // makes it durable (fsync) and closes the shard as ShardWriter::Close does. The
+  // writer's CRC32Cs go into the index as reported: the bytes are not read back.
+  // FAILED_PRECONDITION if the shard is not held under that token (taken over).
+  absl::StatusOr<CloseLocalWriteResponse> CloseLocalShard(const CloseLocalWriteRequest& request);
+
   // The bundle of checkpoint `name` of `run`, found as every read finds it (for local
   // reads, local_read_server.h). INVALID_ARGUMENT for a bad run or name; the errors of
   // BundleReader::Open (NOT_FOUND if the checkpoint does not exist).
@@ -92,6 +108,14 @@ class CheckpointStore : public CheckpointStoreInterface {
                   prometheus::Registry* metrics);
   std::string RunDir(const std::string& run) const;
   absl::Mutex* RunMutex(const std::string& dir);
+  // The pending checkpoint `id`; NOT_FOUND if there is none.
+  absl::StatusOr<std::shared_ptr<Pending>> FindPending(const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks shard `shard_id` of `pending` open for a writer (a local write's if
+  // `local_token` is not empty). INVALID_ARGUMENT out of range; FAILED_PRECONDITION if
+  // closed or held by a streaming writer.
+  absl::Status ClaimShard(Pending& pending, int shard_id, const std::string& local_token)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::shared_ptr<Pending>> TakePending(const std::string& id, bool require_closed);
   void DeleteTempFiles(const Pending& pending);
   absl::Status Publish(const Pending& pending, CheckpointInfo* info);

@@ -3,10 +3,11 @@
 //
 //   checkpoint_store_server --root=/tmp/ckpt --port=0 --metrics_port=0
 //
-// Readers on the same host read checkpoints without streaming them (short-circuit local
-// reads, docs/checkpoint_format.md): they collect read-only descriptors of the data
-// files at --local_read_socket, by default a Unix socket in the abstract namespace with
-// a name chosen at start; --local_read_socket= turns that off.
+// Readers and shard writers on the same host read and write checkpoints without
+// streaming them (short-circuit local reads and writes, docs/checkpoint_format.md): they
+// collect descriptors of the data files at --local_read_socket, by default a Unix
+// socket in the abstract namespace with a name chosen at start; --local_read_socket=
+// turns that off.
 //
 // At start, leftovers of a crash (temp files, data files without an index) are removed.
 // SIGTERM or SIGINT drains in-flight calls (commits running finish), then aborts every
@@ -32,10 +33,11 @@ ABSL_FLAG(std::string, root, "", "Directory under which run directories hold che
 ABSL_FLAG(std::string, local_read_socket, "@",
           "Unix socket at which readers on this host collect read-only descriptors of a "
           "checkpoint's data files, so that restores read the files directly instead of "
-          "streaming them over gRPC: a file path (at most 107 bytes), \"@NAME\" for NAME in "
-          "Linux's abstract namespace (reachable from this host's network namespace "
-          "only), \"@\" for an abstract name chosen at start; empty: no local reads "
-          "(every read streams)");
+          "streaming them over gRPC (and writers of shards collect a write-only one, to "
+          "write the shard's file themselves): a file path (at most 107 bytes), "
+          "\"@NAME\" for NAME in Linux's abstract namespace (reachable from this host's "
+          "network namespace only), \"@\" for an abstract name chosen at start; empty: no "
+          "local reads or writes (everything streams)");
 
 namespace overseer {
 namespace {

@@ -79,6 +79,9 @@ LocalReadServer::LocalReadServer(CheckpointStore* store, LocalReadServerOptions 
                              "Local reads served: tokens redeemed for data file descriptors.");
     bytes_counter_ = counter("overseer_checkpoint_store_local_read_bytes_total",
                              "Tensor bytes covered by data file descriptors handed out.");
+    writes_counter_ = counter("overseer_checkpoint_store_local_writes_total",
+                              "Local writes served: tokens redeemed for a shard's data file "
+                              "descriptor.");
     refused_counter_ = counter("overseer_checkpoint_store_local_read_tokens_refused_total",
                                "Local read tokens refused: unknown, expired or reused.");
   }
@@ -137,20 +140,60 @@ absl::StatusOr<OpenLocalReadResponse> LocalReadServer::Open(const OpenLocalReadR
     grant.bytes += entry->size();
   }
   ASSIGN_OR_RETURN(std::string token, NewToken());
-  grant.expires = options_.clock->Now() + options_.token_ttl;
-  {
-    absl::MutexLock lock(&mu_);
-    DropExpired();
-    if (static_cast<int>(grants_.size()) >= options_.max_tokens) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(grants_.size(), " local read tokens are waiting to be redeemed"));
-    }
-    grants_[token] = std::move(grant);
-  }
+  RETURN_IF_ERROR(AddGrant(token, std::move(grant)));
   response.set_socket(options_.socket);
   response.set_token(std::move(token));
   response.set_token_ttl_seconds(absl::ToDoubleSeconds(options_.token_ttl));
   return response;
+}
+
+absl::StatusOr<OpenLocalWriteResponse> LocalReadServer::OpenWrite(
+    const OpenLocalWriteRequest& request) {
+  ASSIGN_OR_RETURN(std::string token, NewToken());
+  {
+    // Refused before the shard is claimed, so that a full table leaves it untouched.
+    absl::MutexLock lock(&mu_);
+    DropExpired();
+    RETURN_IF_ERROR(CheckRoom());
+  }
+  ASSIGN_OR_RETURN(std::string path,
+                   store_->OpenLocalShard(request.checkpoint_id(), request.shard_id(), token));
+  // The store created the file under its root; O_NOFOLLOW refuses a link put there since.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
+    return absl::InternalError(absl::StrCat("shard ", request.shard_id(), " of checkpoint ",
+                                            request.checkpoint_id(),
+                                            ": its data file cannot be "
+                                            "opened for a local write: ",
+                                            std::strerror(errno)));
+  }
+  Grant grant;
+  grant.write = true;
+  grant.fds.push_back(std::move(fd));
+  RETURN_IF_ERROR(AddGrant(token, std::move(grant)));
+  OpenLocalWriteResponse response;
+  response.set_socket(options_.socket);
+  response.set_token(std::move(token));
+  response.set_token_ttl_seconds(absl::ToDoubleSeconds(options_.token_ttl));
+  response.set_file(path.substr(path.rfind('/') + 1));
+  return response;
+}
+
+absl::Status LocalReadServer::CheckRoom() const {
+  if (static_cast<int>(grants_.size()) >= options_.max_tokens) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(grants_.size(), " local read and write tokens are waiting to be redeemed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalReadServer::AddGrant(const std::string& token, Grant grant) {
+  grant.expires = options_.clock->Now() + options_.token_ttl;
+  absl::MutexLock lock(&mu_);
+  DropExpired();
+  RETURN_IF_ERROR(CheckRoom());
+  grants_[token] = std::move(grant);
+  return absl::OkStatus();
 }
 
 void LocalReadServer::Serve() {
@@ -198,11 +241,16 @@ void LocalReadServer::Redeem(int connection) {
     return;
   }
   // Counted before the descriptors go, so that a reader that has them sees the count.
-  ++reads_served_;
-  bytes_served_ += grant.bytes;
-  if (reads_counter_ != nullptr) {
-    reads_counter_->Increment();
-    bytes_counter_->Increment(static_cast<double>(grant.bytes));
+  if (grant.write) {
+    ++writes_served_;
+    if (writes_counter_ != nullptr) writes_counter_->Increment();
+  } else {
+    ++reads_served_;
+    bytes_served_ += grant.bytes;
+    if (reads_counter_ != nullptr) {
+      reads_counter_->Increment();
+      bytes_counter_->Increment(static_cast<double>(grant.bytes));
+    }
   }
   std::vector<int> fds;
   for (const UniqueFd& fd : grant.fds) fds.push_back(fd.get());

@@ -65,6 +65,18 @@ class LocalReadServer {
   // opened); RESOURCE_EXHAUSTED while max_tokens tokens are held.
   absl::StatusOr<OpenLocalReadResponse> Open(const OpenLocalReadRequest& request);
 
+  // Grants a local write of shard request.shard_id of pending checkpoint
+  // request.checkpoint_id: the store creates the shard's data file
+  // (CheckpointStore::OpenLocalShard, whose errors it returns) and the token stands for
+  // one write-only descriptor of it; the writer closes the shard with
+  // CheckpointStore::CloseLocalShard under the same token. RESOURCE_EXHAUSTED while
+  // max_tokens tokens are held.
+  absl::StatusOr<OpenLocalWriteResponse> OpenWrite(const OpenLocalWriteRequest& request);
+  // Closes a local write's shard: CheckpointStore::CloseLocalShard.
+  absl::StatusOr<CloseLocalWriteResponse> CloseWrite(const CloseLocalWriteRequest& request) {
+    return store_->CloseLocalShard(request);
+  }
+
   const std::string& socket() const { return options_.socket; }
   // Tokens redeemed (counted as their descriptors are sent, so a reader holding them
   // sees the count), the tensor bytes they covered, and tokens refused (unknown,
@@ -72,6 +84,8 @@ class LocalReadServer {
   int64_t reads_served() const { return reads_served_.load(); }
   int64_t bytes_served() const { return bytes_served_.load(); }
   int64_t tokens_refused() const { return tokens_refused_.load(); }
+  // Local write tokens redeemed.
+  int64_t writes_served() const { return writes_served_.load(); }
   // Tokens issued and neither redeemed nor expired.
   int tokens_held() const;
 
@@ -79,6 +93,7 @@ class LocalReadServer {
   struct Grant {
     std::vector<UniqueFd> fds;
     int64_t bytes = 0;
+    bool write = false;  // A local write's descriptor (OpenWrite).
     absl::Time expires;
   };
 
@@ -86,6 +101,10 @@ class LocalReadServer {
   void Serve();
   void Redeem(int connection);
   void DropExpired() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RESOURCE_EXHAUSTED if max_tokens tokens are held.
+  absl::Status CheckRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps `grant` under `token` until it is redeemed or expires.
+  absl::Status AddGrant(const std::string& token, Grant grant);
 
   CheckpointStore* const store_;
   const LocalReadServerOptions options_;
@@ -98,7 +117,9 @@ class LocalReadServer {
   std::atomic<int64_t> reads_served_{0};
   std::atomic<int64_t> bytes_served_{0};
   std::atomic<int64_t> tokens_refused_{0};
+  std::atomic<int64_t> writes_served_{0};
   prometheus::Counter* reads_counter_ = nullptr;
+  prometheus::Counter* writes_counter_ = nullptr;
   prometheus::Counter* bytes_counter_ = nullptr;
   prometheus::Counter* refused_counter_ = nullptr;
   std::thread thread_;  // Last: starts after the members it uses.

@@ -170,6 +170,15 @@ TEST_F(CheckpointClusterTest, PsShardsSurviveKillNineOfBothPs) {
   auto listed = where->store->ListCheckpoints("trainer");
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_EQ(listed->size(), 1u);
+  // Each ps wrote its shard's data file itself (same host): one local write per ps, and
+  // the store counted the bytes when the shards closed.
+  auto written = test::HttpGet(store_->metrics_port(), "/metrics");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_TRUE(absl::StrContains(
+      *written, absl::StrCat("overseer_checkpoint_store_local_writes_total ", kPsTasks)))
+      << *written;
+  EXPECT_FALSE(absl::StrContains(*written, "overseer_checkpoint_store_bytes_written_total 0\n"))
+      << *written;
 
   session.reset();
   for (int k = 0; k < kPsTasks; ++k) ASSERT_TRUE(cluster_->Stop("ps", k, SIGKILL).ok());

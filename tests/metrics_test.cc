@@ -139,6 +139,7 @@ const std::map<std::string, std::vector<std::string>> kComponents = {
       "overseer_checkpoint_store_local_reads_total",
       "overseer_checkpoint_store_local_read_bytes_total",
       "overseer_checkpoint_store_local_read_tokens_refused_total",
+      "overseer_checkpoint_store_local_writes_total",
       "overseer_checkpoint_store_rpc_latency_seconds",
       "overseer_checkpoint_store_rpc_errors_total"}},
     {"summary_writer",

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/local_read.h"
+#include "checkpoint_store/local_write.h"
 #include "checkpoint_store/location.h"
 #include "checkpoint_store/rpc/read_tensors_wire.h"
 #include "core/clock.h"
@@ -37,6 +38,9 @@ constexpr absl::Duration kUnreachableBackoff = absl::Minutes(5);
 // Logged once per process each: the first read served locally, the first fallback.
 std::atomic<bool> logged_local{false};
 std::atomic<bool> logged_fallback{false};
+// And the first shard written locally, the first write fallback.
+std::atomic<bool> logged_local_write{false};
+std::atomic<bool> logged_write_fallback{false};
 
 class GrpcShardWriter : public ShardWriter {
  public:
@@ -102,11 +106,43 @@ class GrpcShardWriter : public ShardWriter {
   bool closed_ = false;
 };
 
+// A shard written through a descriptor of its data file (local_write.h), closed with
+// CloseLocalWrite. Destroyed without Close it leaves the shard to be taken over.
+class GrpcLocalShardWriter : public ShardWriter {
+ public:
+  GrpcLocalShardWriter(CheckpointStoreService::Stub* stub, const std::string& id, int shard_id,
+                       std::string token, UniqueFd fd, std::string file)
+      : stub_(stub), writer_(std::move(fd), std::move(file)) {
+    request_.set_checkpoint_id(id);
+    request_.set_shard_id(shard_id);
+    request_.set_token(std::move(token));
+  }
+  absl::Status BeginTensor(const TensorHeader& header) override {
+    return writer_.BeginTensor(header);
+  }
+  absl::Status Append(absl::string_view data) override { return writer_.Append(data); }
+  absl::Status Close() override {
+    RETURN_IF_ERROR(writer_.Finish());
+    for (const LocalWrittenTensor& t : writer_.tensors()) *request_.add_tensors() = t;
+    request_.set_file_bytes(writer_.bytes());
+    CloseLocalWriteResponse response;
+    // The store fsyncs the file: as long as a streamed shard's close may take.
+    return FromGrpcStatus(
+        stub_->CloseLocalWrite(NewClientContext(kStreamTimeout).get(), request_, &response));
+  }
+
+ private:
+  CheckpointStoreService::Stub* const stub_;
+  LocalDataFileWriter writer_;
+  CloseLocalWriteRequest request_;
+};
+
 }  // namespace
 
 GrpcCheckpointStore::GrpcCheckpointStore(std::shared_ptr<grpc::Channel> channel, bool local_reads,
                                          Clock* clock)
     : local_reads_enabled_(local_reads),
+      local_writes_enabled_(local_reads && !EnvSwitchedOff("OVERSEER_CHECKPOINT_LOCAL_WRITES")),
       clock_(clock),
       channel_(std::move(channel)),
       stub_(CheckpointStoreService::NewStub(channel_)),
@@ -142,7 +178,75 @@ absl::StatusOr<std::string> GrpcCheckpointStore::BeginCheckpoint(
 
 absl::StatusOr<std::unique_ptr<ShardWriter>> GrpcCheckpointStore::OpenShard(
     const std::string& checkpoint_id, int shard_id) {
+  if (local_writes_enabled_) {
+    bool fall_back = false;
+    absl::StatusOr<std::unique_ptr<ShardWriter>> local =
+        OpenLocalShard(checkpoint_id, shard_id, &fall_back);
+    if (local.ok()) {
+      ++local_writes_;
+      return local;
+    }
+    if (!fall_back) return local.status();
+    if (!logged_write_fallback.exchange(true)) {
+      LOG(INFO) << "shard " << shard_id << " of checkpoint " << checkpoint_id
+                << " streams to the store instead of being written to its file locally "
+                << "(later fallbacks are not logged): " << local.status();
+    }
+  }
+  ++streamed_writes_;
   return std::unique_ptr<ShardWriter>(new GrpcShardWriter(stub_.get(), checkpoint_id, shard_id));
+}
+
+absl::StatusOr<std::unique_ptr<ShardWriter>> GrpcCheckpointStore::OpenLocalShard(
+    const std::string& checkpoint_id, int shard_id, bool* fall_back) {
+  *fall_back = true;
+  RETURN_IF_ERROR(CheckSocketReachable());
+  OpenLocalWriteRequest request;
+  request.set_checkpoint_id(checkpoint_id);
+  request.set_shard_id(shard_id);
+  OpenLocalWriteResponse grant;
+  const absl::Status opened =
+      FromGrpcStatus(stub_->OpenLocalWrite(NewClientContext().get(), request, &grant));
+  if (!opened.ok()) {
+    // What a stream would report too (an unknown checkpoint, a bad or busy shard).
+    if (absl::IsNotFound(opened) || absl::IsInvalidArgument(opened) ||
+        absl::IsFailedPrecondition(opened)) {
+      *fall_back = false;
+    }
+    return opened;
+  }
+  // Refused from here on, the store lets the stream take the shard over.
+  ASSIGN_OR_RETURN(std::vector<UniqueFd> files, Redeem(grant.socket(), grant.token()));
+  if (files.size() != 1) {
+    return absl::DataLossError(absl::StrCat("the store handed out ", files.size(),
+                                            " descriptors for a local write; expected 1"));
+  }
+  if (!logged_local_write.exchange(true)) {
+    LOG(INFO) << "checkpoint shards are written to their data files directly: the store is "
+              << "on this host and handed them over at " << grant.socket()
+              << " (local writes; later ones are not logged)";
+  }
+  return std::unique_ptr<ShardWriter>(new GrpcLocalShardWriter(
+      stub_.get(), checkpoint_id, shard_id, grant.token(), std::move(files[0]), grant.file()));
+}
+
+absl::Status GrpcCheckpointStore::CheckSocketReachable() {
+  absl::MutexLock lock(&mu_);
+  if (clock_->Now() < socket_unreachable_until_) {
+    return absl::UnavailableError(
+        "the store's local socket was out of reach a moment ago (another host?)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<UniqueFd>> GrpcCheckpointStore::Redeem(const std::string& socket,
+                                                                  const std::string& token) {
+  absl::StatusOr<std::vector<UniqueFd>> files = RedeemLocalReadToken(socket, token, kRedeemTimeout);
+  if (!files.ok() && absl::IsUnavailable(files.status())) {
+    absl::MutexLock lock(&mu_);
+    socket_unreachable_until_ = clock_->Now() + kUnreachableBackoff;
+  }
+  return files;
 }
 
 absl::StatusOr<CheckpointInfo> GrpcCheckpointStore::CommitCheckpoint(
@@ -221,13 +325,7 @@ absl::Status GrpcCheckpointStore::ReadLocally(const std::string& run, const std:
                                               const std::vector<std::string>& tensor_names,
                                               TensorReceiver* receiver, bool* fall_back) {
   *fall_back = true;
-  {
-    absl::MutexLock lock(&mu_);
-    if (clock_->Now() < socket_unreachable_until_) {
-      return absl::UnavailableError(
-          "the store's local read socket was out of reach a moment ago (another host?)");
-    }
-  }
+  RETURN_IF_ERROR(CheckSocketReachable());
   OpenLocalReadRequest request;
   request.set_run(run);
   request.set_name(name);
@@ -243,15 +341,8 @@ absl::Status GrpcCheckpointStore::ReadLocally(const std::string& run, const std:
     }
     return opened;
   }
-  absl::StatusOr<std::vector<UniqueFd>> files =
-      RedeemLocalReadToken(grant.socket(), grant.token(), kRedeemTimeout);
-  if (!files.ok()) {
-    if (absl::IsUnavailable(files.status())) {
-      absl::MutexLock lock(&mu_);
-      socket_unreachable_until_ = clock_->Now() + kUnreachableBackoff;
-    }
-    return files.status();
-  }
+  absl::StatusOr<std::vector<UniqueFd>> files = Redeem(grant.socket(), grant.token());
+  if (!files.ok()) return files.status();
   if (!logged_local.exchange(true)) {
     LOG(INFO) << "checkpoint " << name << " is read from its data files directly: the store "
               << "is on this host and handed them over at " << grant.socket()

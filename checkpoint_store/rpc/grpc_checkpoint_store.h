@@ -11,6 +11,12 @@
 // first tensor is allocated (another host or container, a store that serves no local
 // reads or predates them, a refused token) falls back to the ReadTensors stream. Set
 // the environment variable OVERSEER_CHECKPOINT_LOCAL_READS=0 to always stream.
+//
+// Writes short-circuit alike (local_write.h): OpenShard asks the store for a descriptor
+// of the shard's data file and the writer fills it itself, O_DIRECT from the tensors'
+// memory where the file system allows; anything that stops that before the first byte
+// (as above) falls back to the WriteShard stream. Local writes are off when local reads
+// are, or when OVERSEER_CHECKPOINT_LOCAL_WRITES=0.
 
 #include <atomic>
 #include <memory>
@@ -20,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
+#include "checkpoint_store/local_read.h"
 #include "core/clock.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
@@ -60,8 +67,18 @@ class GrpcCheckpointStore : public CheckpointStoreInterface {
   // ReadTensorsInto calls that were served by the local path, and by the stream.
   int64_t local_reads() const { return local_reads_.load(); }
   int64_t streamed_reads() const { return streamed_reads_.load(); }
+  // OpenShard calls that returned a local writer, and a streaming one.
+  int64_t local_writes() const { return local_writes_.load(); }
+  int64_t streamed_writes() const { return streamed_writes_.load(); }
 
  private:
+  // UNAVAILABLE while the store's local socket is taken to be out of reach.
+  absl::Status CheckSocketReachable();
+  // Redeems `token` at `socket`; an unreachable socket is left alone for a while.
+  absl::StatusOr<std::vector<UniqueFd>> Redeem(const std::string& socket, const std::string& token);
+  // The local write path of OpenShard; *fall_back as for ReadLocally.
+  absl::StatusOr<std::unique_ptr<ShardWriter>> OpenLocalShard(const std::string& checkpoint_id,
+                                                              int shard_id, bool* fall_back);
   // The local path; *fall_back tells whether its error allows streaming instead.
   absl::Status ReadLocally(const std::string& run, const std::string& name,
                            const std::vector<std::string>& tensor_names, TensorReceiver* receiver,
@@ -70,9 +87,12 @@ class GrpcCheckpointStore : public CheckpointStoreInterface {
                             const std::vector<std::string>& tensor_names, TensorReceiver* receiver);
 
   const bool local_reads_enabled_;
+  const bool local_writes_enabled_;
   Clock* const clock_;
   std::atomic<int64_t> local_reads_{0};
   std::atomic<int64_t> streamed_reads_{0};
+  std::atomic<int64_t> local_writes_{0};
+  std::atomic<int64_t> streamed_writes_{0};
   // Until then the store's local read socket is taken to be out of reach (another
   // host), and reads stream without asking for a local read.
   absl::Mutex mu_;

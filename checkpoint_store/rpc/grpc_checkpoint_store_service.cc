@@ -233,7 +233,9 @@ std::shared_ptr<RpcMetrics> CheckpointStoreRpcMetrics() {
                                                                     {"ListTensors", step},
                                                                     {"ReadTensors", slow},
                                                                     {"DeleteCheckpoint", slow},
-                                                                    {"OpenLocalRead", step}});
+                                                                    {"OpenLocalRead", step},
+                                                                    {"OpenLocalWrite", step},
+                                                                    {"CloseLocalWrite", slow}});
 }
 
 // Runs a handler's `body` if the caller is a member of the cluster
@@ -271,7 +273,9 @@ GrpcCheckpointStoreService::GrpcCheckpointStoreService(CheckpointStoreInterface*
       list_tensors_(rpc_metrics_->method("ListTensors")),
       read_tensors_(rpc_metrics_->method("ReadTensors")),
       delete_checkpoint_(rpc_metrics_->method("DeleteCheckpoint")),
-      open_local_read_(rpc_metrics_->method("OpenLocalRead")) {
+      open_local_read_(rpc_metrics_->method("OpenLocalRead")),
+      open_local_write_(rpc_metrics_->method("OpenLocalWrite")),
+      close_local_write_(rpc_metrics_->method("CloseLocalWrite")) {
   MarkMethodStreamed(
       kReadTensorsMethodIndex,
       new grpc::internal::SplitServerStreamingHandler<ReadTensorsRequest, grpc::ByteBuffer>(
@@ -440,6 +444,34 @@ grpc::Status GrpcCheckpointStoreService::OpenLocalRead(grpc::ServerContext* cont
     absl::StatusOr<OpenLocalReadResponse> granted = local_reads_->Open(*request);
     if (!granted.ok()) return Reply(granted.status());
     *response = *std::move(granted);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status GrpcCheckpointStoreService::OpenLocalWrite(grpc::ServerContext* context,
+                                                        const OpenLocalWriteRequest* request,
+                                                        OpenLocalWriteResponse* response) {
+  return Timed(*context, open_local_write_, "OpenLocalWrite", [&]() -> grpc::Status {
+    if (local_reads_ == nullptr) {
+      return Reply(absl::UnimplementedError("this checkpoint store serves no local writes"));
+    }
+    absl::StatusOr<OpenLocalWriteResponse> granted = local_reads_->OpenWrite(*request);
+    if (!granted.ok()) return Reply(granted.status());
+    *response = *std::move(granted);
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status GrpcCheckpointStoreService::CloseLocalWrite(grpc::ServerContext* context,
+                                                         const CloseLocalWriteRequest* request,
+                                                         CloseLocalWriteResponse* response) {
+  return Timed(*context, close_local_write_, "CloseLocalWrite", [&]() -> grpc::Status {
+    if (local_reads_ == nullptr) {
+      return Reply(absl::UnimplementedError("this checkpoint store serves no local writes"));
+    }
+    absl::StatusOr<CloseLocalWriteResponse> closed = local_reads_->CloseWrite(*request);
+    if (!closed.ok()) return Reply(closed.status());
+    *response = *std::move(closed);
     return grpc::Status::OK;
   });
 }

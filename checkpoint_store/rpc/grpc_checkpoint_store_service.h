@@ -30,8 +30,9 @@ constexpr int kCheckpointStoreStreamWindowBytes = 64 << 20;
 // and reads the next tensor from the store on another thread while it sends one.
 class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
  public:
-  // `store` is borrowed and must outlive the service. OpenLocalRead is served by
-  // `local_reads` (borrowed, must outlive the service), or is UNIMPLEMENTED if it is null.
+  // `store` is borrowed and must outlive the service. OpenLocalRead, OpenLocalWrite and
+  // CloseLocalWrite are served by `local_reads` (borrowed, must outlive the service), or
+  // are UNIMPLEMENTED if it is null.
   // Errors name paths relative to `root` (the store's --root), when given.
   explicit GrpcCheckpointStoreService(CheckpointStoreInterface* store,
                                       LocalReadServer* local_reads = nullptr,
@@ -58,6 +59,10 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
                                 DeleteCheckpointResponse* response) override;
   grpc::Status OpenLocalRead(grpc::ServerContext*, const OpenLocalReadRequest* request,
                              OpenLocalReadResponse* response) override;
+  grpc::Status OpenLocalWrite(grpc::ServerContext*, const OpenLocalWriteRequest* request,
+                              OpenLocalWriteResponse* response) override;
+  grpc::Status CloseLocalWrite(grpc::ServerContext*, const CloseLocalWriteRequest* request,
+                               CloseLocalWriteResponse* response) override;
 
  private:
   // `status` for the client, its paths relative to the root.
@@ -81,6 +86,8 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
   RpcMetrics::Method* const read_tensors_;
   RpcMetrics::Method* const delete_checkpoint_;
   RpcMetrics::Method* const open_local_read_;
+  RpcMetrics::Method* const open_local_write_;
+  RpcMetrics::Method* const close_local_write_;
   // ReadTensors' read buffers, reused across tensors and calls; shared with the slices
   // that reference them, which gRPC may release after a call ends.
   const std::shared_ptr<BufferPool> read_buffers_ = std::make_shared<BufferPool>(size_t{256} << 20);

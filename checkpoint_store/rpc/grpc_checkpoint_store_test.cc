@@ -3,18 +3,22 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "checkpoint_store/checkpoint_store.h"
+#include "checkpoint_store/local_read.h"
 #include "checkpoint_store/local_read_server.h"
 #include "checkpoint_store/location.h"
 #include "checkpoint_store/rpc/grpc_checkpoint_store_service.h"
 #include "core/logging.h"
 #include "core/rpc/server_runner.h"
+#include "core/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
@@ -184,6 +188,45 @@ class GoneSocket {
   std::string dir_;
 };
 
+std::string Pattern(size_t n, int seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 13 + seed);
+  return s;
+}
+
+// Writes checkpoint `name` of run "r" through `store`, one shard: tensor "t<i>" holds
+// floats[i] floats, the bytes Pattern(4 * floats[i], i), sent from memory that starts
+// `misalign` bytes past a 4 KiB boundary. Returns each tensor's bytes.
+absl::StatusOr<std::vector<std::string>> WriteCheckpoint(CheckpointStoreInterface* store,
+                                                         const std::string& name,
+                                                         const std::vector<int64_t>& floats,
+                                                         size_t misalign = 0) {
+  BeginCheckpointRequest begin;
+  begin.set_run("r");
+  begin.set_name(name);
+  begin.set_num_shards(1);
+  ASSIGN_OR_RETURN(std::string id, store->BeginCheckpoint(begin));
+  ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer, store->OpenShard(id, 0));
+  std::vector<std::string> contents;
+  for (size_t t = 0; t < floats.size(); ++t) {
+    TensorHeader header;
+    header.set_name("t" + std::to_string(t));
+    header.set_dtype(DT_FLOAT);
+    header.mutable_shape()->add_dim()->set_size(floats[t]);
+    header.set_size(floats[t] * 4);
+    contents.push_back(Pattern(static_cast<size_t>(header.size()), static_cast<int>(t)));
+    const size_t blocks = (contents.back().size() + misalign) / 4096 + 1;
+    std::unique_ptr<char, decltype(&std::free)> memory(
+        static_cast<char*>(std::aligned_alloc(4096, blocks * 4096)), &std::free);
+    std::memcpy(memory.get() + misalign, contents.back().data(), contents.back().size());
+    RETURN_IF_ERROR(writer->AddTensor(
+        header, absl::string_view(memory.get() + misalign, contents.back().size())));
+  }
+  RETURN_IF_ERROR(writer->Close());
+  RETURN_IF_ERROR(store->CommitCheckpoint(id).status());
+  return contents;
+}
+
 class ServedCheckpoint {
  public:
   // With `local_read_socket`, the store also serves local reads there.
@@ -198,38 +241,19 @@ class ServedCheckpoint {
     CHECK(runner_.Start().ok());
     remote_ = GrpcCheckpointStore::Connect(
         address(), GrpcCheckpointStore::LocalReadsFromEnvironment(), &clock_);
-    BeginCheckpointRequest begin;
-    begin.set_run("r");
-    begin.set_name("model.ckpt-1");
-    begin.set_num_shards(1);
-    auto id = remote_->BeginCheckpoint(begin);
-    CHECK(id.ok()) << id.status();
-    auto writer = remote_->OpenShard(*id, 0);
-    CHECK(writer.ok());
-    for (size_t t = 0; t < floats.size(); ++t) {
-      TensorHeader header;
-      header.set_name("t" + std::to_string(t));
-      header.set_dtype(DT_FLOAT);
-      header.mutable_shape()->add_dim()->set_size(floats[t]);
-      header.set_size(floats[t] * 4);
-      contents_.push_back(Pattern(static_cast<size_t>(header.size()), static_cast<int>(t)));
-      CHECK((*writer)->AddTensor(header, contents_.back()).ok());
-    }
-    CHECK((*writer)->Close().ok());
-    CHECK(remote_->CommitCheckpoint(*id).ok());
+    auto contents = WriteCheckpoint(remote_.get(), "model.ckpt-1", floats);
+    CHECK(contents.ok()) << contents.status();
+    contents_ = *std::move(contents);
   }
   ~ServedCheckpoint() {
     runner_.RequestTermination();
     runner_.WaitForTermination();
   }
 
-  static std::string Pattern(size_t n, int seed) {
-    std::string s(n, '\0');
-    for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 13 + seed);
-    return s;
-  }
   std::string address() const { return "localhost:" + std::to_string(runner_.port()); }
-  std::string data_file() const { return root_ + "/r/model.ckpt-1.data-00000-of-00001"; }
+  std::string data_file(const std::string& name = "model.ckpt-1") const {
+    return root_ + "/r/" + name + ".data-00000-of-00001";
+  }
   GrpcCheckpointStore* remote() { return remote_.get(); }
   LocalReadServer* local_reads() { return local_reads_.get(); }
   test::FakeClock* clock() { return &clock_; }  // The remote()'s.
@@ -464,6 +488,176 @@ TEST(GrpcCheckpointStoreTest, CorruptedTensorIsDataLossThroughTheLocalPath) {
       "r", "model.ckpt-1", {},
       [](const TensorHeader&, absl::string_view) { return absl::OkStatus(); });
   EXPECT_EQ(streamed, read);
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// On the store's host the client writes each shard's data file itself: the file is
+// byte for byte the one the WriteShard stream gives (the same layout, the same
+// zeros before large tensors), from aligned memory (large tensors go to the disk from
+// there) and from unaligned memory (staged), with O_DIRECT and through the page cache,
+// and reads find the same bytes.
+TEST(GrpcCheckpointStoreTest, LocalWritesMatchTheStreamByteForByte) {
+  ServedCheckpoint served("local_write", {}, AbstractSocket("local_write"));
+  // A large tensor not a whole number of blocks, small ones, an empty one, one of
+  // exactly kAlignedTensorBytes after an odd offset, and one larger than the 4 MiB
+  // staging buffer.
+  const std::vector<int64_t> floats = {(5 << 18) + 3, 11, 0, 1 << 18, 1000, (3 << 20) + 1};
+  auto streaming = GrpcCheckpointStore::Connect(served.address(), /*local_reads=*/false);
+  auto streamed = WriteCheckpoint(streaming.get(), "streamed", floats);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(streaming->streamed_writes(), 1);
+  const std::string want = FileBytes(served.data_file("streamed"));
+  ASSERT_GT(want.size(), size_t{16} << 20);
+
+  const int64_t before = served.remote()->local_writes();  // model.ckpt-1's
+  for (const char* direct : {"1", "0"}) {
+    ::setenv("OVERSEER_CHECKPOINT_DIRECT_WRITES", direct, 1);
+    for (size_t misalign : {size_t{0}, size_t{4}}) {
+      const std::string name = absl::StrCat("local-", direct, "-", misalign);
+      auto written = WriteCheckpoint(served.remote(), name, floats, misalign);
+      ASSERT_TRUE(written.ok()) << written.status();
+      EXPECT_TRUE(FileBytes(served.data_file(name)) == want) << name;
+      std::vector<std::string> got;
+      ASSERT_TRUE(served.remote()
+                      ->ReadTensors("r", name, {},
+                                    [&](const TensorHeader&, absl::string_view data) {
+                                      got.emplace_back(data);
+                                      return absl::OkStatus();
+                                    })
+                      .ok());
+      EXPECT_TRUE(got == *streamed) << name;
+    }
+  }
+  ::unsetenv("OVERSEER_CHECKPOINT_DIRECT_WRITES");
+  EXPECT_EQ(served.remote()->local_writes() - before, 4);
+  EXPECT_EQ(served.remote()->streamed_writes(), 0);
+  EXPECT_EQ(served.local_reads()->writes_served(), 5);
+}
+
+// A store without local reads answers UNIMPLEMENTED, and a socket nobody can reach
+// leaves the token unredeemed: either way the shard streams, and the stream takes over
+// a shard the store had opened for the local write.
+TEST(GrpcCheckpointStoreTest, WritesFallBackToTheStream) {
+  ServedCheckpoint plain("plain_write", {1 << 18, 5});
+  EXPECT_EQ(plain.remote()->streamed_writes(), 1);
+  EXPECT_EQ(plain.remote()->local_writes(), 0);
+
+  GoneSocket socket;
+  ASSERT_TRUE(socket.made());
+  ServedCheckpoint served("gone_write", {}, socket.path());
+  ASSERT_TRUE(socket.Remove());
+  auto written = WriteCheckpoint(served.remote(), "model.ckpt-2", {1 << 18, 5});
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(served.remote()->streamed_writes(), 1);
+  EXPECT_EQ(served.local_reads()->tokens_held(), 1);
+  EXPECT_EQ(FileBytes(served.data_file("model.ckpt-2")).size(), (size_t{1} << 20) + 20);
+}
+
+// What a local writer reports is checked before the shard closes: tensors outside the
+// file, overlapping, named twice or with a bad header are INVALID_ARGUMENT, a length the
+// file does not have is DATA_LOSS, another token is FAILED_PRECONDITION; none closes the
+// shard, and a writer that dies without closing is taken over, by the stream or by
+// another local write.
+TEST(GrpcCheckpointStoreTest, LocalWriteReportsAreChecked) {
+  ServedCheckpoint served("local_checked", {}, AbstractSocket("local_checked"));
+  BeginCheckpointRequest begin;
+  begin.set_run("r");
+  begin.set_name("model.ckpt-2");
+  begin.set_num_shards(2);
+  auto id = served.remote()->BeginCheckpoint(begin);
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto stub = CheckpointStoreService::NewStub(
+      grpc::CreateChannel(served.address(), grpc::InsecureChannelCredentials()));
+  OpenLocalWriteRequest open;
+  open.set_checkpoint_id(*id);
+  open.set_shard_id(0);
+  OpenLocalWriteResponse grant;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->OpenLocalWrite(&context, open, &grant).ok());
+  }
+  auto fds = RedeemLocalReadToken(grant.socket(), grant.token(), absl::Seconds(10));
+  ASSERT_TRUE(fds.ok()) << fds.status();
+  ASSERT_EQ(fds->size(), 1u);
+  const std::string bytes(100, 'x');
+  ASSERT_EQ(::pwrite((*fds)[0].get(), bytes.data(), bytes.size(), 0), 100);
+
+  auto tensor = [](const std::string& name, int64_t floats, int64_t offset) {
+    LocalWrittenTensor t;
+    t.mutable_tensor()->set_name(name);
+    t.mutable_tensor()->set_dtype(DT_FLOAT);
+    t.mutable_tensor()->mutable_shape()->add_dim()->set_size(floats);
+    t.mutable_tensor()->set_size(floats * 4);
+    t.set_offset(offset);
+    return t;
+  };
+  auto close_shard = [&](std::vector<LocalWrittenTensor> tensors, int64_t file_bytes,
+                         const std::string& token) {
+    CloseLocalWriteRequest request;
+    request.set_checkpoint_id(*id);
+    request.set_shard_id(0);
+    request.set_token(token);
+    request.set_file_bytes(file_bytes);
+    for (auto& t : tensors) *request.add_tensors() = std::move(t);
+    CloseLocalWriteResponse response;
+    grpc::ClientContext context;
+    return stub->CloseLocalWrite(&context, request, &response);
+  };
+  EXPECT_EQ(close_shard({tensor("a", 30, 0)}, 100, grant.token()).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // 120 bytes in a file of 100.
+  EXPECT_EQ(close_shard({tensor("a", 10, 0), tensor("b", 10, 36)}, 100, grant.token()).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // Overlapping.
+  EXPECT_EQ(close_shard({tensor("a", 5, 0), tensor("a", 5, 20)}, 100, grant.token()).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);  // Twice.
+  LocalWrittenTensor bad = tensor("c", 5, 0);
+  bad.mutable_tensor()->set_size(19);
+  EXPECT_EQ(close_shard({bad}, 100, grant.token()).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(close_shard({tensor("a", 5, -4)}, 100, grant.token()).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(close_shard({tensor("a", 5, 0)}, 4096, grant.token()).error_code(),
+            grpc::StatusCode::DATA_LOSS);  // The file holds 100 bytes.
+  EXPECT_EQ(close_shard({tensor("a", 5, 0)}, 100, "another").error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  // None of that closed the shard: the commit still waits for both.
+  EXPECT_EQ(served.remote()->CommitCheckpoint(*id).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  // The writer "dies" without closing: a streaming writer takes shard 0 over, another
+  // local write takes shard 1 over from one that never redeemed its token, and the
+  // first writer's token is refused from then on.
+  auto streaming = GrpcCheckpointStore::Connect(served.address(), /*local_reads=*/false);
+  auto writer0 = streaming->OpenShard(*id, 0);
+  ASSERT_TRUE(writer0.ok()) << writer0.status();
+  TensorHeader header = tensor("w0", 3, 0).tensor();
+  ASSERT_TRUE((*writer0)->AddTensor(header, std::string(12, 'a')).ok());
+  ASSERT_TRUE((*writer0)->Close().ok());
+  EXPECT_EQ(close_shard({tensor("a", 5, 0)}, 100, grant.token()).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  open.set_shard_id(1);
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub->OpenLocalWrite(&context, open, &grant).ok());
+  }
+  auto writer1 = served.remote()->OpenShard(*id, 1);
+  ASSERT_TRUE(writer1.ok()) << writer1.status();
+  header.set_name("w1");
+  ASSERT_TRUE((*writer1)->AddTensor(header, std::string(12, 'b')).ok());
+  ASSERT_TRUE((*writer1)->Close().ok());
+  ASSERT_TRUE(served.remote()->CommitCheckpoint(*id).ok());
+  std::vector<std::string> got;
+  ASSERT_TRUE(served.remote()
+                  ->ReadTensors("r", "model.ckpt-2", {"w0", "w1"},
+                                [&](const TensorHeader&, absl::string_view data) {
+                                  got.emplace_back(data);
+                                  return absl::OkStatus();
+                                })
+                  .ok());
+  EXPECT_EQ(got, (std::vector<std::string>{std::string(12, 'a'), std::string(12, 'b')}));
 }
 
 }  // namespace
