@@ -5,13 +5,12 @@
 // Its ops run on /job:worker/task:<task_index>; it connects to --master and trains
 // --steps steps. The chief (--is_chief) initialises the variables and, while both
 // train, saves --saves checkpoints into --checkpoint_dir (a Saver with a shard per ps,
-// named by the global step its snapshot holds), spread over the steps of both; the
+// named by the global step its snapshot holds), spread over its own steps (Turns); the
 // non-chief polls until the variables are initialised. Prints "saved: <path>" per save
 // and "global_step: <value>" at the end, and exits 0, or 1 with the error.
 //
 //   adam_trainer --master=grpc://127.0.0.1:2222 --task_index=0 --is_chief --steps=300
 
-#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -21,6 +20,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/graph/ops_array.h"
@@ -84,32 +84,86 @@ absl::StatusOr<int64_t> GlobalStep(ClientSession& session, const Model& model) {
   return out[0].scalar<int64_t>();
 }
 
-absl::Status TrainSteps(ClientSession& session, const Model& model) {
+// How the chief's training thread and its saves take turns, so that the run's shape
+// does not depend on how fast either is: save k (1-based) of n starts once the chief
+// has run k * steps / n of its steps, and the chief runs step s only once the saves
+// before the one due at its next threshold are done. So the chief trains during each
+// save (up to the next threshold), takes at least one step between two saves (every
+// checkpoint has a global step of its own), and the last save follows its last step.
+class Turns {
+ public:
+  Turns(int64_t steps, int saves) : steps_(steps), saves_(saves) {}
+
+  // Before the chief's step s (0-based).
+  void BeforeStep(int64_t s) {
+    const int64_t needed = s * saves_ / steps_ - 1;
+    absl::MutexLock lock(&mu_);
+    auto done = [this, needed]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return saves_done_ >= needed || saves_over_;
+    };
+    mu_.Await(absl::Condition(&done));
+  }
+  void AfterStep() {
+    absl::MutexLock lock(&mu_);
+    ++chief_steps_;
+  }
+  // The training thread ended (its last step, or an error).
+  void TrainingOver() {
+    absl::MutexLock lock(&mu_);
+    training_over_ = true;
+  }
+  // Before save k (1-based).
+  void BeforeSave(int k) {
+    const int64_t due = (k * steps_ + saves_ - 1) / saves_;
+    absl::MutexLock lock(&mu_);
+    auto reached = [this, due]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return chief_steps_ >= due || training_over_;
+    };
+    mu_.Await(absl::Condition(&reached));
+  }
+  void AfterSave() {
+    absl::MutexLock lock(&mu_);
+    ++saves_done_;
+  }
+  // No more saves (the last one failed): training goes on alone.
+  void SavesOver() {
+    absl::MutexLock lock(&mu_);
+    saves_over_ = true;
+  }
+
+ private:
+  const int64_t steps_;
+  const int saves_;
+  absl::Mutex mu_;
+  int64_t chief_steps_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t saves_done_ ABSL_GUARDED_BY(mu_) = 0;
+  bool training_over_ ABSL_GUARDED_BY(mu_) = false;
+  bool saves_over_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+absl::Status TrainSteps(ClientSession& session, const Model& model, Turns* turns) {
   const int64_t steps = absl::GetFlag(FLAGS_steps);
   for (int64_t step = 0; step < steps; ++step) {
+    if (turns != nullptr) turns->BeforeStep(step);
     RETURN_IF_ERROR(session.Run({}, {}, {model.train}, nullptr));
+    if (turns != nullptr) turns->AfterStep();
   }
   return absl::OkStatus();
 }
 
-// The chief's saves, while its training thread and the other trainer run: save k of n
-// when the global step reaches k * 2 * steps / (n + 1), or at once when its own
-// training has ended.
-absl::Status SaveWhileTraining(ClientSession& session, const Model& model,
-                               const std::atomic<bool>& trained) {
-  const int saves = absl::GetFlag(FLAGS_saves);
-  const int64_t interval = 2 * absl::GetFlag(FLAGS_steps) / (saves + 1);
+// The chief's saves, while its training thread and the other trainer run (Turns).
+absl::Status SaveWhileTraining(ClientSession& session, const Model& model, Turns* turns) {
   const std::string prefix = absl::GetFlag(FLAGS_checkpoint_dir) + "/model.ckpt";
-  for (int k = 1; k <= saves; ++k) {
-    while (!trained) {
-      ASSIGN_OR_RETURN(int64_t step, GlobalStep(session, model));
-      if (step >= k * interval) break;
-      absl::SleepFor(absl::Milliseconds(2));  // Pacing the polls only.
+  for (int k = 1; k <= absl::GetFlag(FLAGS_saves); ++k) {
+    turns->BeforeSave(k);
+    absl::StatusOr<std::string> path = model.saver->Save(
+        session.session(), prefix, model.global_step.value, /*write_meta_graph=*/false);
+    if (!path.ok()) {
+      turns->SavesOver();  // The training thread must not wait for saves that never come.
+      return path.status();
     }
-    ASSIGN_OR_RETURN(std::string path,
-                     model.saver->Save(session.session(), prefix, model.global_step.value,
-                                       /*write_meta_graph=*/false));
-    std::printf("saved: %s\n", path.c_str());
+    turns->AfterSave();
+    std::printf("saved: %s\n", path->c_str());
     std::fflush(stdout);
   }
   return absl::OkStatus();
@@ -125,13 +179,13 @@ absl::Status Train() {
                    ClientSession::Create(root, session_options));
   if (absl::GetFlag(FLAGS_is_chief)) {
     RETURN_IF_ERROR(session->Run({}, {}, {model.init}, nullptr));
-    std::atomic<bool> trained{false};
+    Turns turns(absl::GetFlag(FLAGS_steps), absl::GetFlag(FLAGS_saves));
     absl::Status training;
     std::thread trainer([&] {
-      training = TrainSteps(*session, model);
-      trained = true;
+      training = TrainSteps(*session, model, &turns);
+      turns.TrainingOver();
     });
-    absl::Status saving = SaveWhileTraining(*session, model, trained);
+    absl::Status saving = SaveWhileTraining(*session, model, &turns);
     trainer.join();
     RETURN_IF_ERROR(training);
     RETURN_IF_ERROR(saving);
@@ -146,7 +200,7 @@ absl::Status Train() {
       }
       absl::SleepFor(absl::Milliseconds(20));  // Polling, as TensorFlow's recovery_wait.
     }
-    RETURN_IF_ERROR(TrainSteps(*session, model));
+    RETURN_IF_ERROR(TrainSteps(*session, model, nullptr));
   }
   ASSIGN_OR_RETURN(int64_t step, GlobalStep(*session, model));
   std::printf("global_step: %lld\n", static_cast<long long>(step));

@@ -2,13 +2,21 @@
 // CheckpointRestore and CheckpointRestoreVariables (checkpoint_ops.cc). The store is
 // found through the process registry of checkpoint_store/location.h.
 
+#include <errno.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "checkpoint_store/location.h"
+#include "core/env.h"
 #include "core/kernels/state/var_util.h"
 #include "core/logging.h"
 #include "core/op_kernel.h"
@@ -101,20 +109,138 @@ absl::StatusOr<ShardTensors> TakeInputs(OpKernelContext* ctx, int first,
   return shard;
 }
 
+// Runs pieces 0..n-1 of a job in order, one at a time, from a thread of its own at the
+// lowest CPU priority (SCHED_IDLE), so that they take only CPU time nothing else wants.
+// Lowest is absolute: on a host whose CPUs are saturated that thread would wait for
+// minutes, so when no piece has completed for kStall the calling thread (at its own
+// priority) runs the remaining pieces itself, after the one in progress.
+class IdlePriorityRunner {
+ public:
+  static constexpr absl::Duration kStall = absl::Milliseconds(200);
+
+  // The first error stops the job and is returned.
+  static absl::Status Run(size_t n, const std::function<absl::Status(size_t)>& piece) {
+    IdlePriorityRunner runner(n, piece);
+    std::thread idle([&runner] {
+      const sched_param param{};
+      static std::atomic<bool> warned{false};
+      if (::sched_setscheduler(0, SCHED_IDLE, &param) != 0 && !warned.exchange(true)) {
+        LOG(WARNING) << "checkpoint shards are written at normal priority: SCHED_IDLE: "
+                     << std::strerror(errno);
+      }
+      runner.Work(/*idle=*/true);
+    });
+    if (runner.WaitOrTakeOver()) runner.Work(/*idle=*/false);
+    idle.join();
+    absl::MutexLock lock(&runner.mu_);
+    return runner.status_;
+  }
+
+ private:
+  IdlePriorityRunner(size_t n, const std::function<absl::Status(size_t)>& piece)
+      : n_(n), piece_(piece) {}
+
+  // Runs the next pieces until none is left, one fails, or (idle) the caller took over.
+  void Work(bool idle) {
+    for (;;) {
+      absl::MutexLock turn(&turn_);  // One piece at a time, in order.
+      size_t i;
+      {
+        absl::MutexLock lock(&mu_);
+        if (next_ >= n_ || !status_.ok() || (idle && taken_over_)) return;
+        i = next_;
+      }
+      absl::Status s = piece_(i);
+      absl::MutexLock lock(&mu_);
+      ++next_;
+      if (status_.ok()) status_ = std::move(s);
+      progress_.SignalAll();
+    }
+  }
+
+  // Waits while the idle thread makes progress; true if it stalled and the caller
+  // should run the rest.
+  bool WaitOrTakeOver() {
+    absl::MutexLock lock(&mu_);
+    size_t seen = next_;
+    while (next_ < n_ && status_.ok()) {
+      if (progress_.WaitWithTimeout(&mu_, kStall) && next_ == seen) {
+        taken_over_ = true;
+        static std::atomic<bool> logged{false};
+        if (!logged.exchange(true)) {
+          LOG(INFO) << "a checkpoint shard written at idle priority made no progress for "
+                    << absl::FormatDuration(kStall)
+                    << " (the CPUs are busy): its writer continues at normal priority "
+                    << "(later ones are not logged)";
+        }
+        return true;
+      }
+      seen = next_;
+    }
+    return false;
+  }
+
+  const size_t n_;
+  const std::function<absl::Status(size_t)>& piece_;
+  absl::Mutex turn_;
+  absl::Mutex mu_;
+  absl::CondVar progress_;
+  size_t next_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  bool taken_over_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Tensor bytes per piece of a shard's write: large enough that a direct write keeps
+// the disk busy, small enough that the caller taking over waits little for the piece
+// in progress.
+constexpr size_t kWritePieceBytes = size_t{8} << 20;
+
+// Writes the shard: opening and closing it (calls to the store) at the caller's
+// priority, the tensors' bytes (CRC32C, writes or streaming: the save's CPU work) at
+// idle priority (IdlePriorityRunner) unless OVERSEER_CHECKPOINT_IDLE_WRITES is "0",
+// "false", "no" or "off". Training steps then keep their pace while a checkpoint is
+// written (docs/checkpoint_format.md, "Writing at idle priority").
 absl::Status WriteShard(const std::string& location, const std::string& id, int64_t shard_id,
                         const ShardTensors& shard) {
   ASSIGN_OR_RETURN(CheckpointLocation where, ResolveCheckpointLocation(location));
   ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> writer,
                    where.store->OpenShard(id, static_cast<int>(shard_id)));
+  // Piece k: tensor `tensor`, bytes [offset, offset + length); the first of each tensor
+  // begins it.
+  struct Piece {
+    size_t tensor;
+    size_t offset;
+    size_t length;
+  };
+  std::vector<Piece> pieces;
+  std::vector<absl::string_view> bytes;
   for (size_t i = 0; i < shard.names.size(); ++i) {
-    const Tensor& t = shard.tensors[i];
-    ASSIGN_OR_RETURN(absl::string_view bytes, RawBytes(t, shard.names[i]));
-    TensorHeader header;
-    header.set_name(shard.names[i]);
-    header.set_dtype(t.dtype());
-    t.shape().ToProto(header.mutable_shape());
-    header.set_size(static_cast<int64_t>(bytes.size()));
-    RETURN_IF_ERROR(writer->AddTensor(header, bytes));
+    ASSIGN_OR_RETURN(bytes.emplace_back(), RawBytes(shard.tensors[i], shard.names[i]));
+    size_t offset = 0;
+    do {
+      const size_t length = std::min(kWritePieceBytes, bytes[i].size() - offset);
+      pieces.push_back(Piece{i, offset, length});
+      offset += length;
+    } while (offset < bytes[i].size());
+  }
+  const std::function<absl::Status(size_t)> write = [&](size_t k) -> absl::Status {
+    const Piece& p = pieces[k];
+    if (p.offset == 0) {
+      const Tensor& t = shard.tensors[p.tensor];
+      TensorHeader header;
+      header.set_name(shard.names[p.tensor]);
+      header.set_dtype(t.dtype());
+      t.shape().ToProto(header.mutable_shape());
+      header.set_size(static_cast<int64_t>(bytes[p.tensor].size()));
+      RETURN_IF_ERROR(writer->BeginTensor(header));
+    }
+    return writer->Append(bytes[p.tensor].substr(p.offset, p.length));
+  };
+  static const bool idle = !EnvSwitchedOff("OVERSEER_CHECKPOINT_IDLE_WRITES");
+  if (idle) {
+    RETURN_IF_ERROR(IdlePriorityRunner::Run(pieces.size(), write));
+  } else {
+    for (size_t k = 0; k < pieces.size(); ++k) RETURN_IF_ERROR(write(k));
   }
   return writer->Close();
 }

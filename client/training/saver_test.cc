@@ -1,13 +1,18 @@
 #include "client/training/saver.h"
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "checkpoint_store/checkpoint_store.h"
+#include "checkpoint_store/location.h"
 #include "client/graph/ops_input.h"
 #include "client/graph/ops_state.h"
 #include "client/session/client_session.h"
 #include "core/resource_mgr.h"
+#include "core/status_macros.h"
 #include "gtest/gtest.h"
 
 namespace overseer {
@@ -76,6 +81,94 @@ TEST_F(SaverTest, SaveThenRestoreIntoAFreshSession) {
   EXPECT_EQ(out[0].scalar<int64_t>(), 42);
   EXPECT_EQ((*fresh_saver)->Restore(fresh->session->session(), dir_ + "/nope-1").code(),
             absl::StatusCode::kNotFound);
+}
+
+// A store that records the CPU scheduling policy of the threads that open its shards.
+class PolicyRecordingStore : public CheckpointStoreInterface {
+ public:
+  explicit PolicyRecordingStore(std::unique_ptr<CheckpointStore> inner)
+      : inner_(std::move(inner)) {}
+  static std::vector<int>* policies() {
+    static auto* const p = new std::vector<int>();
+    return p;
+  }
+  absl::StatusOr<std::string> BeginCheckpoint(const BeginCheckpointRequest& r) override {
+    return inner_->BeginCheckpoint(r);
+  }
+  absl::StatusOr<std::unique_ptr<ShardWriter>> OpenShard(const std::string& id,
+                                                         int shard) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<ShardWriter> inner, inner_->OpenShard(id, shard));
+    return std::unique_ptr<ShardWriter>(new Writer(std::move(inner)));
+  }
+  absl::StatusOr<CheckpointInfo> CommitCheckpoint(const std::string& id) override {
+    return inner_->CommitCheckpoint(id);
+  }
+  absl::Status AbortCheckpoint(const std::string& id) override {
+    return inner_->AbortCheckpoint(id);
+  }
+  absl::StatusOr<std::optional<CheckpointInfo>> LatestCheckpoint(const std::string& run) override {
+    return inner_->LatestCheckpoint(run);
+  }
+  absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& run) override {
+    return inner_->ListCheckpoints(run);
+  }
+  absl::StatusOr<std::vector<TensorHeader>> ListTensors(const std::string& run,
+                                                        const std::string& name) override {
+    return inner_->ListTensors(run, name);
+  }
+  absl::Status ReadTensorsInto(const std::string& run, const std::string& name,
+                               const std::vector<std::string>& names,
+                               TensorReceiver* receiver) override {
+    return inner_->ReadTensorsInto(run, name, names, receiver);
+  }
+  absl::Status DeleteCheckpoint(const std::string& run, const std::string& name) override {
+    return inner_->DeleteCheckpoint(run, name);
+  }
+
+ private:
+  // Records the policy of the thread that appends each tensor's bytes.
+  class Writer : public ShardWriter {
+   public:
+    explicit Writer(std::unique_ptr<ShardWriter> inner) : inner_(std::move(inner)) {}
+    absl::Status BeginTensor(const TensorHeader& header) override {
+      return inner_->BeginTensor(header);
+    }
+    absl::Status Append(absl::string_view data) override {
+      policies()->push_back(::sched_getscheduler(0));
+      return inner_->Append(data);
+    }
+    absl::Status Close() override { return inner_->Close(); }
+
+   private:
+    std::unique_ptr<ShardWriter> inner_;
+  };
+
+  std::unique_ptr<CheckpointStore> inner_;
+};
+
+// A save writes its tensors' bytes from a thread at idle CPU priority (SCHED_IDLE), so
+// that it takes only the CPU that training leaves; the caller's thread keeps its policy.
+TEST_F(SaverTest, ShardsAreWrittenAtIdlePriority) {
+  const std::string root = dir_;
+  RegisterCheckpointStoreScheme(
+      "policy",
+      [root](const std::string&) -> absl::StatusOr<std::unique_ptr<CheckpointStoreInterface>> {
+        ASSIGN_OR_RETURN(std::unique_ptr<CheckpointStore> store,
+                         CheckpointStore::Open(FileSystem::Posix(), root, Clock::Real()));
+        return std::unique_ptr<CheckpointStoreInterface>(
+            new PolicyRecordingStore(std::move(store)));
+      });
+  auto m = NewModel();
+  auto saver = Saver::Create(m->root, {});
+  ASSERT_TRUE(saver.ok()) << saver.status();
+  ASSERT_TRUE(m->session->Run({}, {}, {GlobalVariablesInitializer(m->root)}, nullptr).ok());
+  Set(m.get(), {1, 2, 3, 4, 5, 6}, 7);
+  auto path = (*saver)->Save(m->session->session(), "policy://local/run/model.ckpt", 7);
+  ASSERT_TRUE(path.ok()) << path.status();
+  // w and step (the model's two variables), each in one piece.
+  EXPECT_EQ(*PolicyRecordingStore::policies(), (std::vector<int>{SCHED_IDLE, SCHED_IDLE}));
+  EXPECT_EQ(::sched_getscheduler(0), SCHED_OTHER);
+  EXPECT_TRUE(CheckpointExists(dir_ + "/run/model.ckpt-7"));
 }
 
 // The variable "layer/w" of a model's resources.
