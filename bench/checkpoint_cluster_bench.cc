@@ -3,12 +3,15 @@
 // checkpoint_store_server process whose --root is under $TEST_TMPDIR (or /tmp). The
 // model holds 1 GiB of float variables, 16 variables of 64 MiB, 8 on each ps, plus a
 // 4 KiB "bias" variable on each ps. A sharded Saver saves through a GrpcSession to
-// grpc://127.0.0.1:<store port>/bench: each ps streams its own variables to the store.
+// grpc://127.0.0.1:<store port>/bench: each ps writes its own variables into its
+// shard's data file through a descriptor the store hands out (local writes,
+// local_write.h: O_DIRECT from the variables' memory), from a thread at idle priority.
 //   checkpoint.save_gbps: GB (1e9 bytes) of the big variables per second of the whole
-//     Saver::Save call (begin, both ps streaming, durable commit). Baseline: the same
-//     bytes with the same parallelism, raw: two threads, each writing 512 MiB into a new
-//     file of its own in the store's root directory (same file system) and fsyncing
-//     it. 10 rounds.
+//     Saver::Save call (snapshot, begin, both ps writing, durable commit). Baseline: the
+//     same bytes with the same parallelism and the same kind of write, raw: two
+//     threads, each writing 512 MiB in 64 MiB O_DIRECT writes from 2 MiB-aligned memory
+//     into a new file of its own in the store's root directory (same file system) and
+//     fsyncing it. 10 rounds.
 //   checkpoint.restore_gbps: Saver::Restore of that checkpoint into the ps variables.
 //     The ps run on the store's host, so they read the data files themselves through
 //     descriptors the store hands out (local reads, docs/checkpoint_format.md): the
@@ -38,8 +41,9 @@
 //     without pause, as the Supervisor's training loop does while its checkpoint
 //     thread saves; the figure is its steps per second during a Saver::Save. Baseline:
 //     its steps per second during a quiet window of kQuietTraining without a save,
-//     interleaved. 5 rounds. What slows the steps is CPU shared with the streaming on
-//     this 2-core host (saving holds no variable lock while streaming).
+//     interleaved. 5 rounds. What slows the steps is CPU shared with the save on this
+//     2-core host (saving holds no variable lock while writing): its CRC32C and system
+//     calls, which run at idle priority.
 // Every group of rounds starts with an untimed warm-up round (the first GiB a run writes
 // is several times slower than the next on this host, and the first save and restore
 // in fresh processes fault in their buffers). Within a group each round alternates
@@ -207,22 +211,38 @@ void DropCheckpointFromPageCache(const std::string& run_dir) {
   }
 }
 
-// Writes kShardBytes (kVariables / kPsTasks writes of `buffer`) into each of the
-// kPsTasks files `paths`, one thread per file, fsyncs them and drops them from the page
-// cache; returns the seconds of the writes and fsyncs.
-double RawWrite(const std::vector<std::string>& paths, const std::string& buffer) {
+// Memory for O_DIRECT reads as a tensor's (core/tensor.cc): 2 MiB-aligned, advised to
+// be huge pages (a direct read pins 512 times fewer pages then). Freed on destruction.
+struct AlignedBuffer {
+  explicit AlignedBuffer(size_t bytes) {
+    CHECK(::posix_memalign(reinterpret_cast<void**>(&data), 1 << 21, bytes) == 0);
+    ::madvise(data, bytes, MADV_HUGEPAGE);  // Advice only; may be refused.
+    std::memset(data, 0, bytes);            // Fault the pages in once, before any round.
+  }
+  ~AlignedBuffer() { std::free(data); }
+  char* data = nullptr;
+};
+
+// Writes kShardBytes (kVariables / kPsTasks writes of the kVariableBytes at `buffer`)
+// into each of the kPsTasks files `paths`, one thread per file, with O_DIRECT where the
+// file system takes it (as the ps write their shards: local writes, local_write.h),
+// fsyncs them and drops them from the page cache; returns the seconds of the writes
+// and fsyncs.
+double RawWrite(const std::vector<std::string>& paths, const char* buffer) {
   std::vector<int> fds;
   for (const std::string& path : paths) {
     ::unlink(path.c_str());
-    fds.push_back(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644));
-    CHECK(fds.back() >= 0) << path;
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_DIRECT, 0644);
+    if (fd < 0 && errno == EINVAL) fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+    CHECK(fd >= 0) << path;
+    fds.push_back(fd);
   }
   const double seconds = bench::SecondsOf([&] {
     std::vector<std::thread> writers;
     for (int fd : fds) {
-      writers.emplace_back([&buffer, fd] {
+      writers.emplace_back([buffer, fd] {
         for (int i = 0; i < kVariables / kPsTasks; ++i) {
-          CHECK(::write(fd, buffer.data(), buffer.size()) == static_cast<ssize_t>(buffer.size()));
+          CHECK(::write(fd, buffer, kVariableBytes) == static_cast<ssize_t>(kVariableBytes));
         }
         CHECK(::fsync(fd) == 0);
       });
@@ -309,18 +329,6 @@ class Trainer {
   std::thread thread_;
 };
 
-// Memory for O_DIRECT reads as a tensor's (core/tensor.cc): 2 MiB-aligned, advised to
-// be huge pages (a direct read pins 512 times fewer pages then). Freed on destruction.
-struct AlignedBuffer {
-  explicit AlignedBuffer(size_t bytes) {
-    CHECK(::posix_memalign(reinterpret_cast<void**>(&data), 1 << 21, bytes) == 0);
-    ::madvise(data, bytes, MADV_HUGEPAGE);  // Advice only; may be refused.
-    std::memset(data, 0, bytes);            // Fault the pages in once, before any round.
-  }
-  ~AlignedBuffer() { std::free(data); }
-  char* data = nullptr;
-};
-
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
   SetMinLogSeverity(LogSeverity::kWarning);
@@ -351,8 +359,8 @@ int Run(const char* argv0) {
   CHECK(init.ok()) << init;
   const std::string prefix = absl::StrCat("grpc://", store.target(), "/bench/model.ckpt");
 
-  std::string buffer(static_cast<size_t>(kVariableBytes), '\0');
-  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<char>(i * 131);
+  AlignedBuffer buffer(static_cast<size_t>(kVariableBytes));
+  for (int64_t i = 0; i < kVariableBytes; ++i) buffer.data[i] = static_cast<char>(i * 131);
   std::vector<std::string> raw_paths;
   for (int k = 0; k < kPsTasks; ++k) raw_paths.push_back(absl::StrCat(root, "/raw-", k, ".bin"));
   int64_t step = 0;
@@ -366,7 +374,7 @@ int Run(const char* argv0) {
   Progress("saves and raw writes");
   bench::Rounds saves("checkpoint_cluster save");
   const int raw_write =
-      saves.Add("raw_write", [&] { return GbPerSecond(RawWrite(raw_paths, buffer)); });
+      saves.Add("raw_write", [&] { return GbPerSecond(RawWrite(raw_paths, buffer.data)); });
   const int timed_save = saves.Add("save", [&] { return GbPerSecond(bench::SecondsOf(save)); });
   saves.Run(kSaveRounds);
 
