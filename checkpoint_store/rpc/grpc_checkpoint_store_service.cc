@@ -434,46 +434,45 @@ grpc::Status GrpcCheckpointStoreService::DeleteCheckpoint(grpc::ServerContext* c
   });
 }
 
+template <typename Response, typename Call>
+grpc::Status GrpcCheckpointStoreService::ServeLocal(const grpc::ServerContext& context,
+                                                    RpcMetrics::Method* method,
+                                                    absl::string_view name, const Call& call,
+                                                    Response* response) {
+  return Timed(context, method, name, [&]() -> grpc::Status {
+    if (local_reads_ == nullptr) {
+      return Reply(absl::UnimplementedError(
+          "this checkpoint store serves no local reads or writes (--local_read_socket=)"));
+    }
+    absl::StatusOr<Response> answer = call();
+    if (!answer.ok()) return Reply(answer.status());
+    *response = *std::move(answer);
+    return grpc::Status::OK;
+  });
+}
+
 grpc::Status GrpcCheckpointStoreService::OpenLocalRead(grpc::ServerContext* context,
                                                        const OpenLocalReadRequest* request,
                                                        OpenLocalReadResponse* response) {
-  return Timed(*context, open_local_read_, "OpenLocalRead", [&]() -> grpc::Status {
-    if (local_reads_ == nullptr) {
-      return Reply(absl::UnimplementedError("this checkpoint store serves no local reads"));
-    }
-    absl::StatusOr<OpenLocalReadResponse> granted = local_reads_->Open(*request);
-    if (!granted.ok()) return Reply(granted.status());
-    *response = *std::move(granted);
-    return grpc::Status::OK;
-  });
+  return ServeLocal(
+      *context, open_local_read_, "OpenLocalRead", [&] { return local_reads_->Open(*request); },
+      response);
 }
 
 grpc::Status GrpcCheckpointStoreService::OpenLocalWrite(grpc::ServerContext* context,
                                                         const OpenLocalWriteRequest* request,
                                                         OpenLocalWriteResponse* response) {
-  return Timed(*context, open_local_write_, "OpenLocalWrite", [&]() -> grpc::Status {
-    if (local_reads_ == nullptr) {
-      return Reply(absl::UnimplementedError("this checkpoint store serves no local writes"));
-    }
-    absl::StatusOr<OpenLocalWriteResponse> granted = local_reads_->OpenWrite(*request);
-    if (!granted.ok()) return Reply(granted.status());
-    *response = *std::move(granted);
-    return grpc::Status::OK;
-  });
+  return ServeLocal(
+      *context, open_local_write_, "OpenLocalWrite",
+      [&] { return local_reads_->OpenWrite(*request); }, response);
 }
 
 grpc::Status GrpcCheckpointStoreService::CloseLocalWrite(grpc::ServerContext* context,
                                                          const CloseLocalWriteRequest* request,
                                                          CloseLocalWriteResponse* response) {
-  return Timed(*context, close_local_write_, "CloseLocalWrite", [&]() -> grpc::Status {
-    if (local_reads_ == nullptr) {
-      return Reply(absl::UnimplementedError("this checkpoint store serves no local writes"));
-    }
-    absl::StatusOr<CloseLocalWriteResponse> closed = local_reads_->CloseWrite(*request);
-    if (!closed.ok()) return Reply(closed.status());
-    *response = *std::move(closed);
-    return grpc::Status::OK;
-  });
+  return ServeLocal(
+      *context, close_local_write_, "CloseLocalWrite",
+      [&] { return local_reads_->CloseWrite(*request); }, response);
 }
 
 }  // namespace overseer

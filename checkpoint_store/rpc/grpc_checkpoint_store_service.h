@@ -67,6 +67,11 @@ class GrpcCheckpointStoreService : public CheckpointStoreService::Service {
  private:
   // `status` for the client, its paths relative to the root.
   grpc::Status Reply(const absl::Status& status) const;
+  // The local read and write RPCs: `call` (which returns a StatusOr<Response>) through
+  // local_reads_, UNIMPLEMENTED without one.
+  template <typename Response, typename Call>
+  grpc::Status ServeLocal(const grpc::ServerContext& context, RpcMetrics::Method* method,
+                          absl::string_view name, const Call& call, Response* response);
   // ReadTensors: one request, then the stream of raw ReadTensorsResponse messages.
   grpc::Status StreamTensors(
       grpc::ServerContext* context,
