@@ -22,6 +22,8 @@
 // (SO_RCVLOWAT, which gRPC's newer readers set to be woken less often, stalled
 // transfers for good on this host's kernel, so the reader is woken per packet.)
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -100,6 +102,9 @@ class RawServer {
 
   // A client with its own connection.
   std::unique_ptr<RawClient> NewClient(RawChannelOptions options = {}) const;
+
+  // The server's process (this one for InProcess).
+  pid_t pid() const { return process_ != nullptr ? process_->pid() : ::getpid(); }
 
   // Calls of the default client (gRPC's default channel settings).
   void Ping() { client_->Ping(); }

@@ -1,0 +1,196 @@
+// Benchmark of what each extra partition of a step costs (./dev bench):
+//   grpc_session.extra_partition_cpu_us: CPU time (user + system, of every process of
+//     the cluster and of the client) per step that each task beyond the first adds.
+//     Graph "one": a Const and a Neg on worker 0 and an AddN of the Neg there; graph
+//     "wide": a Const and a Neg on each of kWorkers workers and the AddN on worker 0, so
+//     kWorkers - 1 more partitions, each sending its Neg to worker 0. Both run through
+//     GrpcSession -> master_server -> worker_server processes on loopback, one step at
+//     a time, in windows of kWindowSeconds; the value is (CPU per step of "wide" - CPU
+//     per step of "one") / (kWorkers - 1). Baseline: the CPU of one raw gRPC unary round
+//     trip (this process and a child server), since TensorFlow's runtime pays about one
+//     RPC per partition: the ratio says how many such round trips an extra partition
+//     costs. The windows alternate (interleaved rounds, bench_util.h). CPU comes from
+//     /proc/PID/stat (clock ticks of 10 ms; a window's thousands of steps make that a
+//     few microseconds per step). Goal (issue 23): at most 100 us.
+//   grpc_session.extra_partition_us: the same difference in wall time per step.
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "bench/bench_util.h"
+#include "bench/multiprocess.h"
+#include "client/session/session.h"
+#include "core/logging.h"
+#include "core/node_def_util.h"
+#include "core/process_settings.h"
+#include "core/tensor.h"
+#include "proto/graph.pb.h"
+#include "testing/local_cluster.h"
+
+namespace overseer {
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int kRounds = 7;
+constexpr double kWindowSeconds = 0.6;
+
+// User + system CPU seconds of process `pid` so far (all its threads, live and ended).
+double CpuSecondsOf(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // After the command name, which may hold spaces.
+  CHECK(close != std::string::npos) << "/proc/" << pid << "/stat: " << stat;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  // Fields from the 3rd (state); utime and stime are the 14th and 15th.
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+double CpuSecondsOf(const std::vector<pid_t>& pids) {
+  double total = 0;
+  for (pid_t pid : pids) total += CpuSecondsOf(pid);
+  return total;
+}
+
+// Runs `call` for at least kWindowSeconds; returns the CPU seconds of `pids` and the
+// wall seconds per call.
+struct PerCall {
+  double cpu = 0;
+  double wall = 0;
+};
+PerCall Measure(const std::vector<pid_t>& pids, const std::function<void()>& call) {
+  const double cpu_before = CpuSecondsOf(pids);
+  const absl::Time start = absl::Now();
+  int64_t calls = 0;
+  do {
+    call();
+    ++calls;
+  } while (absl::Now() - start < absl::Seconds(kWindowSeconds));
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+  return {(CpuSecondsOf(pids) - cpu_before) / static_cast<double>(calls),
+          wall / static_cast<double>(calls)};
+}
+
+// Const and Neg on each of `tasks` workers, AddN of the Negs on worker 0.
+GraphDef Graph(int tasks) {
+  GraphDef graph;
+  NodeDef* sum = graph.add_node();
+  sum->set_name("sum");
+  sum->set_op("AddN");
+  sum->set_device("/job:worker/replica:0/task:0");
+  SetNodeAttr(sum, "N", static_cast<int64_t>(tasks));
+  SetNodeAttr(sum, "T", DT_FLOAT);
+  for (int k = 0; k < tasks; ++k) {
+    const std::string device = absl::StrCat("/job:worker/replica:0/task:", k);
+    NodeDef* c = graph.add_node();
+    c->set_name(absl::StrCat("c", k));
+    c->set_op("Const");
+    c->set_device(device);
+    SetNodeAttr(c, "dtype", DT_FLOAT);
+    SetNodeAttr(c, "value", Tensor::Scalar<float>(static_cast<float>(k + 1)));
+    NodeDef* neg = graph.add_node();
+    neg->set_name(absl::StrCat("neg", k));
+    neg->set_op("Neg");
+    neg->set_device(device);
+    neg->add_input(c->name());
+    SetNodeAttr(neg, "T", DT_FLOAT);
+    sum->add_input(neg->name());
+  }
+  return graph;
+}
+
+int Run(const char* argv0) {
+  bench::UseRunfilesOf(argv0);
+  bench::RawServer raw(argv0);
+
+  test::LocalClusterOptions options;
+  options.num_ps = 0;
+  options.num_workers = kWorkers;
+  auto cluster = test::LocalCluster::Start(options);
+  CHECK(cluster.ok()) << cluster.status();
+  std::vector<pid_t> pids = {::getpid(), (*cluster)->pid("master", 0)};
+  for (int k = 0; k < kWorkers; ++k) pids.push_back((*cluster)->pid("worker", k));
+
+  SessionOptions session_options;
+  session_options.target = (*cluster)->master_target();
+  struct Model {
+    std::unique_ptr<Session> session;
+    float expected = 0;
+  };
+  auto open = [&](int tasks) {
+    auto session = NewSession(session_options);
+    CHECK(session.ok()) << session.status();
+    absl::Status created = (*session)->Create(Graph(tasks));
+    CHECK(created.ok()) << created;
+    return Model{*std::move(session), -static_cast<float>(tasks * (tasks + 1) / 2)};
+  };
+  Model one = open(1);
+  Model wide = open(kWorkers);
+  auto step = [](Model& m) {
+    std::vector<Tensor> out;
+    absl::Status s = m.session->Run({}, {"sum:0"}, {}, &out);
+    CHECK(s.ok()) << s;
+    CHECK(out.size() == 1 && out[0].scalar<float>() == m.expected) << out[0].DebugString();
+  };
+
+  std::vector<double> one_wall, wide_wall;
+  bench::Rounds rounds("grpc_session.extra_partition");
+  const std::vector<pid_t> raw_pids = {::getpid(), raw.pid()};
+  const int ping =
+      rounds.Add("ping", [&] { return 1e6 * Measure(raw_pids, [&] { raw.Ping(); }).cpu; });
+  const int one_cpu = rounds.Add("one", [&] {
+    const PerCall m = Measure(pids, [&] { step(one); });
+    one_wall.push_back(1e6 * m.wall);
+    return 1e6 * m.cpu;
+  });
+  const int wide_cpu = rounds.Add("wide", [&] {
+    const PerCall m = Measure(pids, [&] { step(wide); });
+    wide_wall.push_back(1e6 * m.wall);
+    return 1e6 * m.cpu;
+  });
+  rounds.Run(kRounds);
+  // The warm-up round measured walls too; the rounds' samples leave it out.
+  one_wall.erase(one_wall.begin(),
+                 one_wall.end() - static_cast<std::ptrdiff_t>(rounds.samples(one_cpu).size()));
+  wide_wall.erase(wide_wall.begin(),
+                  wide_wall.end() - static_cast<std::ptrdiff_t>(rounds.samples(wide_cpu).size()));
+  std::vector<double> extra_cpu, extra_wall;
+  for (size_t i = 0; i < rounds.samples(one_cpu).size(); ++i) {
+    extra_cpu.push_back((rounds.samples(wide_cpu)[i] - rounds.samples(one_cpu)[i]) /
+                        (kWorkers - 1));
+  }
+  for (size_t i = 0; i < one_wall.size(); ++i) {
+    extra_wall.push_back((wide_wall[i] - one_wall[i]) / (kWorkers - 1));
+  }
+  bench::PrintFigure("grpc_session.extra_partition_cpu_us", "us", extra_cpu, rounds.samples(ping));
+  bench::PrintFigureWithoutBaseline(
+      "grpc_session.extra_partition_us", "us", extra_wall,
+      "wall time per step that each task beyond the first adds (graph of 4 tasks against 1)");
+  CHECK(one.session->Close().ok());
+  CHECK(wide.session->Close().ok());
+  return 0;
+}
+
+}  // namespace
+}  // namespace overseer
+
+int main(int argc, char** argv) {
+  // Measure with the settings the servers run with (docs/settings.md).
+  overseer::ApplyProcessSettings();
+  if (overseer::bench::IsRawServer(argc, argv)) return overseer::bench::RawServerMain(argc, argv);
+  return overseer::Run(argv[0]);
+}
