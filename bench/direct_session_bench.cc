@@ -4,16 +4,23 @@
 //     directly, one after another, with no session or executor, on the same thread.
 //   direct_session.matmul1024_gflops: a 1024x1024 float MatMul through Session::Run;
 //     baseline: the same Eigen contraction on the same thread-pool device.
+//   executor.fanout1000_us_per_node: a Const, 1,000 Negs of it (scalars) and their
+//     AddN through Session::Run, in microseconds per node; baseline: the same kernels
+//     called directly on one thread. Goal (issue 23): a ratio of at most 4.
+//   executor.threads_fanout1000: the process's threads after each of those session
+//     windows (no baseline; goal: at most twice the cores plus a small constant).
 // Each figure and its baseline run in interleaved rounds (bench_util.h), a window of
 // kOverheadWindow or kMatMulWindow seconds of calls each per round, after a warm-up
 // round; values are medians of rounds, ratios medians of per-round ratios.
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/bench_util.h"
 #include "client/session/session.h"
+#include "core/executor/thread_pool.h"
 #include "core/logging.h"
 #include "core/node_def_util.h"
 #include "core/op_kernel.h"
@@ -106,6 +113,82 @@ void RunOverhead(int length, const std::string& name) {
   bench::PrintFigure(name, "us", rounds.samples(in_session), rounds.samples(kernels));
 }
 
+// The threads of this process, from /proc/self/status.
+double ThreadsOfThisProcess() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stod(line.substr(8));
+  }
+  LOG(FATAL) << "no Threads: line in /proc/self/status";
+  return 0;
+}
+
+// A Const, `width` Neg nodes of it, and an AddN of them (issue 23 §1): microseconds per
+// node of a step, against the same kernels called directly (the Const, each Neg on its
+// output, the AddN of theirs) on one thread; and the process's threads after the
+// session's rounds.
+void Fanout(int width) {
+  GraphDef graph;
+  SetNodeAttr(AddNode(&graph, "c", "Const", {}, DT_FLOAT), "value", Tensor::Scalar<float>(1.0f));
+  std::vector<std::string> negs;
+  for (int i = 0; i < width; ++i) {
+    negs.push_back("neg" + std::to_string(i));
+    AddNode(&graph, negs.back(), "Neg", {"c"}, DT_FLOAT);
+  }
+  SetNodeAttr(AddNode(&graph, "sum", "AddN", negs, DT_FLOAT), "N", static_cast<int64_t>(width));
+  auto session = MakeSession(graph);
+  std::vector<std::unique_ptr<OpKernel>> kernels;
+  for (const NodeDef& n : graph.node()) {
+    auto k = CreateOpKernel(n);
+    CHECK(k.ok()) << k.status();
+    kernels.push_back(*std::move(k));
+  }
+  auto run_kernel = [](OpKernel* kernel, std::vector<TensorValue>* inputs) {
+    OpKernelContext::Params params;
+    params.kernel = kernel;
+    params.inputs = inputs;
+    OpKernelContext ctx(params);
+    auto s = kernel->Compute(&ctx);
+    CHECK(s.ok()) << s;
+    return std::move(ctx.mutable_outputs()->at(0));
+  };
+  Tensor direct_sum;
+  auto direct = [&] {
+    std::vector<TensorValue> none;
+    std::vector<TensorValue> c = {run_kernel(kernels[0].get(), &none)};
+    std::vector<TensorValue> summands;
+    for (int i = 1; i <= width; ++i) summands.push_back(run_kernel(kernels[i].get(), &c));
+    direct_sum = run_kernel(kernels[width + 1].get(), &summands).tensor;
+  };
+  std::vector<Tensor> outputs;
+  const double nodes = width + 2;
+  const std::string name = "executor.fanout" + std::to_string(width) + "_us_per_node";
+  std::vector<double> threads;  // After each session window.
+  bench::Rounds rounds(name);
+  const int in_session = rounds.Add("session", [&] {
+    const double us = 1e6 / nodes *
+                      bench::MeanSecondsPerCall(
+                          [&] {
+                            auto s = session->Run({}, {"sum:0"}, {}, &outputs);
+                            CHECK(s.ok()) << s;
+                          },
+                          kOverheadWindow);
+    threads.push_back(ThreadsOfThisProcess());
+    return us;
+  });
+  const int by_hand = rounds.Add(
+      "kernels", [&] { return 1e6 / nodes * bench::MeanSecondsPerCall(direct, kOverheadWindow); });
+  rounds.Run(kOverheadRounds);
+  CHECK(outputs[0].scalar<float>() == -width && direct_sum.scalar<float>() == -width);
+  bench::PrintFigure(name, "us", rounds.samples(in_session), rounds.samples(by_hand));
+  threads.erase(threads.begin());  // The warm-up round's.
+  bench::PrintFigureWithoutBaseline(
+      "executor.threads_fanout" + std::to_string(width), "threads", threads,
+      "threads of the benchmark process after each session window; goal <= 2 x " +
+          std::to_string(DefaultMinThreads()) + " cores + a small constant");
+}
+
 void MatMulGflops() {
   constexpr int64_t kN = 1024;
   Tensor a(DT_FLOAT, TensorShape({kN, kN})), b(DT_FLOAT, TensorShape({kN, kN}));
@@ -156,6 +239,7 @@ int main() {
   overseer::ApplyProcessSettings();
   overseer::RunOverhead(1, "direct_session.run_overhead_us.const");
   overseer::RunOverhead(10, "direct_session.run_overhead_us.chain10");
+  overseer::Fanout(1000);
   overseer::MatMulGflops();
   return 0;
 }
