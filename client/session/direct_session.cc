@@ -67,7 +67,10 @@ ThreadPool* SharedInterOpPool() {
 
 std::unique_ptr<ThreadPool> OwnInterOpPool(const ConfigProto& config) {
   if (config.inter_op_parallelism_threads() > 0) {
-    return std::make_unique<ThreadPool>(config.inter_op_parallelism_threads());
+    // A cap for steps that only compute; steps that may wait still get threads, so
+    // that a blocked dequeue cannot hold back the enqueue it waits for.
+    const int n = config.inter_op_parallelism_threads();
+    return std::make_unique<ThreadPool>(n, 4096, n);
   }
   if (config.use_per_session_threads()) return std::make_unique<ThreadPool>(DefaultMinThreads());
   return nullptr;

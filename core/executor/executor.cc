@@ -242,7 +242,9 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
       s->tasks = static_cast<int>(elsewhere.size());
       for (int n : elsewhere) s->ready.push_back(n);
     }
-    for (size_t i = 0; i < elsewhere.size(); ++i) pool_->Schedule([this, s] { RunQueued(s); });
+    for (size_t i = 0; i < elsewhere.size(); ++i) {
+      pool_->Schedule([this, s] { RunQueued(s); }, may_wait_);
+    }
     RunNodes(s, &here);
     // Help with queued nodes until the step is over and no pool task holds it.
     auto can_proceed = [s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
@@ -469,7 +471,9 @@ void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
     step->tasks += static_cast<int>(elsewhere.size());
     for (int n : elsewhere) step->ready.push_back(n);
   }
-  for (size_t i = 0; i < elsewhere.size(); ++i) pool_->Schedule([this, step] { RunQueued(step); });
+  for (size_t i = 0; i < elsewhere.size(); ++i) {
+    pool_->Schedule([this, step] { RunQueued(step); }, may_wait_);
+  }
 }
 
 absl::Status Executor::CollectFetches(Step* step, std::vector<Tensor>* fetches) {

@@ -10,8 +10,12 @@ namespace {
 constexpr absl::Duration kIdleExit = absl::Minutes(1);
 }  // namespace
 
-ThreadPool::ThreadPool(int min_threads, int max_threads)
-    : min_threads_(std::max(1, min_threads)), max_threads_(std::max(min_threads_, max_threads)) {}
+ThreadPool::ThreadPool(int min_threads, int max_threads, int compute_threads)
+    : min_threads_(std::max(1, min_threads)),
+      max_threads_(std::max(min_threads_, max_threads)),
+      compute_threads_(std::min(max_threads_, compute_threads > 0
+                                                  ? std::max(min_threads_, compute_threads)
+                                                  : DefaultComputeThreads(min_threads_))) {}
 
 ThreadPool::~ThreadPool() {
   std::vector<std::thread> threads;
@@ -32,12 +36,14 @@ ThreadPool::~ThreadPool() {
   }
 }
 
-void ThreadPool::Schedule(std::function<void()> task) {
+void ThreadPool::Schedule(std::function<void()> task, bool may_block) {
   std::vector<std::thread> finished;
   {
     absl::MutexLock lock(&mu_);
-    tasks_.push_back(std::move(task));
-    if (static_cast<int>(tasks_.size()) <= idle_ || alive_ >= max_threads_) {
+    tasks_.push_back(Task{std::move(task), may_block});
+    const bool room =
+        alive_ < max_threads_ && (may_block || alive_ - running_may_block_ < compute_threads_);
+    if (static_cast<int>(tasks_.size()) <= idle_ || !room) {
       work_.Signal();
     } else {
       // Reap threads that exited on idleness before starting another.
@@ -76,18 +82,24 @@ void ThreadPool::WorkerLoop() {
       }
     }
     if (tasks_.empty()) break;  // Stopping and drained.
-    std::function<void()> task = std::move(tasks_.front());
+    Task task = std::move(tasks_.front());
     tasks_.pop_front();
+    if (task.may_block) ++running_may_block_;
     mu_.Unlock();
-    task();
-    task = nullptr;
+    task.fn();
+    task.fn = nullptr;
     mu_.Lock();
+    if (task.may_block) --running_may_block_;
   }
   --alive_;
 }
 
 int DefaultMinThreads() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int DefaultComputeThreads(int min_threads) {
+  return std::max(min_threads, 2 * DefaultMinThreads());
 }
 
 }  // namespace overseer
