@@ -1,11 +1,15 @@
 #include "bench/bench_util.h"
 
 #include <errno.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <utility>
 
 namespace overseer {
@@ -156,6 +160,32 @@ void PrintFigureWithoutBaseline(const std::string& name, const std::string& unit
             ", \"max\": " + Number(v.max) + ", \"note\": " + JsonString(note) + "}");
   Progress(name + " over " + std::to_string(values.size()) +
            " rounds: " + SpreadText("value", values) + " (no measured baseline)");
+}
+
+double ThreadsOf(int pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::stod(line.substr(8));
+  }
+  return -1;
+}
+
+double CpuSecondsOf(int pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // After the command name, which may hold spaces.
+  if (close == std::string::npos || close + 2 > stat.size()) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  double utime = -1, stime = -1;
+  // Fields from the 3rd (state) on; utime and stime are the 14th and 15th.
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  if (utime < 0 || stime < 0) return -1;
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace bench

@@ -87,6 +87,12 @@ constexpr int kMinRounds = 5;
 // rounds: value = median of `values`, baseline = median of `baselines`, ratio = median
 // of values[i] / baselines[i]. Aborts, naming the figure, unless both have the same
 // size of at least kMinRounds.
+// The threads of process `pid` now (/proc/PID/status); -1 if that cannot be read.
+double ThreadsOf(int pid);
+// The user + system CPU seconds of process `pid` so far, all its threads, ended ones
+// included (/proc/PID/stat, in clock ticks of usually 10 ms); -1 if that cannot be read.
+double CpuSecondsOf(int pid);
+
 void PrintFigure(const std::string& name, const std::string& unit,
                  const std::vector<double>& values, const std::vector<double>& baselines);
 

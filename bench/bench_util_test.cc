@@ -1,5 +1,8 @@
 #include "bench/bench_util.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -69,6 +72,20 @@ TEST(PrintFigureTest, WithoutBaselinePrintsNullsAndTheNote) {
   EXPECT_THAT(line, HasSubstr("\"value\": 3,"));
   EXPECT_THAT(line, HasSubstr("\"baseline\": null, \"ratio\": null"));
   EXPECT_THAT(line, HasSubstr("\"note\": \"no baseline; goal \\\"<= 2 s\\\"\"}"));
+}
+
+TEST(ProcTest, ThreadsAndCpuOfThisProcess) {
+  EXPECT_GE(ThreadsOf(::getpid()), 1);
+  const double before = CpuSecondsOf(::getpid());
+  ASSERT_GE(before, 0);
+  // Busy until the process's CPU time has moved by a clock tick or more.
+  volatile double sink = 0;
+  while (CpuSecondsOf(::getpid()) <= before) {
+    for (int i = 0; i < 100000; ++i) sink = sink + i;
+  }
+  EXPECT_GT(CpuSecondsOf(::getpid()), before);
+  EXPECT_EQ(ThreadsOf(-5), -1);
+  EXPECT_EQ(CpuSecondsOf(-5), -1);
 }
 
 }  // namespace

@@ -13,7 +13,8 @@
 // kOverheadWindow or kMatMulWindow seconds of calls each per round, after a warm-up
 // round; values are medians of rounds, ratios medians of per-round ratios.
 
-#include <fstream>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -113,17 +114,6 @@ void RunOverhead(int length, const std::string& name) {
   bench::PrintFigure(name, "us", rounds.samples(in_session), rounds.samples(kernels));
 }
 
-// The threads of this process, from /proc/self/status.
-double ThreadsOfThisProcess() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Threads:", 0) == 0) return std::stod(line.substr(8));
-  }
-  LOG(FATAL) << "no Threads: line in /proc/self/status";
-  return 0;
-}
-
 // A Const, `width` Neg nodes of it, and an AddN of them (issue 23 §1): microseconds per
 // node of a step, against the same kernels called directly (the Const, each Neg on its
 // output, the AddN of theirs) on one thread; and the process's threads after the
@@ -174,7 +164,7 @@ void Fanout(int width) {
                             CHECK(s.ok()) << s;
                           },
                           kOverheadWindow);
-    threads.push_back(ThreadsOfThisProcess());
+    threads.push_back(bench::ThreadsOf(::getpid()));
     return us;
   });
   const int by_hand = rounds.Add(

@@ -21,7 +21,6 @@
 //   master.step_us_at_1000_sessions: the step above on one session while the 1,000 are
 //     open; baseline: the same step with none open, interleaved. Goal: a ratio near 1.
 
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,15 +44,11 @@ constexpr double kWindowSeconds = 0.3;
 constexpr int kManySessions = 1000;
 constexpr int kSessionRounds = 5;
 
-// The threads of process `pid`, from /proc/PID/status.
+// The threads of process `pid`.
 double ThreadsOf(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Threads:", 0) == 0) return std::stod(line.substr(8));
-  }
-  LOG(FATAL) << "no Threads: line in /proc/" << pid << "/status";
-  return 0;
+  const double threads = bench::ThreadsOf(pid);
+  CHECK(threads >= 0) << "cannot read /proc/" << pid << "/status";
+  return threads;
 }
 
 int Run(const char* argv0) {

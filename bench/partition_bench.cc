@@ -17,10 +17,8 @@
 #include <unistd.h>
 
 #include <cstddef>
-#include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,26 +41,13 @@ constexpr int kWorkers = 4;
 constexpr int kRounds = 7;
 constexpr double kWindowSeconds = 0.6;
 
-// User + system CPU seconds of process `pid` so far (all its threads, live and ended).
-double CpuSecondsOf(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  const size_t close = stat.rfind(')');  // After the command name, which may hold spaces.
-  CHECK(close != std::string::npos) << "/proc/" << pid << "/stat: " << stat;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  // Fields from the 3rd (state); utime and stime are the 14th and 15th.
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stod(field);
-    if (i == 15) stime = std::stod(field);
-  }
-  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
 double CpuSecondsOf(const std::vector<pid_t>& pids) {
   double total = 0;
-  for (pid_t pid : pids) total += CpuSecondsOf(pid);
+  for (pid_t pid : pids) {
+    const double cpu = bench::CpuSecondsOf(pid);
+    CHECK(cpu >= 0) << "cannot read /proc/" << pid << "/stat";
+    total += cpu;
+  }
   return total;
 }
 
