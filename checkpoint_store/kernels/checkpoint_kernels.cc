@@ -170,7 +170,7 @@ class IdlePriorityRunner {
         if (!logged.exchange(true)) {
           LOG(INFO) << "a checkpoint shard written at idle priority made no progress for "
                     << absl::FormatDuration(kStall)
-                    << " (the CPUs are busy): its writer continues at normal priority "
+                    << " (busy CPUs or a slow disk): its writer continues at normal priority "
                     << "(later ones are not logged)";
         }
         return true;
