@@ -60,14 +60,9 @@ struct PerCall {
 PerCall Measure(const std::vector<pid_t>& pids, const std::function<void()>& call) {
   const double cpu_before = CpuSecondsOf(pids);
   const absl::Time start = absl::Now();
-  int64_t calls = 0;
-  do {
-    call();
-    ++calls;
-  } while (absl::Now() - start < absl::Seconds(kWindowSeconds));
-  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
-  return {(CpuSecondsOf(pids) - cpu_before) / static_cast<double>(calls),
-          wall / static_cast<double>(calls)};
+  const double wall = bench::MeanSecondsPerCall(call, kWindowSeconds);
+  const double calls = absl::ToDoubleSeconds(absl::Now() - start) / wall;
+  return {(CpuSecondsOf(pids) - cpu_before) / calls, wall};
 }
 
 // Const and Neg on each of `tasks` workers, AddN of the Negs on worker 0.

@@ -400,13 +400,14 @@ absl::StatusOr<std::string> CheckpointStore::BeginCheckpoint(
 absl::StatusOr<std::unique_ptr<ShardWriter>> CheckpointStore::OpenShard(
     const std::string& checkpoint_id, int shard_id) {
   std::shared_ptr<Pending> pending;
+  bool taken_over;
   {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(pending, FindPending(checkpoint_id));
-    RETURN_IF_ERROR(ClaimShard(*pending, shard_id, ""));
+    ASSIGN_OR_RETURN(taken_over, ClaimShard(*pending, shard_id, ""));
   }
   // A local write taken over leaves its file behind.
-  fs_->DeleteFile(pending->TempDataFile(shard_id)).IgnoreError();
+  if (taken_over) fs_->DeleteFile(pending->TempDataFile(shard_id)).IgnoreError();
   auto writer = DataFileWriter::Create(fs_, pending->TempDataFile(shard_id), shard_id);
   if (!writer.ok()) {
     ShardClosed(checkpoint_id, shard_id, false, {}, 0);
@@ -426,8 +427,8 @@ absl::StatusOr<std::shared_ptr<CheckpointStore::Pending>> CheckpointStore::FindP
   return it->second;
 }
 
-absl::Status CheckpointStore::ClaimShard(Pending& pending, int shard_id,
-                                         const std::string& local_token) {
+absl::StatusOr<bool> CheckpointStore::ClaimShard(Pending& pending, int shard_id,
+                                                 const std::string& local_token) {
   if (shard_id < 0 || shard_id >= pending.num_shards) {
     return absl::InvalidArgumentError(absl::StrCat("shard ", shard_id, " of checkpoint ",
                                                    pending.name, " out of range [0, ",
@@ -440,10 +441,18 @@ absl::Status CheckpointStore::ClaimShard(Pending& pending, int shard_id,
     return absl::FailedPreconditionError(absl::StrCat("shard ", shard_id, " of checkpoint ",
                                                       pending.name, " is already being written"));
   }
+  const bool taken_over = shard.open;
   shard.open = true;
   shard.local_token = local_token;
   shard.local_file.reset();
-  return absl::OkStatus();
+  return taken_over;
+}
+
+bool CheckpointStore::HeldByLocalWrite(const Pending& pending, int shard_id,
+                                       const std::string& token) const {
+  return shard_id >= 0 && shard_id < pending.num_shards && !token.empty() &&
+         pending.shards[static_cast<size_t>(shard_id)].open &&
+         pending.shards[static_cast<size_t>(shard_id)].local_token == token;
 }
 
 absl::StatusOr<std::string> CheckpointStore::OpenLocalShard(const std::string& checkpoint_id,
@@ -451,15 +460,16 @@ absl::StatusOr<std::string> CheckpointStore::OpenLocalShard(const std::string& c
                                                             const std::string& token) {
   if (token.empty()) return absl::InvalidArgumentError("a local write needs a token");
   std::shared_ptr<Pending> pending;
+  bool taken_over;
   {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(pending, FindPending(checkpoint_id));
-    RETURN_IF_ERROR(ClaimShard(*pending, shard_id, token));
+    ASSIGN_OR_RETURN(taken_over, ClaimShard(*pending, shard_id, token));
   }
   const std::string path = pending->TempDataFile(shard_id);
   // Created here, through the rooted file system, so that the file is under the root;
   // the writer fills it through a descriptor.
-  fs_->DeleteFile(path).IgnoreError();
+  if (taken_over) fs_->DeleteFile(path).IgnoreError();
   absl::StatusOr<std::unique_ptr<WritableFile>> file = fs_->NewWritableFile(path);
   if (!file.ok()) {
     ShardClosed(checkpoint_id, shard_id, false, {}, 0);
@@ -475,20 +485,21 @@ absl::StatusOr<std::string> CheckpointStore::OpenLocalShard(const std::string& c
 
 absl::StatusOr<CloseLocalWriteResponse> CheckpointStore::CloseLocalShard(
     const CloseLocalWriteRequest& request) {
+  const int shard_id = request.shard_id();
   std::shared_ptr<Pending> pending;
+  std::shared_ptr<WritableFile> file;
   {
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(pending, FindPending(request.checkpoint_id()));
-    const int shard_id = request.shard_id();
-    if (shard_id < 0 || shard_id >= pending->num_shards ||
-        !pending->shards[static_cast<size_t>(shard_id)].open || request.token().empty() ||
-        pending->shards[static_cast<size_t>(shard_id)].local_token != request.token()) {
+    if (HeldByLocalWrite(*pending, shard_id, request.token())) {
+      file = pending->shards[static_cast<size_t>(shard_id)].local_file;
+    }
+    if (file == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("shard ", shard_id, " of checkpoint ", pending->name,
                        " is not held by this local write (taken over by another writer?)"));
     }
   }
-  const int shard_id = request.shard_id();
   const std::string path = pending->TempDataFile(shard_id);
   ASSIGN_OR_RETURN(ShardEntries entries, LocalShardEntries(request, rooted_->Relative(path)));
   // The writer's bytes are in the file (it wrote them before asking); make them durable
@@ -499,25 +510,15 @@ absl::StatusOr<CloseLocalWriteResponse> CheckpointStore::CloseLocalShard(
                                             " bytes; its local writer reported ",
                                             request.file_bytes()));
   }
-  std::shared_ptr<WritableFile> file;
-  {
-    absl::MutexLock lock(&mu_);
-    file = pending->shards[static_cast<size_t>(shard_id)].local_file;
-  }
-  if (file == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("shard ", shard_id, " of checkpoint ",
-                                                      pending->name, " has no data file yet"));
-  }
   RETURN_IF_ERROR(file->Sync());
   {
     absl::MutexLock lock(&mu_);
-    Shard& shard = pending->shards[static_cast<size_t>(shard_id)];
-    if (!shard.open || shard.local_token != request.token()) {
+    if (!HeldByLocalWrite(*pending, shard_id, request.token())) {
       return absl::FailedPreconditionError(absl::StrCat(
           "shard ", shard_id, " of checkpoint ", pending->name, " was taken over while closing"));
     }
-    shard.local_token.clear();
-    shard.local_file.reset();
+    // Still open, held by no one: nobody takes it over before ShardClosed.
+    pending->shards[static_cast<size_t>(shard_id)].local_token.clear();
   }
   if (bytes_written_ != nullptr) bytes_written_->Increment(static_cast<double>(size));
   CloseLocalWriteResponse response;

@@ -112,9 +112,13 @@ class CheckpointStore : public CheckpointStoreInterface {
   absl::StatusOr<std::shared_ptr<Pending>> FindPending(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks shard `shard_id` of `pending` open for a writer (a local write's if
-  // `local_token` is not empty). INVALID_ARGUMENT out of range; FAILED_PRECONDITION if
-  // closed or held by a streaming writer.
-  absl::Status ClaimShard(Pending& pending, int shard_id, const std::string& local_token)
+  // `local_token` is not empty); true if it took the shard over from a local write that
+  // had not closed (whose file is left behind). INVALID_ARGUMENT out of range;
+  // FAILED_PRECONDITION if closed or held by a streaming writer.
+  absl::StatusOr<bool> ClaimShard(Pending& pending, int shard_id, const std::string& local_token)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether shard `shard_id` of `pending` is open under local write `token`.
+  bool HeldByLocalWrite(const Pending& pending, int shard_id, const std::string& token) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::shared_ptr<Pending>> TakePending(const std::string& id, bool require_closed);
   void DeleteTempFiles(const Pending& pending);

@@ -141,9 +141,7 @@ absl::StatusOr<OpenLocalReadResponse> LocalReadServer::Open(const OpenLocalReadR
   }
   ASSIGN_OR_RETURN(std::string token, NewToken());
   RETURN_IF_ERROR(AddGrant(token, std::move(grant)));
-  response.set_socket(options_.socket);
-  response.set_token(std::move(token));
-  response.set_token_ttl_seconds(absl::ToDoubleSeconds(options_.token_ttl));
+  SetGrantReply(std::move(token), &response);
   return response;
 }
 
@@ -172,9 +170,7 @@ absl::StatusOr<OpenLocalWriteResponse> LocalReadServer::OpenWrite(
   grant.fds.push_back(std::move(fd));
   RETURN_IF_ERROR(AddGrant(token, std::move(grant)));
   OpenLocalWriteResponse response;
-  response.set_socket(options_.socket);
-  response.set_token(std::move(token));
-  response.set_token_ttl_seconds(absl::ToDoubleSeconds(options_.token_ttl));
+  SetGrantReply(std::move(token), &response);
   response.set_file(path.substr(path.rfind('/') + 1));
   return response;
 }

@@ -105,6 +105,13 @@ class LocalReadServer {
   absl::Status CheckRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps `grant` under `token` until it is redeemed or expires.
   absl::Status AddGrant(const std::string& token, Grant grant);
+  // The socket, `token` and its time to live in an Open or OpenWrite reply.
+  template <typename Response>
+  void SetGrantReply(std::string token, Response* response) const {
+    response->set_socket(options_.socket);
+    response->set_token(std::move(token));
+    response->set_token_ttl_seconds(absl::ToDoubleSeconds(options_.token_ttl));
+  }
 
   CheckpointStore* const store_;
   const LocalReadServerOptions options_;
