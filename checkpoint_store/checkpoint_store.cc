@@ -195,7 +195,11 @@ class CheckpointStore::LocalShardWriter : public ShardWriter {
 
 CheckpointStore::CheckpointStore(std::unique_ptr<RootedFileSystem> fs, Clock* clock,
                                  prometheus::Registry* metrics)
-    : rooted_(std::move(fs)), fs_(rooted_.get()), root_(rooted_->root()), clock_(clock) {
+    : rooted_(std::move(fs)),
+      fs_(rooted_.get()),
+      root_(rooted_->root()),
+      clock_(clock),
+      incarnation_(absl::Uniform<uint32_t>(absl::BitGen())) {
   if (metrics == nullptr) return;
   auto counter = [&](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(*metrics).Add({});
@@ -391,7 +395,7 @@ absl::StatusOr<std::string> CheckpointStore::BeginCheckpoint(
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("the checkpoint store is shutting down");
   do {
-    pending->id = absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen));
+    pending->id = absl::StrFormat("%08x%08x", incarnation_, absl::Uniform<uint32_t>(gen));
   } while (pending_.count(pending->id) > 0);
   pending_[pending->id] = pending;
   return pending->id;
@@ -420,6 +424,13 @@ absl::StatusOr<std::unique_ptr<ShardWriter>> CheckpointStore::OpenShard(
 absl::StatusOr<std::shared_ptr<CheckpointStore::Pending>> CheckpointStore::FindPending(
     const std::string& id) {
   auto it = pending_.find(id);
+  if (it == pending_.end() && IsTempId(id) &&
+      id.compare(0, 8, absl::StrFormat("%08x", incarnation_)) != 0) {
+    // Begun by an earlier run of the store, which forgot its pending checkpoints when it
+    // stopped: the writer should begin again, as after any interrupted save.
+    return absl::AbortedError(absl::StrCat(
+        "checkpoint ", id, " was begun before the checkpoint store restarted; begin it again"));
+  }
   if (it == pending_.end()) {
     return absl::NotFoundError(
         absl::StrCat("no pending checkpoint ", id, " (committed or aborted?)"));

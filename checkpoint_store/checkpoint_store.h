@@ -108,7 +108,8 @@ class CheckpointStore : public CheckpointStoreInterface {
                   prometheus::Registry* metrics);
   std::string RunDir(const std::string& run) const;
   absl::Mutex* RunMutex(const std::string& dir);
-  // The pending checkpoint `id`; NOT_FOUND if there is none.
+  // The pending checkpoint `id`; ABORTED if an earlier run of the store gave the id
+  // (it restarted since), NOT_FOUND if there is none otherwise.
   absl::StatusOr<std::shared_ptr<Pending>> FindPending(const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks shard `shard_id` of `pending` open for a writer (a local write's if
@@ -147,6 +148,9 @@ class CheckpointStore : public CheckpointStoreInterface {
   FileSystem* const fs_;  // rooted_.get()
   const std::string root_;
   Clock* const clock_;
+  // Random per store object: the first half of every checkpoint id it gives, so that an
+  // id from before a restart is told apart from one never given (FindPending).
+  const uint32_t incarnation_;
 
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);

@@ -66,7 +66,8 @@ class CheckpointStoreInterface {
   // Starts checkpoint request.name of request.run with request.num_shards shards and
   // returns its id. INVALID_ARGUMENT for a bad run or name or num_shards < 1.
   virtual absl::StatusOr<std::string> BeginCheckpoint(const BeginCheckpointRequest& request) = 0;
-  // Opens shard `shard_id` of a begun checkpoint. NOT_FOUND for an unknown id;
+  // Opens shard `shard_id` of a begun checkpoint. NOT_FOUND for an unknown id, ABORTED
+  // for one given before the store restarted (begin again);
   // FAILED_PRECONDITION if the shard was already opened.
   virtual absl::StatusOr<std::unique_ptr<ShardWriter>> OpenShard(const std::string& checkpoint_id,
                                                                  int shard_id) = 0;

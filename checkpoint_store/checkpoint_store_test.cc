@@ -143,6 +143,34 @@ TEST_F(CheckpointStoreTest, SaveLatestListRead) {
             absl::StatusCode::kNotFound);
 }
 
+// A restarted store forgot its pending checkpoints: an id the earlier run gave is
+// ABORTED (begin again), one it never gave stays NOT_FOUND.
+TEST_F(CheckpointStoreTest, AnIdFromBeforeARestartIsAborted) {
+  BeginCheckpointRequest begin;
+  begin.set_run("r");
+  begin.set_name("model.ckpt-1");
+  begin.set_num_shards(1);
+  std::string id;
+  {
+    auto first = OpenStore(FileSystem::Posix());
+    ASSERT_NE(first, nullptr);
+    auto begun = first->BeginCheckpoint(begin);
+    ASSERT_TRUE(begun.ok()) << begun.status();
+    id = *begun;
+  }
+  auto second = OpenStore(FileSystem::Posix());
+  ASSERT_NE(second, nullptr);
+  auto again = second->BeginCheckpoint(begin);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_NE(id.substr(0, 8), again->substr(0, 8));  // 1 in 2^32 that they match.
+  EXPECT_EQ(second->OpenShard(id, 0).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(second->CommitCheckpoint(id).status().code(), absl::StatusCode::kAborted);
+  const std::string never = again->substr(0, 8) + "ffffffff";  // This run's, never given.
+  ASSERT_NE(never, *again);
+  EXPECT_EQ(second->OpenShard(never, 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(second->CommitCheckpoint("nope").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(CheckpointStoreTest, RetentionKeepsMaxToKeepAndEveryNHours) {
   auto store = OpenStore(fs_);
   for (int step = 1; step <= 6; ++step) {
