@@ -84,6 +84,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       if (args.trace && args.trace_outputs) r.mutable_exec_opts()->set_record_outputs(true);
       if (args.partition_graphs) r.mutable_exec_opts()->set_record_partition_graphs(true);
       if (step_.peer_senders.count(task) == 0) r.set_cleanup_on_return(true);
+      if (cleaner_ != nullptr) cleaner_->TakeFor(task, &r);
     }
     for (size_t i = 0; i < step_.feeds.size(); ++i) {
       NamedTensorProto* send = requests_[step_.feeds[i].task].add_send();
@@ -200,6 +201,11 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       absl::MutexLock lock(&mu_);
       status = first_;
     }
+    if (!status.ok() && cleaner_ != nullptr) {
+      // A RunGraph that failed may not have reached its task with the earlier steps'
+      // cleanups it carried.
+      for (const auto& [task, request] : requests_) cleaner_->GiveBack(task, request);
+    }
     if (!status.ok() || cleaner_ == nullptr) {
       std::shared_ptr<StepCall> self = shared_from_this();
       StepBlockingThreads()->Schedule([self, status] {
@@ -279,45 +285,90 @@ ThreadPool* StepCleaner::Pool() {
 
 struct StepCleaner::Queue {
   struct Pending {
-    std::vector<std::string> tasks;
-    int64_t step_id;
+    std::string task;
+    std::vector<int64_t> step_ids;
   };
 
-  Queue(MasterWorkerCacheInterface* workers, size_t max_pending)
-      : workers(workers), max_pending(max_pending) {}
+  Queue(MasterWorkerCacheInterface* workers, size_t max_waiting, size_t max_pending)
+      : workers(workers), max_waiting(max_waiting), max_pending(max_pending) {}
 
   MasterWorkerCacheInterface* const workers;
+  const size_t max_waiting;
   const size_t max_pending;
   absl::Mutex mu;
+  // Task -> steps waiting for the next RunGraph there.
+  absl::flat_hash_map<std::string, std::vector<int64_t>> waiting ABSL_GUARDED_BY(mu);
+  // To send by CleanupGraph, and how many steps that is.
   std::deque<Pending> pending ABSL_GUARDED_BY(mu);
+  size_t pending_steps ABSL_GUARDED_BY(mu) = 0;
   // A Send task runs (or is scheduled): true whenever `pending` is not empty.
   bool sending ABSL_GUARDED_BY(mu) = false;
 };
 
-StepCleaner::StepCleaner(MasterWorkerCacheInterface* workers, int max_pending)
-    : queue_(std::make_shared<Queue>(workers, static_cast<size_t>(std::max(1, max_pending)))) {}
+StepCleaner::StepCleaner(MasterWorkerCacheInterface* workers, int max_waiting, int max_pending)
+    : queue_(std::make_shared<Queue>(workers, static_cast<size_t>(std::max(1, max_waiting)),
+                                     static_cast<size_t>(std::max(1, max_pending)))) {}
 
 StepCleaner::~StepCleaner() {
   Queue& q = *queue_;
+  bool start = false;
+  {
+    absl::MutexLock lock(&q.mu);
+    std::vector<std::string> tasks;
+    for (const auto& [task, ids] : q.waiting) tasks.push_back(task);
+    for (const std::string& task : tasks) start |= FlushLocked(q, task);
+  }
+  if (start) Pool()->Schedule([queue = queue_] { Send(queue); });
   absl::MutexLock lock(&q.mu);
   auto sent = [&q]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(q.mu) { return !q.sending; };
   q.mu.Await(absl::Condition(&sent));
 }
 
-void StepCleaner::Enqueue(std::vector<std::string> tasks, int64_t step_id) {
+bool StepCleaner::FlushLocked(Queue& q, const std::string& task) {
+  auto it = q.waiting.find(task);
+  if (it == q.waiting.end()) return false;
+  q.pending_steps += it->second.size();
+  q.pending.push_back(Queue::Pending{task, std::move(it->second)});
+  q.waiting.erase(it);
+  const bool start = !q.sending;
+  q.sending = true;
+  return start;
+}
+
+void StepCleaner::Enqueue(const std::vector<std::string>& tasks, int64_t step_id) {
   Queue& q = *queue_;
   bool start = false;
   {
     absl::MutexLock lock(&q.mu);
-    auto has_room = [&q]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(q.mu) {
-      return q.pending.size() < q.max_pending;
-    };
-    q.mu.Await(absl::Condition(&has_room));
-    q.pending.push_back(Queue::Pending{std::move(tasks), step_id});
-    start = !q.sending;
-    q.sending = true;
+    for (const std::string& task : tasks) {
+      std::vector<int64_t>& ids = q.waiting[task];
+      ids.push_back(step_id);
+      if (ids.size() < q.max_waiting) continue;
+      auto has_room = [&q]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(q.mu) {
+        return q.pending_steps < q.max_pending;
+      };
+      q.mu.Await(absl::Condition(&has_room));
+      start |= FlushLocked(q, task);
+    }
   }
   if (start) Pool()->Schedule([queue = queue_] { Send(queue); });
+}
+
+void StepCleaner::TakeFor(const std::string& task, RunGraphRequest* request) {
+  Queue& q = *queue_;
+  absl::MutexLock lock(&q.mu);
+  auto it = q.waiting.find(task);
+  if (it == q.waiting.end()) return;
+  for (const int64_t id : it->second) request->add_cleanup_step_id(id);
+  q.waiting.erase(it);
+}
+
+void StepCleaner::GiveBack(const std::string& task, const RunGraphRequest& request) {
+  if (request.cleanup_step_id().empty()) return;
+  Queue& q = *queue_;
+  absl::MutexLock lock(&q.mu);
+  std::vector<int64_t>& ids = q.waiting[task];
+  ids.insert(ids.end(), request.cleanup_step_id().begin(), request.cleanup_step_id().end());
 }
 
 void StepCleaner::Send(std::shared_ptr<Queue> queue) {
@@ -333,13 +384,15 @@ void StepCleaner::Send(std::shared_ptr<Queue> queue) {
       next = std::move(q.pending.front());
       q.pending.pop_front();
     }
-    CleanupGraphRequest req;
-    req.set_step_id(next.step_id);
-    for (const std::string& task : next.tasks) {
-      WorkerInterface* w = q.workers->GetWorker(task);
+    WorkerInterface* w = q.workers->GetWorker(next.task);
+    for (const int64_t step_id : next.step_ids) {
+      CleanupGraphRequest req;
+      req.set_step_id(step_id);
       CleanupGraphResponse resp;
       if (w != nullptr) w->CleanupGraph(req, &resp).IgnoreError();
     }
+    absl::MutexLock lock(&q.mu);
+    q.pending_steps -= next.step_ids.size();
   }
 }
 

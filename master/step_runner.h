@@ -25,6 +25,7 @@
 #include "master/worker_cache.h"
 #include "proto/config.pb.h"
 #include "proto/tensor.pb.h"
+#include "proto/worker.pb.h"
 
 namespace overseer {
 
@@ -52,30 +53,43 @@ struct StepArgs {
   bool partition_graphs = false;
 };
 
-// Sends CleanupGraph for finished steps, in the order queued, from a thread of a
-// process-wide pool (at most kMaxStepCleanerThreads) while it has steps queued: a cleaner
-// holds no thread of its own, so a master with a thousand sessions open does not keep a
-// thousand threads. When `max_pending`
-// steps wait, Enqueue blocks until the sending catches up, so a fast step loop cannot
-// grow the queue without bound. The destructor waits until everything queued is sent.
-// Thread-safe.
+// Cleans up finished steps on the tasks that kept their state (they sent tensors to
+// peers). A step's cleanup waits for the next RunGraph of the session to its task and
+// rides in it (TakeFor: RunGraphRequest.cleanup_step_id), so that a step loop sends no
+// CleanupGraph at all. What waits longer goes by CleanupGraph: when `max_waiting`
+// steps wait for one task (a loop that no longer runs there), and everything when the
+// cleaner is destroyed (the session closes), which waits until it is sent. CleanupGraph
+// is sent from a thread of a process-wide pool (at most kMaxStepCleanerThreads) while
+// some are queued: a cleaner holds no thread of its own, so a master with a thousand
+// sessions open does not keep a thousand threads. When `max_pending` steps are queued
+// for sending, Enqueue blocks until the sending catches up, so a fast step loop cannot
+// grow the queue without bound. Thread-safe.
 inline constexpr int kMaxStepCleanerThreads = 32;
 
 class StepCleaner {
  public:
-  explicit StepCleaner(MasterWorkerCacheInterface* workers, int max_pending = 1024);
+  explicit StepCleaner(MasterWorkerCacheInterface* workers, int max_waiting = 64,
+                       int max_pending = 1024);
   ~StepCleaner();
   StepCleaner(const StepCleaner&) = delete;
   StepCleaner& operator=(const StepCleaner&) = delete;
 
   // Queues the cleanup of `step_id` on `tasks`.
-  void Enqueue(std::vector<std::string> tasks, int64_t step_id);
+  void Enqueue(const std::vector<std::string>& tasks, int64_t step_id);
+  // Moves the cleanups waiting for `task` into `request`.
+  void TakeFor(const std::string& task, RunGraphRequest* request);
+  // Queues again the cleanups that `request`, a RunGraph to `task` that failed, carried
+  // (it may not have reached the task).
+  void GiveBack(const std::string& task, const RunGraphRequest& request);
 
  private:
   // Shared with the task that sends, which may end after the destructor's wait did.
   struct Queue;
   static void Send(std::shared_ptr<Queue> queue);
   static ThreadPool* Pool();
+  // Moves the cleanups waiting for `task` to the queue to send; whether a Send task
+  // must be started.
+  static bool FlushLocked(Queue& q, const std::string& task);
 
   const std::shared_ptr<Queue> queue_;
 };

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -122,15 +123,83 @@ TEST(StepRunnerTest, CleanersHoldNoThreadOfTheirOwn) {
   EXPECT_LE(ProcessThreads(), before + kMaxStepCleanerThreads);
 }
 
-// Enqueue waits while max_pending steps are queued; the destructor sends them all.
+// Enqueue waits while max_pending steps are queued for CleanupGraph; the destructor
+// sends them all.
 TEST(StepRunnerTest, ACleanerWithAShortQueueSendsEverything) {
   TwoTasks tasks;
   {
-    StepCleaner cleaner(&tasks, /*max_pending=*/2);
+    StepCleaner cleaner(&tasks, /*max_waiting=*/1, /*max_pending=*/2);
     for (int64_t step = 1; step <= 50; ++step) cleaner.Enqueue({kA}, step);
   }
   absl::MutexLock l(&tasks.a()->mu);
   EXPECT_EQ(tasks.a()->cleaned.size(), 50u);
+}
+
+// Runs TwoPartitionStep, with a sending to b, as step `step_id` through `cleaner`.
+absl::Status RunWithCleaner(TwoTasks* tasks, StepCleaner* cleaner, int64_t step_id) {
+  RegisteredStep step = TwoPartitionStep();
+  step.peer_senders = {kA};
+  std::vector<TensorProto> fetches;
+  return RunRegisteredStep(tasks, step, Args(step_id), &fetches, nullptr, cleaner);
+}
+
+// A step loop sends no CleanupGraph: each step's cleanup rides in the next RunGraph to
+// the task that kept its state; the last one goes when the cleaner is destroyed.
+TEST(StepRunnerTest, SuccessfulStepsAreCleanedUpByTheNextRunGraph) {
+  TwoTasks tasks;
+  {
+    StepCleaner cleaner(&tasks);
+    for (int64_t step = 1; step <= 5; ++step)
+      ASSERT_TRUE(RunWithCleaner(&tasks, &cleaner, step).ok());
+    absl::MutexLock l(&tasks.a()->mu);
+    EXPECT_EQ(tasks.a()->cleanups, 0);
+    EXPECT_EQ(tasks.a()->carried, (std::set<int64_t>{1, 2, 3, 4}));
+  }
+  {
+    absl::MutexLock l(&tasks.a()->mu);
+    EXPECT_EQ(tasks.a()->cleaned, std::set<int64_t>{5});
+    EXPECT_EQ(tasks.a()->cleanups, 1);
+  }
+  absl::MutexLock l(&tasks.b()->mu);
+  EXPECT_TRUE(tasks.b()->cleaned.empty()) << "b sent nothing to a peer";
+  EXPECT_TRUE(tasks.b()->carried.empty());
+}
+
+// Cleanups that a failed RunGraph carried are sent again: here a refuses step 2 (and
+// so may not have seen step 1's cleanup); step 1 is then cleaned up by step 3's
+// RunGraph, and step 2, which failed, by CleanupGraph at once.
+TEST(StepRunnerTest, CleanupsAFailedRunGraphCarriedAreSentAgain) {
+  TwoTasks tasks;
+  StepCleaner cleaner(&tasks, /*max_waiting=*/8);
+  ASSERT_TRUE(RunWithCleaner(&tasks, &cleaner, 1).ok());
+  {
+    absl::MutexLock l(&tasks.a()->mu);
+    tasks.a()->run_error = absl::UnavailableError("connection reset");
+  }
+  EXPECT_EQ(RunWithCleaner(&tasks, &cleaner, 2).code(), absl::StatusCode::kUnavailable);
+  {
+    absl::MutexLock l(&tasks.a()->mu);
+    EXPECT_EQ(tasks.a()->cleaned, std::set<int64_t>{2});
+    tasks.a()->run_error = absl::OkStatus();
+    tasks.a()->carried.clear();
+  }
+  ASSERT_TRUE(RunWithCleaner(&tasks, &cleaner, 3).ok());
+  absl::MutexLock l(&tasks.a()->mu);
+  EXPECT_EQ(tasks.a()->carried, std::set<int64_t>{1});
+}
+
+// A task that no step runs on any more gets its cleanups by CleanupGraph once
+// max_waiting of them wait.
+TEST(StepRunnerTest, CleanupsThatWaitTooLongGoByCleanupGraph) {
+  TwoTasks tasks;
+  StepCleaner cleaner(&tasks, /*max_waiting=*/3);
+  for (int64_t step = 1; step <= 3; ++step) cleaner.Enqueue({kA}, step);
+  test::FakeWorker* a = tasks.a();
+  absl::MutexLock l(&a->mu);
+  auto sent = [a]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(a->mu) { return a->cleaned.size() == 3; };
+  a->mu.Await(absl::Condition(&sent));
+  EXPECT_EQ(a->cleaned, (std::set<int64_t>{1, 2, 3}));
+  EXPECT_TRUE(a->carried.empty());
 }
 
 TEST(StepRunnerTest, ManyConcurrentStepsEachGetTheirFetches) {

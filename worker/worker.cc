@@ -174,6 +174,9 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
 
 absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& request,
                               RunGraphResponse* response, CancellationManager* call_cancellation) {
+  // Earlier steps of this session that the master has done with (their partial runs,
+  // if any, are this session's).
+  for (const int64_t step_id : request.cleanup_step_id()) CleanupStep(step_id, {found.session_});
   const Session* session = found.session_.get();
   RegisteredGraph* graph = found.graph_.get();
   // Parse everything before the step exists, so that a bad request leaves no state.
@@ -368,25 +371,29 @@ absl::Status Worker::RunPartialGraph(const FoundGraph& found, const RunGraphRequ
   return absl::OkStatus();
 }
 
-absl::Status Worker::CleanupGraph(const CleanupGraphRequest& request, CleanupGraphResponse*) {
-  rendezvous_.Cleanup(request.step_id());
+void Worker::CleanupStep(int64_t step_id, const std::vector<std::shared_ptr<Session>>& sessions) {
+  rendezvous_.Cleanup(step_id);
   // A partial run's steps end with it (cancelled just now); they are waited for here.
   std::vector<std::shared_ptr<PartialStep>> ended;
-  std::vector<std::shared_ptr<Session>> sessions;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [handle, session] : sessions_) sessions.push_back(session);
-  }
   for (const std::shared_ptr<Session>& session : sessions) {
     absl::MutexLock lock(&session->partial_mu);
     auto& steps = session->partial_steps;
-    for (auto it = steps.lower_bound(PartialStepKey(request.step_id(), ""));
-         it != steps.end() && it->first.first == request.step_id();) {
+    for (auto it = steps.lower_bound(PartialStepKey(step_id, ""));
+         it != steps.end() && it->first.first == step_id;) {
       ended.push_back(std::move(it->second));
       it = steps.erase(it);
     }
   }
   ended.clear();
+}
+
+absl::Status Worker::CleanupGraph(const CleanupGraphRequest& request, CleanupGraphResponse*) {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [handle, session] : sessions_) sessions.push_back(session);
+  }
+  CleanupStep(request.step_id(), sessions);
   return absl::OkStatus();
 }
 

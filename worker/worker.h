@@ -106,7 +106,8 @@ class Worker : public WorkerInterface {
   absl::Status DeregisterGraph(const DeregisterGraphRequest& request,
                                DeregisterGraphResponse* response) override;
   // See WorkerInterface. With request.cleanup_on_return, a successful step's state is
-  // freed before returning (a failed one waits for CleanupGraph, as always).
+  // freed before returning (a failed one waits for CleanupGraph, as always). The steps
+  // of request.cleanup_step_id are cleaned up first, as CleanupGraph would.
   absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response) override;
   // RunGraph for a call that may be given up: when `call_cancellation` (may be null) is
   // cancelled, the step ends here as CleanupGraph would end it, also if that happened
@@ -165,6 +166,9 @@ class Worker : public WorkerInterface {
   };
 
   absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& handle) const;
+  // Ends step `step_id` here: aborts its rendezvous, cancels it, and ends its partial
+  // runs in `sessions` (waiting for them).
+  void CleanupStep(int64_t step_id, const std::vector<std::shared_ptr<Session>>& sessions);
   // RunGraph of a partial run (RunGraphRequest.is_partial).
   absl::Status RunPartialGraph(const FoundGraph& found, const RunGraphRequest& request,
                                std::vector<std::pair<RendezvousKey, Tensor>> sends,

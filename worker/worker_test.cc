@@ -290,6 +290,35 @@ TEST_F(WorkerTest, AGraphThatMayWaitIsNeverQuick) {
   }
 }
 
+// The master sends a successful step's cleanup with the next RunGraph of the session
+// (cleanup_step_id): the worker ends those steps before it runs.
+TEST_F(WorkerTest, ARunGraphCleansUpTheStepsItCarries) {
+  CreateSession(ps_.get(), "s");
+  absl::StatusOr<std::string> handle = Register(ps_.get(), "s", FedNegation());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  auto run = [&](int64_t step, std::vector<int64_t> cleanups) {
+    RunGraphRequest request = RunRequest("s", *handle, step);
+    AddSend(&request, LocalKey(kPsDevice, kPsIncarnation, "x:0"), test::AsTensor<float>({1}));
+    request.add_recv_key(LocalKey(kPsDevice, kPsIncarnation, "neg:0"));
+    for (int64_t id : cleanups) request.add_cleanup_step_id(id);
+    RunGraphResponse response;
+    return ps_->RunGraph(request, &response);
+  };
+  ASSERT_TRUE(run(1, {}).ok());
+  ASSERT_TRUE(run(2, {}).ok());
+  EXPECT_EQ(ps_->num_steps(), 2);
+  ASSERT_TRUE(run(3, {1, 2}).ok());
+  EXPECT_EQ(ps_->num_steps(), 1);  // Step 3's own, until its cleanup.
+  // A cleaned-up step is over here: a late RecvTensor of it fails instead of waiting.
+  RecvTensorRequest late;
+  late.set_step_id(2);
+  late.set_rendezvous_key(LocalKey(kPsDevice, kPsIncarnation, "neg:0"));
+  Tensor t;
+  EXPECT_EQ(ps_->RecvTensor(late, nullptr, &t).code(), absl::StatusCode::kCancelled);
+  ASSERT_TRUE(Cleanup(ps_.get(), 3).ok());
+  EXPECT_EQ(ps_->num_steps(), 0);
+}
+
 TEST_F(WorkerTest, ARunGraphGivenUpBeforeItStartsNeverRuns) {
   CreateSession(ps_.get(), "s");
   GraphDef g;

@@ -69,6 +69,7 @@ class FakeWorker : public WorkerInterface {
       return absl::AbortedError(absl::StrCat("session ", req.session_handle(), " not found"));
     }
     ++runs;
+    carried.insert(req.cleanup_step_id().begin(), req.cleanup_step_id().end());
     if (!run_error.ok()) return run_error;
     if (run_waits_for_cleanup) {
       ++waiting;
@@ -135,6 +136,7 @@ class FakeWorker : public WorkerInterface {
   bool run_waits_for_cleanup = false;
   int waiting = 0;            // RunGraph calls waiting so.
   std::set<int64_t> cleaned;  // Steps CleanupGraph ended.
+  std::set<int64_t> carried;  // Steps a RunGraph carried in cleanup_step_id.
   // When set, CleanupGraph first waits (up to 10 s, then sets cleanup_gave_up) for this
   // to be notified, as a task that does not answer holds its caller...
   absl::Notification* cleanup_waits_for = nullptr;

@@ -31,7 +31,11 @@ std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address,
 }
 
 GrpcWorker::GrpcWorker(std::shared_ptr<grpc::Channel> channel, GrpcWorkerOptions options)
-    : options_(options), stub_(WorkerService::NewStub(std::move(channel))) {}
+    : options_(options),
+      channel_(std::move(channel)),
+      stub_(WorkerService::NewStub(channel_)),
+      recv_tensor_method_("/overseer.WorkerService/RecvTensor",
+                          grpc::internal::RpcMethod::SERVER_STREAMING, channel_) {}
 
 absl::Duration GrpcWorker::StepTimeout(int64_t timeout_in_ms) const {
   return timeout_in_ms > 0 ? absl::Milliseconds(timeout_in_ms) + options_.timeout_grace
@@ -161,13 +165,16 @@ absl::Status GrpcWorker::RecvTensor(const RecvTensorRequest& request,
       return absl::CancelledError("RecvTensor cancelled before it started");
     }
   }
-  std::unique_ptr<grpc::ClientReader<RecvTensorResponse>> reader =
-      stub_->RecvTensor(context.get(), request);
+  // The messages are read raw, so that the element bytes are copied once, from gRPC's
+  // buffers into the tensor.
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          channel_.get(), recv_tensor_method_, context.get(), request));
   TensorChunkReader chunks;
-  RecvTensorResponse chunk;
+  grpc::ByteBuffer chunk;
   absl::Status status;
   while (reader->Read(&chunk)) {
-    if (status.ok()) status = chunks.Add(chunk);
+    if (status.ok()) status = chunks.AddEncoded(&chunk);
     if (!status.ok()) context->TryCancel();
   }
   const absl::Status finished = FromGrpcStatus(reader->Finish());

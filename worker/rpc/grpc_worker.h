@@ -13,6 +13,8 @@
 #include "core/rpc/completion_queue_loop.h"
 #include "core/rpc/keepalive.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/impl/rpc_method.h"
+#include "grpcpp/support/sync_stream.h"
 #include "proto/cluster.pb.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/worker_cache.h"
@@ -93,7 +95,10 @@ class GrpcWorker : public WorkerInterface {
   absl::Duration StepTimeout(int64_t timeout_in_ms) const;
 
   const GrpcWorkerOptions options_;
+  const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<WorkerService::Stub> stub_;
+  // RecvTensor read as raw messages (TensorChunkReader::AddEncoded).
+  const grpc::internal::RpcMethod recv_tensor_method_;
 };
 
 // Dials the tasks of a ClusterDef ("/job:J/replica:0/task:I" -> its address), one

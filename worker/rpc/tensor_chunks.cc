@@ -1,6 +1,7 @@
 #include "worker/rpc/tensor_chunks.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -8,6 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/rpc/raw_message.h"
 #include "core/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 
 namespace overseer {
 namespace {
@@ -98,6 +103,54 @@ absl::Status TensorChunkReader::Add(const RecvTensorResponse& chunk) {
   if (n > 0) std::memcpy(data_ + received_, chunk.content().data(), n);
   received_ += n;
   return absl::OkStatus();
+}
+
+absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
+  using google::protobuf::internal::WireFormatLite;
+  constexpr uint32_t kContentTag =
+      WireFormatLite::MakeTag(3, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  const absl::Status malformed =
+      absl::InvalidArgumentError("RecvTensor sent a message that is no RecvTensorResponse");
+  grpc::ProtoBufferReader stream(message);
+  google::protobuf::io::CodedInputStream in(&stream);
+  // The message's other fields, re-encoded; with no content seen yet, Add takes them.
+  std::string fields;
+  bool content_seen = false;
+  // Hands `fields` to Add (for the first message: dtype, shape, total_bytes).
+  auto add_fields = [&]() -> absl::Status {
+    RecvTensorResponse chunk;
+    if (!chunk.ParseFromString(fields)) return malformed;
+    fields.clear();
+    return Add(chunk);
+  };
+  while (true) {
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) {
+      if (!in.ConsumedEntireMessage()) return malformed;
+      break;
+    }
+    if (tag != kContentTag) {
+      google::protobuf::io::StringOutputStream out(&fields);
+      google::protobuf::io::CodedOutputStream coded(&out);
+      if (!WireFormatLite::SkipField(&in, tag, &coded)) return malformed;
+      continue;
+    }
+    if (content_seen) {
+      return absl::InvalidArgumentError("RecvTensor sent a message with its content twice");
+    }
+    content_seen = true;
+    // The first message's fields start the tensor; a later one's are ignored, as by Add.
+    if (!started_) RETURN_IF_ERROR(add_fields());
+    uint32_t n = 0;
+    if (!in.ReadVarint32(&n) || n > static_cast<uint32_t>(INT_MAX)) return malformed;
+    if (received_ + static_cast<int64_t>(n) > total_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("RecvTensor sent more than the announced ", total_, " bytes"));
+    }
+    if (n > 0 && !in.ReadRaw(data_ + received_, static_cast<int>(n))) return malformed;
+    received_ += n;
+  }
+  return content_seen || started_ ? absl::OkStatus() : add_fields();
 }
 
 absl::StatusOr<Tensor> TensorChunkReader::Finish() {

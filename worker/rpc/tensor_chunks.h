@@ -35,6 +35,13 @@ class TensorChunkReader {
   // Takes the next message. INVALID_ARGUMENT for a first message with a bad dtype or
   // shape or a size that does not match them, or for more bytes than announced.
   absl::Status Add(const RecvTensorResponse& chunk);
+  // Add of the message whose encoding gRPC received as `message`, with the element
+  // bytes copied from gRPC's buffers straight into the tensor: parsing the message
+  // first would copy them into its `content` and then again. The same errors as Add,
+  // and INVALID_ARGUMENT for bytes that are no RecvTensorResponse or that carry
+  // `content` twice. The first message's other fields must come before its content
+  // (protobuf writes fields in number order; content is the last).
+  absl::Status AddEncoded(grpc::ByteBuffer* message);
   // The tensor once every byte arrived; INVALID_ARGUMENT for a truncated stream.
   absl::StatusOr<Tensor> Finish();
 

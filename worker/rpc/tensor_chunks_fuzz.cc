@@ -8,6 +8,8 @@
 #include <cstdlib>
 
 #include "core/tensor.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
 #include "proto/worker.pb.h"
 #include "worker/rpc/tensor_chunks.h"
 
@@ -18,22 +20,41 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   (void)budget;
   overseer::TensorChunkReader reader;
+  // The same messages read from their encoding, as GrpcWorker does, in two slices.
+  overseer::TensorChunkReader encoded;
+  bool parsed_ok = true;
+  bool encoded_ok = true;
   int64_t announced = -1;
   size_t pos = 0;
-  while (pos + 2 <= size) {
+  while (pos + 2 <= size && (parsed_ok || encoded_ok)) {
     const size_t n = data[pos] | (static_cast<size_t>(data[pos + 1]) << 8);
     pos += 2;
     if (n > size - pos) break;
+    const char* bytes = reinterpret_cast<const char*>(data + pos);
+    if (encoded_ok) {
+      grpc::Slice slices[2] = {grpc::Slice(bytes, n / 2), grpc::Slice(bytes + n / 2, n - n / 2)};
+      grpc::ByteBuffer message(slices, 2);
+      encoded_ok = encoded.AddEncoded(&message).ok();
+    }
     overseer::RecvTensorResponse chunk;
-    if (!chunk.ParseFromArray(data + pos, static_cast<int>(n))) return 0;
+    if (parsed_ok && !chunk.ParseFromArray(bytes, static_cast<int>(n))) parsed_ok = false;
     pos += n;
-    if (announced < 0) announced = chunk.total_bytes();
-    if (!reader.Add(chunk).ok()) return 0;
+    if (parsed_ok && announced < 0) announced = chunk.total_bytes();
+    if (parsed_ok) parsed_ok = reader.Add(chunk).ok();
   }
+  if (!parsed_ok) return 0;
   absl::StatusOr<overseer::Tensor> tensor = reader.Finish();
   if (tensor.ok() && tensor->dtype() != overseer::DT_STRING &&
       static_cast<int64_t>(tensor->TotalBytes()) != announced) {
     std::abort();
+  }
+  // Where both readers assembled a tensor of fixed-size elements, it is the same one.
+  absl::StatusOr<overseer::Tensor> direct = encoded.Finish();
+  if (encoded_ok && tensor.ok() && direct.ok() && tensor->dtype() != overseer::DT_STRING) {
+    overseer::TensorProto a, b;
+    tensor->ToProto(&a);
+    direct->ToProto(&b);
+    if (a.SerializeAsString() != b.SerializeAsString()) std::abort();
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "core/kernels/testing/kernel_test_util.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
@@ -10,9 +11,13 @@
 namespace overseer {
 namespace {
 
+// Streams `t` and reads it back twice: parsing each message (Add) and from its
+// encoding (AddEncoded, as GrpcWorker reads); the two must agree.
 absl::StatusOr<Tensor> RoundTrip(const Tensor& t, int64_t chunk_bytes, int* messages) {
   TensorChunkReader reader;
+  TensorChunkReader encoded;
   absl::Status status;
+  absl::Status encoded_status;
   *messages = 0;
   absl::Status written =
       WriteTensorChunks(t, chunk_bytes, [&](grpc::ByteBuffer raw, int64_t content_bytes) {
@@ -29,11 +34,60 @@ absl::StatusOr<Tensor> RoundTrip(const Tensor& t, int64_t chunk_bytes, int* mess
         EXPECT_EQ(static_cast<int64_t>(m.content().size()), content_bytes);
         EXPECT_LE(static_cast<int64_t>(m.content().size()), chunk_bytes);
         if (status.ok()) status = reader.Add(m);
+        if (encoded_status.ok()) encoded_status = encoded.AddEncoded(&raw);
         return true;
       });
   if (!written.ok()) return written;
+  EXPECT_EQ(status, encoded_status);
   if (!status.ok()) return status;
-  return reader.Finish();
+  absl::StatusOr<Tensor> parsed = reader.Finish();
+  absl::StatusOr<Tensor> direct = encoded.Finish();
+  EXPECT_EQ(parsed.status(), direct.status());
+  if (parsed.ok() && direct.ok()) test::ExpectTensorEqual(*direct, *parsed);
+  return parsed;
+}
+
+grpc::ByteBuffer Encoded(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+TEST(TensorChunksTest, EncodedMessagesAreCheckedAsParsedOnesAre) {
+  RecvTensorResponse first;
+  first.mutable_tensor()->set_dtype(DT_FLOAT);
+  first.mutable_tensor()->mutable_tensor_shape()->add_dim()->set_size(2);
+  first.set_total_bytes(8);
+  first.set_content(std::string(4, '\1'));
+  // A later message's content goes after the first's.
+  RecvTensorResponse second;
+  second.set_content(std::string(4, '\2'));
+  TensorChunkReader reader;
+  grpc::ByteBuffer a = Encoded(first.SerializeAsString());
+  grpc::ByteBuffer b = Encoded(second.SerializeAsString());
+  ASSERT_TRUE(reader.AddEncoded(&a).ok());
+  ASSERT_TRUE(reader.AddEncoded(&b).ok());
+  absl::StatusOr<Tensor> t = reader.Finish();
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(t->data<float>()), 8),
+            std::string(4, '\1') + std::string(4, '\2'));
+  // More than announced.
+  grpc::ByteBuffer c = Encoded(second.SerializeAsString());
+  EXPECT_EQ(reader.AddEncoded(&c).code(), absl::StatusCode::kInvalidArgument);
+  // Not a message at all: a truncated length.
+  TensorChunkReader garbage;
+  grpc::ByteBuffer d = Encoded(std::string("\x1a\xff\xff", 3));
+  EXPECT_EQ(garbage.AddEncoded(&d).code(), absl::StatusCode::kInvalidArgument);
+  // Content twice in one message.
+  TensorChunkReader twice;
+  grpc::ByteBuffer e = Encoded(first.SerializeAsString() + second.SerializeAsString());
+  const absl::Status s = twice.AddEncoded(&e);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "twice")) << s;
+  // A bad first message, as with Add.
+  first.set_total_bytes(12);
+  TensorChunkReader bad;
+  grpc::ByteBuffer f = Encoded(first.SerializeAsString());
+  EXPECT_EQ(bad.AddEncoded(&f).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TensorChunksTest, RoundTripsAcrossManyChunks) {
