@@ -292,6 +292,19 @@ struct StepCleaner::Queue {
   Queue(MasterWorkerCacheInterface* workers, size_t max_waiting, size_t max_pending)
       : workers(workers), max_waiting(max_waiting), max_pending(max_pending) {}
 
+  // Moves the cleanups waiting for `task` to the ones to send; whether a Send task must
+  // be started.
+  bool Flush(const std::string& task) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    auto it = waiting.find(task);
+    if (it == waiting.end()) return false;
+    pending_steps += it->second.size();
+    pending.push_back(Pending{task, std::move(it->second)});
+    waiting.erase(it);
+    const bool start = !sending;
+    sending = true;
+    return start;
+  }
+
   MasterWorkerCacheInterface* const workers;
   const size_t max_waiting;
   const size_t max_pending;
@@ -316,23 +329,12 @@ StepCleaner::~StepCleaner() {
     absl::MutexLock lock(&q.mu);
     std::vector<std::string> tasks;
     for (const auto& [task, ids] : q.waiting) tasks.push_back(task);
-    for (const std::string& task : tasks) start |= FlushLocked(q, task);
+    for (const std::string& task : tasks) start |= q.Flush(task);
   }
   if (start) Pool()->Schedule([queue = queue_] { Send(queue); });
   absl::MutexLock lock(&q.mu);
   auto sent = [&q]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(q.mu) { return !q.sending; };
   q.mu.Await(absl::Condition(&sent));
-}
-
-bool StepCleaner::FlushLocked(Queue& q, const std::string& task) {
-  auto it = q.waiting.find(task);
-  if (it == q.waiting.end()) return false;
-  q.pending_steps += it->second.size();
-  q.pending.push_back(Queue::Pending{task, std::move(it->second)});
-  q.waiting.erase(it);
-  const bool start = !q.sending;
-  q.sending = true;
-  return start;
 }
 
 void StepCleaner::Enqueue(const std::vector<std::string>& tasks, int64_t step_id) {
@@ -348,7 +350,7 @@ void StepCleaner::Enqueue(const std::vector<std::string>& tasks, int64_t step_id
         return q.pending_steps < q.max_pending;
       };
       q.mu.Await(absl::Condition(&has_room));
-      start |= FlushLocked(q, task);
+      start |= q.Flush(task);
     }
   }
   if (start) Pool()->Schedule([queue = queue_] { Send(queue); });

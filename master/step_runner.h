@@ -87,9 +87,6 @@ class StepCleaner {
   struct Queue;
   static void Send(std::shared_ptr<Queue> queue);
   static ThreadPool* Pool();
-  // Moves the cleanups waiting for `task` to the queue to send; whether a Send task
-  // must be started.
-  static bool FlushLocked(Queue& q, const std::string& task);
 
   const std::shared_ptr<Queue> queue_;
 };
