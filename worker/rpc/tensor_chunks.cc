@@ -116,6 +116,8 @@ absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
   // The message's other fields, re-encoded; with no content seen yet, Add takes them.
   std::string fields;
   bool content_seen = false;
+  bool starts_tensor = false;  // This is the first message: its content's fields came.
+
   // Hands `fields` to Add (for the first message: dtype, shape, total_bytes).
   auto add_fields = [&]() -> absl::Status {
     RecvTensorResponse chunk;
@@ -140,7 +142,10 @@ absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
     }
     content_seen = true;
     // The first message's fields start the tensor; a later one's are ignored, as by Add.
-    if (!started_) RETURN_IF_ERROR(add_fields());
+    if (!started_) {
+      starts_tensor = true;
+      RETURN_IF_ERROR(add_fields());
+    }
     uint32_t n = 0;
     if (!in.ReadVarint32(&n) || n > static_cast<uint32_t>(INT_MAX)) return malformed;
     if (received_ + static_cast<int64_t>(n) > total_) {
@@ -149,6 +154,12 @@ absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
     }
     if (n > 0 && !in.ReadRaw(data_ + received_, static_cast<int>(n))) return malformed;
     received_ += n;
+  }
+  // Fields after the first message's content would change the tensor it started (a
+  // parser merges them); they are refused rather than ignored.
+  if (starts_tensor && !fields.empty()) {
+    return absl::InvalidArgumentError(
+        "RecvTensor sent a first message with fields after its content");
   }
   return content_seen || started_ ? absl::OkStatus() : add_fields();
 }

@@ -39,8 +39,8 @@ class TensorChunkReader {
   // bytes copied from gRPC's buffers straight into the tensor: parsing the message
   // first would copy them into its `content` and then again. The same errors as Add,
   // and INVALID_ARGUMENT for bytes that are no RecvTensorResponse or that carry
-  // `content` twice. The first message's other fields must come before its content
-  // (protobuf writes fields in number order; content is the last).
+  // `content` twice, and for a first message with other fields after its content
+  // (protobuf writes fields in number order: content, field 3, comes last).
   absl::Status AddEncoded(grpc::ByteBuffer* message);
   // The tensor once every byte arrived; INVALID_ARGUMENT for a truncated stream.
   absl::StatusOr<Tensor> Finish();

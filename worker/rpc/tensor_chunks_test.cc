@@ -83,6 +83,15 @@ TEST(TensorChunksTest, EncodedMessagesAreCheckedAsParsedOnesAre) {
   const absl::Status s = twice.AddEncoded(&e);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "twice")) << s;
+  // A first message with its tensor's fields after its content: a parser would merge
+  // them into the tensor it started, so they are refused.
+  RecvTensorResponse late;
+  late.mutable_tensor()->mutable_tensor_shape()->add_dim()->set_size(3);
+  TensorChunkReader after;
+  grpc::ByteBuffer g = Encoded(first.SerializeAsString() + late.SerializeAsString());
+  const absl::Status refused = after.AddEncoded(&g);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "after its content")) << refused;
   // A bad first message, as with Add.
   first.set_total_bytes(12);
   TensorChunkReader bad;
