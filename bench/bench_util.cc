@@ -78,18 +78,22 @@ double SecondsOf(const std::function<void()>& fn) {
   return Since(start);
 }
 
-double MeanSecondsPerCall(const std::function<void()>& fn, double min_seconds) {
+CallWindow TimeCalls(const std::function<void()>& fn, double min_seconds) {
   const Clock::time_point start = Clock::now();
-  int64_t calls = 0;
+  CallWindow window;
   int64_t batch = 1;
-  double elapsed = 0;
-  while (elapsed < min_seconds || calls == 0) {
+  while (window.seconds < min_seconds || window.calls == 0) {
     for (int64_t i = 0; i < batch; ++i) fn();
-    calls += batch;
-    elapsed = Since(start);
+    window.calls += batch;
+    window.seconds = Since(start);
     batch = std::min<int64_t>(batch * 2, 1 << 16);
   }
-  return elapsed / static_cast<double>(calls);
+  return window;
+}
+
+double MeanSecondsPerCall(const std::function<void()>& fn, double min_seconds) {
+  const CallWindow window = TimeCalls(fn, min_seconds);
+  return window.seconds / static_cast<double>(window.calls);
 }
 
 double Median(std::vector<double> values) {

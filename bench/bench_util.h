@@ -35,8 +35,15 @@ namespace bench {
 // Seconds `fn` takes, once.
 double SecondsOf(const std::function<void()>& fn);
 
-// The mean seconds per call of `fn` over one window: calls it in doubling batches
-// until at least `min_seconds` have passed. For work far shorter than a round.
+// One window of calls: how many, and the seconds they took.
+struct CallWindow {
+  int64_t calls = 0;
+  double seconds = 0;
+};
+// Calls `fn` in doubling batches until at least `min_seconds` have passed (at least
+// once). For work far shorter than a round.
+CallWindow TimeCalls(const std::function<void()>& fn, double min_seconds);
+// The mean seconds per call of `fn` over one TimeCalls window.
 double MeanSecondsPerCall(const std::function<void()>& fn, double min_seconds);
 
 // The median of `values` (the mean of the middle two for an even count). Precondition:

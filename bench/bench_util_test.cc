@@ -48,6 +48,18 @@ TEST(RoundsTest, RunsUntilMinSecondsOrMaxRounds) {
   EXPECT_EQ(rounds.samples(i).size(), 7u);
 }
 
+// The window counts every call it made, and lasts at least min_seconds.
+TEST(TimeCallsTest, CountsEveryCallMade) {
+  int64_t made = 0;
+  const CallWindow once = TimeCalls([&] { ++made; }, /*min_seconds=*/0);
+  EXPECT_EQ(once.calls, 1);
+  EXPECT_EQ(made, 1);
+  made = 0;
+  const CallWindow window = TimeCalls([&] { ++made; }, /*min_seconds=*/0.01);
+  EXPECT_EQ(window.calls, made);
+  EXPECT_GE(window.seconds, 0.01);
+}
+
 TEST(PrintFigureTest, RatioIsTheMedianOfPerRoundRatios) {
   ::testing::internal::CaptureStdout();
   // Per-round ratios 0.5, 0.5, 4, 0.5, 4: their median is 0.5, where the ratio of the

@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "bench/bench_util.h"
 #include "bench/multiprocess.h"
 #include "client/session/session.h"
@@ -59,10 +58,9 @@ struct PerCall {
 };
 PerCall Measure(const std::vector<pid_t>& pids, const std::function<void()>& call) {
   const double cpu_before = CpuSecondsOf(pids);
-  const absl::Time start = absl::Now();
-  const double wall = bench::MeanSecondsPerCall(call, kWindowSeconds);
-  const double calls = absl::ToDoubleSeconds(absl::Now() - start) / wall;
-  return {(CpuSecondsOf(pids) - cpu_before) / calls, wall};
+  const bench::CallWindow window = bench::TimeCalls(call, kWindowSeconds);
+  const double calls = static_cast<double>(window.calls);
+  return {(CpuSecondsOf(pids) - cpu_before) / calls, window.seconds / calls};
 }
 
 // Const and Neg on each of `tasks` workers, AddN of the Negs on worker 0.

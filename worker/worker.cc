@@ -176,7 +176,10 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
                               RunGraphResponse* response, CancellationManager* call_cancellation) {
   // Earlier steps of this session that the master has done with (their partial runs,
   // if any, are this session's).
-  for (const int64_t step_id : request.cleanup_step_id()) CleanupStep(step_id, {found.session_});
+  if (!request.cleanup_step_id().empty()) {
+    const std::vector<std::shared_ptr<Session>> own = {found.session_};
+    for (const int64_t step_id : request.cleanup_step_id()) CleanupStep(step_id, own);
+  }
   const Session* session = found.session_.get();
   RegisteredGraph* graph = found.graph_.get();
   // Parse everything before the step exists, so that a bad request leaves no state.

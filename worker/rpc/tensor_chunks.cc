@@ -109,8 +109,10 @@ absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
   using google::protobuf::internal::WireFormatLite;
   constexpr uint32_t kContentTag =
       WireFormatLite::MakeTag(3, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
-  const absl::Status malformed =
-      absl::InvalidArgumentError("RecvTensor sent a message that is no RecvTensorResponse");
+  // Built only on the error path: this runs for every chunk.
+  auto malformed = [] {
+    return absl::InvalidArgumentError("RecvTensor sent a message that is no RecvTensorResponse");
+  };
   grpc::ProtoBufferReader stream(message);
   google::protobuf::io::CodedInputStream in(&stream);
   // The message's other fields, re-encoded; with no content seen yet, Add takes them.
@@ -121,20 +123,20 @@ absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
   // Hands `fields` to Add (for the first message: dtype, shape, total_bytes).
   auto add_fields = [&]() -> absl::Status {
     RecvTensorResponse chunk;
-    if (!chunk.ParseFromString(fields)) return malformed;
+    if (!chunk.ParseFromString(fields)) return malformed();
     fields.clear();
     return Add(chunk);
   };
   while (true) {
     const uint32_t tag = in.ReadTag();
     if (tag == 0) {
-      if (!in.ConsumedEntireMessage()) return malformed;
+      if (!in.ConsumedEntireMessage()) return malformed();
       break;
     }
     if (tag != kContentTag) {
       google::protobuf::io::StringOutputStream out(&fields);
       google::protobuf::io::CodedOutputStream coded(&out);
-      if (!WireFormatLite::SkipField(&in, tag, &coded)) return malformed;
+      if (!WireFormatLite::SkipField(&in, tag, &coded)) return malformed();
       continue;
     }
     if (content_seen) {
@@ -147,12 +149,12 @@ absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
       RETURN_IF_ERROR(add_fields());
     }
     uint32_t n = 0;
-    if (!in.ReadVarint32(&n) || n > static_cast<uint32_t>(INT_MAX)) return malformed;
+    if (!in.ReadVarint32(&n) || n > static_cast<uint32_t>(INT_MAX)) return malformed();
     if (received_ + static_cast<int64_t>(n) > total_) {
       return absl::InvalidArgumentError(
           absl::StrCat("RecvTensor sent more than the announced ", total_, " bytes"));
     }
-    if (n > 0 && !in.ReadRaw(data_ + received_, static_cast<int>(n))) return malformed;
+    if (n > 0 && !in.ReadRaw(data_ + received_, static_cast<int>(n))) return malformed();
     received_ += n;
   }
   // Fields after the first message's content would change the tensor it started (a
