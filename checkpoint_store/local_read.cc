@@ -3,8 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,41 +18,6 @@
 
 namespace overseer {
 namespace {
-
-absl::Status ErrnoStatus(int error, absl::string_view what) {
-  return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(error)));
-}
-
-// The sockaddr of `address` and its length.
-absl::Status SocketAddress(const std::string& address, sockaddr_un* addr, socklen_t* len) {
-  std::memset(addr, 0, sizeof(*addr));
-  addr->sun_family = AF_UNIX;
-  if (address.empty() || address == "@") {
-    return absl::InvalidArgumentError("empty local read socket address");
-  }
-  if (address.size() >= sizeof(addr->sun_path)) {
-    return absl::InvalidArgumentError(absl::StrCat("local read socket address ", address,
-                                                   " is longer than ", sizeof(addr->sun_path) - 1,
-                                                   " bytes"));
-  }
-  std::memcpy(addr->sun_path, address.data(), address.size());
-  if (address[0] == '@') addr->sun_path[0] = '\0';  // The abstract namespace.
-  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address.size() +
-                                (address[0] == '@' ? 0 : 1));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<UniqueFd> NewSocket() {
-  UniqueFd fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return ErrnoStatus(errno, "cannot create a Unix socket");
-  return fd;
-}
-
-void SetTimeout(int fd, absl::Duration timeout) {
-  const timeval tv = absl::ToTimeval(timeout);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
 
 // How much of a local read is prefetched before its first tensor is read.
 constexpr uint64_t kUpfrontPrefetchBytes = uint64_t{1} << 30;
@@ -88,64 +51,12 @@ class DescriptorFile : public RandomAccessFile {
 
 }  // namespace
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) {
-    reset();
-    fd_ = other.release();
-  }
-  return *this;
-}
-
-void UniqueFd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 absl::StatusOr<UniqueFd> ListenLocalReadSocket(const std::string& address) {
-  sockaddr_un addr;
-  socklen_t len;
-  RETURN_IF_ERROR(SocketAddress(address, &addr, &len));
-  if (address[0] != '@') {
-    struct stat st;
-    if (::lstat(address.c_str(), &st) == 0) {
-      if (!S_ISSOCK(st.st_mode)) {
-        return absl::AlreadyExistsError(
-            absl::StrCat("local read socket path ", address, " exists and is not a socket"));
-      }
-      if (ConnectLocalReadSocket(address).ok()) {
-        return absl::AlreadyExistsError(
-            absl::StrCat("another process serves local reads at ", address));
-      }
-      ::unlink(address.c_str());  // Left by a server that was killed.
-    }
-  }
-  ASSIGN_OR_RETURN(UniqueFd fd, NewSocket());
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
-    const int error = errno;
-    if (error == EADDRINUSE) {
-      return absl::AlreadyExistsError(absl::StrCat("local read socket ", address, " is in use"));
-    }
-    return ErrnoStatus(error, absl::StrCat("cannot bind local read socket ", address));
-  }
-  if (::listen(fd.get(), 64) != 0) {
-    return ErrnoStatus(errno, absl::StrCat("cannot listen on local read socket ", address));
-  }
-  return fd;
+  return ListenUnixSocket(address, SOCK_SEQPACKET, "local read socket");
 }
 
 absl::StatusOr<UniqueFd> ConnectLocalReadSocket(const std::string& address) {
-  sockaddr_un addr;
-  socklen_t len;
-  RETURN_IF_ERROR(SocketAddress(address, &addr, &len));
-  ASSIGN_OR_RETURN(UniqueFd fd, NewSocket());
-  int r;
-  do {
-    r = ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), len);
-  } while (r != 0 && errno == EINTR);
-  if (r != 0) {
-    return ErrnoStatus(errno, absl::StrCat("cannot connect to local read socket ", address));
-  }
-  return fd;
+  return ConnectUnixSocket(address, SOCK_SEQPACKET, "local read socket");
 }
 
 absl::Status SendLocalReadPacket(int socket, absl::string_view text, absl::Span<const int> fds) {
@@ -211,7 +122,7 @@ absl::StatusOr<std::vector<UniqueFd>> RedeemLocalReadToken(const std::string& ad
                                                            const std::string& token,
                                                            absl::Duration timeout) {
   ASSIGN_OR_RETURN(UniqueFd socket, ConnectLocalReadSocket(address));
-  SetTimeout(socket.get(), timeout);
+  SetSocketTimeout(socket.get(), timeout);
   RETURN_IF_ERROR(SendLocalReadPacket(socket.get(), token, {}));
   std::vector<UniqueFd> fds;
   std::string text;

@@ -28,36 +28,13 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "checkpoint_store/checkpoint_store_interface.h"
+#include "core/io/unix_socket.h"
 #include "proto/checkpoint_store.pb.h"
 
 namespace overseer {
 
 // Descriptors per packet (the kernel accepts up to 253 per message).
 constexpr int kMaxFdsPerPacket = 128;
-
-// Owns a file descriptor: closes it on destruction. Movable, not copyable.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
 
 // A listening socket at `address` (close-on-exec). A file path that holds a socket no
 // process listens on (left by a killed server) is replaced; ALREADY_EXISTS if a server

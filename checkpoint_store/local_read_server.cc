@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +12,6 @@
 #include <cstring>
 #include <set>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "checkpoint_store/bundle.h"
 #include "core/logging.h"
@@ -21,21 +19,6 @@
 
 namespace overseer {
 namespace {
-
-// 128 random bits from the kernel's CSPRNG, as hex.
-absl::StatusOr<std::string> NewToken() {
-  char bytes[16];
-  size_t got = 0;
-  while (got < sizeof(bytes)) {
-    const ssize_t r = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return absl::InternalError(absl::StrCat("getrandom: ", std::strerror(errno)));
-    }
-    got += static_cast<size_t>(r);
-  }
-  return absl::BytesToHexString(absl::string_view(bytes, sizeof(bytes)));
-}
 
 // `path` opened read-only; DATA_LOSS worded as the streaming read words it.
 absl::StatusOr<UniqueFd> OpenDataFile(const std::string& path, const std::string& tensor) {
@@ -139,7 +122,7 @@ absl::StatusOr<OpenLocalReadResponse> LocalReadServer::Open(const OpenLocalReadR
     t->set_crc32c(entry->crc32c());
     grant.bytes += entry->size();
   }
-  ASSIGN_OR_RETURN(std::string token, NewToken());
+  ASSIGN_OR_RETURN(std::string token, NewSocketToken());
   RETURN_IF_ERROR(AddGrant(token, std::move(grant)));
   SetGrantReply(std::move(token), &response);
   return response;
@@ -147,7 +130,7 @@ absl::StatusOr<OpenLocalReadResponse> LocalReadServer::Open(const OpenLocalReadR
 
 absl::StatusOr<OpenLocalWriteResponse> LocalReadServer::OpenWrite(
     const OpenLocalWriteRequest& request) {
-  ASSIGN_OR_RETURN(std::string token, NewToken());
+  ASSIGN_OR_RETURN(std::string token, NewSocketToken());
   {
     // Refused before the shard is claimed, so that a full table leaves it untouched.
     absl::MutexLock lock(&mu_);
