@@ -18,6 +18,8 @@
 #include "master/rpc/grpc_master_service.h"
 #include "worker/rpc/grpc_worker.h"
 #include "worker/rpc/grpc_worker_service.h"
+#include "worker/rpc/local_transfer.h"
+#include "worker/rpc/tensor_chunks.h"
 #include "worker/worker.h"
 
 namespace overseer {
@@ -120,8 +122,12 @@ class Server::Impl {
       if (options_.join_until_job_done) runner_->RequestTermination();
     };
     worker_ = std::make_unique<Worker>(worker_options, worker_env);
-    worker_service_ = std::make_unique<GrpcWorkerService>(worker_.get(), runner_->metrics(),
-                                                          runner_->AddCompletionQueueLoop());
+    // Peers on this host fetch large tensors over a Unix socket (local_transfer.h).
+    ASSIGN_OR_RETURN(local_transfer_,
+                     LocalTransferServer::Start(LocalTransferServer::DefaultAddress()));
+    worker_service_ = std::make_unique<GrpcWorkerService>(
+        worker_.get(), runner_->metrics(), runner_->AddCompletionQueueLoop(), kRecvTensorChunkBytes,
+        local_transfer_.get());
     runner_->AddService(worker_service_.get(), WorkerService::service_full_name());
     runner_->AddCollectable(worker_service_->rpc_metrics());
 
@@ -188,6 +194,7 @@ class Server::Impl {
   std::unique_ptr<ServerRunner> runner_;
   CompletionQueueLoop* step_loop_ = nullptr;
   std::unique_ptr<Worker> worker_;
+  std::unique_ptr<LocalTransferServer> local_transfer_;  // Outlives the service.
   std::unique_ptr<GrpcWorkerService> worker_service_;
   std::unique_ptr<Master> master_;
   std::unique_ptr<GrpcMasterService> master_service_;

@@ -33,6 +33,8 @@
 #include "core/status_macros.h"
 #include "worker/rpc/grpc_worker.h"
 #include "worker/rpc/grpc_worker_service.h"
+#include "worker/rpc/local_transfer.h"
+#include "worker/rpc/tensor_chunks.h"
 #include "worker/worker.h"
 
 ABSL_FLAG(std::string, job_name, "",
@@ -51,6 +53,10 @@ ABSL_FLAG(std::vector<std::string>, checkpoint_roots, {},
           "only through checkpoint stores (grpc://host:port/run), never this host's files "
           "(docs/security.md)");
 
+ABSL_FLAG(std::string, local_transfer_socket, "auto",
+          "Unix socket over which peers on this host fetch large tensors instead of the "
+          "RecvTensor stream: \"auto\" (an abstract address unique on the host), \"@name\" "
+          "(abstract namespace), a file path, or \"none\"");
 ABSL_FLAG(int, recv_wait_for_step_seconds, 60,
           "A RecvTensor that waits this long while no RunGraph of its step came here fails "
           "DEADLINE_EXCEEDED (its master is gone, or the caller is no peer); 0: no bound");
@@ -175,8 +181,20 @@ int Main() {
     return std::make_unique<GrpcWorkerCache>(cluster, peer_options);
   };
   Worker worker(options, env);
+  std::unique_ptr<LocalTransferServer> local;
+  const std::string local_socket = absl::GetFlag(FLAGS_local_transfer_socket);
+  if (local_socket != "none") {
+    auto started_local = LocalTransferServer::Start(
+        local_socket == "auto" ? LocalTransferServer::DefaultAddress() : local_socket);
+    if (!started_local.ok()) {
+      LOG(ERROR) << "--local_transfer_socket: " << started_local.status();
+      return 1;
+    }
+    local = *std::move(started_local);
+  }
   // RunGraph calls arrive on this loop's thread, which runs the quick ones itself.
-  GrpcWorkerService service(&worker, runner.metrics(), runner.AddCompletionQueueLoop());
+  GrpcWorkerService service(&worker, runner.metrics(), runner.AddCompletionQueueLoop(),
+                            kRecvTensorChunkBytes, local.get());
   runner.AddService(&service, WorkerService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();

@@ -9,6 +9,7 @@
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "worker/rpc/local_transfer.h"
 #include "worker/rpc/tensor_chunks.h"
 
 namespace overseer {
@@ -153,14 +154,47 @@ absl::Status GrpcWorker::CleanupAll(const CleanupAllRequest& request,
   return FromGrpcStatus(stub_->CleanupAll(context.get(), request, response));
 }
 
+std::string GrpcWorker::ReachableLocalSocket() {
+  absl::MutexLock lock(&local_mu_);
+  return local_reachable_ ? local_probed_ : std::string();
+}
+
+void GrpcWorker::LearnLocalSocket(const std::string& address) {
+  {
+    absl::MutexLock lock(&local_mu_);
+    if (address == local_probed_) return;
+  }
+  const bool reachable = CanReachLocalTransfer(address);
+  absl::MutexLock lock(&local_mu_);
+  local_probed_ = address;
+  local_reachable_ = reachable;
+}
+
+void GrpcWorker::ForgetLocalSocket(const std::string& address) {
+  absl::MutexLock lock(&local_mu_);
+  if (address == local_probed_) local_probed_.clear();
+}
+
 absl::Status GrpcWorker::RecvTensor(const RecvTensorRequest& request,
                                     CancellationManager* cancellation, Tensor* tensor) {
+  const std::string local_socket = options_.local_transfers ? ReachableLocalSocket() : "";
+  RecvTensorRequest local_request;
+  if (!local_socket.empty()) {
+    local_request = request;
+    local_request.set_accept_local(true);
+  }
   // Shared with the cancellation callback, which may run while the call ends.
   std::shared_ptr<grpc::ClientContext> context =
       NewClientContext(StepTimeout(request.timeout_in_ms()));
+  // Only a call that may get a local token reads a socket.
+  std::shared_ptr<LocalTransferReceiver> receiver;
+  if (!local_socket.empty()) receiver = std::make_shared<LocalTransferReceiver>();
   CancellationManager::Token token = CancellationManager::kInvalidToken;
   if (cancellation != nullptr) {
-    token = cancellation->RegisterCallback([context] { context->TryCancel(); });
+    token = cancellation->RegisterCallback([context, receiver] {
+      context->TryCancel();
+      if (receiver != nullptr) receiver->Cancel();
+    });
     if (token == CancellationManager::kInvalidToken) {
       return absl::CancelledError("RecvTensor cancelled before it started");
     }
@@ -169,23 +203,40 @@ absl::Status GrpcWorker::RecvTensor(const RecvTensorRequest& request,
   // buffers into the tensor.
   std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
       grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
-          channel_.get(), recv_tensor_method_, context.get(), request));
+          channel_.get(), recv_tensor_method_, context.get(),
+          local_socket.empty() ? request : local_request));
   TensorChunkReader chunks;
   grpc::ByteBuffer chunk;
   absl::Status status;
+  bool first = true;
   while (reader->Read(&chunk)) {
     if (status.ok()) status = chunks.AddEncoded(&chunk);
+    if (status.ok() && first && !chunks.local_token().empty()) {
+      if (receiver == nullptr) {
+        status = absl::InvalidArgumentError("RecvTensor sent a local token that was not asked for");
+        context->TryCancel();
+        continue;
+      }
+      // The bytes come over the worker's local transfer socket; the call then ends.
+      status = chunks.FillRest([&](absl::Span<char> rest) {
+        return receiver->Receive(chunks.local_socket(), chunks.local_token(), rest);
+      });
+      if (!status.ok()) ForgetLocalSocket(chunks.local_socket());
+    }
+    first = false;
     if (!status.ok()) context->TryCancel();
   }
   const absl::Status finished = FromGrpcStatus(reader->Finish());
   if (token != CancellationManager::kInvalidToken) cancellation->DeregisterCallback(token);
   if (status.ok()) status = finished;
-  if (status.ok()) {
-    absl::StatusOr<Tensor> t = chunks.Finish();
-    if (!t.ok()) return t.status();
-    *tensor = std::move(*t);
+  if (!status.ok()) return status;
+  absl::StatusOr<Tensor> t = chunks.Finish();
+  if (!t.ok()) return t.status();
+  *tensor = std::move(*t);
+  if (options_.local_transfers && !chunks.local_socket().empty()) {
+    LearnLocalSocket(chunks.local_socket());
   }
-  return status;
+  return absl::OkStatus();
 }
 
 absl::Status GrpcWorker::JobDone(const JobDoneRequest& request, JobDoneResponse* response) {

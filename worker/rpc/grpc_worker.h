@@ -39,6 +39,9 @@ struct GrpcWorkerOptions {
   // Keepalive of the channels GrpcWorkerCache opens (core/rpc/keepalive.h): a task
   // that stops answering fails the calls open to it UNAVAILABLE after about twice this.
   absl::Duration keepalive = kDefaultKeepalive;
+  // Fetch large tensors from a worker on the same host over its local transfer socket
+  // (worker/rpc/local_transfer.h) once a probe reached it; false: always the stream.
+  bool local_transfers = true;
 };
 
 // A channel to a worker with no message size limits (RecvTensor streams in chunks; a
@@ -86,19 +89,29 @@ class GrpcWorker : public WorkerInterface {
   absl::Status CleanupGraph(const CleanupGraphRequest& request,
                             CleanupGraphResponse* response) override;
   absl::Status CleanupAll(const CleanupAllRequest& request, CleanupAllResponse* response) override;
-  // Reassembles the chunked stream; `cancellation` cancels the call (CANCELLED).
+  // Reassembles the chunked stream, or reads the bytes from the worker's local
+  // transfer socket when it sends a token; `cancellation` cancels the call (CANCELLED).
   absl::Status RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
                           Tensor* tensor) override;
   absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
 
  private:
   absl::Duration StepTimeout(int64_t timeout_in_ms) const;
+  // The worker's local transfer socket if a probe reached it (else empty).
+  std::string ReachableLocalSocket() ABSL_LOCKS_EXCLUDED(local_mu_);
+  // Probes `address`, named by the worker's last reply, unless it was probed before.
+  void LearnLocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(local_mu_);
+  // A transfer over `address` could not connect: probe again on the next reply.
+  void ForgetLocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(local_mu_);
 
   const GrpcWorkerOptions options_;
   const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<WorkerService::Stub> stub_;
   // RecvTensor read as raw messages (TensorChunkReader::AddEncoded).
   const grpc::internal::RpcMethod recv_tensor_method_;
+  absl::Mutex local_mu_;
+  std::string local_probed_ ABSL_GUARDED_BY(local_mu_);      // The last address probed...
+  bool local_reachable_ ABSL_GUARDED_BY(local_mu_) = false;  // ...and whether it connected.
 };
 
 // Dials the tasks of a ClusterDef ("/job:J/replica:0/task:I" -> its address), one

@@ -45,10 +45,12 @@ std::shared_ptr<RpcMetrics> WorkerRpcMetrics() {
 }  // namespace
 
 GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metrics,
-                                     CompletionQueueLoop* loop, int64_t chunk_bytes)
+                                     CompletionQueueLoop* loop, int64_t chunk_bytes,
+                                     LocalTransferServer* local)
     : worker_(worker),
       loop_(loop),
       chunk_bytes_(chunk_bytes),
+      local_(local),
       rpc_metrics_(WorkerRpcMetrics()),
       get_status_(rpc_metrics_->method("GetStatus")),
       create_worker_session_(rpc_metrics_->method("CreateWorkerSession")),
@@ -108,6 +110,13 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
   recv_tensor_bytes_ = &prometheus::BuildCounter()
                             .Name("overseer_worker_recv_tensor_bytes_total")
                             .Help("Tensor element bytes sent by RecvTensor")
+                            .Register(*metrics)
+                            .Add({});
+  recv_tensor_local_ = &prometheus::BuildCounter()
+                            .Name("overseer_worker_recv_tensor_local_total")
+                            .Help(
+                                "RecvTensor calls whose tensor went over the local transfer "
+                                "socket to a caller on the same host")
                             .Register(*metrics)
                             .Add({});
   resource_bytes_ = &prometheus::BuildGauge()
@@ -282,16 +291,50 @@ grpc::Status GrpcWorkerService::StreamTensor(
     status = worker_->RecvTensor(bounded, &cancellation, &tensor);
     if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Decrement();
   }
-  if (status.ok()) {
-    int64_t bytes = 0;
-    status =
-        WriteTensorChunks(tensor, chunk_bytes_, [&](grpc::ByteBuffer chunk, int64_t content_bytes) {
-          bytes += content_bytes;
-          return stream->Write(chunk);
-        });
-    if (recv_tensor_bytes_ != nullptr) recv_tensor_bytes_->Increment(static_cast<double>(bytes));
-  }
+  if (status.ok()) status = SendTensor(context, bounded, tensor, stream);
   return Done(recv_tensor_method_, start, status);
+}
+
+absl::Status GrpcWorkerService::SendTensor(
+    grpc::ServerContext* context, const RecvTensorRequest& request, const Tensor& tensor,
+    grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream) {
+  const absl::string_view bytes = RawTensorBytes(tensor);
+  LocalTransferFields local;
+  std::string token;
+  if (local_ != nullptr) {
+    local.socket = local_->address();
+    if (request.accept_local() && static_cast<int64_t>(bytes.size()) >= kLocalTransferMinBytes) {
+      absl::StatusOr<std::string> t = local_->NewToken();
+      if (t.ok()) token = *std::move(t);  // Else: the stream carries the bytes.
+      local.token = token;
+    }
+  }
+  int64_t sent = 0;
+  absl::Status status = WriteTensorChunks(
+      tensor, chunk_bytes_,
+      [&](grpc::ByteBuffer chunk, int64_t content_bytes) {
+        sent += content_bytes;
+        return stream->Write(chunk);
+      },
+      local);
+  if (!token.empty()) {
+    if (!status.ok()) {
+      local_->Drop(token);
+    } else {
+      // The caller connects with the token; its going away ends the wait.
+      CallWatch watch(context, [this, &token] { local_->Forget(token); });
+      absl::StatusOr<UniqueFd> connection = local_->Await(
+          token,
+          std::min(absl::FromChrono(context->deadline()), absl::Now() + kLocalTransferTimeout));
+      status = connection.ok() ? SendLocalTransfer(connection->get(), bytes) : connection.status();
+      if (status.ok()) {
+        sent = static_cast<int64_t>(bytes.size());
+        if (recv_tensor_local_ != nullptr) recv_tensor_local_->Increment();
+      }
+    }
+  }
+  if (recv_tensor_bytes_ != nullptr) recv_tensor_bytes_->Increment(static_cast<double>(sent));
+  return status;
 }
 
 }  // namespace overseer

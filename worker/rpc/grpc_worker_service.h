@@ -15,6 +15,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
 #include "proto/worker.grpc.pb.h"
+#include "worker/rpc/local_transfer.h"
 #include "worker/worker.h"
 
 namespace overseer {
@@ -39,15 +40,20 @@ namespace overseer {
 // the master gives up on ends its step as CleanupGraph would.
 //
 // RecvTensor streams the tensor in chunks (worker/rpc/tensor_chunks.h) and waits no
-// longer than the caller's deadline. Thread-safe.
+// longer than the caller's deadline. A caller on the same host that accepts it gets a
+// tensor of at least kLocalTransferMinBytes over the local transfer socket instead
+// (worker/rpc/local_transfer.h; overseer_worker_recv_tensor_local_total counts them).
+// Thread-safe.
 class GrpcWorkerService final
     : public WorkerService::WithAsyncMethod_RunGraph<WorkerService::Service> {
  public:
   // `worker`, `metrics` (may be null: no metrics) and `loop` are not owned and must
   // outlive this object. `loop` serves RunGraph: add it to the same server
   // (ServerRunner::AddCompletionQueueLoop) before it starts.
+  // `local` (may be null: no same-host transfers; not owned, must outlive this object)
+  // is the worker's local transfer socket, named in every RecvTensor reply.
   GrpcWorkerService(Worker* worker, prometheus::Registry* metrics, CompletionQueueLoop* loop,
-                    int64_t chunk_bytes = 4 << 20);
+                    int64_t chunk_bytes = 4 << 20, LocalTransferServer* local = nullptr);
 
   // Every method's latency and errors; serve it with the registry
   // (ServerRunner::AddCollectable).
@@ -85,16 +91,23 @@ class GrpcWorkerService final
   // Records a call of `method` that arrived at `start`, and converts its status.
   grpc::Status Done(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
   void UpdateResourceBytes();
+  // Sends RecvTensor's `tensor`: in the stream, or over the local transfer socket if
+  // `request` accepts it and the tensor is large enough.
+  absl::Status SendTensor(grpc::ServerContext* context, const RecvTensorRequest& request,
+                          const Tensor& tensor,
+                          grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream);
 
   Worker* const worker_;
   CompletionQueueLoop* const loop_;
   const int64_t chunk_bytes_;
+  LocalTransferServer* const local_;
   prometheus::Counter* rungraph_on_loop_ = nullptr;
   prometheus::Counter* rungraph_on_pool_ = nullptr;
   prometheus::Counter* recv_tensor_ = nullptr;
   // RecvTensor calls waiting for their tensor right now.
   prometheus::Gauge* recv_tensor_waiting_ = nullptr;
   prometheus::Counter* recv_tensor_bytes_ = nullptr;
+  prometheus::Counter* recv_tensor_local_ = nullptr;
   prometheus::Gauge* resource_bytes_ = nullptr;
   const std::shared_ptr<RpcMetrics> rpc_metrics_;
   // rpc_metrics_'s methods.

@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/cluster/rendezvous_key.h"
 #include "core/kernels/testing/kernel_test_util.h"
 #include "core/node_def_util.h"
 #include "core/rpc/call_watch.h"
+#include "core/rpc/client_context.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "core/rpc/server_runner.h"
 #include "grpcpp/alarm.h"
@@ -24,6 +26,7 @@
 #include "proto/worker.grpc.pb.h"
 #include "testing/eventually.h"
 #include "worker/rpc/grpc_worker_service.h"
+#include "worker/rpc/local_transfer.h"
 #include "worker/testing/test_graphs.h"
 #include "worker/worker.h"
 
@@ -35,7 +38,8 @@ constexpr char kWorkerDevice[] = "/job:worker/replica:0/task:0/device:CPU:0";
 
 // One worker task with its gRPC server.
 struct Task {
-  Task(const std::string& job) {
+  // `serve_local`: the task serves same-host transfers (worker/rpc/local_transfer.h).
+  explicit Task(const std::string& job, bool serve_local = false) {
     WorkerOptions options;
     options.job_name = job;
     // Every graph that never waits counts as quick, however slow the host: which thread
@@ -53,13 +57,19 @@ struct Task {
     runner_options.metrics_port = -1;
     runner_options.handle_signals = false;
     runner = std::make_unique<ServerRunner>(runner_options);
-    service = std::make_unique<GrpcWorkerService>(worker.get(), runner->metrics(),
-                                                  runner->AddCompletionQueueLoop(), 1 << 20);
+    if (serve_local) {
+      auto server = LocalTransferServer::Start(LocalTransferServer::DefaultAddress());
+      EXPECT_TRUE(server.ok()) << server.status();
+      if (server.ok()) local = *std::move(server);
+    }
+    service = std::make_unique<GrpcWorkerService>(
+        worker.get(), runner->metrics(), runner->AddCompletionQueueLoop(), 1 << 20, local.get());
     runner->AddService(service.get());
     EXPECT_TRUE(runner->Start().ok());
     client = std::make_unique<GrpcWorker>(NewWorkerChannel(runner->address()));
   }
   std::unique_ptr<Worker> worker;
+  std::unique_ptr<LocalTransferServer> local;
   // Declared before the runner: a service outlives the server that calls it.
   std::unique_ptr<GrpcWorkerService> service;
   std::unique_ptr<ServerRunner> runner;
@@ -73,9 +83,14 @@ std::string RpcText(Task* task) {
   return prometheus::TextSerializer().Serialize(task->service->rpc_metrics()->Collect());
 }
 
+// Every metric of `task`'s server in Prometheus' text format.
+std::string MetricText(Task* task) {
+  return prometheus::TextSerializer().Serialize(task->runner->metrics()->Collect());
+}
+
 class GrpcWorkerTest : public ::testing::Test {
  protected:
-  GrpcWorkerTest() : ps_("ps"), worker_("worker") {}
+  GrpcWorkerTest() : ps_("ps", /*local=*/true), worker_("worker") {}
 
   ClusterDef Cluster() {
     ClusterDef cluster;
@@ -107,70 +122,100 @@ class GrpcWorkerTest : public ::testing::Test {
     return response.graph_handle();
   }
 
+  static Tensor Floats(int64_t n) {
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000);
+    return test::AsTensor<float>(values);
+  }
+
+  static void ExpectNegated(const Tensor& sent, const Tensor& got) {
+    ASSERT_EQ(got.NumElements(), sent.NumElements());
+    const float* want = sent.data<float>();
+    const float* data = got.data<float>();
+    for (int64_t i = 0; i < got.NumElements(); i += 4099) ASSERT_EQ(data[i], -want[i]) << i;
+    ASSERT_EQ(data[got.NumElements() - 1], -want[got.NumElements() - 1]);
+  }
+
+  // Registers the graphs of PullStep: the ps feeds "x" to a _Send to the worker, whose
+  // _Recv pulls it (RecvTensor) into a Neg that is fetched.
+  void RegisterPull() {
+    const uint64_t ps_incarnation = ps_.worker->incarnation();
+    const uint64_t worker_incarnation = worker_.worker->incarnation();
+    GraphDef ps_graph;
+    test::AddRecv(&ps_graph, "x", DT_FLOAT, "x", kPsDevice, ps_incarnation, kPsDevice, true);
+    test::AddSend(&ps_graph, "x/_send", "x", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
+                  kWorkerDevice);
+    GraphDef worker_graph;
+    test::AddRecv(&worker_graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
+                  kWorkerDevice);
+    NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
+    SetNodeAttr(neg, "T", DT_FLOAT);
+    test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice,
+                  worker_incarnation, kWorkerDevice, true);
+    ps_handle_ = Register(&ps_, ps_graph);
+    worker_handle_ = Register(&worker_, worker_graph);
+  }
+
+  // Runs step `step_id` of the ps's graph, feeding `x` (kept in *request).
+  absl::Status RunPsSend(int64_t step_id, const Tensor& x, RunGraphRequest* request) {
+    request->set_session_handle("s");
+    request->set_graph_handle(ps_handle_);
+    request->set_step_id(step_id);
+    NamedTensorProto* send = request->add_send();
+    send->set_name(MakeRendezvousKey(kPsDevice, ps_.worker->incarnation(), kPsDevice, "x"));
+    x.ToProto(send->mutable_tensor());
+    RunGraphResponse response;
+    return ps_.client->RunGraph(*request, &response);
+  }
+
+  // Step `step_id` of RegisterPull's graphs: the ps sends `x`; the worker's -x.
+  absl::StatusOr<Tensor> PullStep(int64_t step_id, const Tensor& x) {
+    absl::Status ps_status;
+    std::thread ps_thread([&] {
+      RunGraphRequest request;
+      ps_status = RunPsSend(step_id, x, &request);
+    });
+    RunGraphRequest request;
+    request.set_session_handle("s");
+    request.set_graph_handle(worker_handle_);
+    request.set_step_id(step_id);
+    request.set_timeout_in_ms(60000);
+    request.add_recv_key(
+        MakeRendezvousKey(kWorkerDevice, worker_.worker->incarnation(), kWorkerDevice, "neg"));
+    RunGraphResponse response;
+    absl::Status status = worker_.client->RunGraph(request, &response);
+    ps_thread.join();
+    if (!ps_status.ok()) return ps_status;
+    if (!status.ok()) return status;
+    return Tensor::FromProto(response.recv(0).tensor());
+  }
+
+  void Cleanup(int64_t step_id) {
+    CleanupGraphRequest cleanup;
+    cleanup.set_step_id(step_id);
+    CleanupGraphResponse cleaned;
+    EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
+    EXPECT_TRUE(worker_.client->CleanupGraph(cleanup, &cleaned).ok());
+  }
+
   Task ps_;
   Task worker_;
+  std::string ps_handle_;
+  std::string worker_handle_;
 };
 
 TEST_F(GrpcWorkerTest, AWorkerPullsALargeTensorFromAnotherInChunks) {
   CreateSessions();
-  const uint64_t ps_incarnation = ps_.worker->incarnation();
-  const uint64_t worker_incarnation = worker_.worker->incarnation();
   // 24 MiB of floats: many 1 MiB chunks, and well above gRPC's 4 MiB default.
-  const int64_t n = 6 << 20;
-  std::vector<float> values(n);
-  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000);
-  Tensor big = test::AsTensor<float>(values);
-
-  GraphDef ps_graph;
-  test::AddRecv(&ps_graph, "x", DT_FLOAT, "x", kPsDevice, ps_incarnation, kPsDevice, true);
-  test::AddSend(&ps_graph, "x/_send", "x", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
-                kWorkerDevice);
-  GraphDef worker_graph;
-  test::AddRecv(&worker_graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
-                kWorkerDevice);
-  NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
-  SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice,
-                worker_incarnation, kWorkerDevice, true);
-  const std::string ps_handle = Register(&ps_, ps_graph);
-  const std::string worker_handle = Register(&worker_, worker_graph);
-
-  absl::Status ps_status;
-  std::thread ps_thread([&] {
-    RunGraphRequest request;
-    request.set_session_handle("s");
-    request.set_graph_handle(ps_handle);
-    request.set_step_id(42);
-    NamedTensorProto* send = request.add_send();
-    send->set_name(MakeRendezvousKey(kPsDevice, ps_incarnation, kPsDevice, "x"));
-    big.ToProto(send->mutable_tensor());
-    RunGraphResponse response;
-    ps_status = ps_.client->RunGraph(request, &response);
-  });
-  RunGraphRequest request;
-  request.set_session_handle("s");
-  request.set_graph_handle(worker_handle);
-  request.set_step_id(42);
-  request.set_timeout_in_ms(60000);
-  request.add_recv_key(MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
-  RunGraphResponse response;
-  absl::Status status = worker_.client->RunGraph(request, &response);
-  ps_thread.join();
-  ASSERT_TRUE(ps_status.ok()) << ps_status;
-  ASSERT_TRUE(status.ok()) << status;
-  absl::StatusOr<Tensor> got = Tensor::FromProto(response.recv(0).tensor());
+  const Tensor big = Floats(6 << 20);
+  RegisterPull();
+  absl::StatusOr<Tensor> got = PullStep(42, big);
   ASSERT_TRUE(got.ok()) << got.status();
-  ASSERT_EQ(got->NumElements(), n);
-  const float* data = got->data<float>();
-  for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(data[i], -values[i]) << i;
+  ExpectNegated(big, *got);
+  Cleanup(42);
 
-  CleanupGraphRequest cleanup;
-  cleanup.set_step_id(42);
-  CleanupGraphResponse cleaned;
-  EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
-  EXPECT_TRUE(worker_.client->CleanupGraph(cleanup, &cleaned).ok());
-
-  // Each task counted its calls by method: the worker pulled the tensor from the ps.
+  // Each task counted its calls by method: the worker pulled the tensor from the ps,
+  // in the stream (the first reply names the ps's local socket; nothing asked for it).
   const std::string ps_rpcs = RpcText(&ps_);
   const std::string worker_rpcs = RpcText(&worker_);
   for (const char* line :
@@ -184,6 +229,69 @@ TEST_F(GrpcWorkerTest, AWorkerPullsALargeTensorFromAnotherInChunks) {
       worker_rpcs, "overseer_worker_rpc_latency_seconds_count{method=\"RecvTensor\"} 0\n"));
   EXPECT_TRUE(absl::StrContains(
       worker_rpcs, "overseer_worker_rpc_latency_seconds_count{method=\"RunGraph\"} 1\n"));
+  EXPECT_TRUE(absl::StrContains(MetricText(&ps_), "overseer_worker_recv_tensor_local_total 0\n"));
+}
+
+TEST_F(GrpcWorkerTest, ATensorOnTheSameHostComesOverTheLocalSocketOnceItWasReached) {
+  CreateSessions();
+  RegisterPull();
+  // The first pull learns the ps's socket and probes it; the next ones use it: above
+  // kLocalTransferMinBytes over the socket, below it in the stream.
+  const Tensor big = Floats(3 << 20);  // 12 MiB
+  const Tensor small = Floats(1000);
+  int64_t step = 1;
+  for (const Tensor* t : {&big, &big, &small, &big}) {
+    absl::StatusOr<Tensor> got = PullStep(step, *t);
+    ASSERT_TRUE(got.ok()) << step << ": " << got.status();
+    ExpectNegated(*t, *got);
+    Cleanup(step++);
+  }
+  const std::string ps_metrics = MetricText(&ps_);
+  EXPECT_TRUE(absl::StrContains(ps_metrics, "overseer_worker_recv_tensor_local_total 2\n"))
+      << ps_metrics;
+  // Every byte of the four tensors counted, whichever way it went.
+  EXPECT_TRUE(
+      absl::StrContains(ps_metrics, absl::StrCat("overseer_worker_recv_tensor_bytes_total ",
+                                                 (3 * (int64_t{3} << 20) + 1000) * 4, "\n")))
+      << ps_metrics;
+  EXPECT_EQ(ps_.local->tokens_held(), 0);
+  EXPECT_EQ(ps_.local->refused(), 0);
+}
+
+TEST_F(GrpcWorkerTest, ACallerThatNeverFetchesItsTokenFailsAndTheWorkerForgetsIt) {
+  CreateSessions();
+  RegisterPull();
+  ASSERT_TRUE(PullStep(1, Floats(1000)).ok());  // Learns the socket.
+  Cleanup(1);
+  // A caller of the ps's RecvTensor that accepts a local transfer, reads the token and
+  // goes away: the ps stops waiting for it, the tensor is gone with the call.
+  RunGraphRequest send;
+  std::thread ps_thread([&] { EXPECT_TRUE(RunPsSend(2, Floats(1 << 20), &send).ok()); });
+  auto context = NewClientContext(absl::Seconds(30));
+  RecvTensorRequest request;
+  request.set_step_id(2);
+  request.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, ps_.worker->incarnation(), kWorkerDevice, "edge_x"));
+  request.set_accept_local(true);
+  auto reader = WorkerService::NewStub(NewWorkerChannel(ps_.runner->address()))
+                    ->RecvTensor(context.get(), request);
+  RecvTensorResponse first;
+  ASSERT_TRUE(reader->Read(&first));
+  EXPECT_EQ(first.local_socket(), ps_.local->address());
+  EXPECT_EQ(first.local_token().size(), static_cast<size_t>(kLocalTokenChars));
+  EXPECT_TRUE(first.content().empty());
+  EXPECT_EQ(first.total_bytes(), 4 << 20);
+  context->TryCancel();
+  EXPECT_FALSE(reader->Finish().ok());
+  ps_thread.join();
+  // The token is spent: presenting it now is refused.
+  EXPECT_TRUE(Eventually([&] { return ps_.local->tokens_held() == 0; }));
+  std::vector<char> bytes(4 << 20);
+  LocalTransferReceiver late;
+  EXPECT_EQ(late.Receive(ps_.local->address(), first.local_token(), absl::MakeSpan(bytes)).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ps_.local->refused(), 1);
+  Cleanup(2);
 }
 
 TEST_F(GrpcWorkerTest, StatusCodesCrossTheWire) {

@@ -31,11 +31,23 @@ char* RawData(const Tensor& t) {
   }
 }
 
+// The error of content after a local token.
+absl::Status ContentAfterLocalToken() {
+  return absl::InvalidArgumentError("RecvTensor sent content after a local transfer token");
+}
+
 }  // namespace
+
+absl::string_view RawTensorBytes(const Tensor& tensor) {
+  const char* data = RawData(tensor);
+  if (data == nullptr) return absl::string_view();
+  return absl::string_view(data, tensor.NumElements() * DataTypeSize(tensor.dtype()));
+}
 
 absl::Status WriteTensorChunks(
     const Tensor& tensor, int64_t chunk_bytes,
-    const std::function<bool(grpc::ByteBuffer message, int64_t content_bytes)>& write) {
+    const std::function<bool(grpc::ByteBuffer message, int64_t content_bytes)>& write,
+    const LocalTransferFields& local) {
   constexpr uint32_t kContentField = 3;  // RecvTensorResponse.content
   chunk_bytes = std::max<int64_t>(1, chunk_bytes);
   RecvTensorResponse first;  // Fields 1 and 2; the content follows by reference.
@@ -50,6 +62,16 @@ absl::Status WriteTensorChunks(
     total = static_cast<int64_t>(tensor.NumElements() * DataTypeSize(tensor.dtype()));
   }
   first.set_total_bytes(total);
+  if (!local.socket.empty()) first.set_local_socket(std::string(local.socket));
+  if (!local.token.empty()) {
+    first.set_local_token(std::string(local.token));
+    if (!write(MessageWithReferencedBytes(first.SerializeAsString(), kContentField,
+                                          absl::string_view(), nullptr),
+               0)) {
+      return absl::UnavailableError("the receiver closed the RecvTensor stream");
+    }
+    return absl::OkStatus();
+  }
   // Shares the tensor's buffer with the messages in flight.
   auto keep_alive = std::make_shared<const Tensor>(tensor);
   int64_t offset = std::min(total, chunk_bytes);
@@ -88,6 +110,11 @@ absl::Status TensorChunkReader::Add(const RecvTensorResponse& chunk) {
       data_ = RawData(tensor_);
       total_ = static_cast<int64_t>(tensor_.NumElements() * DataTypeSize(dtype));
     }
+    local_socket_ = chunk.local_socket();
+    local_token_ = chunk.local_token();
+    if (!local_token_.empty() && dtype == DT_STRING) {
+      return absl::InvalidArgumentError("RecvTensor sent a local transfer token for strings");
+    }
     if (total_ != chunk.total_bytes()) {
       return absl::InvalidArgumentError(
           absl::StrCat("RecvTensor announced ", chunk.total_bytes(), " bytes for a ",
@@ -96,6 +123,7 @@ absl::Status TensorChunkReader::Add(const RecvTensorResponse& chunk) {
     }
   }
   const int64_t n = static_cast<int64_t>(chunk.content().size());
+  if (n > 0 && !local_token_.empty()) return ContentAfterLocalToken();
   if (received_ + n > total_) {
     return absl::InvalidArgumentError(
         absl::StrCat("RecvTensor sent more than the announced ", total_, " bytes"));
@@ -150,6 +178,7 @@ absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
     }
     uint32_t n = 0;
     if (!in.ReadVarint32(&n) || n > static_cast<uint32_t>(INT_MAX)) return malformed();
+    if (n > 0 && !local_token_.empty()) return ContentAfterLocalToken();
     if (received_ + static_cast<int64_t>(n) > total_) {
       return absl::InvalidArgumentError(
           absl::StrCat("RecvTensor sent more than the announced ", total_, " bytes"));
@@ -164,6 +193,14 @@ absl::Status TensorChunkReader::AddEncoded(grpc::ByteBuffer* message) {
         "RecvTensor sent a first message with fields after its content");
   }
   return content_seen || started_ ? absl::OkStatus() : add_fields();
+}
+
+absl::Status TensorChunkReader::FillRest(
+    const std::function<absl::Status(absl::Span<char> rest)>& fill) {
+  if (!started_) return absl::FailedPreconditionError("no RecvTensor message arrived yet");
+  const absl::Status status = fill(absl::Span<char>(data_ + received_, total_ - received_));
+  if (status.ok()) received_ = total_;
+  return status;
 }
 
 absl::StatusOr<Tensor> TensorChunkReader::Finish() {

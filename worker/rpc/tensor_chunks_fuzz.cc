@@ -1,7 +1,9 @@
 // Fuzzes RecvTensor's chunk assembly as a worker's client runs it on what a peer
 // streams: the input is a sequence of messages, each a 2-byte little-endian length and
 // that many bytes of RecvTensorResponse. Any stream gets a tensor or a status, never a
-// crash or a write past the tensor; an assembled tensor has the bytes it announced.
+// crash or a write past the tensor; an assembled tensor has the bytes it announced. A
+// stream whose first message carries a local transfer token gets the rest of its bytes
+// from FillRest, as from the worker's socket.
 // The tensor memory budget is 256 MiB here, under libFuzzer's RSS limit.
 
 #include <cstdint>
@@ -42,6 +44,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (parsed_ok && announced < 0) announced = chunk.total_bytes();
     if (parsed_ok) parsed_ok = reader.Add(chunk).ok();
   }
+  // A local token: the rest of the bytes come from the socket, here a pattern.
+  auto fill = [](absl::Span<char> rest) {
+    for (size_t i = 0; i < rest.size(); ++i) rest[i] = static_cast<char>(i * 7);
+    return absl::OkStatus();
+  };
+  if (parsed_ok && encoded_ok && reader.local_token() != encoded.local_token()) std::abort();
+  if (parsed_ok && !reader.local_token().empty() && !reader.FillRest(fill).ok()) std::abort();
+  if (encoded_ok && !encoded.local_token().empty() && !encoded.FillRest(fill).ok()) std::abort();
   if (!parsed_ok) return 0;
   absl::StatusOr<overseer::Tensor> tensor = reader.Finish();
   if (tensor.ok() && tensor->dtype() != overseer::DT_STRING &&

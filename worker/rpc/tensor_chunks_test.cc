@@ -1,5 +1,6 @@
 #include "worker/rpc/tensor_chunks.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,78 @@ TEST(TensorChunksTest, EncodedMessagesAreCheckedAsParsedOnesAre) {
   TensorChunkReader bad;
   grpc::ByteBuffer f = Encoded(first.SerializeAsString());
   EXPECT_EQ(bad.AddEncoded(&f).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorChunksTest, ALocalTokenReplacesTheContentWhichFillRestProvides) {
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) - 3.5f;
+  const Tensor t = test::AsTensor<float>(values);
+  std::vector<std::string> messages;
+  ASSERT_TRUE(WriteTensorChunks(t, 256,
+                                [&](grpc::ByteBuffer raw, int64_t content_bytes) {
+                                  EXPECT_EQ(content_bytes, 0);
+                                  std::vector<grpc::Slice> slices;
+                                  EXPECT_TRUE(raw.Dump(&slices).ok());
+                                  std::string bytes;
+                                  for (const grpc::Slice& slice : slices) {
+                                    bytes.append(reinterpret_cast<const char*>(slice.begin()),
+                                                 slice.size());
+                                  }
+                                  messages.push_back(bytes);
+                                  return true;
+                                },
+                                {"@socket", "token"})
+                  .ok());
+  ASSERT_EQ(messages.size(), 1u);  // No content follows: the bytes go over the socket.
+  RecvTensorResponse first;
+  ASSERT_TRUE(first.ParseFromString(messages[0]));
+  EXPECT_EQ(first.local_socket(), "@socket");
+  EXPECT_EQ(first.local_token(), "token");
+  EXPECT_EQ(first.total_bytes(), 4000);
+  EXPECT_TRUE(first.content().empty());
+  const absl::string_view raw = RawTensorBytes(t);
+  for (bool encoded : {false, true}) {
+    TensorChunkReader reader;
+    grpc::ByteBuffer message = Encoded(messages[0]);
+    ASSERT_TRUE((encoded ? reader.AddEncoded(&message) : reader.Add(first)).ok());
+    EXPECT_EQ(reader.local_socket(), "@socket");
+    EXPECT_EQ(reader.local_token(), "token");
+    EXPECT_EQ(reader.Finish().status().code(), absl::StatusCode::kInvalidArgument);  // Not yet.
+    // A fill that fails counts nothing.
+    EXPECT_EQ(
+        reader.FillRest([](absl::Span<char>) { return absl::UnavailableError("gone"); }).code(),
+        absl::StatusCode::kUnavailable);
+    ASSERT_TRUE(reader
+                    .FillRest([&](absl::Span<char> rest) {
+                      EXPECT_EQ(rest.size(), raw.size());
+                      std::memcpy(rest.data(), raw.data(), raw.size());
+                      return absl::OkStatus();
+                    })
+                    .ok());
+    absl::StatusOr<Tensor> back = reader.Finish();
+    ASSERT_TRUE(back.ok()) << back.status();
+    test::ExpectTensorEqual(*back, t);
+  }
+  // Content after a token is refused, whichever way it is read.
+  RecvTensorResponse more;
+  more.set_content(std::string(4, '\1'));
+  TensorChunkReader parsed;
+  ASSERT_TRUE(parsed.Add(first).ok());
+  EXPECT_EQ(parsed.Add(more).code(), absl::StatusCode::kInvalidArgument);
+  TensorChunkReader encoded;
+  grpc::ByteBuffer a = Encoded(messages[0]);
+  grpc::ByteBuffer b = Encoded(more.SerializeAsString());
+  ASSERT_TRUE(encoded.AddEncoded(&a).ok());
+  const absl::Status refused = encoded.AddEncoded(&b);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(refused.message(), "after a local transfer token")) << refused;
+  // Strings never travel over the socket.
+  RecvTensorResponse strings;
+  Tensor::FromVector<std::string>({"a"}).ToProto(strings.mutable_tensor());
+  strings.set_local_token("token");
+  TensorChunkReader string_reader;
+  EXPECT_EQ(string_reader.Add(strings).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(RawTensorBytes(Tensor::FromVector<std::string>({"a"})).empty());
 }
 
 TEST(TensorChunksTest, RoundTripsAcrossManyChunks) {

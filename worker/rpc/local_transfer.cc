@@ -1,0 +1,220 @@
+#include "worker/rpc/local_transfer.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+
+namespace overseer {
+namespace {
+
+constexpr char kWhat[] = "local transfer socket";
+// How long the admitting thread waits for a connection's token (a client writes it
+// as soon as it connects).
+constexpr absl::Duration kTokenWait = absl::Seconds(2);
+// Socket buffers asked for on both ends (the kernel caps them at net.core.*mem_max):
+// fewer wake-ups per byte than the default.
+constexpr int kSocketBufferBytes = 4 << 20;
+
+}  // namespace
+
+std::string LocalTransferServer::DefaultAddress() {
+  absl::StatusOr<std::string> random = NewSocketToken();
+  return absl::StrCat("@overseer-worker-", ::getpid(), "-",
+                      random.ok() ? random->substr(0, 16) : "0");
+}
+
+absl::StatusOr<std::unique_ptr<LocalTransferServer>> LocalTransferServer::Start(
+    const std::string& address) {
+  ASSIGN_OR_RETURN(UniqueFd listener, ListenUnixSocket(address, SOCK_STREAM, kWhat));
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
+  if (!wake.valid()) return ErrnoStatus(errno, "cannot create an eventfd");
+  return std::unique_ptr<LocalTransferServer>(
+      new LocalTransferServer(address, std::move(listener), std::move(wake)));
+}
+
+LocalTransferServer::LocalTransferServer(std::string address, UniqueFd listener, UniqueFd wake)
+    : address_(std::move(address)),
+      listener_(std::move(listener)),
+      wake_(std::move(wake)),
+      thread_([this] { Serve(); }) {}
+
+LocalTransferServer::~LocalTransferServer() {
+  const uint64_t one = 1;
+  if (::write(wake_.get(), &one, sizeof(one)) != sizeof(one)) {
+    LOG(ERROR) << "local transfer socket: cannot wake the admitting thread";
+  }
+  thread_.join();
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  for (auto it = slots_.begin(); it != slots_.end();) {
+    it->second.cancelled = true;
+    it = it->second.awaited ? std::next(it) : slots_.erase(it);
+  }
+  // Each Await still waiting wakes, returns CANCELLED and drops its slot.
+  mu_.Await(absl::Condition(
+      +[](std::map<std::string, Slot>* slots) { return slots->empty(); }, &slots_));
+  if (address_[0] != '@') ::unlink(address_.c_str());
+}
+
+absl::StatusOr<std::string> LocalTransferServer::NewToken() {
+  ASSIGN_OR_RETURN(std::string token, NewSocketToken());
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::CancelledError("the local transfer socket is closing");
+  slots_[token];
+  return token;
+}
+
+absl::StatusOr<UniqueFd> LocalTransferServer::Await(const std::string& token, absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto it = slots_.find(token);
+  if (it == slots_.end()) return absl::NotFoundError("no such local transfer token");
+  Slot* slot = &it->second;
+  slot->awaited = true;
+  mu_.AwaitWithDeadline(absl::Condition(&LocalTransferServer::Ready, slot), deadline);
+  UniqueFd connection = std::move(slot->connection);
+  const bool cancelled = slot->cancelled;
+  slots_.erase(it);
+  if (connection.valid()) return connection;
+  if (cancelled) return absl::CancelledError("the local transfer was given up");
+  return absl::DeadlineExceededError(
+      absl::StrCat("the receiver did not fetch the tensor from ", kWhat, " ", address_));
+}
+
+void LocalTransferServer::Forget(const std::string& token) {
+  absl::MutexLock lock(&mu_);
+  auto it = slots_.find(token);
+  if (it != slots_.end()) it->second.cancelled = true;  // Its Await drops it.
+}
+
+void LocalTransferServer::Drop(const std::string& token) {
+  absl::MutexLock lock(&mu_);
+  auto it = slots_.find(token);
+  if (it != slots_.end() && !it->second.awaited) slots_.erase(it);
+}
+
+int64_t LocalTransferServer::refused() const {
+  absl::MutexLock lock(&mu_);
+  return refused_;
+}
+
+int LocalTransferServer::tokens_held() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(slots_.size());
+}
+
+void LocalTransferServer::Serve() {
+  for (;;) {
+    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      LOG(ERROR) << kWhat << ": poll: " << std::strerror(errno);
+      return;
+    }
+    if ((fds[1].revents & POLLIN) != 0) return;
+    if ((fds[0].revents & POLLIN) != 0) {
+      UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (connection.valid()) Admit(std::move(connection));
+    }
+  }
+}
+
+void LocalTransferServer::Admit(UniqueFd connection) {
+  SetSocketTimeout(connection.get(), kTokenWait);
+  char token[kLocalTokenChars];
+  size_t got = 0;
+  while (got < sizeof(token)) {
+    const ssize_t r = ::recv(connection.get(), token + got, sizeof(token) - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  if (got == 0) return;  // A probe, or a client that went away.
+  absl::MutexLock lock(&mu_);
+  auto it = got == sizeof(token) ? slots_.find(std::string(token, sizeof(token))) : slots_.end();
+  if (it == slots_.end() || it->second.connection.valid() || it->second.cancelled) {
+    ++refused_;
+    return;  // Closed without a byte.
+  }
+  SetSocketTimeout(connection.get(), kLocalTransferTimeout);
+  ::setsockopt(connection.get(), SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes,
+               sizeof(kSocketBufferBytes));
+  it->second.connection = std::move(connection);
+}
+
+absl::Status SendLocalTransfer(int connection, absl::string_view data) {
+  size_t sent = 0;
+  while (sent < data.size()) {
+    const ssize_t r = ::send(connection, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      return errno == EAGAIN || errno == EWOULDBLOCK
+                 ? absl::UnavailableError(absl::StrCat("the receiver took nothing for ",
+                                                       absl::FormatDuration(kLocalTransferTimeout),
+                                                       " on the ", kWhat))
+                 : ErrnoStatus(errno, absl::StrCat("cannot send on the ", kWhat));
+    }
+    sent += static_cast<size_t>(r);
+  }
+  return absl::OkStatus();
+}
+
+bool CanReachLocalTransfer(const std::string& address) {
+  return ConnectUnixSocket(address, SOCK_STREAM, kWhat).ok();
+}
+
+absl::Status LocalTransferReceiver::Receive(const std::string& address, const std::string& token,
+                                            absl::Span<char> data) {
+  ASSIGN_OR_RETURN(UniqueFd connection, ConnectUnixSocket(address, SOCK_STREAM, kWhat));
+  SetSocketTimeout(connection.get(), kLocalTransferTimeout);
+  ::setsockopt(connection.get(), SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes,
+               sizeof(kSocketBufferBytes));
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) return absl::CancelledError("the local transfer was cancelled");
+    fd_ = connection.get();
+  }
+  absl::Status status;
+  if (::send(connection.get(), token.data(), token.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(token.size())) {
+    status = ErrnoStatus(errno, absl::StrCat("cannot send the token to ", kWhat, " ", address));
+  }
+  size_t got = 0;
+  while (status.ok() && got < data.size()) {
+    const ssize_t r = ::recv(connection.get(), data.data() + got, data.size() - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      status = absl::UnavailableError(absl::StrCat(kWhat, " ", address, " sent nothing for ",
+                                                   absl::FormatDuration(kLocalTransferTimeout)));
+    } else if (r < 0) {
+      status = ErrnoStatus(errno, absl::StrCat("cannot read from ", kWhat, " ", address));
+    } else if (r == 0) {
+      status = absl::UnavailableError(
+          absl::StrCat(kWhat, " ", address, " closed after ", got, " of ", data.size(), " bytes"));
+    } else {
+      got += static_cast<size_t>(r);
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  fd_ = -1;  // Closed as `connection` goes, after Cancel can no longer shut it down.
+  if (cancelled_ && !status.ok()) return absl::CancelledError("the local transfer was cancelled");
+  return status;
+}
+
+void LocalTransferReceiver::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+}  // namespace overseer
