@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/io/unix_socket.h"
 #include "core/logging.h"
 #include "core/port_file.h"
 #include "core/rpc/raw_message.h"
@@ -44,23 +46,31 @@ constexpr uint32_t kContentField = 1;  // StreamChunk.content
 // Both servers send each chunk out of a buffer of this size, cyclically, as a worker
 // sends chunks of a tensor.
 constexpr int64_t kSourceBytes = 64 << 20;
+// The Unix stream's socket buffers: the worker's local transfer socket asks for these.
+constexpr int kUnixBufferBytes = 4 << 20;
 
-// The bytes the servers send, made on first use, so that a server starts as fast as a
-// bare gRPC server (the start-up baseline of recovery_bench). Thread-safe.
+// The kSourceBytes bytes the servers send, made on first use, so that a server starts
+// as fast as a bare gRPC server (the start-up baseline of recovery_bench). In memory
+// placed as a large tensor's (2 MiB aligned, huge pages advised: core/tensor.cc), so
+// that the baselines read memory of the kind the workers send from. Thread-safe.
 class Source {
  public:
-  const std::shared_ptr<const std::string>& Get() {
+  const std::shared_ptr<const char>& Get() {
     std::call_once(made_, [this] {
-      auto bytes = std::make_shared<std::string>(static_cast<size_t>(kSourceBytes), '\0');
-      for (size_t i = 0; i < bytes->size(); ++i) (*bytes)[i] = static_cast<char>(i * 131);
-      bytes_ = std::move(bytes);
+      constexpr size_t kHugePage = size_t{2} << 20;
+      char* bytes = static_cast<char*>(std::aligned_alloc(kHugePage, kSourceBytes));
+      CHECK(bytes != nullptr) << "cannot allocate the source";
+      ::madvise(bytes, kSourceBytes, MADV_HUGEPAGE);  // Advice only.
+      for (int64_t i = 0; i < kSourceBytes; ++i) bytes[i] = static_cast<char>(i * 131);
+      bytes_ = std::shared_ptr<const char>(bytes,
+                                           [](const char* p) { std::free(const_cast<char*>(p)); });
     });
     return bytes_;
   }
 
  private:
   std::once_flag made_;
-  std::shared_ptr<const std::string> bytes_;
+  std::shared_ptr<const char> bytes_;
 };
 
 // The next chunk of a cyclic send of `source`: at `*offset`, at most `chunk_bytes`
@@ -97,11 +107,11 @@ class PingService final : public BenchPing::Service {
     if (request.chunk_bytes() <= 0) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "bad chunk_bytes");
     }
-    const std::shared_ptr<const std::string>& source = source_->Get();
+    const std::shared_ptr<const char>& source = source_->Get();
     int64_t offset = 0;
     for (int64_t sent = 0; sent < request.total_bytes();) {
       const int64_t n = NextChunk(request.chunk_bytes(), request.total_bytes() - sent, &offset);
-      const absl::string_view data(source->data() + offset, static_cast<size_t>(n));
+      const absl::string_view data(source.get() + offset, static_cast<size_t>(n));
       if (!stream->Write(MessageWithReferencedBytes(std::string(), kContentField, data, source))) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
       }
@@ -147,26 +157,45 @@ void SetNoDelay(int fd) {
       << "TCP_NODELAY: " << std::strerror(errno);
 }
 
-// The TCP stream: each connection sends {total_bytes, chunk_bytes} (two int64) and
+// A listening loopback TCP socket; its port in *port.
+int ListenTcp(int* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CHECK(fd >= 0) << "socket: " << std::strerror(errno);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  CHECK(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0)
+      << "bind: " << std::strerror(errno);
+  CHECK(::listen(fd, 16) == 0) << "listen: " << std::strerror(errno);
+  CHECK(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// The Unix stream socket of the raw server in process `pid`.
+std::string UnixStreamAddress(pid_t pid) { return absl::StrCat("@overseer-bench-raw-", pid); }
+
+// The stream servers: each connection sends {total_bytes, chunk_bytes} (two int64) and
 // gets total_bytes, write() by write() of at most chunk_bytes, then the end of stream.
-class TcpStreamServer {
+// Over loopback TCP (TCP_NODELAY), or over a Unix stream socket with the socket buffers
+// the worker's local transfers ask for (worker/rpc/local_transfer.h).
+class StreamServer {
  public:
-  explicit TcpStreamServer(Source* source) : source_(source) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK(listen_fd_ >= 0) << "socket: " << std::strerror(errno);
-    sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    CHECK(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) == 0)
-        << "bind: " << std::strerror(errno);
-    CHECK(::listen(listen_fd_, 16) == 0) << "listen: " << std::strerror(errno);
-    CHECK(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
+  // Loopback TCP on a free port.
+  explicit StreamServer(Source* source) : source_(source), tcp_(true) {
+    listen_fd_ = ListenTcp(&port_);
+    acceptor_ = std::thread([this] { Accept(); });
+  }
+  // A Unix stream socket at `address`.
+  StreamServer(Source* source, const std::string& address) : source_(source), tcp_(false) {
+    absl::StatusOr<UniqueFd> fd = ListenUnixSocket(address, SOCK_STREAM, "raw Unix stream");
+    CHECK(fd.ok()) << fd.status();
+    listen_fd_ = fd->release();
     acceptor_ = std::thread([this] { Accept(); });
   }
 
-  ~TcpStreamServer() {
+  ~StreamServer() {
     stopping_ = true;
     ::shutdown(listen_fd_, SHUT_RDWR);
     acceptor_.join();
@@ -185,7 +214,11 @@ class TcpStreamServer {
         if (fd >= 0) ::close(fd);
         return;
       }
-      SetNoDelay(fd);
+      if (tcp_) {
+        SetNoDelay(fd);
+      } else {
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kUnixBufferBytes, sizeof(kUnixBufferBytes));
+      }
       senders_.emplace_back([this, fd] {
         Send(fd);
         ::close(fd);
@@ -200,11 +233,11 @@ class TcpStreamServer {
       const int64_t total = request[0];
       const int64_t chunk = request[1];
       if (chunk <= 0) return;
-      const std::string& source = *source_->Get();
+      const char* source = source_->Get().get();
       int64_t offset = 0;
       for (int64_t sent = 0; sent < total;) {
         const int64_t n = NextChunk(chunk, total - sent, &offset);
-        if (!WriteFully(fd, source.data() + offset, static_cast<size_t>(n))) return;
+        if (!WriteFully(fd, source + offset, static_cast<size_t>(n))) return;
         sent += n;
         offset += n;
       }
@@ -212,6 +245,7 @@ class TcpStreamServer {
   }
 
   Source* const source_;
+  const bool tcp_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
@@ -247,7 +281,10 @@ uint64_t ReadVarint(NextByte next) {
 class RawServer::InProcessServers {
  public:
   InProcessServers()
-      : service_(&source_), tcp_(&source_), grpc_(StartGrpcServer(&service_, &grpc_port_)) {}
+      : service_(&source_),
+        tcp_(&source_),
+        unix_(&source_, UnixStreamAddress(::getpid())),
+        grpc_(StartGrpcServer(&service_, &grpc_port_)) {}
   ~InProcessServers() { grpc_->Shutdown(); }
 
   int grpc_port() const { return grpc_port_; }
@@ -256,7 +293,8 @@ class RawServer::InProcessServers {
  private:
   Source source_;
   PingService service_;
-  TcpStreamServer tcp_;
+  StreamServer tcp_;
+  StreamServer unix_;
   int grpc_port_ = 0;
   std::unique_ptr<grpc::Server> grpc_;
 };
@@ -285,7 +323,8 @@ int RawServerMain(int argc, char** argv) {
                                  << kPortFileFlag << "<path>";
   Source source;
   PingService service(&source);
-  TcpStreamServer tcp(&source);
+  StreamServer tcp(&source);
+  StreamServer unix_stream(&source, UnixStreamAddress(::getpid()));
   int grpc_port = 0;
   const std::unique_ptr<grpc::Server> server = StartGrpcServer(&service, &grpc_port);
   const absl::Status written =
@@ -294,7 +333,9 @@ int RawServerMain(int argc, char** argv) {
   for (;;) ::pause();  // Until SIGTERM, or SIGKILL when the parent dies.
 }
 
-RawClient::RawClient(int grpc_port, int tcp_port, RawChannelOptions options) : tcp_port_(tcp_port) {
+RawClient::RawClient(int grpc_port, int tcp_port, std::string unix_address,
+                     RawChannelOptions options)
+    : tcp_port_(tcp_port), unix_address_(std::move(unix_address)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -408,7 +449,9 @@ RawServer::~RawServer() {
 }
 
 std::unique_ptr<RawClient> RawServer::NewClient(RawChannelOptions options) const {
-  return std::make_unique<RawClient>(grpc_port_, tcp_port_, options);
+  return std::make_unique<RawClient>(
+      grpc_port_, tcp_port_, UnixStreamAddress(process_ != nullptr ? process_->pid() : ::getpid()),
+      options);
 }
 
 void RawClient::TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
@@ -426,6 +469,20 @@ void RawClient::TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest
   const int64_t request[2] = {total_bytes, chunk_bytes};
   CHECK(WriteFully(tcp_fd_, reinterpret_cast<const char*>(request), sizeof(request)));
   CHECK(ReadFully(tcp_fd_, dest, static_cast<size_t>(total_bytes))) << "the TCP stream ended early";
+}
+
+void RawClient::UnixTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
+  if (!unix_fd_.valid()) {
+    absl::StatusOr<UniqueFd> fd = ConnectUnixSocket(unix_address_, SOCK_STREAM, "raw Unix stream");
+    CHECK(fd.ok()) << fd.status();
+    unix_fd_ = *std::move(fd);
+    ::setsockopt(unix_fd_.get(), SOL_SOCKET, SO_RCVBUF, &kUnixBufferBytes,
+                 sizeof(kUnixBufferBytes));
+  }
+  const int64_t request[2] = {total_bytes, chunk_bytes};
+  CHECK(WriteFully(unix_fd_.get(), reinterpret_cast<const char*>(request), sizeof(request)));
+  CHECK(ReadFully(unix_fd_.get(), dest, static_cast<size_t>(total_bytes)))
+      << "the Unix stream ended early";
 }
 
 RawClient::~RawClient() {

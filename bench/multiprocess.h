@@ -2,9 +2,9 @@
 #define OVERSEER_BENCH_MULTIPROCESS_H_
 
 // Helpers of the benchmarks that run several processes: a local cluster started from
-// the bench binary's runfiles, and the raw baselines (raw gRPC of bench/ping.proto and
-// a raw loopback TCP stream) served by a child process that is the bench binary itself
-// re-executed with a flag, or by a server in this process.
+// the bench binary's runfiles, and the raw baselines (raw gRPC of bench/ping.proto, a
+// raw loopback TCP stream and a raw Unix stream) served by a child process that is the bench binary
+// itself re-executed with a flag, or by a server in this process.
 //
 //   int main(int argc, char** argv) {
 //     if (bench::IsRawServer(argc, argv)) return bench::RawServerMain(argc, argv);
@@ -29,6 +29,7 @@
 #include <string>
 
 #include "bench/ping.grpc.pb.h"
+#include "core/io/unix_socket.h"
 #include "grpcpp/channel.h"
 #include "testing/child_process.h"
 
@@ -42,9 +43,10 @@ void UseRunfilesOf(const char* argv0);
 
 // True when the binary was started as the raw server child.
 bool IsRawServer(int argc, char** argv);
-// Serves BenchPing and the TCP stream on free loopback ports, writes both ports to the
-// port file its command line names (core/port_file.h), and serves until killed (it
-// dies with its parent). Returns the exit code.
+// Serves BenchPing and the TCP stream on free loopback ports and the Unix stream at
+// "@overseer-bench-raw-<pid>", writes both ports to the port file its command line
+// names (core/port_file.h), and serves until killed (it dies with its parent). Returns the exit
+// code.
 int RawServerMain(int argc, char** argv);
 
 // How a client's channel receives a stream: the HTTP/2 stream window (0: gRPC's
@@ -60,7 +62,7 @@ struct RawChannelOptions {
 // (one client per thread for parallel streams).
 class RawClient {
  public:
-  RawClient(int grpc_port, int tcp_port, RawChannelOptions options);
+  RawClient(int grpc_port, int tcp_port, std::string unix_address, RawChannelOptions options);
   ~RawClient();
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
@@ -78,12 +80,18 @@ class RawClient {
   // write()s in pieces of `chunk_bytes` from the same source, read() straight into
   // `dest`.
   void TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest);
+  // The same over a Unix stream socket (with the socket buffers of the worker's local
+  // transfers, worker/rpc/local_transfer.h): the physical reference of a same-host
+  // transfer.
+  void UnixTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest);
 
  private:
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<BenchPing::Stub> stub_;
   const int tcp_port_;
   int tcp_fd_ = -1;
+  const std::string unix_address_;
+  UniqueFd unix_fd_;
 };
 
 // The raw servers, in a child process or in this one, and a default client. CHECK-fails
@@ -116,6 +124,9 @@ class RawServer {
   }
   void TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
     client_->TcpTransfer(total_bytes, chunk_bytes, dest);
+  }
+  void UnixTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
+    client_->UnixTransfer(total_bytes, chunk_bytes, dest);
   }
 
  private:

@@ -4,23 +4,34 @@
 //     tensor is a variable on /job:worker/task:0 (filled once beforehand); the step
 //     fetches Shape(Identity(variable)) with the Shape on /job:worker/task:1, so task 1
 //     pulls the whole tensor with RecvTensor while the master only carries the tiny
-//     shape. The figure includes the step's fixed overhead (two RunGraph calls).
-//     Baseline: the physical reference, a raw loopback TCP stream of the same bytes
-//     (write() of 4 MiB pieces in a child process, read() straight into a buffer of
-//     this process): one copy on each side, the least any transfer costs. On the quiet
-//     host the ratio is 0.6-0.7. Under load (4 and more on the 2 cores) the reference,
-//     one thread on each side woken per packet, gets less of the CPU than the step's
-//     gRPC path (a poller and a copying thread on each side) and the ratio nears 1 or
-//     passes it (0.99 and 1.08-1.18 in 3 runs of 8): read it on a quiet host.
-//   recv_tensor.gbps_64MiB_vs_grpc, recv_tensor.gbps_1GiB_vs_grpc: the same step
+//     shape. The figure includes the step's fixed overhead (two RunGraph calls). The
+//     two workers share this host, so after the first transfer (which learns task 0's
+//     local transfer socket) the bytes cross a Unix socket (worker/rpc/local_transfer.h).
+//     Baseline: a raw loopback TCP stream of the same bytes (write() of 4 MiB pieces in
+//     a child process, read() straight into a buffer of this process): the stack bytes
+//     cross between hosts, which the same-host path skips and so may outrun.
+//   recv_tensor.gbps_64MiB_vs_unix, recv_tensor.gbps_1GiB_vs_unix: the same step against
+//     the physical reference of that path: a raw Unix stream of the same bytes, read as
+//     the TCP one and written in 64 MiB pieces (the worker send()s the whole tensor at
+//     once), with the socket buffers the local transfers ask for. One copy on each side,
+//     the least the transfer costs.
+//   recv_tensor.gbps_64MiB_vs_stream, ..._1GiB_vs_stream: the same step against the same
+//     step on a second cluster whose workers run with --local_transfer_socket=none, so
+//     the tensor crosses the RecvTensor stream as between hosts: what the local path
+//     gains.
+//   recv_tensor.gbps_64MiB_stream_vs_grpc, ..._1GiB_stream_vs_grpc: that streamed step
 //     against a raw gRPC server-streaming transfer of the same bytes in 4 MiB messages,
 //     sent by reference as RecvTensor sends them, parsed and copied into a buffer as
 //     RecvTensor's receiver does, on a channel with the worker's 64 MiB stream window
-//     (BDP probing on, as the worker's). The goal is a ratio >= 0.8.
-// The three transfers run in interleaved rounds (bench_util.h): for 64 MiB, a window of
-// at least 0.3 s of transfers each per round; for 1 GiB, one transfer each.
-// Memory: task 0 holds 1 GiB + 64 MiB of variables, task 1 and this process 1 GiB
-// while receiving. Runs in about a minute on a loaded 2-core machine.
+//     (BDP probing on, as the worker's): the stream's own overhead (between hosts).
+//   recv_tensor.gbps_1MiB and its companions: the same at 1 MiB, the smallest tensor
+//     that takes the local path (kLocalTransferMinBytes): _vs_stream above 1 says the
+//     path pays for its extra connection there. The step's fixed cost dominates.
+// The baselines read from and write into memory allocated as tensors are (huge pages).
+// The five transfers run in interleaved rounds (bench_util.h): for 1 and 64 MiB, a
+// window of at least 0.3 s of transfers each per round; for 1 GiB, one transfer each.
+// Memory: each cluster's task 0 holds 1 GiB + 65 MiB of variables, its task 1 and this
+// process 1 GiB while receiving. Runs in about two minutes on a loaded 2-core machine.
 
 #include <cstdint>
 #include <functional>
@@ -89,7 +100,8 @@ double GbPerSecond(int64_t bytes, double seconds) { return bytes / seconds / 1e9
 
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
-  const std::vector<Size> sizes = {{"64MiB", int64_t{64} << 20, 0.3, 7},
+  const std::vector<Size> sizes = {{"1MiB", int64_t{1} << 20, 0.3, 7},
+                                   {"64MiB", int64_t{64} << 20, 0.3, 7},
                                    {"1GiB", int64_t{1} << 30, 0, 5}};
   bench::RawServer raw(argv0);
   bench::RawChannelOptions worker_channel;
@@ -97,24 +109,45 @@ int Run(const char* argv0) {
   worker_channel.bdp_probe = true;
   const std::unique_ptr<bench::RawClient> grpc = raw.NewClient(worker_channel);
 
-  test::LocalClusterOptions options;
-  options.num_ps = 0;
-  options.num_workers = 2;
-  auto cluster = test::LocalCluster::Start(options);
-  CHECK(cluster.ok()) << cluster.status();
+  // Two clusters of two workers: the first as deployed on one host (the workers share
+  // it, so tensors take the local transfer socket), the second with the socket off, so
+  // every tensor crosses the gRPC stream as between hosts.
   GraphDef graph;
   for (const Size& size : sizes) AddTransfer(&graph, size.name, size.bytes / 4);
-  SessionOptions session_options;
-  session_options.target = (*cluster)->master_target();
-  auto session = NewSession(session_options);
-  CHECK(session.ok()) << session.status();
-  absl::Status s = (*session)->Create(graph);
-  CHECK(s.ok()) << s;
-  std::unique_ptr<char[]> dest(new char[sizes.back().bytes]);
+  struct Cluster {
+    std::unique_ptr<test::LocalCluster> cluster;
+    std::unique_ptr<Session> session;
+  };
+  auto start = [&](std::vector<std::string> worker_flags) {
+    test::LocalClusterOptions options;
+    options.num_ps = 0;
+    options.num_workers = 2;
+    options.worker_flags = std::move(worker_flags);
+    auto cluster = test::LocalCluster::Start(options);
+    CHECK(cluster.ok()) << cluster.status();
+    SessionOptions session_options;
+    session_options.target = (*cluster)->master_target();
+    auto session = NewSession(session_options);
+    CHECK(session.ok()) << session.status();
+    const absl::Status created = (*session)->Create(graph);
+    CHECK(created.ok()) << created;
+    return Cluster{*std::move(cluster), *std::move(session)};
+  };
+  Cluster local = start({});
+  Cluster streamed = start({"--local_transfer_socket=none"});
+  absl::Status s;
+  // The baselines receive into memory allocated as a received tensor's (huge pages,
+  // core/tensor.cc), so that they write memory of the kind the step's receiver does.
+  absl::StatusOr<Tensor> dest_tensor =
+      Tensor::AllocateUninitialized(DT_FLOAT, TensorShape({sizes.back().bytes / 4}));
+  CHECK(dest_tensor.ok()) << dest_tensor.status();
+  char* const dest = reinterpret_cast<char*>(dest_tensor->data<float>());
   std::vector<Tensor> out;
   for (const Size& size : sizes) {
-    s = (*session)->Run({}, {}, {"init" + size.name}, &out);
-    CHECK(s.ok()) << s;
+    for (Cluster* c : {&local, &streamed}) {
+      s = c->session->Run({}, {}, {"init" + size.name}, &out);
+      CHECK(s.ok()) << s;
+    }
     // GB/s of `transfer` over one round.
     auto round = [&](const std::function<void()>& transfer) {
       const double seconds = size.window_seconds > 0
@@ -124,26 +157,39 @@ int Run(const char* argv0) {
     };
     bench::Rounds rounds("recv_tensor " + size.name);
     const int tcp = rounds.Add("tcp", [&] {
-      return round([&] { raw.TcpTransfer(size.bytes, kRecvTensorChunkBytes, dest.get()); });
+      return round([&] { raw.TcpTransfer(size.bytes, kRecvTensorChunkBytes, dest); });
     });
-    const int step = rounds.Add("step", [&] {
+    // One step of `c`: task 1 pulls the tensor from task 0.
+    auto pull = [&](Cluster* c) {
       return round([&] {
-        absl::Status run = (*session)->Run({}, {"shape" + size.name + ":0"}, {}, &out);
+        absl::Status run = c->session->Run({}, {"shape" + size.name + ":0"}, {}, &out);
         CHECK(run.ok()) << run;
+        CHECK(out.size() == 1 && out[0].flat<int32_t>()(0) == size.bytes / 4);
       });
-    });
+    };
+    const int step = rounds.Add("step", [&] { return pull(&local); });
+    const int stream = rounds.Add("stream", [&] { return pull(&streamed); });
     const int raw_grpc = rounds.Add("grpc", [&] {
-      return round([&] { grpc->Transfer(size.bytes, kRecvTensorChunkBytes, dest.get()); });
+      return round([&] { grpc->Transfer(size.bytes, kRecvTensorChunkBytes, dest); });
+    });
+    const int unix_stream = rounds.Add("unix", [&] {
+      // In pieces as large as the source buffer (64 MiB): the worker send()s a tensor
+      // in one call.
+      return round([&] { raw.UnixTransfer(size.bytes, size.bytes, dest); });
     });
     rounds.Run(size.rounds);
-    CHECK(out.size() == 1 && out[0].flat<int32_t>()(0) == size.bytes / 4);
-    bench::PrintFigure("recv_tensor.gbps_" + size.name, "GB/s", rounds.samples(step),
-                       rounds.samples(tcp));
-    bench::PrintFigure("recv_tensor.gbps_" + size.name + "_vs_grpc", "GB/s", rounds.samples(step),
+    const std::string name = "recv_tensor.gbps_" + size.name;
+    bench::PrintFigure(name, "GB/s", rounds.samples(step), rounds.samples(tcp));
+    bench::PrintFigure(name + "_vs_unix", "GB/s", rounds.samples(step),
+                       rounds.samples(unix_stream));
+    bench::PrintFigure(name + "_vs_stream", "GB/s", rounds.samples(step), rounds.samples(stream));
+    bench::PrintFigure(name + "_stream_vs_grpc", "GB/s", rounds.samples(stream),
                        rounds.samples(raw_grpc));
   }
-  s = (*session)->Close();
-  CHECK(s.ok()) << s;
+  for (Cluster* c : {&local, &streamed}) {
+    s = c->session->Close();
+    CHECK(s.ok()) << s;
+  }
   return 0;
 }
 
