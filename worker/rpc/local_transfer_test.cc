@@ -161,6 +161,30 @@ TEST_F(LocalTransferTest, AProbeReachesTheSocketAndIsNotRefused) {
   EXPECT_EQ(server_->refused(), 0);
 }
 
+TEST_F(LocalTransferTest, AConnectionThatStallsHoldsUpOthersOnlyForAWhile) {
+  // A local process connects, sends part of a token and stops: the server stops
+  // waiting for it after a while (kTokenWait) and serves the next connection.
+  absl::StatusOr<UniqueFd> stalled = ConnectUnixSocket(server_->address(), SOCK_STREAM, "test");
+  ASSERT_TRUE(stalled.ok()) << stalled.status();
+  ASSERT_EQ(::send(stalled->get(), "01234", 5, MSG_NOSIGNAL), 5);
+  const std::string token = Token();
+  std::thread sender([&] {
+    absl::StatusOr<UniqueFd> connection = server_->Await(token, absl::InfiniteFuture());
+    ASSERT_TRUE(connection.ok()) << connection.status();
+    EXPECT_TRUE(SendLocalTransfer(connection->get(), "abc").ok());
+  });
+  std::vector<char> got(3);
+  LocalTransferReceiver receiver;
+  const absl::Status status = receiver.Receive(server_->address(), token, absl::MakeSpan(got));
+  sender.join();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(std::string(got.data(), got.size()), "abc");
+  EXPECT_EQ(server_->refused(), 1);  // The stalled one, refused when its wait ended.
+  // It was closed without a byte.
+  char byte;
+  EXPECT_EQ(::recv(stalled->get(), &byte, 1, 0), 0);
+}
+
 TEST_F(LocalTransferTest, TokensNeverAwaitedDoNotHoldUpTheServersEnd) {
   Token();
   Token();
