@@ -136,24 +136,29 @@ class GrpcWorkerTest : public ::testing::Test {
     ASSERT_EQ(data[got.NumElements() - 1], -want[got.NumElements() - 1]);
   }
 
-  // Registers the graphs of PullStep: the ps feeds "x" to a _Send to the worker, whose
-  // _Recv pulls it (RecvTensor) into a Neg that is fetched.
+  // The worker's partition of PullStep: a _Recv of the ps's "edge_x" (RecvTensor) into
+  // a Neg that is fetched.
+  GraphDef WorkerPullGraph() {
+    GraphDef worker_graph;
+    test::AddRecv(&worker_graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice,
+                  ps_.worker->incarnation(), kWorkerDevice);
+    NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
+    SetNodeAttr(neg, "T", DT_FLOAT);
+    test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice,
+                  worker_.worker->incarnation(), kWorkerDevice, true);
+    return worker_graph;
+  }
+
+  // Registers the graphs of PullStep: the ps feeds "x" to a _Send to the worker
+  // (WorkerPullGraph).
   void RegisterPull() {
     const uint64_t ps_incarnation = ps_.worker->incarnation();
-    const uint64_t worker_incarnation = worker_.worker->incarnation();
     GraphDef ps_graph;
     test::AddRecv(&ps_graph, "x", DT_FLOAT, "x", kPsDevice, ps_incarnation, kPsDevice, true);
     test::AddSend(&ps_graph, "x/_send", "x", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
                   kWorkerDevice);
-    GraphDef worker_graph;
-    test::AddRecv(&worker_graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
-                  kWorkerDevice);
-    NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
-    SetNodeAttr(neg, "T", DT_FLOAT);
-    test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice,
-                  worker_incarnation, kWorkerDevice, true);
     ps_handle_ = Register(&ps_, ps_graph);
-    worker_handle_ = Register(&worker_, worker_graph);
+    worker_handle_ = Register(&worker_, WorkerPullGraph());
   }
 
   // Runs step `step_id` of the ps's graph, feeding `x` (kept in *request).
@@ -350,18 +355,9 @@ TEST_F(GrpcWorkerTest, CancellingAWaitingRecvTensorEndsIt) {
 
 TEST_F(GrpcWorkerTest, AMasterThatGivesUpOnRunGraphEndsTheStep) {
   CreateSessions();
-  const uint64_t ps_incarnation = ps_.worker->incarnation();
-  const uint64_t worker_incarnation = worker_.worker->incarnation();
   // The worker's partition waits for a tensor of the ps's partition, which never runs
   // (as when the master dies between its RunGraph calls).
-  GraphDef worker_graph;
-  test::AddRecv(&worker_graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation,
-                kWorkerDevice);
-  NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
-  SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice,
-                worker_incarnation, kWorkerDevice, true);
-  const std::string handle = Register(&worker_, worker_graph);
+  const std::string handle = Register(&worker_, WorkerPullGraph());
 
   auto stub = WorkerService::NewStub(NewWorkerChannel(worker_.runner->address()));
   grpc::ClientContext context;
@@ -372,7 +368,7 @@ TEST_F(GrpcWorkerTest, AMasterThatGivesUpOnRunGraphEndsTheStep) {
     request.set_graph_handle(handle);
     request.set_step_id(7);
     request.add_recv_key(
-        MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
+        MakeRendezvousKey(kWorkerDevice, worker_.worker->incarnation(), kWorkerDevice, "neg"));
     RunGraphResponse response;
     status = stub->RunGraph(&context, request, &response);
   });
