@@ -314,11 +314,6 @@ absl::Status GrpcWorkerService::SendTensor(
       tensor, chunk_bytes_,
       [&](grpc::ByteBuffer chunk, int64_t content_bytes) {
         sent += content_bytes;
-        // The stream's last message goes out with the call's status, in one write: the
-        // caller's Read of it and its Finish then wait once, not twice.
-        if (token.empty() && sent == static_cast<int64_t>(bytes.size())) {
-          return stream->Write(chunk, grpc::WriteOptions().set_last_message());
-        }
         return stream->Write(chunk);
       },
       local);
