@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "checkpoint_store/testing/tensor_headers.h"
+#include "core/rpc/raw_message.h"
 #include "gtest/gtest.h"
 #include "proto/checkpoint_store.pb.h"
 
@@ -101,8 +102,9 @@ TEST(ReadTensorsWireTest, EncodedMessagesAreProtobufReadTensorsResponses) {
 }
 
 TEST(ReadTensorsWireTest, DataIsReferencedUntilTheBufferGoes) {
-  const TensorHeader header = FloatHeader("w", 4);
-  auto keep = std::make_shared<std::string>(Pattern(16, 2));
+  constexpr size_t kBytes = kCopiedBytesMax + 4;
+  const TensorHeader header = FloatHeader("w", kBytes / 4);
+  auto keep = std::make_shared<std::string>(Pattern(kBytes, 2));
   std::weak_ptr<std::string> watch = keep;
   {
     grpc::ByteBuffer message = EncodeReadTensorsMessage(&header, *keep, keep);
@@ -113,6 +115,18 @@ TEST(ReadTensorsWireTest, DataIsReferencedUntilTheBufferGoes) {
     EXPECT_FALSE(watch.expired());
   }
   EXPECT_TRUE(watch.expired());
+}
+
+TEST(ReadTensorsWireTest, SmallDataIsCopiedAndNotKeptAlive) {
+  const TensorHeader header = FloatHeader("w", 4);
+  auto keep = std::make_shared<std::string>(Pattern(16, 2));
+  std::weak_ptr<std::string> watch = keep;
+  grpc::ByteBuffer message = EncodeReadTensorsMessage(&header, *keep, keep);
+  keep.reset();
+  EXPECT_TRUE(watch.expired());
+  ReadTensorsResponse parsed;
+  ASSERT_TRUE(parsed.ParseFromString(Flatten(message)));
+  EXPECT_EQ(parsed.data(), Pattern(16, 2));
 }
 
 TEST(ReadTensorsWireTest, DecodesStreamsSplitAnywhere) {

@@ -28,8 +28,12 @@ grpc::ByteBuffer MessageWithReferencedBytes(std::string fields, uint32_t field_n
     AppendVarint((uint64_t{field_number} << 3) | kLengthDelimited, &fields);
     AppendVarint(data.size(), &fields);
   }
+  if (data.size() <= kCopiedBytesMax) {
+    fields.append(data.begin(), data.end());
+    grpc::Slice slice(fields);
+    return grpc::ByteBuffer(&slice, 1);
+  }
   grpc::Slice slices[2] = {grpc::Slice(fields), grpc::Slice()};
-  if (data.empty()) return grpc::ByteBuffer(slices, 1);
   // The slice holds its own reference to `keep_alive`, dropped when gRPC frees it.
   slices[1] = grpc::Slice(const_cast<char*>(data.data()), data.size(), &ReleaseKeepAlive,
                           new std::shared_ptr<const void>(std::move(keep_alive)));

@@ -312,8 +312,13 @@ absl::Status GrpcWorkerService::SendTensor(
   int64_t sent = 0;
   absl::Status status = WriteTensorChunks(
       tensor, chunk_bytes_,
-      [&](grpc::ByteBuffer chunk, int64_t content_bytes) {
+      [&](grpc::ByteBuffer chunk, int64_t content_bytes, bool last) {
         sent += content_bytes;
+        // A whole small tensor goes out with the call's status, in one write: the
+        // caller's Read of it and its Finish then wait once, not twice. (A message that
+        // references the tensor's buffer is not held back: its reference would then
+        // be released on one of gRPC's threads, after the handler returned.)
+        if (last) return stream->Write(chunk, grpc::WriteOptions().set_last_message());
         return stream->Write(chunk);
       },
       local);

@@ -17,6 +17,10 @@
 namespace overseer {
 namespace {
 
+absl::Status ReceiverClosed() {
+  return absl::UnavailableError("the receiver closed the RecvTensor stream");
+}
+
 // The element bytes of a fixed-size dtype; nullptr for DT_STRING.
 char* RawData(const Tensor& t) {
   switch (t.dtype()) {
@@ -44,13 +48,11 @@ absl::string_view RawTensorBytes(const Tensor& tensor) {
   return absl::string_view(data, tensor.NumElements() * DataTypeSize(tensor.dtype()));
 }
 
-absl::Status WriteTensorChunks(
-    const Tensor& tensor, int64_t chunk_bytes,
-    const std::function<bool(grpc::ByteBuffer message, int64_t content_bytes)>& write,
-    const LocalTransferFields& local) {
+absl::Status WriteTensorChunks(const Tensor& tensor, int64_t chunk_bytes,
+                               const TensorChunkWriter& write, const LocalTransferFields& local) {
   constexpr uint32_t kContentField = 3;  // RecvTensorResponse.content
   chunk_bytes = std::max<int64_t>(1, chunk_bytes);
-  RecvTensorResponse first;  // Fields 1 and 2; the content follows by reference.
+  RecvTensorResponse first;  // Fields 1, 2, 4 and 5; the content follows.
   TensorProto* meta = first.mutable_tensor();
   const char* data = RawData(tensor);
   int64_t total = 0;
@@ -64,28 +66,34 @@ absl::Status WriteTensorChunks(
   first.set_total_bytes(total);
   if (!local.socket.empty()) first.set_local_socket(std::string(local.socket));
   if (!local.token.empty()) {
+    // The call goes on with the transfer: not the last message.
     first.set_local_token(std::string(local.token));
     if (!write(MessageWithReferencedBytes(first.SerializeAsString(), kContentField,
                                           absl::string_view(), nullptr),
-               0)) {
-      return absl::UnavailableError("the receiver closed the RecvTensor stream");
+               0, /*last=*/false)) {
+      return ReceiverClosed();
     }
     return absl::OkStatus();
   }
-  // Shares the tensor's buffer with the messages in flight.
-  auto keep_alive = std::make_shared<const Tensor>(tensor);
   int64_t offset = std::min(total, chunk_bytes);
+  // Shares the tensor's buffer with the messages in flight (smaller ones are copied).
+  std::shared_ptr<const Tensor> keep_alive;
+  if (offset > static_cast<int64_t>(kCopiedBytesMax)) {
+    keep_alive = std::make_shared<const Tensor>(tensor);
+  }
+  // All of the tensor in one message that holds none of its memory.
+  const bool last = offset == total && total <= static_cast<int64_t>(kCopiedBytesMax);
   if (!write(MessageWithReferencedBytes(first.SerializeAsString(), kContentField,
                                         absl::string_view(data, offset), keep_alive),
-             offset)) {
-    return absl::UnavailableError("the receiver closed the RecvTensor stream");
+             offset, last)) {
+    return ReceiverClosed();
   }
   while (offset < total) {
     const int64_t n = std::min(total - offset, chunk_bytes);
     if (!write(MessageWithReferencedBytes(std::string(), kContentField,
                                           absl::string_view(data + offset, n), keep_alive),
-               n)) {
-      return absl::UnavailableError("the receiver closed the RecvTensor stream");
+               n, /*last=*/false)) {
+      return ReceiverClosed();
     }
     offset += n;
   }

@@ -37,13 +37,17 @@ struct LocalTransferFields {
 // Calls `write` with each message of `tensor`'s stream, in order, as the raw bytes of
 // a RecvTensorResponse (core/rpc/raw_message.h): `content` references the tensor's
 // buffer, which the messages keep alive until gRPC has sent them, so element bytes are
-// never copied into a protobuf field nor serialised; `content_bytes` is the size of the
-// message's content. Stops and returns UNAVAILABLE when `write` returns false (the
+// never copied into a protobuf field nor serialised (but for a content of at most
+// kCopiedBytesMax, which is copied); `content_bytes` is the size of the message's
+// content. `last` is true for the stream's final message if it holds no memory of the
+// tensor's (all of the tensor in one copied message), which the writer may then send
+// with the call's status. Stops and returns UNAVAILABLE when `write` returns false (the
 // peer went away). The first message carries `local`'s fields.
-absl::Status WriteTensorChunks(
-    const Tensor& tensor, int64_t chunk_bytes,
-    const std::function<bool(grpc::ByteBuffer message, int64_t content_bytes)>& write,
-    const LocalTransferFields& local = {});
+using TensorChunkWriter =
+    std::function<bool(grpc::ByteBuffer message, int64_t content_bytes, bool last)>;
+absl::Status WriteTensorChunks(const Tensor& tensor, int64_t chunk_bytes,
+                               const TensorChunkWriter& write,
+                               const LocalTransferFields& local = {});
 
 // Rebuilds a tensor from its stream. Not thread-safe.
 class TensorChunkReader {

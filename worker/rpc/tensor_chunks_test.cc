@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "core/kernels/testing/kernel_test_util.h"
+#include "core/rpc/raw_message.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
 
@@ -13,19 +14,28 @@ namespace overseer {
 namespace {
 
 // Streams `t` and reads it back twice: parsing each message (Add) and from its
-// encoding (AddEncoded, as GrpcWorker reads); the two must agree.
-absl::StatusOr<Tensor> RoundTrip(const Tensor& t, int64_t chunk_bytes, int* messages) {
+// encoding (AddEncoded, as GrpcWorker reads); the two must agree. `last` (optional) is
+// whether the final message was marked last (no earlier one may be).
+absl::StatusOr<Tensor> RoundTrip(const Tensor& t, int64_t chunk_bytes, int* messages,
+                                 bool* last = nullptr) {
   TensorChunkReader reader;
   TensorChunkReader encoded;
   absl::Status status;
   absl::Status encoded_status;
   *messages = 0;
-  absl::Status written =
-      WriteTensorChunks(t, chunk_bytes, [&](grpc::ByteBuffer raw, int64_t content_bytes) {
+  bool marked = false;
+  absl::Status written = WriteTensorChunks(
+      t, chunk_bytes, [&](grpc::ByteBuffer raw, int64_t content_bytes, bool is_last) {
+        EXPECT_FALSE(marked) << "a message after the one marked last";
+        marked = is_last;
         ++*messages;
         // The raw bytes are a RecvTensorResponse, as a protobuf client parses it.
         std::vector<grpc::Slice> slices;
         EXPECT_TRUE(raw.Dump(&slices).ok());
+        // A message marked last is one slice of its own: nothing of the tensor's.
+        if (is_last) {
+          EXPECT_EQ(slices.size(), 1u);
+        }
         std::string bytes;
         for (const grpc::Slice& slice : slices) {
           bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
@@ -39,6 +49,7 @@ absl::StatusOr<Tensor> RoundTrip(const Tensor& t, int64_t chunk_bytes, int* mess
         return true;
       });
   if (!written.ok()) return written;
+  if (last != nullptr) *last = marked;
   EXPECT_EQ(status, encoded_status);
   if (!status.ok()) return status;
   absl::StatusOr<Tensor> parsed = reader.Finish();
@@ -106,8 +117,9 @@ TEST(TensorChunksTest, ALocalTokenReplacesTheContentWhichFillRestProvides) {
   const Tensor t = test::AsTensor<float>(values);
   std::vector<std::string> messages;
   ASSERT_TRUE(WriteTensorChunks(t, 256,
-                                [&](grpc::ByteBuffer raw, int64_t content_bytes) {
+                                [&](grpc::ByteBuffer raw, int64_t content_bytes, bool last) {
                                   EXPECT_EQ(content_bytes, 0);
+                                  EXPECT_FALSE(last);  // The call goes on.
                                   std::vector<grpc::Slice> slices;
                                   EXPECT_TRUE(raw.Dump(&slices).ok());
                                   std::string bytes;
@@ -183,6 +195,35 @@ TEST(TensorChunksTest, RoundTripsAcrossManyChunks) {
   test::ExpectTensorEqual(*back, t);
 }
 
+TEST(TensorChunksTest, AWholeSmallTensorIsCopiedIntoOneMessageMarkedLast) {
+  int messages = 0;
+  bool last = false;
+  // Up to kCopiedBytesMax in one message: copied, and marked last.
+  std::vector<float> small(kCopiedBytesMax / sizeof(float), 1.5f);
+  absl::StatusOr<Tensor> back = RoundTrip(test::AsTensor<float>(small), 1 << 20, &messages, &last);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(messages, 1);
+  EXPECT_TRUE(last);
+  back = RoundTrip(test::AsScalar<int64_t>(-5), 4 << 20, &messages, &last);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(last);
+  back = RoundTrip(test::AsTensor<std::string>({"a", "b"}), 4, &messages, &last);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(last);
+  // One float more: referenced, so not held back with the status.
+  small.push_back(2.5f);
+  back = RoundTrip(test::AsTensor<float>(small), 1 << 20, &messages, &last);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(messages, 1);
+  EXPECT_FALSE(last);
+  test::ExpectTensorEqual(*back, test::AsTensor<float>(small));
+  // In several messages: none is marked (even if each is small).
+  back = RoundTrip(test::AsTensor<float>({1, 2, 3, 4}), 8, &messages, &last);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(messages, 2);
+  EXPECT_FALSE(last);
+}
+
 TEST(TensorChunksTest, RoundTripsStringsScalarsAndEmptyTensors) {
   int messages = 0;
   Tensor strings = test::AsTensor<std::string>({"a", "", "long string"});
@@ -222,7 +263,7 @@ TEST(TensorChunksTest, RejectsInconsistentStreams) {
 
 TEST(TensorChunksTest, AClosedReceiverIsUnavailable) {
   Tensor t = test::AsTensor<float>({1, 2, 3, 4});
-  absl::Status s = WriteTensorChunks(t, 4, [](grpc::ByteBuffer, int64_t) { return false; });
+  absl::Status s = WriteTensorChunks(t, 4, [](grpc::ByteBuffer, int64_t, bool) { return false; });
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
 }
 
