@@ -1,15 +1,19 @@
 #include "worker/rpc/local_transfer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
@@ -19,9 +23,6 @@ namespace overseer {
 namespace {
 
 constexpr char kWhat[] = "local transfer socket";
-// How long the admitting thread waits for a connection's token (a client writes it
-// as soon as it connects).
-constexpr absl::Duration kTokenWait = absl::Seconds(2);
 // Socket buffers asked for on both ends (the kernel caps them at net.core.*mem_max):
 // fewer wake-ups per byte than the default.
 constexpr int kSocketBufferBytes = 4 << 20;
@@ -35,16 +36,18 @@ std::string LocalTransferServer::DefaultAddress() {
 }
 
 absl::StatusOr<std::unique_ptr<LocalTransferServer>> LocalTransferServer::Start(
-    const std::string& address) {
+    const std::string& address, absl::Duration token_wait) {
   ASSIGN_OR_RETURN(UniqueFd listener, ListenUnixSocket(address, SOCK_STREAM, kWhat));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
   if (!wake.valid()) return ErrnoStatus(errno, "cannot create an eventfd");
   return std::unique_ptr<LocalTransferServer>(
-      new LocalTransferServer(address, std::move(listener), std::move(wake)));
+      new LocalTransferServer(address, token_wait, std::move(listener), std::move(wake)));
 }
 
-LocalTransferServer::LocalTransferServer(std::string address, UniqueFd listener, UniqueFd wake)
+LocalTransferServer::LocalTransferServer(std::string address, absl::Duration token_wait,
+                                         UniqueFd listener, UniqueFd wake)
     : address_(std::move(address)),
+      token_wait_(token_wait),
       listener_(std::move(listener)),
       wake_(std::move(wake)),
       thread_([this] { Serve(); }) {}
@@ -114,37 +117,96 @@ int LocalTransferServer::tokens_held() const {
 }
 
 void LocalTransferServer::Serve() {
+  std::vector<Arriving> arriving;
+  std::vector<pollfd> fds;
   for (;;) {
-    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    // While kMaxConnectionsAdmitted are arriving, the listener is left out (poll skips a
+    // negative descriptor): later connections wait in its backlog.
+    const bool accepting = arriving.size() < static_cast<size_t>(kMaxConnectionsAdmitted);
+    fds.clear();
+    fds.push_back({wake_.get(), POLLIN, 0});
+    fds.push_back({accepting ? listener_.get() : -1, POLLIN, 0});
+    absl::Time first_deadline = absl::InfiniteFuture();
+    for (const Arriving& a : arriving) {
+      fds.push_back({a.connection.get(), POLLIN, 0});
+      first_deadline = std::min(first_deadline, a.deadline);
+    }
+    int timeout_ms = -1;
+    if (first_deadline != absl::InfiniteFuture()) {
+      const absl::Duration left = std::max(first_deadline - absl::Now(), absl::ZeroDuration());
+      timeout_ms = static_cast<int>(
+          std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
+                            std::numeric_limits<int>::max()));
+    }
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       LOG(ERROR) << kWhat << ": poll: " << std::strerror(errno);
       return;
     }
-    if ((fds[1].revents & POLLIN) != 0) return;
-    if ((fds[0].revents & POLLIN) != 0) {
-      UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (connection.valid()) Admit(std::move(connection));
+    if ((fds[0].revents & POLLIN) != 0) return;
+    // Tokens that came, and connections out of time (closed: a token presented late
+    // would be refused anyway, so the connection is not admitted).
+    const absl::Time now = absl::Now();
+    size_t kept = 0;
+    for (size_t i = 0; i < arriving.size(); ++i) {
+      Arriving& a = arriving[i];
+      const bool done = (fds[i + 2].revents != 0 && ReadToken(&a)) || now >= a.deadline;
+      if (done) {
+        Admit(std::move(a));
+      } else if (kept != i) {
+        arriving[kept++] = std::move(a);
+      } else {
+        ++kept;
+      }
+    }
+    arriving.resize(kept);
+    if (accepting && (fds[1].revents & POLLIN) != 0) {
+      UniqueFd connection(
+          ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (connection.valid()) {
+        Arriving a;
+        a.connection = std::move(connection);
+        a.deadline = now + token_wait_;
+        // A caller writes its token as it connects: usually it is there already.
+        if (ReadToken(&a)) {
+          Admit(std::move(a));
+        } else {
+          arriving.push_back(std::move(a));
+        }
+      }
     }
   }
 }
 
-void LocalTransferServer::Admit(UniqueFd connection) {
-  SetSocketTimeout(connection.get(), kTokenWait);
-  char token[kLocalTokenChars];
-  size_t got = 0;
-  while (got < sizeof(token)) {
-    const ssize_t r = ::recv(connection.get(), token + got, sizeof(token) - got, 0);
+bool LocalTransferServer::ReadToken(Arriving* arriving) {
+  while (arriving->got < sizeof(arriving->token)) {
+    const ssize_t r = ::recv(arriving->connection.get(), arriving->token + arriving->got,
+                             sizeof(arriving->token) - arriving->got, 0);
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (r <= 0) return true;  // Closed, or failed.
+    arriving->got += static_cast<size_t>(r);
   }
-  if (got == 0) return;  // A probe, or a client that went away.
+  return true;
+}
+
+void LocalTransferServer::Admit(Arriving arriving) {
+  if (arriving.got == 0) return;  // A probe, or a client that went away.
+  UniqueFd connection = std::move(arriving.connection);
   absl::MutexLock lock(&mu_);
-  auto it = got == sizeof(token) ? slots_.find(std::string(token, sizeof(token))) : slots_.end();
+  auto it = arriving.got == sizeof(arriving.token)
+                ? slots_.find(std::string(arriving.token, sizeof(arriving.token)))
+                : slots_.end();
   if (it == slots_.end() || it->second.connection.valid() || it->second.cancelled) {
     ++refused_;
     return;  // Closed without a byte.
+  }
+  // SendLocalTransfer blocks, bounded by the socket's timeout.
+  const int flags = ::fcntl(connection.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(connection.get(), F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    LOG(ERROR) << kWhat << ": cannot make a connection blocking: " << std::strerror(errno);
+    ++refused_;
+    return;
   }
   SetSocketTimeout(connection.get(), kLocalTransferTimeout);
   ::setsockopt(connection.get(), SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes,

@@ -19,6 +19,7 @@
 // token it does not hold (unknown, used, given up). A connection that sends nothing is
 // a probe.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -43,6 +44,11 @@ inline constexpr int kLocalTokenChars = 32;
 // How long the worker waits for the caller to connect with its token, and either side
 // for the next byte: a live peer on the same host never pauses this long.
 inline constexpr absl::Duration kLocalTransferTimeout = absl::Seconds(20);
+// How long a connection may take to present its token (a caller writes it as soon as it
+// connects). Connections are admitted side by side: one that stalls holds up no other.
+inline constexpr absl::Duration kLocalTokenWait = absl::Seconds(2);
+// Connections admitted at once; more wait in the listening socket's backlog.
+inline constexpr int kMaxConnectionsAdmitted = 256;
 
 // The worker's side. Thread-safe.
 class LocalTransferServer {
@@ -50,8 +56,10 @@ class LocalTransferServer {
   // "@overseer-worker-<pid>-<16 random hex digits>": unique on the host.
   static std::string DefaultAddress();
   // Listens on `address` (core/io/unix_socket.h: "@name" or a path) and starts the
-  // thread that admits connections. The errors of ListenUnixSocket.
-  static absl::StatusOr<std::unique_ptr<LocalTransferServer>> Start(const std::string& address);
+  // thread that admits connections, each given `token_wait` to present its token. The
+  // errors of ListenUnixSocket.
+  static absl::StatusOr<std::unique_ptr<LocalTransferServer>> Start(
+      const std::string& address, absl::Duration token_wait = kLocalTokenWait);
   // Stops the thread; tokens still awaited end CANCELLED.
   ~LocalTransferServer();
 
@@ -69,8 +77,8 @@ class LocalTransferServer {
   // Drops a token that will not be awaited.
   void Drop(const std::string& token);
 
-  // Connections that presented a token not held (probes, which send nothing, are not
-  // counted).
+  // Connections that presented a token not held, or part of one (probes, which send
+  // nothing, are not counted).
   int64_t refused() const;
   // Tokens held right now.
   int tokens_held() const;
@@ -83,12 +91,27 @@ class LocalTransferServer {
   };
   static bool Ready(Slot* slot) { return slot->connection.valid() || slot->cancelled; }
 
-  LocalTransferServer(std::string address, UniqueFd listener, UniqueFd wake);
+  // A connection whose token has not all come yet.
+  struct Arriving {
+    UniqueFd connection;  // Non-blocking.
+    absl::Time deadline;
+    size_t got = 0;
+    char token[kLocalTokenChars];
+  };
+
+  LocalTransferServer(std::string address, absl::Duration token_wait, UniqueFd listener,
+                      UniqueFd wake);
+  // The admitting thread: accepts connections and reads their tokens, all at once.
   void Serve();
-  // Reads a token from `connection` and hands it to its Await.
-  void Admit(UniqueFd connection);
+  // Reads what `arriving` sent so far; true once it is done sending (a whole token, or
+  // it closed or failed).
+  static bool ReadToken(Arriving* arriving);
+  // Hands a connection that presented a held token to its Await (blocking again);
+  // closes any other (counting it refused unless it sent nothing: a probe).
+  void Admit(Arriving arriving);
 
   const std::string address_;
+  const absl::Duration token_wait_;
   const UniqueFd listener_;
   const UniqueFd wake_;  // An eventfd that stops Serve.
   mutable absl::Mutex mu_;

@@ -161,28 +161,52 @@ TEST_F(LocalTransferTest, AProbeReachesTheSocketAndIsNotRefused) {
   EXPECT_EQ(server_->refused(), 0);
 }
 
-TEST_F(LocalTransferTest, AConnectionThatStallsHoldsUpOthersOnlyForAWhile) {
-  // A local process connects, sends part of a token and stops: the server stops
-  // waiting for it after a while (kTokenWait) and serves the next connection.
-  absl::StatusOr<UniqueFd> stalled = ConnectUnixSocket(server_->address(), SOCK_STREAM, "test");
-  ASSERT_TRUE(stalled.ok()) << stalled.status();
-  ASSERT_EQ(::send(stalled->get(), "01234", 5, MSG_NOSIGNAL), 5);
-  const std::string token = Token();
+TEST_F(LocalTransferTest, ConnectionsThatStallHoldUpNoOther) {
+  // Local processes connect, send part of a token and stop. Given all the time in the
+  // world to finish their tokens, they do not keep the next caller from its bytes.
+  auto patient =
+      LocalTransferServer::Start(LocalTransferServer::DefaultAddress(), absl::InfiniteDuration());
+  ASSERT_TRUE(patient.ok()) << patient.status();
+  LocalTransferServer& server = **patient;
+  std::vector<UniqueFd> stalled;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<UniqueFd> c = ConnectUnixSocket(server.address(), SOCK_STREAM, "test");
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(::send(c->get(), "01234", 5, MSG_NOSIGNAL), 5);
+    stalled.push_back(*std::move(c));
+  }
+  absl::StatusOr<std::string> token = server.NewToken();
+  ASSERT_TRUE(token.ok()) << token.status();
   std::thread sender([&] {
-    absl::StatusOr<UniqueFd> connection = server_->Await(token, absl::InfiniteFuture());
+    absl::StatusOr<UniqueFd> connection = server.Await(*token, absl::InfiniteFuture());
     ASSERT_TRUE(connection.ok()) << connection.status();
     EXPECT_TRUE(SendLocalTransfer(connection->get(), "abc").ok());
   });
   std::vector<char> got(3);
   LocalTransferReceiver receiver;
-  const absl::Status status = receiver.Receive(server_->address(), token, absl::MakeSpan(got));
+  const absl::Status status = receiver.Receive(server.address(), *token, absl::MakeSpan(got));
   sender.join();
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(std::string(got.data(), got.size()), "abc");
-  EXPECT_EQ(server_->refused(), 1);  // The stalled one, refused when its wait ended.
-  // It was closed without a byte.
+  EXPECT_EQ(server.refused(), 0);  // The stalled ones are still waited for.
+  // Each ends its part of a token: refused, and closed without a byte.
+  for (UniqueFd& c : stalled) {
+    ASSERT_EQ(::shutdown(c.get(), SHUT_WR), 0);
+    char byte;
+    EXPECT_EQ(::recv(c.get(), &byte, 1, 0), 0);
+  }
+  EXPECT_EQ(server.refused(), 3);
+}
+
+TEST_F(LocalTransferTest, AConnectionThatNeverFinishesItsTokenIsClosed) {
+  // Part of a token, then nothing: closed without a byte when its wait (kLocalTokenWait)
+  // ends, and counted refused.
+  absl::StatusOr<UniqueFd> stalled = ConnectUnixSocket(server_->address(), SOCK_STREAM, "test");
+  ASSERT_TRUE(stalled.ok()) << stalled.status();
+  ASSERT_EQ(::send(stalled->get(), "01234", 5, MSG_NOSIGNAL), 5);
   char byte;
   EXPECT_EQ(::recv(stalled->get(), &byte, 1, 0), 0);
+  EXPECT_EQ(server_->refused(), 1);
 }
 
 TEST_F(LocalTransferTest, TokensNeverAwaitedDoNotHoldUpTheServersEnd) {
