@@ -13,6 +13,8 @@
 //     /proc/PID/stat (clock ticks of 10 ms; a window's thousands of steps make that a
 //     few microseconds per step). Goal (issue 23): at most 100 us.
 //   grpc_session.extra_partition_us: the same difference in wall time per step.
+// On stderr, where the CPU goes: each process's CPU per step (median over the rounds)
+// for both graphs, which says which side of which call an extra partition costs.
 
 #include <unistd.h>
 
@@ -50,17 +52,39 @@ double CpuSecondsOf(const std::vector<pid_t>& pids) {
   return total;
 }
 
-// Runs `call` for at least kWindowSeconds; returns the CPU seconds of `pids` and the
-// wall seconds per call.
+// Runs `call` for at least kWindowSeconds; returns the CPU seconds of `pids` (in all
+// and each) and the wall seconds per call.
 struct PerCall {
   double cpu = 0;
+  std::vector<double> cpu_of;  // By process, in the order of `pids`.
   double wall = 0;
 };
 PerCall Measure(const std::vector<pid_t>& pids, const std::function<void()>& call) {
-  const double cpu_before = CpuSecondsOf(pids);
+  std::vector<double> before;
+  for (pid_t pid : pids) before.push_back(CpuSecondsOf({pid}));
   const bench::CallWindow window = bench::TimeCalls(call, kWindowSeconds);
   const double calls = static_cast<double>(window.calls);
-  return {(CpuSecondsOf(pids) - cpu_before) / calls, window.seconds / calls};
+  PerCall m;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    m.cpu_of.push_back((CpuSecondsOf({pids[i]}) - before[i]) / calls);
+    m.cpu += m.cpu_of.back();
+  }
+  m.wall = window.seconds / calls;
+  return m;
+}
+
+// "client 112 master 224 worker:0 122 ...": the median over `windows` of each
+// process's CPU per step, in microseconds.
+std::string CpuByProcess(const std::vector<std::string>& names,
+                         const std::vector<std::vector<double>>& windows) {
+  std::string line;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::vector<double> us;
+    for (const std::vector<double>& w : windows) us.push_back(1e6 * w[i]);
+    absl::StrAppend(&line, i == 0 ? "" : " ", names[i], " ",
+                    static_cast<int>(bench::Median(us) + 0.5));
+  }
+  return line;
 }
 
 // Const and Neg on each of `tasks` workers, AddN of the Negs on worker 0.
@@ -101,7 +125,11 @@ int Run(const char* argv0) {
   auto cluster = test::LocalCluster::Start(options);
   CHECK(cluster.ok()) << cluster.status();
   std::vector<pid_t> pids = {::getpid(), (*cluster)->pid("master", 0)};
-  for (int k = 0; k < kWorkers; ++k) pids.push_back((*cluster)->pid("worker", k));
+  std::vector<std::string> names = {"client", "master"};
+  for (int k = 0; k < kWorkers; ++k) {
+    pids.push_back((*cluster)->pid("worker", k));
+    names.push_back(absl::StrCat("worker:", k));
+  }
 
   SessionOptions session_options;
   session_options.target = (*cluster)->master_target();
@@ -126,6 +154,7 @@ int Run(const char* argv0) {
   };
 
   std::vector<double> one_wall, wide_wall;
+  std::vector<std::vector<double>> one_cpu_of, wide_cpu_of;
   bench::Rounds rounds("grpc_session.extra_partition");
   const std::vector<pid_t> raw_pids = {::getpid(), raw.pid()};
   const int ping =
@@ -133,19 +162,29 @@ int Run(const char* argv0) {
   const int one_cpu = rounds.Add("one", [&] {
     const PerCall m = Measure(pids, [&] { step(one); });
     one_wall.push_back(1e6 * m.wall);
+    one_cpu_of.push_back(m.cpu_of);
     return 1e6 * m.cpu;
   });
   const int wide_cpu = rounds.Add("wide", [&] {
     const PerCall m = Measure(pids, [&] { step(wide); });
     wide_wall.push_back(1e6 * m.wall);
+    wide_cpu_of.push_back(m.cpu_of);
     return 1e6 * m.cpu;
   });
   rounds.Run(kRounds);
-  // The warm-up round measured walls too; the rounds' samples leave it out.
+  // The warm-up round measured walls and each process's CPU too; the rounds' samples
+  // leave it out.
   one_wall.erase(one_wall.begin(),
                  one_wall.end() - static_cast<std::ptrdiff_t>(rounds.samples(one_cpu).size()));
   wide_wall.erase(wide_wall.begin(),
                   wide_wall.end() - static_cast<std::ptrdiff_t>(rounds.samples(wide_cpu).size()));
+  one_cpu_of.erase(one_cpu_of.begin(),
+                   one_cpu_of.end() - static_cast<std::ptrdiff_t>(rounds.samples(one_cpu).size()));
+  wide_cpu_of.erase(wide_cpu_of.begin(), wide_cpu_of.end() - static_cast<std::ptrdiff_t>(
+                                                                 rounds.samples(wide_cpu).size()));
+  bench::Progress(absl::StrCat("CPU per step by process, us (median of rounds): graph one: ",
+                               CpuByProcess(names, one_cpu_of),
+                               "; graph wide: ", CpuByProcess(names, wide_cpu_of)));
   std::vector<double> extra_cpu, extra_wall;
   for (size_t i = 0; i < rounds.samples(one_cpu).size(); ++i) {
     extra_cpu.push_back((rounds.samples(wide_cpu)[i] - rounds.samples(one_cpu)[i]) /
