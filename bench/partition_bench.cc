@@ -42,14 +42,10 @@ constexpr int kWorkers = 4;
 constexpr int kRounds = 7;
 constexpr double kWindowSeconds = 0.6;
 
-double CpuSecondsOf(const std::vector<pid_t>& pids) {
-  double total = 0;
-  for (pid_t pid : pids) {
-    const double cpu = bench::CpuSecondsOf(pid);
-    CHECK(cpu >= 0) << "cannot read /proc/" << pid << "/stat";
-    total += cpu;
-  }
-  return total;
+double CpuSecondsOf(pid_t pid) {
+  const double cpu = bench::CpuSecondsOf(pid);
+  CHECK(cpu >= 0) << "cannot read /proc/" << pid << "/stat";
+  return cpu;
 }
 
 // Runs `call` for at least kWindowSeconds; returns the CPU seconds of `pids` (in all
@@ -61,12 +57,12 @@ struct PerCall {
 };
 PerCall Measure(const std::vector<pid_t>& pids, const std::function<void()>& call) {
   std::vector<double> before;
-  for (pid_t pid : pids) before.push_back(CpuSecondsOf({pid}));
+  for (pid_t pid : pids) before.push_back(CpuSecondsOf(pid));
   const bench::CallWindow window = bench::TimeCalls(call, kWindowSeconds);
   const double calls = static_cast<double>(window.calls);
   PerCall m;
   for (size_t i = 0; i < pids.size(); ++i) {
-    m.cpu_of.push_back((CpuSecondsOf({pids[i]}) - before[i]) / calls);
+    m.cpu_of.push_back((CpuSecondsOf(pids[i]) - before[i]) / calls);
     m.cpu += m.cpu_of.back();
   }
   m.wall = window.seconds / calls;
@@ -173,15 +169,15 @@ int Run(const char* argv0) {
   });
   rounds.Run(kRounds);
   // The warm-up round measured walls and each process's CPU too; the rounds' samples
-  // leave it out.
-  one_wall.erase(one_wall.begin(),
-                 one_wall.end() - static_cast<std::ptrdiff_t>(rounds.samples(one_cpu).size()));
-  wide_wall.erase(wide_wall.begin(),
-                  wide_wall.end() - static_cast<std::ptrdiff_t>(rounds.samples(wide_cpu).size()));
-  one_cpu_of.erase(one_cpu_of.begin(),
-                   one_cpu_of.end() - static_cast<std::ptrdiff_t>(rounds.samples(one_cpu).size()));
-  wide_cpu_of.erase(wide_cpu_of.begin(), wide_cpu_of.end() - static_cast<std::ptrdiff_t>(
-                                                                 rounds.samples(wide_cpu).size()));
+  // leave it out (one "one" and one "wide" window per kept round).
+  const size_t kept = rounds.samples(one_cpu).size();
+  auto drop_warmup = [kept](auto& windows) {
+    windows.erase(windows.begin(), windows.end() - static_cast<std::ptrdiff_t>(kept));
+  };
+  drop_warmup(one_wall);
+  drop_warmup(wide_wall);
+  drop_warmup(one_cpu_of);
+  drop_warmup(wide_cpu_of);
   bench::Progress(absl::StrCat("CPU per step by process, us (median of rounds): graph one: ",
                                CpuByProcess(names, one_cpu_of),
                                "; graph wide: ", CpuByProcess(names, wide_cpu_of)));

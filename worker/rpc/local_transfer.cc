@@ -1,7 +1,6 @@
 #include "worker/rpc/local_transfer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -150,19 +149,16 @@ void LocalTransferServer::Serve() {
     size_t kept = 0;
     for (size_t i = 0; i < arriving.size(); ++i) {
       Arriving& a = arriving[i];
-      const bool done = (fds[i + 2].revents != 0 && ReadToken(&a)) || now >= a.deadline;
-      if (done) {
+      if ((fds[i + 2].revents != 0 && ReadToken(&a)) || now >= a.deadline) {
         Admit(std::move(a));
-      } else if (kept != i) {
-        arriving[kept++] = std::move(a);
-      } else {
-        ++kept;
+        continue;
       }
+      if (kept != i) arriving[kept] = std::move(a);
+      ++kept;
     }
     arriving.resize(kept);
     if (accepting && (fds[1].revents & POLLIN) != 0) {
-      UniqueFd connection(
-          ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (connection.valid()) {
         Arriving a;
         a.connection = std::move(connection);
@@ -180,8 +176,9 @@ void LocalTransferServer::Serve() {
 
 bool LocalTransferServer::ReadToken(Arriving* arriving) {
   while (arriving->got < sizeof(arriving->token)) {
+    // Without blocking: the connection itself stays blocking for SendLocalTransfer.
     const ssize_t r = ::recv(arriving->connection.get(), arriving->token + arriving->got,
-                             sizeof(arriving->token) - arriving->got, 0);
+                             sizeof(arriving->token) - arriving->got, MSG_DONTWAIT);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     if (r <= 0) return true;  // Closed, or failed.
@@ -200,13 +197,6 @@ void LocalTransferServer::Admit(Arriving arriving) {
   if (it == slots_.end() || it->second.connection.valid() || it->second.cancelled) {
     ++refused_;
     return;  // Closed without a byte.
-  }
-  // SendLocalTransfer blocks, bounded by the socket's timeout.
-  const int flags = ::fcntl(connection.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(connection.get(), F_SETFL, flags & ~O_NONBLOCK) < 0) {
-    LOG(ERROR) << kWhat << ": cannot make a connection blocking: " << std::strerror(errno);
-    ++refused_;
-    return;
   }
   SetSocketTimeout(connection.get(), kLocalTransferTimeout);
   ::setsockopt(connection.get(), SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes,

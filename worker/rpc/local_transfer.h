@@ -93,7 +93,7 @@ class LocalTransferServer {
 
   // A connection whose token has not all come yet.
   struct Arriving {
-    UniqueFd connection;  // Non-blocking.
+    UniqueFd connection;
     absl::Time deadline;
     size_t got = 0;
     char token[kLocalTokenChars];
@@ -106,8 +106,8 @@ class LocalTransferServer {
   // Reads what `arriving` sent so far; true once it is done sending (a whole token, or
   // it closed or failed).
   static bool ReadToken(Arriving* arriving);
-  // Hands a connection that presented a held token to its Await (blocking again);
-  // closes any other (counting it refused unless it sent nothing: a probe).
+  // Hands a connection that presented a held token to its Await; closes any other (counting it
+  // refused unless it sent nothing: a probe).
   void Admit(Arriving arriving);
 
   const std::string address_;
