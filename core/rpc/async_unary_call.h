@@ -1,9 +1,9 @@
 #ifndef OVERSEER_CORE_RPC_ASYNC_UNARY_CALL_H_
 #define OVERSEER_CORE_RPC_ASYNC_UNARY_CALL_H_
 
-// One call of an asynchronous unary method served on a CompletionQueueLoop
+// One call of an asynchronous method served on a CompletionQueueLoop
 // (core/rpc/completion_queue_loop.h), from its arrival to its end, and the loop that
-// keeps such calls requested:
+// keeps such calls requested. For a unary method:
 //
 //   AwaitUnaryCall<FooRequest, FooResponse>(
 //       loop,
@@ -18,7 +18,10 @@
 // operations of an arrived call on the loop: the reply and the call's end
 // (AsyncNotifyWhenDone, which also says whether the client gave up: the call's
 // `cancellation` is then cancelled with the given message); the last one frees the
-// call and releases the loop, which Serve's caller held.
+// call and releases the loop, which Serve's caller held. A call of another kind (a
+// server-streaming one: an AsyncServerCall with a grpc::ServerAsyncWriter as its
+// `responder`) is awaited with AwaitCall, and its `serve` ends the call with the
+// operation that sends its status, whose completion calls Unref.
 
 #include <atomic>
 #include <string>
@@ -35,29 +38,19 @@
 
 namespace overseer {
 
-template <typename Request, typename Response>
-struct AsyncUnaryCall {
+// What every call served this way holds, whatever its method's kind.
+struct AsyncServerCall {
+  virtual ~AsyncServerCall() = default;
+
   grpc::ServerContext context;
-  Request request;
-  Response response;
-  grpc::ServerAsyncResponseWriter<Response> responder{&context};
   // Cancelled when the client gives up (cancels, passes its deadline, goes away) or the
   // server shuts down while the call runs.
   CancellationManager cancellation;
   // When the call arrived.
   absl::Time start;
 
-  // Sends `response` (or the error) and lets the call end. Once, from any thread.
-  void Reply(CompletionQueueLoop* loop, const absl::Status& status) {
-    void* tag = CompletionQueueLoop::NewTag([loop, this](bool) { Unref(loop); });
-    if (status.ok()) {
-      responder.Finish(response, grpc::Status::OK, tag);
-    } else {
-      responder.FinishWithError(ToGrpcStatus(status), tag);
-    }
-  }
-
-  // One of the two operations completed.
+  // One of the call's two last operations completed (its end, AsyncNotifyWhenDone, and
+  // the one that sends its status); the second frees the call and releases the loop.
   void Unref(CompletionQueueLoop* loop) {
     if (pending.fetch_sub(1) == 1) {
       delete this;
@@ -68,14 +61,31 @@ struct AsyncUnaryCall {
   std::atomic<int> pending{2};
 };
 
-// Requests the next call with `request_call(context, request, responder, tag)` and, as
+template <typename Request, typename Response>
+struct AsyncUnaryCall : AsyncServerCall {
+  Request request;
+  Response response;
+  grpc::ServerAsyncResponseWriter<Response> responder{&context};
+
+  // Sends `response` (or the error) and lets the call end. Once, from any thread.
+  void Reply(CompletionQueueLoop* loop, const absl::Status& status) {
+    void* tag = CompletionQueueLoop::NewTag([loop, this](bool) { Unref(loop); });
+    if (status.ok()) {
+      responder.Finish(response, grpc::Status::OK, tag);
+    } else {
+      responder.FinishWithError(ToGrpcStatus(status), tag);
+    }
+  }
+};
+
+// Requests the next call of type `Call` (an AsyncServerCall with `request` and
+// `responder` members) with `request_call(context, request, responder, tag)` and, as
 // it arrives, requests the one after it and runs `serve(call)` with the loop held.
 // When the server shuts down, the request completes with !ok, perhaps after the
 // service is gone: then only the call and its end's tag are freed.
-template <typename Request, typename Response, typename RequestCall, typename Serve>
-void AwaitUnaryCall(CompletionQueueLoop* loop, RequestCall request_call,
-                    std::string cancelled_message, Serve serve) {
-  using Call = AsyncUnaryCall<Request, Response>;
+template <typename Call, typename RequestCall, typename Serve>
+void AwaitCall(CompletionQueueLoop* loop, RequestCall request_call, std::string cancelled_message,
+               Serve serve) {
   auto* call = new Call;
   void* done_tag = CompletionQueueLoop::NewTag([loop, call, cancelled_message](bool) {
     if (call->context.IsCancelled()) {
@@ -93,11 +103,19 @@ void AwaitUnaryCall(CompletionQueueLoop* loop, RequestCall request_call,
                    delete call;
                    return;
                  }
-                 AwaitUnaryCall<Request, Response>(loop, request_call, cancelled_message, serve);
+                 AwaitCall<Call>(loop, request_call, cancelled_message, serve);
                  loop->Hold();
                  call->start = absl::Now();
                  serve(call);
                }));
+}
+
+// AwaitCall of a unary method: `serve` must end with call->Reply(...).
+template <typename Request, typename Response, typename RequestCall, typename Serve>
+void AwaitUnaryCall(CompletionQueueLoop* loop, RequestCall request_call,
+                    std::string cancelled_message, Serve serve) {
+  AwaitCall<AsyncUnaryCall<Request, Response>>(loop, std::move(request_call),
+                                               std::move(cancelled_message), std::move(serve));
 }
 
 }  // namespace overseer
