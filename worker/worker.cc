@@ -463,4 +463,17 @@ absl::Status Worker::RecvTensor(const RecvTensorRequest& request, CancellationMa
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> Worker::TryRecvTensor(const RecvTensorRequest& request, Tensor* tensor) {
+  ASSIGN_OR_RETURN(RendezvousKey key, CheckProducerKey(request.rendezvous_key()));
+  ASSIGN_OR_RETURN(StepState state, rendezvous_.FindForRecv(request.step_id()));
+  RendezvousWait now;  // No clock: a deadline in the past only looks.
+  now.deadline = absl::InfinitePast();
+  absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, now);
+  rendezvous_.EndRecv(request.step_id(), state);
+  if (value.status().code() == absl::StatusCode::kDeadlineExceeded) return false;
+  if (!value.ok()) return value.status();
+  *tensor = *std::move(value);
+  return true;
+}
+
 }  // namespace overseer

@@ -132,6 +132,10 @@ class Worker : public WorkerInterface {
   absl::Status CleanupAll(const CleanupAllRequest& request, CleanupAllResponse* response) override;
   absl::Status RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
                           Tensor* tensor) override;
+  // RecvTensor without waiting: true with `tensor` set if it was already produced,
+  // false if RecvTensor would wait for it (nothing is taken); RecvTensor's errors that
+  // need no wait (a bad key, another incarnation, a step cleaned up or aborted).
+  absl::StatusOr<bool> TryRecvTensor(const RecvTensorRequest& request, Tensor* tensor);
   // Logs the reason and, the first time, calls WorkerEnv::on_job_done.
   absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
   // Whether JobDone was called.

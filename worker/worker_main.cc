@@ -135,10 +135,12 @@ int Main() {
   ServerRunnerOptions runner_options = ServerRunnerOptionsFromFlags("worker");
   runner_options.stream_window_bytes = kWorkerStreamWindowBytes;
   runner_options.bdp_probe = true;
-  // Every RecvTensor of a step waits on a server thread until its producer sends. With
-  // gRPC's 2 polling threads kept, a ps started and ended about eight threads per
-  // training step of the replicated example (strace: clone3 and munmap per step);
-  // keeping up to 16 raised replicated_training_bench from 88-113 to 121-155 steps/s.
+  // When every RecvTensor waited on a server thread for its producer, gRPC's 2 polling
+  // threads kept made a ps start and end about eight threads per training step of the
+  // replicated example (strace: clone3 and munmap per step), and keeping up to 16
+  // raised replicated_training_bench from 88-113 to 121-155 steps/s. RecvTensor now
+  // waits on the service's own pool (grpc_worker_service.h); the synchronous control
+  // methods still keep up to 16.
   runner_options.max_pollers = kWorkerServerMaxPollers;
   if (runner_options.port == 0 && !task->cluster.jobs().empty()) {
     const std::string address = *task->cluster.TaskAddress(task->job, task->index);

@@ -5,12 +5,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/cancellation.h"
-#include "core/rpc/call_watch.h"
 #include "core/rpc/grpc_status.h"
 #include "core/rpc/security.h"
-#include "grpcpp/support/method_handler.h"
 #include "worker/rpc/tensor_chunks.h"
 
 namespace overseer {
@@ -22,6 +21,8 @@ constexpr int kRecvTensorMethodIndex = 8;
 // RunGraph calls that may wait on the loop's queue for its thread: one more is
 // requested as each arrives.
 constexpr int kRequestedRunGraphs = 4;
+// The same for RecvTensor calls (a step may send several to a task at once).
+constexpr int kRequestedRecvTensors = 8;
 
 // Every method of WorkerService: RunGraph and RecvTensor are on the path of every step
 // (RecvTensor waits for its producer, bounded by the step); CreateWorkerSession,
@@ -77,14 +78,20 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
           "the RunGraph call was cancelled (the master gave up or the worker is stopping)",
           [this](RunGraphCall* call) { Serve(call); });
     }
+    for (int i = 0; i < kRequestedRecvTensors; ++i) {
+      // A caller that gives up (its step was cancelled, it died) ends the wait for its
+      // tensor.
+      AwaitCall<RecvTensorCall>(
+          loop_,
+          [this](grpc::ServerContext* context, RecvTensorRequest* request,
+                 grpc::ServerAsyncWriter<grpc::ByteBuffer>* responder, void* tag) {
+            RequestAsyncServerStreaming(kRecvTensorMethodIndex, context, request, responder,
+                                        loop_->cq(), loop_->cq(), tag);
+          },
+          "the RecvTensor call was cancelled", [this](RecvTensorCall* call) { Serve(call); });
+    }
   });
-  MarkMethodStreamed(
-      kRecvTensorMethodIndex,
-      new grpc::internal::SplitServerStreamingHandler<RecvTensorRequest, grpc::ByteBuffer>(
-          [this](grpc::ServerContext* context,
-                 grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream) {
-            return StreamTensor(context, stream);
-          }));
+  MarkMethodAsync(kRecvTensorMethodIndex);
   if (metrics == nullptr) return;
   auto& rungraph = prometheus::BuildCounter()
                        .Name("overseer_worker_rungraph_total")
@@ -95,16 +102,21 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                        .Register(*metrics);
   rungraph_on_loop_ = &rungraph.Add({{"thread", "loop"}});
   rungraph_on_pool_ = &rungraph.Add({{"thread", "pool"}});
-  recv_tensor_ = &prometheus::BuildCounter()
-                      .Name("overseer_worker_recv_tensor_total")
-                      .Help("RecvTensor calls served")
-                      .Register(*metrics)
-                      .Add({});
+  auto& recv_tensor = prometheus::BuildCounter()
+                          .Name("overseer_worker_recv_tensor_total")
+                          .Help(
+                              "RecvTensor calls served, by where: thread=\"loop\" on the thread "
+                              "that reads the calls (a tensor already produced, streamed), "
+                              "thread=\"pool\" on a thread of their own (a call that waits for "
+                              "its tensor, or sends it over the local transfer socket)")
+                          .Register(*metrics);
+  recv_tensor_on_loop_ = &recv_tensor.Add({{"thread", "loop"}});
+  recv_tensor_on_pool_ = &recv_tensor.Add({{"thread", "pool"}});
   recv_tensor_waiting_ = &prometheus::BuildGauge()
                               .Name("overseer_worker_recv_tensor_waiting")
                               .Help(
                                   "RecvTensor calls waiting now for their tensor to be "
-                                  "produced (each holds a server thread)")
+                                  "produced (each holds a thread of the pool)")
                               .Register(*metrics)
                               .Add({});
   recv_tensor_bytes_ = &prometheus::BuildCounter()
@@ -257,89 +269,162 @@ grpc::Status GrpcWorkerService::JobDone(grpc::ServerContext* context, const JobD
   return Done(job_done_, start, worker_->JobDone(*request, response));
 }
 
-grpc::Status GrpcWorkerService::StreamTensor(
-    grpc::ServerContext* context,
-    grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream) {
-  const absl::Time start = absl::Now();
-  if (absl::Status denied = Authorize(*context, Permission::kMember, "StreamTensor");
+void GrpcWorkerService::Serve(RecvTensorCall* call) {
+  if (absl::Status denied = Authorize(call->context, Permission::kMember, "RecvTensor");
       !denied.ok()) {
-    return Done(recv_tensor_method_, start, denied);
-  }
-  if (recv_tensor_ != nullptr) recv_tensor_->Increment();
-  RecvTensorRequest bounded;
-  if (!stream->Read(&bounded)) {
-    return Done(recv_tensor_method_, start,
-                absl::InvalidArgumentError("RecvTensor carried no request"));
+    EndRecvTensor(call, denied, 0);
+    return;
   }
   // Wait no longer than the caller does.
-  const absl::Time deadline = absl::FromChrono(context->deadline());
+  RecvTensorRequest& request = call->request;
+  const absl::Time deadline = absl::FromChrono(call->context.deadline());
   if (deadline < absl::Now() + absl::Hours(24 * 365)) {  // Else: no deadline.
     const int64_t left_ms = std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - absl::Now()));
-    if (bounded.timeout_in_ms() <= 0 || bounded.timeout_in_ms() > left_ms) {
-      bounded.set_timeout_in_ms(left_ms);
+    if (request.timeout_in_ms() <= 0 || request.timeout_in_ms() > left_ms) {
+      request.set_timeout_in_ms(left_ms);
     }
   }
   Tensor tensor;
-  absl::Status status;
-  {
-    // The peer gave up (its step was cancelled, it died): stop waiting for the tensor.
-    CancellationManager cancellation;
-    CallWatch watch(context, [&cancellation] {
-      cancellation.StartCancel(absl::CancelledError("the RecvTensor call was cancelled"));
+  const absl::StatusOr<bool> produced = worker_->TryRecvTensor(request, &tensor);
+  if (produced.ok() && (!*produced || GoesLocal(*call, tensor))) {
+    if (recv_tensor_on_pool_ != nullptr) recv_tensor_on_pool_->Increment();
+    run_graph_threads_.Schedule([this, call, tensor = std::move(tensor), wait = !*produced] {
+      if (wait) {
+        WaitAndSend(call);
+      } else {
+        SendLocal(call, tensor);
+      }
     });
-    if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Increment();
-    status = worker_->RecvTensor(bounded, &cancellation, &tensor);
-    if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Decrement();
+    return;
   }
-  if (status.ok()) status = SendTensor(context, bounded, tensor, stream);
-  return Done(recv_tensor_method_, start, status);
+  if (recv_tensor_on_loop_ != nullptr) recv_tensor_on_loop_->Increment();
+  if (!produced.ok()) {
+    EndRecvTensor(call, produced.status(), 0);
+    return;
+  }
+  StreamTensor(call, tensor);
 }
 
-absl::Status GrpcWorkerService::SendTensor(
-    grpc::ServerContext* context, const RecvTensorRequest& request, const Tensor& tensor,
-    grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream) {
-  const absl::string_view bytes = RawTensorBytes(tensor);
-  LocalTransferFields local;
-  std::string token;
-  if (local_ != nullptr) {
-    local.socket = local_->address();
-    if (request.accept_local() && static_cast<int64_t>(bytes.size()) >= kLocalTransferMinBytes) {
-      absl::StatusOr<std::string> t = local_->NewToken();
-      if (t.ok()) token = *std::move(t);  // Else: the stream carries the bytes.
-      local.token = token;
-    }
+void GrpcWorkerService::WaitAndSend(RecvTensorCall* call) {
+  Tensor tensor;
+  if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Increment();
+  recv_tensors_waiting_.fetch_add(1);
+  const absl::Status status = worker_->RecvTensor(call->request, &call->cancellation, &tensor);
+  recv_tensors_waiting_.fetch_sub(1);
+  if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Decrement();
+  if (!status.ok()) {
+    EndRecvTensor(call, status, 0);
+  } else if (GoesLocal(*call, tensor)) {
+    SendLocal(call, tensor);
+  } else {
+    StreamTensor(call, tensor);
   }
-  int64_t sent = 0;
+}
+
+bool GrpcWorkerService::GoesLocal(const RecvTensorCall& call, const Tensor& tensor) const {
+  return local_ != nullptr && call.request.accept_local() &&
+         static_cast<int64_t>(RawTensorBytes(tensor).size()) >= kLocalTransferMinBytes;
+}
+
+void GrpcWorkerService::SendLocal(RecvTensorCall* call, const Tensor& tensor) {
+  absl::StatusOr<std::string> token = local_->NewToken();
+  if (!token.ok()) {  // The stream carries the bytes.
+    StreamTensor(call, tensor);
+    return;
+  }
+  LocalTransferFields local;
+  local.socket = local_->address();
+  local.token = *token;
   absl::Status status = WriteTensorChunks(
       tensor, chunk_bytes_,
-      [&](grpc::ByteBuffer chunk, int64_t content_bytes, bool last) {
-        sent += content_bytes;
-        // A whole small tensor goes out with the call's status, in one write: the
-        // caller's Read of it and its Finish then wait once, not twice. (A message that
-        // references the tensor's buffer is not held back: its reference would then
-        // be released on one of gRPC's threads, after the handler returned.)
-        if (last) return stream->Write(chunk, grpc::WriteOptions().set_last_message());
-        return stream->Write(chunk);
+      [call](grpc::ByteBuffer message, int64_t, bool) {
+        call->messages.push_back(std::move(message));
+        return true;
       },
       local);
-  if (!token.empty()) {
-    if (!status.ok()) {
-      local_->Drop(token);
-    } else {
-      // The caller connects with the token; its going away ends the wait.
-      CallWatch watch(context, [this, &token] { local_->Forget(token); });
-      absl::StatusOr<UniqueFd> connection = local_->Await(
-          token,
-          std::min(absl::FromChrono(context->deadline()), absl::Now() + kLocalTransferTimeout));
-      status = connection.ok() ? SendLocalTransfer(connection->get(), bytes) : connection.status();
-      if (status.ok()) {
-        sent = static_cast<int64_t>(bytes.size());
-        if (recv_tensor_local_ != nullptr) recv_tensor_local_->Increment();
-      }
-    }
+  if (!status.ok()) {
+    local_->Drop(*token);
+    EndRecvTensor(call, status, 0);
+    return;
   }
-  if (recv_tensor_bytes_ != nullptr) recv_tensor_bytes_->Increment(static_cast<double>(sent));
-  return status;
+  // The first message names the token (it is the only one); the caller then connects
+  // with it. A caller that goes away, or a write that fails, ends the wait.
+  absl::Notification written;
+  call->responder.Write(call->messages.front(),
+                        CompletionQueueLoop::NewTag([this, &written, token = *token](bool ok) {
+                          if (!ok) local_->Forget(token);
+                          written.Notify();
+                        }));
+  const CancellationManager::Token forget =
+      call->cancellation.RegisterCallback([this, token = *token] { local_->Forget(token); });
+  if (forget == CancellationManager::kInvalidToken) local_->Forget(*token);
+  absl::StatusOr<UniqueFd> connection = local_->Await(
+      *token,
+      std::min(absl::FromChrono(call->context.deadline()), absl::Now() + kLocalTransferTimeout));
+  status = connection.ok() ? SendLocalTransfer(connection->get(), RawTensorBytes(tensor))
+                           : connection.status();
+  if (forget != CancellationManager::kInvalidToken) call->cancellation.DeregisterCallback(forget);
+  written.WaitForNotification();  // No write may be pending when the status goes.
+  int64_t sent = 0;
+  if (status.ok()) {
+    sent = static_cast<int64_t>(RawTensorBytes(tensor).size());
+    if (recv_tensor_local_ != nullptr) recv_tensor_local_->Increment();
+  }
+  EndRecvTensor(call, status, sent);
+}
+
+void GrpcWorkerService::StreamTensor(RecvTensorCall* call, const Tensor& tensor) {
+  LocalTransferFields local;
+  if (local_ != nullptr) local.socket = local_->address();
+  const absl::Status status = WriteTensorChunks(
+      tensor, chunk_bytes_,
+      [call](grpc::ByteBuffer message, int64_t content_bytes, bool last) {
+        call->messages.push_back(std::move(message));
+        call->content_bytes += content_bytes;
+        call->last_with_status = last;
+        return true;
+      },
+      local);
+  if (!status.ok()) {
+    EndRecvTensor(call, status, 0);
+    return;
+  }
+  WriteNext(call);
+}
+
+void GrpcWorkerService::WriteNext(RecvTensorCall* call) {
+  const size_t i = call->next++;
+  if (i == call->messages.size()) {  // Every message was written.
+    EndRecvTensor(call, absl::OkStatus(), call->content_bytes);
+    return;
+  }
+  if (i + 1 == call->messages.size() && call->last_with_status) {
+    recv_tensor_method_->RecordSince(call->start, absl::OkStatus());
+    if (recv_tensor_bytes_ != nullptr) {
+      recv_tensor_bytes_->Increment(static_cast<double>(call->content_bytes));
+    }
+    call->responder.WriteAndFinish(
+        call->messages[i], grpc::WriteOptions(), grpc::Status::OK,
+        CompletionQueueLoop::NewTag([this, call](bool) { call->Unref(loop_); }));
+    return;
+  }
+  call->responder.Write(call->messages[i], CompletionQueueLoop::NewTag([this, call](bool ok) {
+                          if (ok) {
+                            WriteNext(call);
+                          } else {
+                            EndRecvTensor(call, ReceiverClosed(), 0);
+                          }
+                        }));
+}
+
+void GrpcWorkerService::EndRecvTensor(RecvTensorCall* call, const absl::Status& status,
+                                      int64_t sent) {
+  recv_tensor_method_->RecordSince(call->start, status);
+  if (recv_tensor_bytes_ != nullptr && sent > 0) {
+    recv_tensor_bytes_->Increment(static_cast<double>(sent));
+  }
+  call->responder.Finish(ToGrpcStatus(status),
+                         CompletionQueueLoop::NewTag([this, call](bool) { call->Unref(loop_); }));
 }
 
 }  // namespace overseer

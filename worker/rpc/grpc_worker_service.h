@@ -1,8 +1,10 @@
 #ifndef OVERSEER_WORKER_RPC_GRPC_WORKER_SERVICE_H_
 #define OVERSEER_WORKER_RPC_GRPC_WORKER_SERVICE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "core/cancellation.h"
@@ -22,7 +24,7 @@ namespace overseer {
 
 // Puts a Worker on gRPC: unpacks each call, runs the logic, converts the status
 // (core/rpc/grpc_status.h), and counts calls in the metrics registry:
-//   overseer_worker_rungraph_total{thread}, overseer_worker_recv_tensor_total,
+//   overseer_worker_rungraph_total{thread}, overseer_worker_recv_tensor_total{thread},
 //   overseer_worker_recv_tensor_waiting, overseer_worker_recv_tensor_bytes_total
 //   (element bytes streamed), overseer_worker_resource_bytes;
 // and every method's latency and errors in rpc_metrics() (core/metrics/rpc_metrics.h):
@@ -40,9 +42,12 @@ namespace overseer {
 // the master gives up on ends its step as CleanupGraph would.
 //
 // RecvTensor streams the tensor in chunks (worker/rpc/tensor_chunks.h) and waits no
-// longer than the caller's deadline. A caller on the same host that accepts it gets a
-// tensor of at least kLocalTransferMinBytes over the local transfer socket instead
-// (worker/rpc/local_transfer.h; overseer_worker_recv_tensor_local_total counts them).
+// longer than the caller's deadline. It is served on the loop too: a tensor already
+// produced is streamed from the loop's thread, each message written as the previous
+// write completes (thread="loop" in overseer_worker_recv_tensor_total); a call that
+// waits for its producer does so on a thread of the pool (thread="pool"). A caller on the same host
+// that accepts it gets a tensor of at least kLocalTransferMinBytes over the local transfer socket
+// instead (worker/rpc/local_transfer.h; overseer_worker_recv_tensor_local_total counts them).
 // Thread-safe.
 class GrpcWorkerService final
     : public WorkerService::WithAsyncMethod_RunGraph<WorkerService::Service> {
@@ -58,6 +63,9 @@ class GrpcWorkerService final
   // Every method's latency and errors; serve it with the registry
   // (ServerRunner::AddCollectable).
   std::shared_ptr<RpcMetrics> rpc_metrics() const { return rpc_metrics_; }
+  // RecvTensor calls waiting for their tensor right now (as the metric
+  // overseer_worker_recv_tensor_waiting, which only a service with metrics has).
+  int recv_tensors_waiting() const { return recv_tensors_waiting_.load(); }
 
   grpc::Status GetStatus(grpc::ServerContext* context, const GetStatusRequest* request,
                          GetStatusResponse* response) override;
@@ -75,9 +83,6 @@ class GrpcWorkerService final
                             CleanupGraphResponse* response) override;
   grpc::Status CleanupAll(grpc::ServerContext* context, const CleanupAllRequest* request,
                           CleanupAllResponse* response) override;
-  // RecvTensor: one request, then the tensor's raw RecvTensorResponse messages.
-  grpc::Status StreamTensor(grpc::ServerContext* context,
-                            grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream);
   grpc::Status JobDone(grpc::ServerContext* context, const JobDoneRequest* request,
                        JobDoneResponse* response) override;
 
@@ -88,14 +93,38 @@ class GrpcWorkerService final
   void Serve(RunGraphCall* call);
   void RunGraphAndReply(RunGraphCall* call, const absl::StatusOr<Worker::FoundGraph>& found,
                         CancellationManager* cancellation);
+  // A RecvTensor call: one request, then the tensor's raw RecvTensorResponse messages.
+  struct RecvTensorCall : AsyncServerCall {
+    RecvTensorRequest request;
+    grpc::ServerAsyncWriter<grpc::ByteBuffer> responder{&context};
+    // The stream's messages (which may reference the tensor's buffer), the next to
+    // write, and whether the last goes out with the call's status.
+    std::vector<grpc::ByteBuffer> messages;
+    size_t next = 0;
+    bool last_with_status = false;
+    // Element bytes in the messages.
+    int64_t content_bytes = 0;
+  };
+  // Serves an arrived RecvTensor on the loop's thread: a tensor already produced is
+  // streamed from there; a call that must wait for its producer, or whose tensor goes
+  // over the local transfer socket, continues on run_graph_threads_.
+  void Serve(RecvTensorCall* call);
+  // On a pool thread: waits for the tensor, then sends it.
+  void WaitAndSend(RecvTensorCall* call);
+  // Whether `tensor` goes to the caller over the local transfer socket.
+  bool GoesLocal(const RecvTensorCall& call, const Tensor& tensor) const;
+  // Sends `tensor` over the local transfer socket (blocks: not on the loop's thread)
+  // and ends the call.
+  void SendLocal(RecvTensorCall* call, const Tensor& tensor);
+  // Starts streaming `tensor`: each message is written when the previous write
+  // completes, on the loop's thread; the last ends the call.
+  void StreamTensor(RecvTensorCall* call, const Tensor& tensor);
+  void WriteNext(RecvTensorCall* call);
+  // Counts the call and sends its status (`sent` element bytes went out).
+  void EndRecvTensor(RecvTensorCall* call, const absl::Status& status, int64_t sent);
   // Records a call of `method` that arrived at `start`, and converts its status.
   grpc::Status Done(RpcMetrics::Method* method, absl::Time start, const absl::Status& status);
   void UpdateResourceBytes();
-  // Sends RecvTensor's `tensor`: in the stream, or over the local transfer socket if
-  // `request` accepts it and the tensor is large enough.
-  absl::Status SendTensor(grpc::ServerContext* context, const RecvTensorRequest& request,
-                          const Tensor& tensor,
-                          grpc::ServerSplitStreamer<RecvTensorRequest, grpc::ByteBuffer>* stream);
 
   Worker* const worker_;
   CompletionQueueLoop* const loop_;
@@ -103,12 +132,14 @@ class GrpcWorkerService final
   LocalTransferServer* const local_;
   prometheus::Counter* rungraph_on_loop_ = nullptr;
   prometheus::Counter* rungraph_on_pool_ = nullptr;
-  prometheus::Counter* recv_tensor_ = nullptr;
+  prometheus::Counter* recv_tensor_on_loop_ = nullptr;
+  prometheus::Counter* recv_tensor_on_pool_ = nullptr;
   // RecvTensor calls waiting for their tensor right now.
   prometheus::Gauge* recv_tensor_waiting_ = nullptr;
   prometheus::Counter* recv_tensor_bytes_ = nullptr;
   prometheus::Counter* recv_tensor_local_ = nullptr;
   prometheus::Gauge* resource_bytes_ = nullptr;
+  std::atomic<int> recv_tensors_waiting_{0};
   const std::shared_ptr<RpcMetrics> rpc_metrics_;
   // rpc_metrics_'s methods.
   RpcMetrics::Method* const get_status_;

@@ -15,7 +15,6 @@
 #include "core/cluster/rendezvous_key.h"
 #include "core/kernels/testing/kernel_test_util.h"
 #include "core/node_def_util.h"
-#include "core/rpc/call_watch.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/completion_queue_loop.h"
 #include "core/rpc/server_runner.h"
@@ -346,7 +345,7 @@ TEST_F(GrpcWorkerTest, CancellingAWaitingRecvTensorEndsIt) {
   receiver.join();
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
   // The ps's handler stops waiting too: it no longer holds a server thread.
-  EXPECT_TRUE(Eventually([] { return CallWatch::NumWatched() == 0; }));
+  EXPECT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 0; }));
   CleanupGraphRequest cleanup;
   cleanup.set_step_id(5);
   CleanupGraphResponse cleaned;
@@ -376,25 +375,26 @@ TEST_F(GrpcWorkerTest, AMasterThatGivesUpOnRunGraphEndsTheStep) {
   // handler waits, watched).
   ASSERT_TRUE(Eventually([&] {
     return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1 &&
-           CallWatch::NumWatched() == 1;
+           ps_.service->recv_tensors_waiting() == 1;
   }));
   context.TryCancel();
   master.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   // No CleanupGraph comes, yet the worker's step ends, and with it the worker's
   // RecvTensor call, so the ps's handler stops waiting as well.
-  EXPECT_TRUE(
-      Eventually([&] { return worker_.worker->num_steps() == 0 && CallWatch::NumWatched() == 0; }));
+  EXPECT_TRUE(Eventually([&] {
+    return worker_.worker->num_steps() == 0 && ps_.service->recv_tensors_waiting() == 0;
+  }));
   CleanupGraphRequest cleanup;
   cleanup.set_step_id(7);
   CleanupGraphResponse cleaned;
   EXPECT_TRUE(ps_.client->CleanupGraph(cleanup, &cleaned).ok());
 }
 
-// The value of counter `name`{thread=`thread`} in `task`'s registry; -1 if absent.
-double RunGraphsOn(Task* task, const std::string& thread) {
+// The value of counter `family`{thread=`thread`} in `task`'s registry; -1 if absent.
+double CounterOn(Task* task, const std::string& family_name, const std::string& thread) {
   for (const prometheus::MetricFamily& family : task->runner->metrics()->Collect()) {
-    if (family.name != "overseer_worker_rungraph_total") continue;
+    if (family.name != family_name) continue;
     for (const prometheus::ClientMetric& metric : family.metric) {
       for (const prometheus::ClientMetric::Label& label : metric.label) {
         if (label.name == "thread" && label.value == thread) return metric.counter.value;
@@ -402,6 +402,67 @@ double RunGraphsOn(Task* task, const std::string& thread) {
     }
   }
   return -1;
+}
+
+double RunGraphsOn(Task* task, const std::string& thread) {
+  return CounterOn(task, "overseer_worker_rungraph_total", thread);
+}
+
+double RecvTensorsOn(Task* task, const std::string& thread) {
+  return CounterOn(task, "overseer_worker_recv_tensor_total", thread);
+}
+
+TEST_F(GrpcWorkerTest, ATensorAlreadyProducedIsSentFromTheThreadThatReadsTheCall) {
+  CreateSessions();
+  RegisterPull();
+  GrpcWorkerOptions options;
+  options.local_transfers = false;  // Every size in the stream.
+  GrpcWorker caller(NewWorkerChannel(ps_.runner->address()), options);
+  auto request_of = [&](int64_t step_id, uint64_t incarnation) {
+    RecvTensorRequest request;
+    request.set_step_id(step_id);
+    request.set_rendezvous_key(MakeRendezvousKey(kPsDevice, incarnation, kWorkerDevice, "edge_x"));
+    return request;
+  };
+  // One message with the status; two, the second referencing the tensor; three chunks
+  // of at most 1 MiB. The ps's step ran first: each tensor is there when asked for.
+  int64_t step = 0;
+  for (const int64_t n : {int64_t{1000}, int64_t{4097}, int64_t{3} << 18}) {
+    const Tensor x = Floats(n);
+    RunGraphRequest send;
+    ASSERT_TRUE(RunPsSend(++step, x, &send).ok());
+    Tensor got;
+    absl::Status s = caller.RecvTensor(request_of(step, ps_.worker->incarnation()), nullptr, &got);
+    ASSERT_TRUE(s.ok()) << n << ": " << s;
+    ASSERT_EQ(got.NumElements(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got.data<float>()[i], x.data<float>()[i]) << i;
+    Cleanup(step);
+  }
+  EXPECT_EQ(RecvTensorsOn(&ps_, "loop"), 3);
+  EXPECT_EQ(RecvTensorsOn(&ps_, "pool"), 0);
+
+  // A call that comes before its tensor waits on a thread of the pool.
+  const Tensor x = Floats(100);
+  Tensor got;
+  absl::Status waited;
+  const RecvTensorRequest early = request_of(++step, ps_.worker->incarnation());
+  std::thread receiver([&] { waited = caller.RecvTensor(early, nullptr, &got); });
+  ASSERT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 1; }));
+  RunGraphRequest send;
+  ASSERT_TRUE(RunPsSend(step, x, &send).ok());
+  receiver.join();
+  ASSERT_TRUE(waited.ok()) << waited;
+  EXPECT_EQ(got.data<float>()[99], x.data<float>()[99]);
+  Cleanup(step);
+  EXPECT_EQ(RecvTensorsOn(&ps_, "pool"), 1);
+
+  // An error that needs no wait is answered on the loop too.
+  EXPECT_EQ(
+      caller.RecvTensor(request_of(++step, ps_.worker->incarnation() + 1), nullptr, &got).code(),
+      absl::StatusCode::kAborted);
+  EXPECT_EQ(RecvTensorsOn(&ps_, "loop"), 4);
+  EXPECT_EQ(ps_.service->recv_tensors_waiting(), 0);
+  EXPECT_EQ(ps_.worker->num_steps(), 0);
 }
 
 TEST_F(GrpcWorkerTest, AQuickGraphRunsOnTheThreadThatReadsTheCallsAfterItsFirstRun) {
@@ -594,7 +655,7 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
     // The worker sees its caller give up and ends the step, and with it its RecvTensor.
     EXPECT_TRUE(Eventually([&] {
       return worker_.worker->num_steps() == 0 && ps_.worker->num_steps() == 0 &&
-             CallWatch::NumWatched() == 0;
+             ps_.service->recv_tensors_waiting() == 0;
     }));
     // Cancelled before it starts: done at once.
     EXPECT_EQ(RunGraphAsyncAndWait(&client, request, &response, &cm, &thread).code(),

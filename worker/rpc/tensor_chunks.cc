@@ -15,11 +15,12 @@
 #include "grpcpp/support/proto_buffer_reader.h"
 
 namespace overseer {
-namespace {
 
 absl::Status ReceiverClosed() {
   return absl::UnavailableError("the receiver closed the RecvTensor stream");
 }
+
+namespace {
 
 // The element bytes of a fixed-size dtype; nullptr for DT_STRING.
 char* RawData(const Tensor& t) {

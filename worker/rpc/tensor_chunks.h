@@ -34,6 +34,9 @@ struct LocalTransferFields {
   absl::string_view token;
 };
 
+// UNAVAILABLE: the receiver closed the RecvTensor stream (a write to it failed).
+absl::Status ReceiverClosed();
+
 // Calls `write` with each message of `tensor`'s stream, in order, as the raw bytes of
 // a RecvTensorResponse (core/rpc/raw_message.h): `content` references the tensor's
 // buffer, which the messages keep alive until gRPC has sent them, so element bytes are
