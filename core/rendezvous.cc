@@ -20,16 +20,105 @@ std::shared_ptr<LocalRendezvous> LocalRendezvous::Create() {
 }
 
 absl::Status LocalRendezvous::Send(const RendezvousKey& key, const Tensor& value) {
-  absl::MutexLock lock(&mu_);
-  if (!abort_status_.ok()) return abort_status_;
-  Item& item = items_[key.full];
-  if (item.has_value) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor sent twice under rendezvous key '", key.full, "'"));
+  Answer answer;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!abort_status_.ok()) return abort_status_;
+    Item& item = items_[key.full];
+    if (item.has_value) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor sent twice under rendezvous key '", key.full, "'"));
+    }
+    if (item.done == nullptr) {
+      item.value = value;
+      item.has_value = true;
+      return absl::OkStatus();
+    }
+    answer = TakeWaiter(&item);
+    items_.erase(key.full);
   }
-  item.value = value;
-  item.has_value = true;
+  Run(std::move(answer), value);
   return absl::OkStatus();
+}
+
+LocalRendezvous::Answer LocalRendezvous::TakeWaiter(Item* item) {
+  Answer answer{std::move(item->done), item->cancellation, item->token};
+  item->done = nullptr;
+  item->has_waiter = false;
+  return answer;
+}
+
+void LocalRendezvous::Run(Answer answer, absl::StatusOr<Tensor> value) {
+  if (answer.cancellation != nullptr && answer.token != CancellationManager::kInvalidToken) {
+    answer.cancellation->DeregisterCallback(answer.token);
+  }
+  answer.done(std::move(value));
+}
+
+void LocalRendezvous::RecvAsync(const RendezvousKey& key, CancellationManager* cancellation,
+                                RecvDone done) {
+  absl::StatusOr<Tensor> now;
+  bool waiting = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!abort_status_.ok()) {
+      now = abort_status_;
+    } else {
+      Item& item = items_[key.full];
+      if (item.has_value) {
+        now = std::move(item.value);
+        items_.erase(key.full);
+      } else if (item.has_waiter) {
+        now = absl::InvalidArgumentError(
+            absl::StrCat("two receives wait for rendezvous key '", key.full, "'"));
+      } else {
+        item.has_waiter = true;
+        item.done = std::move(done);
+        item.cancellation = cancellation;
+        waiting = true;
+      }
+    }
+  }
+  if (!waiting) {  // Answered now.
+    done(std::move(now));
+    return;
+  }
+  if (cancellation == nullptr) return;
+  const CancellationManager::Token token =
+      cancellation->RegisterCallback([self = shared_from_this(), key = key.full, cancellation] {
+        self->CancelWaiter(key, cancellation);
+      });
+  if (token == CancellationManager::kInvalidToken) {  // Cancelled already.
+    CancelWaiter(key.full, cancellation);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = items_.find(key.full);
+    if (it != items_.end() && it->second.done != nullptr &&
+        it->second.cancellation == cancellation) {
+      it->second.token = token;
+      return;
+    }
+  }
+  // Answered meanwhile, before its token was kept.
+  cancellation->DeregisterCallback(token);
+}
+
+void LocalRendezvous::CancelWaiter(const std::string& key, CancellationManager* cancellation) {
+  Answer answer;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = items_.find(key);
+    if (it == items_.end() || it->second.done == nullptr ||
+        it->second.cancellation != cancellation) {
+      return;  // Answered already.
+    }
+    answer = TakeWaiter(&it->second);
+    answer.token = CancellationManager::kInvalidToken;  // Its callback is what runs now.
+    items_.erase(it);
+  }
+  Run(std::move(answer), cancellation->status());
 }
 
 absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key, const RendezvousWait& wait) {
@@ -89,11 +178,22 @@ absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key, const Ren
 
 void LocalRendezvous::StartAbort(absl::Status status) {
   if (status.ok()) status = absl::CancelledError("rendezvous aborted");
-  absl::MutexLock lock(&mu_);
-  if (!abort_status_.ok()) return;
-  abort_status_ = std::move(status);
+  std::vector<Answer> answers;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!abort_status_.ok()) return;
+    abort_status_ = status;
+    AbortItemsLocked(&answers);
+  }
+  for (Answer& answer : answers) Run(std::move(answer), status);
+}
+
+void LocalRendezvous::AbortItemsLocked(std::vector<Answer>* answers) {
   for (auto it = items_.begin(); it != items_.end();) {
-    if (!it->second.has_waiter) {
+    if (it->second.done != nullptr) {
+      answers->push_back(TakeWaiter(&it->second));
+      items_.erase(it++);
+    } else if (!it->second.has_waiter) {
       items_.erase(it++);
     } else {
       it->second.value = Tensor();

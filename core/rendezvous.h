@@ -11,8 +11,10 @@
 // one process; worker/ adds a rendezvous that pulls keys produced by other tasks.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -73,9 +75,19 @@ class LocalRendezvous : public Rendezvous, public std::enable_shared_from_this<L
  public:
   static std::shared_ptr<LocalRendezvous> Create();
 
+  // Answers a RecvAsync waiting for `key` on this thread.
   absl::Status Send(const RendezvousKey& key, const Tensor& value) override;
   absl::StatusOr<Tensor> Recv(const RendezvousKey& key, const RendezvousWait& wait) override;
+  // Answers every RecvAsync waiting, with `status`, on this thread.
   void StartAbort(absl::Status status) override;
+
+  // Recv without a thread: calls `done` once, with the value sent under `key` (on the
+  // thread that sends it, or on this one if it already was), or with the abort status,
+  // or with `cancellation`'s reason as it is once it is cancelled (before or during
+  // the wait; may be null). No deadline: a caller bounds the wait by cancelling. `done`
+  // must not block. INVALID_ARGUMENT if another receive of the key is already waiting.
+  using RecvDone = std::function<void(absl::StatusOr<Tensor>)>;
+  void RecvAsync(const RendezvousKey& key, CancellationManager* cancellation, RecvDone done);
 
   // The abort status, or OK.
   absl::Status status() const;
@@ -89,7 +101,24 @@ class LocalRendezvous : public Rendezvous, public std::enable_shared_from_this<L
     Tensor value;
     bool has_value = false;
     bool has_waiter = false;
+    // A RecvAsync waiting (has_waiter is true too), its cancellation and the token of
+    // its callback there.
+    RecvDone done;
+    CancellationManager* cancellation = nullptr;
+    CancellationManager::Token token = CancellationManager::kInvalidToken;
   };
+  // A RecvAsync taken from its item: answer it outside mu_.
+  struct Answer {
+    RecvDone done;
+    CancellationManager* cancellation = nullptr;
+    CancellationManager::Token token = CancellationManager::kInvalidToken;
+  };
+  static Answer TakeWaiter(Item* item);
+  // Empties items_ for StartAbort: takes the RecvAsync waiters into `answers`.
+  void AbortItemsLocked(std::vector<Answer>* answers) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Run(Answer answer, absl::StatusOr<Tensor> value);
+  // The cancellation of the RecvAsync of `key` waiting with `cancellation` came.
+  void CancelWaiter(const std::string& key, CancellationManager* cancellation);
 
   mutable absl::Mutex mu_;
   absl::Status abort_status_ ABSL_GUARDED_BY(mu_);

@@ -90,5 +90,96 @@ TEST(LocalRendezvousTest, AbortFailsWaitersAndLaterCalls) {
   EXPECT_EQ(rendezvous->status().code(), absl::StatusCode::kUnavailable);
 }
 
+// What a RecvAsync's `done` was called with, and on which thread.
+struct Answered {
+  int calls = 0;
+  absl::StatusOr<Tensor> value;
+  std::thread::id thread;
+
+  LocalRendezvous::RecvDone Done() {
+    return [this](absl::StatusOr<Tensor> got) {
+      ++calls;
+      value = std::move(got);
+      thread = std::this_thread::get_id();
+    };
+  }
+};
+
+TEST(LocalRendezvousTest, RecvAsyncOfAValueSentIsAnsweredAtOnce) {
+  auto rendezvous = LocalRendezvous::Create();
+  ASSERT_TRUE(rendezvous->Send(Key("a"), Tensor::Scalar<float>(2.5f)).ok());
+  Answered answered;
+  rendezvous->RecvAsync(Key("a"), nullptr, answered.Done());
+  ASSERT_EQ(answered.calls, 1);
+  ASSERT_TRUE(answered.value.ok()) << answered.value.status();
+  EXPECT_EQ(answered.value->scalar<float>(), 2.5f);
+  EXPECT_EQ(rendezvous->num_pending_values(), 0);
+}
+
+TEST(LocalRendezvousTest, RecvAsyncIsAnsweredByTheSendersThread) {
+  auto rendezvous = LocalRendezvous::Create();
+  CancellationManager cm;
+  Answered answered;
+  rendezvous->RecvAsync(Key("b"), &cm, answered.Done());
+  EXPECT_EQ(answered.calls, 0);
+  // A second receive of the key while the first waits is refused.
+  Answered second;
+  rendezvous->RecvAsync(Key("b"), nullptr, second.Done());
+  ASSERT_EQ(second.calls, 1);
+  EXPECT_EQ(second.value.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(rendezvous->Recv(Key("b"), {}).status().code(), absl::StatusCode::kInvalidArgument);
+  std::thread::id sender;
+  std::thread send([&] {
+    sender = std::this_thread::get_id();
+    EXPECT_TRUE(rendezvous->Send(Key("b"), Tensor::Scalar<int32_t>(7)).ok());
+  });
+  send.join();
+  ASSERT_EQ(answered.calls, 1);
+  ASSERT_TRUE(answered.value.ok()) << answered.value.status();
+  EXPECT_EQ(answered.value->scalar<int32_t>(), 7);
+  EXPECT_EQ(answered.thread, sender);
+  // Answered: a later cancellation calls nothing.
+  cm.StartCancel(absl::CancelledError("late"));
+  EXPECT_EQ(answered.calls, 1);
+}
+
+TEST(LocalRendezvousTest, CancellingARecvAsyncAnswersItWithTheReason) {
+  auto rendezvous = LocalRendezvous::Create();
+  CancellationManager cm;
+  Answered answered;
+  rendezvous->RecvAsync(Key("c"), &cm, answered.Done());
+  cm.StartCancel(absl::DeadlineExceededError("timed out waiting for 'c'"));
+  ASSERT_EQ(answered.calls, 1);
+  EXPECT_EQ(answered.value.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(answered.value.status().message(), "timed out waiting for 'c'");
+  // The key can be received again; a value sent now is kept for it.
+  ASSERT_TRUE(rendezvous->Send(Key("c"), Tensor::Scalar<float>(3)).ok());
+  EXPECT_EQ(rendezvous->num_pending_values(), 1);
+  EXPECT_TRUE(rendezvous->Recv(Key("c"), {}).ok());
+  // Cancelled before it waits: answered at once.
+  Answered late;
+  rendezvous->RecvAsync(Key("d"), &cm, late.Done());
+  ASSERT_EQ(late.calls, 1);
+  EXPECT_EQ(late.value.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(LocalRendezvousTest, AbortAnswersEveryRecvAsync) {
+  auto rendezvous = LocalRendezvous::Create();
+  CancellationManager cm;
+  Answered first, second;
+  rendezvous->RecvAsync(Key("e"), &cm, first.Done());
+  rendezvous->RecvAsync(Key("f"), nullptr, second.Done());
+  rendezvous->StartAbort(absl::CancelledError("step 3 was cleaned up"));
+  ASSERT_EQ(first.calls, 1);
+  ASSERT_EQ(second.calls, 1);
+  EXPECT_EQ(first.value.status().message(), "step 3 was cleaned up");
+  EXPECT_EQ(second.value.status().code(), absl::StatusCode::kCancelled);
+  cm.StartCancel(absl::CancelledError("late"));
+  EXPECT_EQ(first.calls, 1);
+  Answered after;
+  rendezvous->RecvAsync(Key("g"), nullptr, after.Done());
+  EXPECT_EQ(after.value.status().message(), "step 3 was cleaned up");
+}
+
 }  // namespace
 }  // namespace overseer

@@ -463,6 +463,33 @@ absl::Status Worker::RecvTensor(const RecvTensorRequest& request, CancellationMa
   return absl::OkStatus();
 }
 
+bool Worker::RecvTensorAsync(const RecvTensorRequest& request, CancellationManager* cancellation,
+                             std::function<void(absl::StatusOr<Tensor>)> done) {
+  absl::StatusOr<RendezvousKey> key = CheckProducerKey(request.rendezvous_key());
+  if (!key.ok()) {
+    done(key.status());
+    return true;
+  }
+  const int64_t step_id = request.step_id();
+  absl::StatusOr<StepState> state = rendezvous_.FindForRecv(step_id);
+  if (!state.ok()) {
+    done(state.status());
+    return true;
+  }
+  if (options_.recv_wait_for_step > absl::ZeroDuration() && !rendezvous_.Ran(step_id, *state)) {
+    rendezvous_.EndRecv(step_id, *state);
+    return false;
+  }
+  std::shared_ptr<LocalRendezvous> rendezvous = state->rendezvous;
+  rendezvous->RecvAsync(*key, cancellation,
+                        [this, step_id, state = *std::move(state),
+                         done = std::move(done)](absl::StatusOr<Tensor> value) {
+                          rendezvous_.EndRecv(step_id, state);
+                          done(std::move(value));
+                        });
+  return true;
+}
+
 absl::StatusOr<bool> Worker::TryRecvTensor(const RecvTensorRequest& request, Tensor* tensor) {
   ASSIGN_OR_RETURN(RendezvousKey key, CheckProducerKey(request.rendezvous_key()));
   ASSIGN_OR_RETURN(StepState state, rendezvous_.FindForRecv(request.step_id()));

@@ -136,6 +136,14 @@ class Worker : public WorkerInterface {
   // false if RecvTensor would wait for it (nothing is taken); RecvTensor's errors that
   // need no wait (a bad key, another incarnation, a step cleaned up or aborted).
   absl::StatusOr<bool> TryRecvTensor(const RecvTensorRequest& request, Tensor* tensor);
+  // RecvTensor without a thread (LocalRendezvous::RecvAsync): `done` gets the tensor
+  // when it is produced (on the producer's thread, or this one if it already was), or
+  // RecvTensor's error, or `cancellation`'s reason, as it is, once it is cancelled: the
+  // caller bounds the wait by cancelling (request.timeout_in_ms is not measured here).
+  // False, with `done` not called, when only RecvTensor may serve the request: a RunGraph
+  // of its step has not come yet (RecvTensor bounds that wait by recv_wait_for_step).
+  bool RecvTensorAsync(const RecvTensorRequest& request, CancellationManager* cancellation,
+                       std::function<void(absl::StatusOr<Tensor>)> done);
   // Logs the reason and, the first time, calls WorkerEnv::on_job_done.
   absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
   // Whether JobDone was called.

@@ -5,9 +5,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/cancellation.h"
+#include "core/rendezvous.h"
 #include "core/rpc/grpc_status.h"
 #include "core/rpc/security.h"
 #include "worker/rpc/tensor_chunks.h"
@@ -107,16 +109,19 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                           .Help(
                               "RecvTensor calls served, by where: thread=\"loop\" on the thread "
                               "that reads the calls (a tensor already produced, streamed), "
-                              "thread=\"pool\" on a thread of their own (a call that waits for "
-                              "its tensor, or sends it over the local transfer socket)")
+                              "thread=\"producer\" from the thread that produced the tensor "
+                              "(the call waited for it without a thread), thread=\"pool\" on a "
+                              "thread of their own (a call that waited before its step ran "
+                              "here, or sends over the local transfer socket)")
                           .Register(*metrics);
   recv_tensor_on_loop_ = &recv_tensor.Add({{"thread", "loop"}});
+  recv_tensor_by_producer_ = &recv_tensor.Add({{"thread", "producer"}});
   recv_tensor_on_pool_ = &recv_tensor.Add({{"thread", "pool"}});
   recv_tensor_waiting_ = &prometheus::BuildGauge()
                               .Name("overseer_worker_recv_tensor_waiting")
                               .Help(
                                   "RecvTensor calls waiting now for their tensor to be "
-                                  "produced (each holds a thread of the pool)")
+                                  "produced")
                               .Register(*metrics)
                               .Add({});
   recv_tensor_bytes_ = &prometheus::BuildCounter()
@@ -286,32 +291,83 @@ void GrpcWorkerService::Serve(RecvTensorCall* call) {
   }
   Tensor tensor;
   const absl::StatusOr<bool> produced = worker_->TryRecvTensor(request, &tensor);
-  if (produced.ok() && (!*produced || GoesLocal(*call, tensor))) {
+  if (produced.ok() && *produced && GoesLocal(*call, tensor)) {
     if (recv_tensor_on_pool_ != nullptr) recv_tensor_on_pool_->Increment();
-    run_graph_threads_.Schedule([this, call, tensor = std::move(tensor), wait = !*produced] {
-      if (wait) {
-        WaitAndSend(call);
-      } else {
-        SendLocal(call, tensor);
-      }
-    });
-    return;
+    run_graph_threads_.Schedule(
+        [this, call, tensor = std::move(tensor)] { SendLocal(call, tensor); });
+  } else if (!produced.ok() || *produced) {
+    if (recv_tensor_on_loop_ != nullptr) recv_tensor_on_loop_->Increment();
+    if (produced.ok()) {
+      StreamTensor(call, tensor);
+    } else {
+      EndRecvTensor(call, produced.status(), 0);
+    }
+  } else if (WaitWithoutThread(call)) {
+    if (recv_tensor_by_producer_ != nullptr) recv_tensor_by_producer_->Increment();
+  } else {
+    if (recv_tensor_on_pool_ != nullptr) recv_tensor_on_pool_->Increment();
+    run_graph_threads_.Schedule([this, call] { WaitAndSend(call); });
   }
-  if (recv_tensor_on_loop_ != nullptr) recv_tensor_on_loop_->Increment();
-  if (!produced.ok()) {
-    EndRecvTensor(call, produced.status(), 0);
-    return;
+}
+
+void GrpcWorkerService::AddWaiting(int delta) {
+  recv_tensors_waiting_.fetch_add(delta);
+  if (recv_tensor_waiting_ == nullptr) return;
+  if (delta > 0) {
+    recv_tensor_waiting_->Increment(delta);
+  } else {
+    recv_tensor_waiting_->Decrement(-delta);
   }
-  StreamTensor(call, tensor);
+}
+
+bool GrpcWorkerService::WaitWithoutThread(RecvTensorCall* call) {
+  // The caller's timeout (at most its deadline) ends the wait.
+  const int64_t timeout_ms = call->request.timeout_in_ms();
+  if (timeout_ms > 0) {
+    call->pending.fetch_add(1);  // The alarm's completion, fired or cancelled.
+    call->alarm_set = true;
+    call->alarm.Set(
+        loop_->cq(), absl::ToChronoTime(absl::Now() + absl::Milliseconds(timeout_ms)),
+        CompletionQueueLoop::NewTag([this, call](bool fired) {
+          if (fired) {
+            absl::StatusOr<RendezvousKey> key =
+                RendezvousKey::Parse(call->request.rendezvous_key());
+            call->cancellation.StartCancel(absl::DeadlineExceededError(
+                key.ok() ? absl::StrCat("timed out waiting for tensor '", key->parsed.tensor_name,
+                                        "' from ", key->parsed.src_device, " (rendezvous key '",
+                                        key->full, "')")
+                         : "timed out waiting for the tensor"));
+          }
+          call->Unref(loop_);
+        }));
+  }
+  AddWaiting(1);
+  const bool waits = worker_->RecvTensorAsync(
+      call->request, &call->cancellation, [this, call](absl::StatusOr<Tensor> value) {
+        // On the producer's thread (its _Send), or the one that ended the wait.
+        AddWaiting(-1);
+        if (call->alarm_set) call->alarm.Cancel();
+        if (!value.ok()) {
+          EndRecvTensor(call, value.status(), 0);
+        } else if (GoesLocal(*call, *value)) {
+          run_graph_threads_.Schedule(
+              [this, call, tensor = *std::move(value)] { SendLocal(call, tensor); });
+        } else {
+          StreamTensor(call, *value);
+        }
+      });
+  if (!waits) {
+    AddWaiting(-1);
+    if (call->alarm_set) call->alarm.Cancel();
+  }
+  return waits;
 }
 
 void GrpcWorkerService::WaitAndSend(RecvTensorCall* call) {
   Tensor tensor;
-  if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Increment();
-  recv_tensors_waiting_.fetch_add(1);
+  AddWaiting(1);
   const absl::Status status = worker_->RecvTensor(call->request, &call->cancellation, &tensor);
-  recv_tensors_waiting_.fetch_sub(1);
-  if (recv_tensor_waiting_ != nullptr) recv_tensor_waiting_->Decrement();
+  AddWaiting(-1);
   if (!status.ok()) {
     EndRecvTensor(call, status, 0);
   } else if (GoesLocal(*call, tensor)) {

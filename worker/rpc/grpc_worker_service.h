@@ -12,6 +12,7 @@
 #include "core/metrics/rpc_metrics.h"
 #include "core/rpc/async_unary_call.h"
 #include "core/rpc/completion_queue_loop.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
@@ -45,7 +46,9 @@ namespace overseer {
 // longer than the caller's deadline. It is served on the loop too: a tensor already
 // produced is streamed from the loop's thread, each message written as the previous
 // write completes (thread="loop" in overseer_worker_recv_tensor_total); a call that
-// waits for its producer does so on a thread of the pool (thread="pool"). A caller on the same host
+// waits for its producer holds no thread: the producer's _Send starts the reply
+// (thread="producer"), unless the call came before its step's RunGraph, when it waits
+// on a thread of the pool (thread="pool"). A caller on the same host
 // that accepts it gets a tensor of at least kLocalTransferMinBytes over the local transfer socket
 // instead (worker/rpc/local_transfer.h; overseer_worker_recv_tensor_local_total counts them).
 // Thread-safe.
@@ -104,13 +107,23 @@ class GrpcWorkerService final
     bool last_with_status = false;
     // Element bytes in the messages.
     int64_t content_bytes = 0;
+    // Ends a wait without a thread at the caller's timeout.
+    grpc::Alarm alarm;
+    bool alarm_set = false;
   };
   // Serves an arrived RecvTensor on the loop's thread: a tensor already produced is
-  // streamed from there; a call that must wait for its producer, or whose tensor goes
-  // over the local transfer socket, continues on run_graph_threads_.
+  // streamed from there; a call that must wait for its producer waits without a thread
+  // (WaitWithoutThread) or, before its step ran here, on run_graph_threads_, as does a
+  // tensor that goes over the local transfer socket.
   void Serve(RecvTensorCall* call);
+  // Leaves the call with the step's rendezvous, whose producer (or the wait's end: the
+  // caller's timeout, its going away, the step's cleanup) sends the answer; false if
+  // only WaitAndSend may serve it (Worker::RecvTensorAsync).
+  bool WaitWithoutThread(RecvTensorCall* call);
   // On a pool thread: waits for the tensor, then sends it.
   void WaitAndSend(RecvTensorCall* call);
+  // Counts calls that start (1) or stop (-1) waiting for their tensor.
+  void AddWaiting(int delta);
   // Whether `tensor` goes to the caller over the local transfer socket.
   bool GoesLocal(const RecvTensorCall& call, const Tensor& tensor) const;
   // Sends `tensor` over the local transfer socket (blocks: not on the loop's thread)
@@ -134,6 +147,7 @@ class GrpcWorkerService final
   prometheus::Counter* rungraph_on_pool_ = nullptr;
   prometheus::Counter* recv_tensor_on_loop_ = nullptr;
   prometheus::Counter* recv_tensor_on_pool_ = nullptr;
+  prometheus::Counter* recv_tensor_by_producer_ = nullptr;
   // RecvTensor calls waiting for their tensor right now.
   prometheus::Gauge* recv_tensor_waiting_ = nullptr;
   prometheus::Counter* recv_tensor_bytes_ = nullptr;

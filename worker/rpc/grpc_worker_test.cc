@@ -441,7 +441,7 @@ TEST_F(GrpcWorkerTest, ATensorAlreadyProducedIsSentFromTheThreadThatReadsTheCall
   EXPECT_EQ(RecvTensorsOn(&ps_, "loop"), 3);
   EXPECT_EQ(RecvTensorsOn(&ps_, "pool"), 0);
 
-  // A call that comes before its tensor waits on a thread of the pool.
+  // A call that comes before its step ran here waits on a thread of the pool.
   const Tensor x = Floats(100);
   Tensor got;
   absl::Status waited;
@@ -456,12 +456,75 @@ TEST_F(GrpcWorkerTest, ATensorAlreadyProducedIsSentFromTheThreadThatReadsTheCall
   Cleanup(step);
   EXPECT_EQ(RecvTensorsOn(&ps_, "pool"), 1);
 
+  // One that comes after its step ran here, before its tensor, holds no thread: the
+  // ps's _Send answers it, on the thread that runs the ps's step.
+  ++step;
+  GraphDef g;
+  test::AddConst(&g, "c", test::AsTensor<float>({4}), kPsDevice);
+  const std::string other = Register(&ps_, g);
+  RunGraphRequest run;
+  run.set_session_handle("s");
+  run.set_graph_handle(other);
+  run.set_step_id(step);
+  RunGraphResponse ran;
+  ASSERT_TRUE(ps_.client->RunGraph(run, &ran).ok());
+  const RecvTensorRequest after_run = request_of(step, ps_.worker->incarnation());
+  std::thread second([&] { waited = caller.RecvTensor(after_run, nullptr, &got); });
+  ASSERT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 1; }));
+  const Tensor y = Floats(5000);  // Over 16 KiB: two messages, then the status.
+  RunGraphRequest send_y;
+  ASSERT_TRUE(RunPsSend(step, y, &send_y).ok());
+  second.join();
+  ASSERT_TRUE(waited.ok()) << waited;
+  EXPECT_EQ(got.data<float>()[4999], y.data<float>()[4999]);
+  Cleanup(step);
+  EXPECT_EQ(RecvTensorsOn(&ps_, "producer"), 1);
+  EXPECT_EQ(RecvTensorsOn(&ps_, "pool"), 1);
+
   // An error that needs no wait is answered on the loop too.
   EXPECT_EQ(
       caller.RecvTensor(request_of(++step, ps_.worker->incarnation() + 1), nullptr, &got).code(),
       absl::StatusCode::kAborted);
   EXPECT_EQ(RecvTensorsOn(&ps_, "loop"), 4);
+  EXPECT_EQ(RecvTensorsOn(&ps_, "producer"), 1);
   EXPECT_EQ(ps_.service->recv_tensors_waiting(), 0);
+  EXPECT_EQ(ps_.worker->num_steps(), 0);
+}
+
+TEST_F(GrpcWorkerTest, AWaitWithoutAThreadEndsAtItsTimeoutOrWhenTheCallerGoesAway) {
+  CreateSessions();
+  GraphDef g;
+  test::AddConst(&g, "c", test::AsTensor<float>({4}), kPsDevice);
+  const std::string handle = Register(&ps_, g);
+  RunGraphRequest run;
+  run.set_session_handle("s");
+  run.set_graph_handle(handle);
+  run.set_step_id(9);
+  RunGraphResponse ran;
+  ASSERT_TRUE(ps_.client->RunGraph(run, &ran).ok());  // Step 9 ran on the ps.
+
+  RecvTensorRequest request;
+  request.set_step_id(9);
+  request.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, ps_.worker->incarnation(), kWorkerDevice, "never"));
+  request.set_timeout_in_ms(200);
+  Tensor t;
+  absl::Status s = ps_.client->RecvTensor(request, nullptr, &t);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "timed out waiting for tensor 'never'")) << s;
+
+  request.set_timeout_in_ms(0);
+  CancellationManager cm;
+  std::thread receiver([&] { s = ps_.client->RecvTensor(request, &cm, &t); });
+  ASSERT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 1; }));
+  cm.StartCancel(absl::CancelledError("step cancelled"));
+  receiver.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  // The ps saw the call end and stopped waiting; the key may be waited for again.
+  EXPECT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 0; }));
+  EXPECT_EQ(RecvTensorsOn(&ps_, "producer"), 2);
+  EXPECT_EQ(RecvTensorsOn(&ps_, "pool"), 0);
+  Cleanup(9);
   EXPECT_EQ(ps_.worker->num_steps(), 0);
 }
 
