@@ -227,10 +227,11 @@ TEST_F(WorkerServerTest, LargeTensorCrossesTasksThenKillAndTerm) {
   EXPECT_EQ(worker_->Terminate(), 0) << worker_->log();
 }
 
-// A burst of RecvTensor calls that wait for their producer holds a thread each (of the
-// worker service's pool). The worker keeps those threads for the next burst, instead
-// of ending all but two of them and starting new ones for every burst (what gRPC's
-// synchronous server did by default when the calls waited on its threads).
+// A burst of RecvTensor calls that wait for their producer, in a step that has not run
+// on the task yet, holds a thread each (of the worker service's pool). The worker keeps
+// those threads for the next burst, instead of ending all but two of them and starting
+// new ones for every burst (what gRPC's synchronous server did by default when the
+// calls waited on its threads).
 TEST_F(WorkerServerTest, BurstsOfWaitingRecvTensorsReuseTheServersThreads) {
   ASSERT_TRUE(WaitServing(*ps_, absl::Seconds(30))) << ps_->log();
   const uint64_t ps_incarnation = Incarnation(ps_client_.get());

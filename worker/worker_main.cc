@@ -139,8 +139,8 @@ int Main() {
   // threads kept made a ps start and end about eight threads per training step of the
   // replicated example (strace: clone3 and munmap per step), and keeping up to 16
   // raised replicated_training_bench from 88-113 to 121-155 steps/s. RecvTensor now
-  // waits on the service's own pool (grpc_worker_service.h); the synchronous control
-  // methods still keep up to 16.
+  // waits without a thread, or on the service's own pool (grpc_worker_service.h); the
+  // synchronous control methods still keep up to 16.
   runner_options.max_pollers = kWorkerServerMaxPollers;
   if (runner_options.port == 0 && !task->cluster.jobs().empty()) {
     const std::string address = *task->cluster.TaskAddress(task->job, task->index);
