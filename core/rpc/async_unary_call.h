@@ -49,8 +49,9 @@ struct AsyncServerCall {
   // When the call arrived.
   absl::Time start;
 
-  // One of the call's two last operations completed (its end, AsyncNotifyWhenDone, and
-  // the one that sends its status); the second frees the call and releases the loop.
+  // One of the call's last operations completed: its end (AsyncNotifyWhenDone) and the
+  // one that sends its status, and any other that the call must outlive (an alarm),
+  // counted in `pending` before it starts. The last frees the call and releases the loop.
   void Unref(CompletionQueueLoop* loop) {
     if (pending.fetch_sub(1) == 1) {
       delete this;

@@ -48,9 +48,10 @@ namespace overseer {
 // write completes (thread="loop" in overseer_worker_recv_tensor_total); a call that
 // waits for its producer holds no thread: the producer's _Send starts the reply
 // (thread="producer"), unless the call came before its step's RunGraph, when it waits
-// on a thread of the pool (thread="pool"). A caller on the same host
-// that accepts it gets a tensor of at least kLocalTransferMinBytes over the local transfer socket
-// instead (worker/rpc/local_transfer.h; overseer_worker_recv_tensor_local_total counts them).
+// on a thread of the pool (thread="pool"). A caller on the same host that accepts it
+// gets a tensor of at least kLocalTransferMinBytes over the local transfer socket
+// instead, sent from a thread of the pool (worker/rpc/local_transfer.h;
+// overseer_worker_recv_tensor_local_total counts them).
 // Thread-safe.
 class GrpcWorkerService final
     : public WorkerService::WithAsyncMethod_RunGraph<WorkerService::Service> {

@@ -194,6 +194,20 @@ class GrpcWorkerTest : public ::testing::Test {
     return Tensor::FromProto(response.recv(0).tensor());
   }
 
+  // Runs step `step_id` of a graph of the ps's own (a Const), so that the step ran on
+  // the ps while none of RegisterPull's tensors was sent in it.
+  void RunStepOnPs(int64_t step_id) {
+    GraphDef g;
+    test::AddConst(&g, "c", test::AsTensor<float>({4}), kPsDevice);
+    RunGraphRequest run;
+    run.set_session_handle("s");
+    run.set_graph_handle(Register(&ps_, g));
+    run.set_step_id(step_id);
+    RunGraphResponse ran;
+    absl::Status s = ps_.client->RunGraph(run, &ran);
+    EXPECT_TRUE(s.ok()) << s;
+  }
+
   void Cleanup(int64_t step_id) {
     CleanupGraphRequest cleanup;
     cleanup.set_step_id(step_id);
@@ -458,16 +472,7 @@ TEST_F(GrpcWorkerTest, ATensorAlreadyProducedIsSentFromTheThreadThatReadsTheCall
 
   // One that comes after its step ran here, before its tensor, holds no thread: the
   // ps's _Send answers it, on the thread that runs the ps's step.
-  ++step;
-  GraphDef g;
-  test::AddConst(&g, "c", test::AsTensor<float>({4}), kPsDevice);
-  const std::string other = Register(&ps_, g);
-  RunGraphRequest run;
-  run.set_session_handle("s");
-  run.set_graph_handle(other);
-  run.set_step_id(step);
-  RunGraphResponse ran;
-  ASSERT_TRUE(ps_.client->RunGraph(run, &ran).ok());
+  RunStepOnPs(++step);
   const RecvTensorRequest after_run = request_of(step, ps_.worker->incarnation());
   std::thread second([&] { waited = caller.RecvTensor(after_run, nullptr, &got); });
   ASSERT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 1; }));
@@ -493,15 +498,7 @@ TEST_F(GrpcWorkerTest, ATensorAlreadyProducedIsSentFromTheThreadThatReadsTheCall
 
 TEST_F(GrpcWorkerTest, AWaitWithoutAThreadEndsAtItsTimeoutOrWhenTheCallerGoesAway) {
   CreateSessions();
-  GraphDef g;
-  test::AddConst(&g, "c", test::AsTensor<float>({4}), kPsDevice);
-  const std::string handle = Register(&ps_, g);
-  RunGraphRequest run;
-  run.set_session_handle("s");
-  run.set_graph_handle(handle);
-  run.set_step_id(9);
-  RunGraphResponse ran;
-  ASSERT_TRUE(ps_.client->RunGraph(run, &ran).ok());  // Step 9 ran on the ps.
+  RunStepOnPs(9);
 
   RecvTensorRequest request;
   request.set_step_id(9);
