@@ -15,6 +15,12 @@ absl::StatusOr<RendezvousKey> RendezvousKey::Parse(absl::string_view key) {
   return out;
 }
 
+absl::Status RendezvousTimedOut(const RendezvousKey& key) {
+  return absl::DeadlineExceededError(
+      absl::StrCat("timed out waiting for tensor '", key.parsed.tensor_name, "' from ",
+                   key.parsed.src_device, " (rendezvous key '", key.full, "')"));
+}
+
 std::shared_ptr<LocalRendezvous> LocalRendezvous::Create() {
   return std::shared_ptr<LocalRendezvous>(new LocalRendezvous());
 }
@@ -164,9 +170,7 @@ absl::StatusOr<Tensor> LocalRendezvous::Recv(const RendezvousKey& key, const Ren
           result = absl::CancelledError(absl::StrCat(
               "receive of '", key.full, "' cancelled: ", wait.cancellation->status().message()));
         } else if (!done) {
-          result = absl::DeadlineExceededError(
-              absl::StrCat("timed out waiting for tensor '", key.parsed.tensor_name, "' from ",
-                           key.parsed.src_device, " (rendezvous key '", key.full, "')"));
+          result = RendezvousTimedOut(key);
         }
         if (!now.has_value && !now.has_waiter) items_.erase(key.full);
       }

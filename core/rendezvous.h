@@ -39,6 +39,10 @@ struct RendezvousKey {
   static absl::StatusOr<RendezvousKey> Parse(absl::string_view key);
 };
 
+// DEADLINE_EXCEEDED naming the tensor of `key` and its producer: a receive of it that
+// timed out.
+absl::Status RendezvousTimedOut(const RendezvousKey& key);
+
 // How long and until what a Recv waits. Every field is optional.
 struct RendezvousWait {
   // Cancelling it ends the wait with CANCELLED. Not owned.

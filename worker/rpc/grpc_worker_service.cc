@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -291,14 +292,13 @@ void GrpcWorkerService::Serve(RecvTensorCall* call) {
   }
   Tensor tensor;
   const absl::StatusOr<bool> produced = worker_->TryRecvTensor(request, &tensor);
-  if (produced.ok() && *produced && GoesLocal(*call, tensor)) {
-    if (recv_tensor_on_pool_ != nullptr) recv_tensor_on_pool_->Increment();
-    run_graph_threads_.Schedule(
-        [this, call, tensor = std::move(tensor)] { SendLocal(call, tensor); });
-  } else if (!produced.ok() || *produced) {
-    if (recv_tensor_on_loop_ != nullptr) recv_tensor_on_loop_->Increment();
+  if (!produced.ok() || *produced) {
+    // Answered now: streamed from here, unless it goes over the local socket.
+    const bool local = produced.ok() && GoesLocal(*call, tensor);
+    prometheus::Counter* where = local ? recv_tensor_on_pool_ : recv_tensor_on_loop_;
+    if (where != nullptr) where->Increment();
     if (produced.ok()) {
-      StreamTensor(call, tensor);
+      SendProduced(call, std::move(tensor), /*on_pool=*/false);
     } else {
       EndRecvTensor(call, produced.status(), 0);
     }
@@ -307,6 +307,17 @@ void GrpcWorkerService::Serve(RecvTensorCall* call) {
   } else {
     if (recv_tensor_on_pool_ != nullptr) recv_tensor_on_pool_->Increment();
     run_graph_threads_.Schedule([this, call] { WaitAndSend(call); });
+  }
+}
+
+void GrpcWorkerService::SendProduced(RecvTensorCall* call, Tensor tensor, bool on_pool) {
+  if (!GoesLocal(*call, tensor)) {
+    StreamTensor(call, tensor);
+  } else if (on_pool) {
+    SendLocal(call, tensor);
+  } else {  // It blocks: not on this thread.
+    run_graph_threads_.Schedule(
+        [this, call, tensor = std::move(tensor)] { SendLocal(call, tensor); });
   }
 }
 
@@ -326,20 +337,19 @@ bool GrpcWorkerService::WaitWithoutThread(RecvTensorCall* call) {
   if (timeout_ms > 0) {
     call->pending.fetch_add(1);  // The alarm's completion, fired or cancelled.
     call->alarm_set = true;
-    call->alarm.Set(
-        loop_->cq(), absl::ToChronoTime(absl::Now() + absl::Milliseconds(timeout_ms)),
-        CompletionQueueLoop::NewTag([this, call](bool fired) {
-          if (fired) {
-            absl::StatusOr<RendezvousKey> key =
-                RendezvousKey::Parse(call->request.rendezvous_key());
-            call->cancellation.StartCancel(absl::DeadlineExceededError(
-                key.ok() ? absl::StrCat("timed out waiting for tensor '", key->parsed.tensor_name,
-                                        "' from ", key->parsed.src_device, " (rendezvous key '",
-                                        key->full, "')")
-                         : "timed out waiting for the tensor"));
-          }
-          call->Unref(loop_);
-        }));
+    call->alarm.Set(loop_->cq(), absl::ToChronoTime(absl::Now() + absl::Milliseconds(timeout_ms)),
+                    CompletionQueueLoop::NewTag([this, call](bool fired) {
+                      if (fired) {
+                        // The key parsed when the call came (TryRecvTensor).
+                        absl::StatusOr<RendezvousKey> key =
+                            RendezvousKey::Parse(call->request.rendezvous_key());
+                        call->cancellation.StartCancel(
+                            key.ok()
+                                ? RendezvousTimedOut(*key)
+                                : absl::DeadlineExceededError("timed out waiting for the tensor"));
+                      }
+                      call->Unref(loop_);
+                    }));
   }
   AddWaiting(1);
   const bool waits = worker_->RecvTensorAsync(
@@ -347,13 +357,10 @@ bool GrpcWorkerService::WaitWithoutThread(RecvTensorCall* call) {
         // On the producer's thread (its _Send), or the one that ended the wait.
         AddWaiting(-1);
         if (call->alarm_set) call->alarm.Cancel();
-        if (!value.ok()) {
-          EndRecvTensor(call, value.status(), 0);
-        } else if (GoesLocal(*call, *value)) {
-          run_graph_threads_.Schedule(
-              [this, call, tensor = *std::move(value)] { SendLocal(call, tensor); });
+        if (value.ok()) {
+          SendProduced(call, *std::move(value), /*on_pool=*/false);
         } else {
-          StreamTensor(call, *value);
+          EndRecvTensor(call, value.status(), 0);
         }
       });
   if (!waits) {
@@ -368,12 +375,10 @@ void GrpcWorkerService::WaitAndSend(RecvTensorCall* call) {
   AddWaiting(1);
   const absl::Status status = worker_->RecvTensor(call->request, &call->cancellation, &tensor);
   AddWaiting(-1);
-  if (!status.ok()) {
-    EndRecvTensor(call, status, 0);
-  } else if (GoesLocal(*call, tensor)) {
-    SendLocal(call, tensor);
+  if (status.ok()) {
+    SendProduced(call, std::move(tensor), /*on_pool=*/true);
   } else {
-    StreamTensor(call, tensor);
+    EndRecvTensor(call, status, 0);
   }
 }
 

@@ -125,6 +125,9 @@ class GrpcWorkerService final
   void WaitAndSend(RecvTensorCall* call);
   // Counts calls that start (1) or stop (-1) waiting for their tensor.
   void AddWaiting(int delta);
+  // Sends a produced `tensor`: streamed, or over the local transfer socket from a
+  // thread of the pool (this one if `on_pool`).
+  void SendProduced(RecvTensorCall* call, Tensor tensor, bool on_pool);
   // Whether `tensor` goes to the caller over the local transfer socket.
   bool GoesLocal(const RecvTensorCall& call, const Tensor& tensor) const;
   // Sends `tensor` over the local transfer socket (blocks: not on the loop's thread)
