@@ -44,6 +44,11 @@
 //     interleaved. 5 rounds. What slows the steps is CPU shared with the save on this
 //     2-core host (saving holds no variable lock while writing): its CRC32C and system
 //     calls, which run at idle priority.
+//   checkpoint.train_steps_per_sec_during_raw_write: the same trainer's steps per second
+//     while the raw write of save_gbps's baseline runs (the same bytes, two threads,
+//     O_DIRECT, fsync) from threads at idle priority, as the ps's writers are, against
+//     the same quiet windows, in the same interleaved rounds. What the disk writes alone
+//     cost training on this host: the floor under the figure above.
 // Every group of rounds starts with an untimed warm-up round (the first GiB a run writes
 // is several times slower than the next on this host, and the first save and restore
 // in fresh processes fault in their buffers). Within a group each round alternates
@@ -52,6 +57,7 @@
 // goes to stderr.
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -227,8 +233,10 @@ struct AlignedBuffer {
 // into each of the kPsTasks files `paths`, one thread per file, with O_DIRECT where the
 // file system takes it (as the ps write their shards: local writes, local_write.h),
 // fsyncs them and drops them from the page cache; returns the seconds of the writes
-// and fsyncs.
-double RawWrite(const std::vector<std::string>& paths, const char* buffer) {
+// and fsyncs. With `idle_priority` the threads write at the lowest CPU priority
+// (SCHED_IDLE), as a ps's writer does.
+double RawWrite(const std::vector<std::string>& paths, const char* buffer,
+                bool idle_priority = false) {
   std::vector<int> fds;
   for (const std::string& path : paths) {
     ::unlink(path.c_str());
@@ -240,7 +248,11 @@ double RawWrite(const std::vector<std::string>& paths, const char* buffer) {
   const double seconds = bench::SecondsOf([&] {
     std::vector<std::thread> writers;
     for (int fd : fds) {
-      writers.emplace_back([buffer, fd] {
+      writers.emplace_back([buffer, fd, idle_priority] {
+        if (idle_priority) {
+          const sched_param param{};
+          CHECK(::sched_setscheduler(0, SCHED_IDLE, &param) == 0) << std::strerror(errno);
+        }
         for (int i = 0; i < kVariables / kPsTasks; ++i) {
           CHECK(::write(fd, buffer, kVariableBytes) == static_cast<ssize_t>(kVariableBytes));
         }
@@ -447,12 +459,17 @@ int Run(const char* argv0) {
   bench::Rounds training("checkpoint_cluster training");
   int quiet = 0;
   int during_save = 0;
+  int during_raw_write = 0;
   {
     Trainer trainer(session.get(), model.train);
     quiet = training.Add("quiet", [&] {
       return trainer.StepsPerSecondDuring([] { absl::SleepFor(kQuietTraining); });
     });
     during_save = training.Add("saving", [&] { return trainer.StepsPerSecondDuring(save); });
+    during_raw_write = training.Add("raw_writing", [&] {
+      return trainer.StepsPerSecondDuring(
+          [&] { RawWrite(raw_paths, buffer.data, /*idle_priority=*/true); });
+    });
     training.Run(kTrainingRounds);
   }
 
@@ -464,6 +481,8 @@ int Run(const char* argv0) {
                      restores.samples(raw_grpc));
   bench::PrintFigure("checkpoint.train_steps_per_sec_during_save", "steps/s",
                      training.samples(during_save), training.samples(quiet));
+  bench::PrintFigure("checkpoint.train_steps_per_sec_during_raw_write", "steps/s",
+                     training.samples(during_raw_write), training.samples(quiet));
   bench::PrintFigureWithoutBaseline(
       "ps.rss_after_restore_ratio", "ratio", rss_after_restore,
       absl::StrFormat("resident bytes of a ps over its variable bytes after each restore; "
