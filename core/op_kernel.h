@@ -79,6 +79,16 @@ class OpKernel {
   virtual absl::Status Init(OpKernelConstruction* /*c*/) { return absl::OkStatus(); }
   // Computes the outputs from the inputs; every output must be set on success.
   virtual absl::Status Compute(OpKernelContext* ctx) = 0;
+  // What an executor calls for a kernel whose IsAsync() is true, instead of Compute:
+  // computes, then calls `done` once with Compute's status, either on this thread
+  // before returning or later on another thread (the one a reply arrives on, which
+  // `done` does not block). `ctx` stays valid until `done` runs. The default runs
+  // Compute here.
+  using DoneCallback = std::function<void(absl::Status)>;
+  virtual void ComputeAsync(OpKernelContext* ctx, DoneCallback done) { done(Compute(ctx)); }
+  // True if ComputeAsync may finish later, on another thread: a kernel that waits for
+  // a remote reply then holds no thread while it waits.
+  virtual bool IsAsync() const { return false; }
 
   const NodeDef& def() const { return def_; }
   const std::string& name() const { return def_.name(); }

@@ -33,7 +33,8 @@ struct Executor::NodeItem {
   // Runs on the thread that made it ready, before that thread takes anything else: a
   // feed, or a kernel that is cheap and never waits.
   bool runs_inline = false;
-  int pending_init = 0;  // Data plus control inputs.
+  bool is_async = false;  // OpKernel::IsAsync.
+  int pending_init = 0;   // Data plus control inputs.
   std::string error_prefix;
   std::vector<bool> value_input;  // Input i is declared a value (not a reference).
   std::vector<DataType> output_types;
@@ -83,6 +84,9 @@ struct Executor::Step {
   std::deque<int> ready ABSL_GUARDED_BY(mu);
   int outstanding ABSL_GUARDED_BY(mu) = 0;  // Nodes ready or running.
   int tasks ABSL_GUARDED_BY(mu) = 0;        // Pool tasks scheduled, not finished.
+  // Run's thread waits for a ready node (or the end): a node queued now needs no pool
+  // task, as that thread takes it.
+  bool run_waiting ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
 };
 
@@ -124,7 +128,9 @@ absl::Status Executor::Init(KernelCache* kernels) {
     }
     ASSIGN_OR_RETURN(std::shared_ptr<OpKernel> kernel, kernels->GetOrCreate(*g.node(id).def));
     items_[id].kernel = kernel.get();
-    items_[id].runs_inline = !kernel->IsExpensive() && !kernel->MayWait();
+    // An async kernel only starts its wait on the thread: it runs inline too.
+    items_[id].is_async = kernel->IsAsync();
+    items_[id].runs_inline = (!kernel->IsExpensive() && !kernel->MayWait()) || kernel->IsAsync();
     may_wait_ = may_wait_ || kernel->MayWait();
     kernels_.push_back(std::move(kernel));
   }
@@ -233,7 +239,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   if (!roots_.empty()) {
     ReadyNodes here;
     absl::InlinedVector<int, 8> elsewhere;
-    Dispatch(roots_, &here, &elsewhere);
+    Dispatch(roots_, &here, &elsewhere, /*foreign=*/false);
     {
       absl::MutexLock lock(&s->mu);
       // s->status is OK here (a reused step was reset as its last run ended), unless the
@@ -245,7 +251,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
     for (size_t i = 0; i < elsewhere.size(); ++i) {
       pool_->Schedule([this, s] { RunQueued(s); }, may_wait_);
     }
-    RunNodes(s, &here);
+    RunNodes(s, &here, /*foreign=*/false);
     // Help with queued nodes until the step is over and no pool task holds it.
     auto can_proceed = [s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
       return !s->ready.empty() || (s->outstanding == 0 && s->tasks == 0);
@@ -254,13 +260,15 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
       int node;
       {
         absl::MutexLock lock(&s->mu);
+        s->run_waiting = true;
         s->mu.Await(absl::Condition(&can_proceed));
+        s->run_waiting = false;
         if (s->ready.empty()) break;
         node = s->ready.front();
         s->ready.pop_front();
       }
       ReadyNodes here = {node};
-      RunNodes(s, &here);
+      RunNodes(s, &here, /*foreign=*/false);
     }
   }
   if (timer >= 0) args.timer->Cancel(timer);
@@ -339,14 +347,14 @@ void Executor::RunQueued(Step* step) {
   }
   if (node >= 0) {
     ReadyNodes here = {node};
-    RunNodes(step, &here);
+    RunNodes(step, &here, /*foreign=*/false);
   }
   absl::MutexLock lock(&step->mu);
   --step->tasks;
 }
 
 void Executor::Dispatch(absl::Span<const int> ready, ReadyNodes* here,
-                        absl::InlinedVector<int, 8>* elsewhere) const {
+                        absl::InlinedVector<int, 8>* elsewhere, bool foreign) const {
   const bool had_work = !here->empty();
   for (int n : ready) {
     if (items_[n].runs_inline) {
@@ -357,121 +365,171 @@ void Executor::Dispatch(absl::Span<const int> ready, ReadyNodes* here,
   }
   // A thread with nothing else to do runs one of the others itself (an expensive kernel,
   // or one that may wait: it then waits with no work of its own held up behind it).
-  if (!had_work && here->empty() && !elsewhere->empty()) {
+  if (!foreign && !had_work && here->empty() && !elsewhere->empty()) {
     here->push_back(elsewhere->back());
     elsewhere->pop_back();
   }
 }
 
-void Executor::RunNodes(Step* step, ReadyNodes* here) {
+void Executor::RunNodes(Step* step, ReadyNodes* here, bool foreign) {
   // Last in, first out: a node that may wait was pushed only onto an empty list, so it
   // runs after everything pushed since, when this thread has nothing else to run.
   while (!here->empty()) {
     const int node = here->back();
     here->pop_back();
-    RunNode(step, node, here);
+    RunNode(step, node, here, foreign);
   }
 }
 
-void Executor::RunNode(Step* step, int id, ReadyNodes* here) {
+void Executor::RunNode(Step* step, int id, ReadyNodes* here, bool foreign) {
   NodeItem& item = items_[id];
   std::vector<TensorValue>& inputs = step->inputs[id];
-  absl::InlinedVector<int, 8> ready;
-  if (!step->failed.load(std::memory_order_acquire)) {
-    if (step->trace) {
-      step->times[id].start = absl::ToUnixMicros(absl::Now());
-      step->times[id].thread = TraceThreadId();
-    }
-    auto propagate = [&](TensorValue* outputs) {
-      for (const OutEdge& e : item.out_edges) {
-        if (!e.IsControl()) step->inputs[e.dst][e.dst_input] = outputs[e.src_output];
-        if (step->pending[e.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          ready.push_back(e.dst);
-        }
-      }
-      for (const auto& [output, slot] : item.fetch_slots) {
-        step->fetched[slot] = outputs[output];
-      }
-    };
-    if (item.feed_index >= 0) {
-      TensorValue fed;
-      fed.tensor = *step->args->feeds[item.feed_index];
-      propagate(&fed);
-    } else {
-      absl::Status status;
-      // A reference feeding a value input is read now, when the consumer runs.
-      for (size_t i = 0; i < inputs.size() && status.ok(); ++i) {
-        TensorValue& v = inputs[i];
-        if (!v.is_ref() || !item.value_input[i]) continue;
-        absl::MutexLock lock(v.ref->mu());
-        if (!v.ref->is_initialized()) {
-          status = absl::FailedPreconditionError(
-              absl::StrCat(item.error_prefix, "Attempting to use uninitialized value ",
-                           item.kernel->def().input(static_cast<int>(i))));
-        } else {
-          v.tensor = *v.ref->tensor();
-        }
-        v.ref.reset();
-      }
-      if (status.ok()) {
-        OpKernelContext::Params params;
-        params.kernel = item.kernel;
-        params.inputs = &inputs;
-        params.step_id = step->args->step_id;
-        params.resource_mgr = step->args->resource_mgr;
-        params.cancellation = step->cancellation;
-        params.clock = step->clock;
-        params.deadline = step->deadline;
-        params.rendezvous = step->args->rendezvous;
-        params.eigen_device = step->args->eigen_device;
-        OpKernelContext ctx(params);
-        if (step->trace) step->times[id].op_start = absl::ToUnixMicros(absl::Now());
-        status = Annotate(item.kernel->Compute(&ctx), item.error_prefix);
-        std::vector<TensorValue>& outputs = *ctx.mutable_outputs();
-        if (step->trace) {
-          step->times[id].op_end = absl::ToUnixMicros(absl::Now());
-          if (step->args->trace_outputs) {
-            for (size_t i = 0; i < outputs.size(); ++i) {
-              const TensorValue& v = outputs[i];
-              if (v.is_ref() || !v.tensor.IsInitialized()) continue;
-              step->times[id].outputs.push_back({static_cast<int>(i), v.tensor.dtype(),
-                                                 v.tensor.shape(),
-                                                 static_cast<int64_t>(v.tensor.TotalBytes())});
-            }
-          }
-        }
-        for (size_t i = 0; i < outputs.size() && status.ok(); ++i) {
-          const TensorValue& v = outputs[i];
-          if (v.is_ref()) continue;
-          if (!v.tensor.IsInitialized()) {
-            status = absl::InternalError(
-                absl::StrCat(item.error_prefix, "the kernel did not set output ", i));
-          } else if (v.tensor.dtype() != RemoveRefType(item.output_types[i])) {
-            status = absl::InternalError(absl::StrCat(item.error_prefix, "the kernel set output ",
-                                                      i, " to ", DataTypeString(v.tensor.dtype()),
-                                                      " but the op declares ",
-                                                      DataTypeString(item.output_types[i])));
-          }
-        }
-        if (status.ok()) propagate(outputs.data());
-      }
-      if (!status.ok()) Fail(step, std::move(status));
-    }
-    if (step->trace) step->times[id].end = absl::ToUnixMicros(absl::Now());
+  if (step->failed.load(std::memory_order_acquire)) {
+    EndNode(step, id, {}, here, foreign);
+    return;
   }
-  for (TensorValue& v : inputs) v = TensorValue();
+  if (step->trace) {
+    step->times[id].start = absl::ToUnixMicros(absl::Now());
+    step->times[id].thread = TraceThreadId();
+  }
+  if (item.feed_index >= 0) {
+    TensorValue fed;
+    fed.tensor = *step->args->feeds[item.feed_index];
+    ReadyNodes ready;
+    Propagate(step, item, &fed, &ready);
+    EndNode(step, id, ready, here, foreign);
+    return;
+  }
+  // A reference feeding a value input is read now, when the consumer runs.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TensorValue& v = inputs[i];
+    if (!v.is_ref() || !item.value_input[i]) continue;
+    absl::MutexLock lock(v.ref->mu());
+    if (!v.ref->is_initialized()) {
+      Fail(step, absl::FailedPreconditionError(
+                     absl::StrCat(item.error_prefix, "Attempting to use uninitialized value ",
+                                  item.kernel->def().input(static_cast<int>(i)))));
+      EndNode(step, id, {}, here, foreign);
+      return;
+    }
+    v.tensor = *v.ref->tensor();
+    v.ref.reset();
+  }
+  OpKernelContext::Params params;
+  params.kernel = item.kernel;
+  params.inputs = &inputs;
+  params.step_id = step->args->step_id;
+  params.resource_mgr = step->args->resource_mgr;
+  params.cancellation = step->cancellation;
+  params.clock = step->clock;
+  params.deadline = step->deadline;
+  params.rendezvous = step->args->rendezvous;
+  params.eigen_device = step->args->eigen_device;
+  if (step->trace) step->times[id].op_start = absl::ToUnixMicros(absl::Now());
+  if (!item.is_async) {
+    OpKernelContext ctx(params);
+    absl::Status status = item.kernel->Compute(&ctx);
+    EndCompute(step, id, std::move(status), ctx.mutable_outputs(), here, foreign);
+    return;
+  }
+  // The node stays outstanding until `done`; whichever of this thread (back from
+  // ComputeAsync) and `done`'s comes second ends it. On `done`'s thread (a reply's,
+  // foreign to the step) only cheap nodes run; the others go to the pool.
+  struct Async {
+    explicit Async(const OpKernelContext::Params& params) : ctx(params) {}
+    OpKernelContext ctx;
+    absl::Status status;
+    std::atomic<bool> one_side_done{false};
+  };
+  auto* async = new Async(params);
+  item.kernel->ComputeAsync(&async->ctx, [this, step, id, async](absl::Status status) {
+    async->status = std::move(status);
+    if (!async->one_side_done.exchange(true, std::memory_order_acq_rel)) return;
+    std::vector<TensorValue> outputs = std::move(*async->ctx.mutable_outputs());
+    status = std::move(async->status);
+    delete async;
+    ReadyNodes here;
+    EndCompute(step, id, std::move(status), &outputs, &here, /*foreign=*/true);
+    if (!here.empty()) RunNodes(step, &here, /*foreign=*/true);
+  });
+  if (!async->one_side_done.exchange(true, std::memory_order_acq_rel)) return;
+  std::vector<TensorValue> outputs = std::move(*async->ctx.mutable_outputs());
+  absl::Status status = std::move(async->status);
+  delete async;
+  EndCompute(step, id, std::move(status), &outputs, here, foreign);
+}
+
+void Executor::Propagate(Step* step, const NodeItem& item, TensorValue* outputs,
+                         ReadyNodes* ready) {
+  for (const OutEdge& e : item.out_edges) {
+    if (!e.IsControl()) step->inputs[e.dst][e.dst_input] = outputs[e.src_output];
+    if (step->pending[e.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      ready->push_back(e.dst);
+    }
+  }
+  for (const auto& [output, slot] : item.fetch_slots) step->fetched[slot] = outputs[output];
+}
+
+void Executor::EndCompute(Step* step, int id, absl::Status status,
+                          std::vector<TensorValue>* outputs, ReadyNodes* here, bool foreign) {
+  const NodeItem& item = items_[id];
+  status = Annotate(status, item.error_prefix);
+  if (step->trace) {
+    step->times[id].op_end = absl::ToUnixMicros(absl::Now());
+    if (step->args->trace_outputs) {
+      for (size_t i = 0; i < outputs->size(); ++i) {
+        const TensorValue& v = (*outputs)[i];
+        if (v.is_ref() || !v.tensor.IsInitialized()) continue;
+        step->times[id].outputs.push_back({static_cast<int>(i), v.tensor.dtype(), v.tensor.shape(),
+                                           static_cast<int64_t>(v.tensor.TotalBytes())});
+      }
+    }
+  }
+  for (size_t i = 0; i < outputs->size() && status.ok(); ++i) {
+    const TensorValue& v = (*outputs)[i];
+    if (v.is_ref()) continue;
+    if (!v.tensor.IsInitialized()) {
+      status =
+          absl::InternalError(absl::StrCat(item.error_prefix, "the kernel did not set output ", i));
+    } else if (v.tensor.dtype() != RemoveRefType(item.output_types[i])) {
+      status = absl::InternalError(absl::StrCat(
+          item.error_prefix, "the kernel set output ", i, " to ", DataTypeString(v.tensor.dtype()),
+          " but the op declares ", DataTypeString(item.output_types[i])));
+    }
+  }
+  ReadyNodes ready;
+  if (status.ok()) {
+    Propagate(step, item, outputs->data(), &ready);
+  } else {
+    Fail(step, std::move(status));
+  }
+  EndNode(step, id, ready, here, foreign);
+}
+
+void Executor::EndNode(Step* step, int id, absl::Span<const int> ready, ReadyNodes* here,
+                       bool foreign) {
+  if (step->trace && step->times[id].start != 0) {
+    step->times[id].end = absl::ToUnixMicros(absl::Now());
+  }
+  for (TensorValue& v : step->inputs[id]) v = TensorValue();
 
   absl::InlinedVector<int, 8> elsewhere;
-  Dispatch(ready, here, &elsewhere);
-  // This node is done; the ready ones are outstanding now.
+  Dispatch(ready, here, &elsewhere, foreign);
+  // This node is done; the ready ones are outstanding now. The lock is the last use of
+  // the step when the count reaches zero: Run may then return and the step be reused.
   if (ready.size() == 1 && elsewhere.empty()) return;  // Outstanding count unchanged.
+  size_t to_pool = elsewhere.size();
   {
     absl::MutexLock lock(&step->mu);
     step->outstanding += static_cast<int>(ready.size()) - 1;
-    step->tasks += static_cast<int>(elsewhere.size());
+    if (to_pool > 0 && step->run_waiting) {
+      step->run_waiting = false;  // Run's thread takes the first; no other node claims it.
+      --to_pool;
+    }
+    step->tasks += static_cast<int>(to_pool);
     for (int n : elsewhere) step->ready.push_back(n);
   }
-  for (size_t i = 0; i < elsewhere.size(); ++i) {
+  for (size_t i = 0; i < to_pool; ++i) {
     pool_->Schedule([this, step] { RunQueued(step); }, may_wait_);
   }
 }

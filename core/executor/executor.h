@@ -8,8 +8,11 @@
 // it makes ready itself (OpKernel::IsExpensive false and MayWait false: constants,
 // variables, identities, sends), and of the others it keeps one when it has nothing
 // else to run (so a chain of nodes runs on one thread) and hands the rest to the pool;
-// a node that may wait thus never holds up work of its thread. The first error, or the
-// timeout, cancels the step; Run returns once no kernel of the step is running.
+// a node that may wait thus never holds up work of its thread. An async kernel
+// (OpKernel::IsAsync, a _Recv from another task) holds no thread while it waits: the
+// thread its reply arrives on ends it, runs the cheap nodes that then become ready and
+// hands the others to the pool. The first error, or the timeout, cancels the step; Run
+// returns once no kernel of the step is running or waiting.
 
 #include <cstdint>
 #include <memory>
@@ -36,6 +39,7 @@
 namespace overseer {
 
 class Rendezvous;
+struct TensorValue;
 
 struct ExecutorRunArgs {
   int64_t step_id = 0;
@@ -102,13 +106,25 @@ class Executor {
   // Nodes ready to run on the current thread.
   using ReadyNodes = absl::InlinedVector<int, 8>;
   // Splits newly `ready` nodes between this thread (`here`: the ones that run inline,
-  // or one other node when this thread has nothing else) and the pool (`elsewhere`).
+  // or one other node when this thread has nothing else and is not `foreign`) and the
+  // pool (`elsewhere`). A foreign thread is one an async kernel's `done` ran on (a
+  // reply's): it runs only nodes that run inline.
   void Dispatch(absl::Span<const int> ready, ReadyNodes* here,
-                absl::InlinedVector<int, 8>* elsewhere) const;
+                absl::InlinedVector<int, 8>* elsewhere, bool foreign) const;
   // Runs the nodes of `here` and those they make ready here, until none is left.
-  void RunNodes(Step* step, ReadyNodes* here);
-  // Runs one node and dispatches the nodes it made ready.
-  void RunNode(Step* step, int node, ReadyNodes* here);
+  void RunNodes(Step* step, ReadyNodes* here, bool foreign);
+  // Runs one node (or starts it, if its kernel is async) and dispatches the nodes it
+  // made ready.
+  void RunNode(Step* step, int node, ReadyNodes* here, bool foreign);
+  // Checks a computed node's outputs and `status`, passes its outputs on (or fails the
+  // step) and ends it (EndNode).
+  void EndCompute(Step* step, int node, absl::Status status, std::vector<TensorValue>* outputs,
+                  ReadyNodes* here, bool foreign);
+  // Hands `outputs` of `item` to the inputs of the nodes they feed (and to the fetches),
+  // and adds the nodes that became ready to `ready`.
+  void Propagate(Step* step, const NodeItem& item, TensorValue* outputs, ReadyNodes* ready);
+  // Ends a node that made `ready` ready: clears its inputs and dispatches them.
+  void EndNode(Step* step, int node, absl::Span<const int> ready, ReadyNodes* here, bool foreign);
   // A pool task: runs a node taken from the step's ready queue, if any.
   void RunQueued(Step* step);
   // Records the first error and cancels the step.

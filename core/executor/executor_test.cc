@@ -162,6 +162,102 @@ TEST_F(ExecutorTest, CheapNodesRunOnTheThreadThatMadeThemReady) {
   EXPECT_EQ(pool.NumThreads(), 0);  // Nothing was handed to the pool.
 }
 
+// An async kernel (a _Recv from another task) holds no thread while it waits: the
+// thread that completes it runs the cheap nodes it makes ready and hands the rest to
+// the pool.
+TEST_F(ExecutorTest, AnAsyncKernelHoldsNoThreadWhileItWaits) {
+  ThreadPool pool(1, 64);
+  Const("c", 1);
+  SetNodeAttr(Add("a", "TestAsyncAddOne", {"c"}), "log", "async_wait");
+  Add("b", "TestAddOne", {"a"});
+  SetNodeAttr(Add("cheap", "TestCheapThread", {"^a"}), "log", "async_wait_cheap");
+  SetNodeAttr(Add("costly", "TestExpensiveThread", {"^a"}), "log", "async_wait_costly");
+  auto e = Build({}, {"b", "cheap", "costly"}, {}, &pool);
+  std::vector<Tensor> out;
+  absl::Status s;
+  std::string step_thread;
+  std::thread step([&] {
+    step_thread = testing_kernels::ThreadName();
+    s = Run(e.get(), &out);
+  });
+  testing_kernels::CompleteAsync("async_wait");  // Waits until `a` waits.
+  step.join();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Int(out[0]), 3);
+  // The cheap node ran where `a` ended: here, or on the step's thread if `a` ended
+  // before its ComputeAsync returned there. The costly one never runs here.
+  ASSERT_EQ(TestLog("async_wait_cheap").size(), 1u);
+  EXPECT_THAT(TestLog("async_wait_cheap")[0],
+              ::testing::AnyOf(testing_kernels::ThreadName(), step_thread));
+  ASSERT_EQ(TestLog("async_wait_costly").size(), 1u);
+  EXPECT_NE(TestLog("async_wait_costly")[0], testing_kernels::ThreadName());
+}
+
+// Async kernels start on the thread that made them ready, however many, and none holds
+// it: with no pool thread free, two async nodes wait at once (else the second
+// CompleteAsync would wait forever).
+TEST_F(ExecutorTest, AsyncKernelsStartOnTheThreadThatMadeThemReady) {
+  absl::Notification release;  // Outlives the pool, which joins the thread waiting on it.
+  ThreadPool pool(1, 1);
+  pool.Schedule([&] { release.WaitForNotification(); });  // Occupies the only thread.
+  Const("c", 1);
+  SetNodeAttr(Add("a1", "TestAsyncAddOne", {"c"}), "log", "async_both");
+  SetNodeAttr(Add("a2", "TestAsyncAddOne", {"c"}), "log", "async_both");
+  Add("sum", "TestAddOne", {"a1", "^a2"});
+  auto e = Build({}, {"sum"}, {}, &pool);
+  std::vector<Tensor> out;
+  absl::Status s;
+  std::thread step([&] { s = Run(e.get(), &out); });
+  testing_kernels::CompleteAsync("async_both");
+  testing_kernels::CompleteAsync("async_both");
+  release.Notify();
+  step.join();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Int(out[0]), 3);
+}
+
+TEST_F(ExecutorTest, AnAsyncKernelThatEndsAtOnceGoesOnOnItsThread) {
+  ThreadPool pool(1, 64);
+  Const("c", 1);
+  SetNodeAttr(Add("a", "TestAsyncAddOne", {"c"}), "log", "inline");
+  Add("b", "TestAddOne", {"a"});
+  SetNodeAttr(Add("cheap", "TestCheapThread", {"^b"}), "log", "async_inline_cheap");
+  auto e = Build({}, {"b", "cheap"}, {}, &pool);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(Run(e.get(), &out).ok());
+    EXPECT_EQ(Int(out[0]), 3);
+  }
+  EXPECT_THAT(TestLog("async_inline_cheap"),
+              ElementsAre(testing_kernels::ThreadName(), testing_kernels::ThreadName(),
+                          testing_kernels::ThreadName()));
+  EXPECT_EQ(pool.NumThreads(), 0);
+}
+
+TEST_F(ExecutorTest, AnAsyncKernelsErrorFailsTheStepAndStopsDownstreamNodes) {
+  Const("c", 1);
+  SetNodeAttr(Add("recv", "TestAsyncAddOne", {"c"}), "log", "async_error");
+  SetNodeAttr(Add("after", "TestRecord", {"^recv"}), "log", "after_async_error");
+  auto e = Build({}, {}, {"after"});
+  absl::Status s;
+  std::thread step([&] { s = Run(e.get(), nullptr); });
+  testing_kernels::CompleteAsync("async_error", absl::UnavailableError("the peer went away"));
+  step.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(), "node 'recv' (op 'TestAsyncAddOne'): the peer went away");
+  EXPECT_TRUE(TestLog("after_async_error").empty());
+}
+
+TEST_F(ExecutorTest, TheTimeoutEndsAWaitingAsyncKernel) {
+  Const("c", 1);
+  SetNodeAttr(Add("a", "TestAsyncAddOne", {"c"}), "log", "async_timeout");
+  auto e = Build({}, {"a"}, {});
+  std::vector<Tensor> out;
+  absl::Status s = Run(e.get(), &out, 50);  // Nothing completes `a` but its step.
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(s.message(), "step exceeded timeout of 50 ms");
+}
+
 TEST_F(ExecutorTest, ErrorsNameTheNodeAndOpAndStopDownstreamNodes) {
   SetNodeAttr(Add("loss", "TestFail"), "message", "logits and labels differ");
   SetNodeAttr(Add("after", "TestRecord", {"^loss"}), "log", "after_error");

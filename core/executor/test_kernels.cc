@@ -40,11 +40,20 @@ REGISTER_OP("TestCheapThread")
     .Output("out: int32")
     .Attr("log: string")
     .SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestExpensiveThread")
+    .Output("out: int32")
+    .Attr("log: string")
+    .SetShapeFn(shape_fn::Scalar);
 REGISTER_OP("TestVar").Output("ref: Ref(int32)").SetIsStateful().SetShapeFn(shape_fn::Scalar);
 REGISTER_OP("TestAssign")
     .Input("ref: Ref(int32)")
     .Input("value: int32")
     .Output("out: Ref(int32)")
+    .SetShapeFn(shape_fn::Unchanged);
+REGISTER_OP("TestAsyncAddOne")
+    .Input("x: int32")
+    .Output("y: int32")
+    .Attr("log: string")
     .SetShapeFn(shape_fn::Unchanged);
 REGISTER_OP("TestCounter").Output("out: int32").SetIsStateful().SetShapeFn(shape_fn::Scalar);
 
@@ -175,6 +184,72 @@ class CheapThreadOp : public LogOp {
 };
 REGISTER_KERNEL(CheapThreadOp, "TestCheapThread");
 
+class ExpensiveThreadOp : public LogOp {
+ public:
+  using LogOp::LogOp;
+
+ protected:
+  std::string Entry() const override { return ThreadName(); }
+};
+REGISTER_KERNEL(ExpensiveThreadOp, "TestExpensiveThread");
+
+// A TestAsyncAddOne waiting for CompleteAsync, or for its step's cancellation: the
+// first of the two completes it.
+struct PendingAsync {
+  OpKernelContext* ctx = nullptr;
+  OpKernel::DoneCallback done;
+  int32_t result = 0;
+  CancellationManager::Token token = CancellationManager::kInvalidToken;
+  std::atomic<bool> completed{false};
+
+  void Complete(const absl::Status& status) {
+    if (completed.exchange(true)) return;
+    if (status.ok()) ctx->set_output(0, Tensor::Scalar<int32_t>(result));
+    OpKernel::DoneCallback callback = std::move(done);
+    callback(status);
+  }
+};
+std::map<std::string, std::vector<std::shared_ptr<PendingAsync>>>* Pending() {
+  static auto* pending = new std::map<std::string, std::vector<std::shared_ptr<PendingAsync>>>();
+  return pending;
+}
+
+class AsyncAddOneOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool MayWait() const override { return true; }
+  bool IsAsync() const override { return true; }
+  absl::Status Compute(OpKernelContext*) override {
+    return absl::UnimplementedError("TestAsyncAddOne runs only through ComputeAsync");
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    std::string log;
+    if (absl::Status s = GetNodeAttr(def(), "log", &log); !s.ok()) {
+      done(s);
+      return;
+    }
+    auto pending = std::make_shared<PendingAsync>();
+    pending->ctx = ctx;
+    pending->done = std::move(done);
+    pending->result = ctx->input(0).scalar<int32_t>() + 1;
+    if (log == "inline") {
+      pending->Complete(absl::OkStatus());
+      return;
+    }
+    CancellationManager* cancellation = ctx->cancellation();
+    {
+      absl::MutexLock lock(&g_mu);
+      (*Pending())[log].push_back(pending);
+    }
+    pending->token = cancellation->RegisterCallback(
+        [pending, cancellation] { pending->Complete(cancellation->status()); });
+    if (pending->token == CancellationManager::kInvalidToken) {
+      pending->Complete(cancellation->status());
+    }
+  }
+};
+REGISTER_KERNEL(AsyncAddOneOp, "TestAsyncAddOne");
+
 class VarOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -224,6 +299,20 @@ std::string ThreadName() {
   std::ostringstream name;
   name << std::this_thread::get_id();
   return name.str();
+}
+
+void CompleteAsync(const std::string& log, const absl::Status& status) {
+  std::shared_ptr<PendingAsync> pending;
+  {
+    absl::MutexLock lock(&g_mu);
+    auto waiting = [log]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) { return !(*Pending())[log].empty(); };
+    g_mu.Await(absl::Condition(&waiting));
+    std::vector<std::shared_ptr<PendingAsync>>& list = (*Pending())[log];
+    pending = list.front();
+    list.erase(list.begin());
+  }
+  pending->Complete(status);
 }
 
 std::vector<std::string> TestLog(const std::string& log) {

@@ -10,18 +10,30 @@
 //   TestRecord(log: string) -> int32            appends its node name to TestLog(log)
 //   TestCheapThread(log: string) -> int32       appends ThreadName() to TestLog(log);
 //                                               cheap (OpKernel::IsExpensive false)
+//   TestExpensiveThread(log: string) -> int32   the same, expensive
 //   TestVar -> Ref(int32)                       a variable named after the node
 //   TestAssign(ref: Ref(int32), value) -> Ref   assigns
 //   TestCounter -> int32 (stateful)             0, 1, 2, ... per kernel instance
+//   TestAsyncAddOne(x, log: string) -> int32    async (OpKernel::IsAsync): x + 1 when
+//                                               CompleteAsync(log) completes it, its
+//                                               step's cancellation status if that
+//                                               comes first; log "inline" completes
+//                                               within ComputeAsync
 
 #include <string>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace overseer {
 namespace testing_kernels {
 
 // The calling thread's id, as TestCheapThread records it.
 std::string ThreadName();
+// Waits until a TestAsyncAddOne with attr log=`log` waits, then completes the first
+// such on the calling thread: x + 1, or `status` if not OK. Its step's cancellation may
+// have completed it already.
+void CompleteAsync(const std::string& log, const absl::Status& status = absl::OkStatus());
 // What TestRecord and TestCheapThread nodes with attr log=`log` recorded, in order.
 std::vector<std::string> TestLog(const std::string& log);
 
