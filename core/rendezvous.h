@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -68,6 +69,14 @@ class Rendezvous {
   // another Recv of the key is already waiting.
   virtual absl::StatusOr<Tensor> Recv(const RendezvousKey& key, const RendezvousWait& wait) = 0;
 
+  // Recv without holding a thread (the executor starts a _Recv on the thread that made
+  // it ready, so this never blocks): calls `done` once with what Recv would return, on
+  // this thread before returning or later on the thread that ends the wait (`done`
+  // must not block then). wait.deadline is not watched: the caller bounds the wait by
+  // cancelling wait.cancellation (an executor's step timeout does).
+  using RecvDone = std::function<void(absl::StatusOr<Tensor>)>;
+  virtual void RecvAsync(const RendezvousKey& key, const RendezvousWait& wait, RecvDone done) = 0;
+
   // Fails every waiting and later Send and Recv with `status` (not OK). Later calls
   // keep the first status.
   virtual void StartAbort(absl::Status status) = 0;
@@ -90,8 +99,10 @@ class LocalRendezvous : public Rendezvous, public std::enable_shared_from_this<L
   // or with `cancellation`'s reason as it is once it is cancelled (before or during
   // the wait; may be null). No deadline: a caller bounds the wait by cancelling. `done`
   // must not block. INVALID_ARGUMENT if another receive of the key is already waiting.
-  using RecvDone = std::function<void(absl::StatusOr<Tensor>)>;
   void RecvAsync(const RendezvousKey& key, CancellationManager* cancellation, RecvDone done);
+  void RecvAsync(const RendezvousKey& key, const RendezvousWait& wait, RecvDone done) override {
+    RecvAsync(key, wait.cancellation, std::move(done));
+  }
 
   // The abort status, or OK.
   absl::Status status() const;

@@ -111,10 +111,16 @@ class Server::Impl {
     WorkerOptions worker_options;
     worker_options.job_name = options_.job_name;
     worker_options.task_index = options_.task_index;
+    // RunGraph and RecvTensor calls arrive on this loop's thread, and the tensors this
+    // worker receives from its peers are read there.
+    CompletionQueueLoop* worker_loop = runner_->AddCompletionQueueLoop();
     WorkerEnv worker_env;
     worker_env.worker_cache_factory =
-        [](const ClusterDef& cluster) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
-      return std::make_unique<GrpcWorkerCache>(cluster);
+        [worker_loop](
+            const ClusterDef& cluster) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+      GrpcWorkerOptions peers;
+      peers.loop = worker_loop;
+      return std::make_unique<GrpcWorkerCache>(cluster, peers);
     };
     worker_env.on_job_done = [this](const std::string& reason) {
       LOG(INFO) << "server " << options_.job_name << ":" << options_.task_index
@@ -125,9 +131,9 @@ class Server::Impl {
     // Peers on this host fetch large tensors over a Unix socket (local_transfer.h).
     ASSIGN_OR_RETURN(local_transfer_,
                      LocalTransferServer::Start(LocalTransferServer::DefaultAddress()));
-    worker_service_ = std::make_unique<GrpcWorkerService>(
-        worker_.get(), runner_->metrics(), runner_->AddCompletionQueueLoop(), kRecvTensorChunkBytes,
-        local_transfer_.get());
+    worker_service_ =
+        std::make_unique<GrpcWorkerService>(worker_.get(), runner_->metrics(), worker_loop,
+                                            kRecvTensorChunkBytes, local_transfer_.get());
     runner_->AddService(worker_service_.get(), WorkerService::service_full_name());
     runner_->AddCollectable(worker_service_->rpc_metrics());
 

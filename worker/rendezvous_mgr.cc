@@ -118,59 +118,88 @@ absl::Status StepRendezvous::Send(const RendezvousKey& key, const Tensor& value)
 absl::StatusOr<Tensor> StepRendezvous::Recv(const RendezvousKey& key, const RendezvousWait& wait) {
   ASSIGN_OR_RETURN(std::string task, TaskOfDevice(key.parsed.src_device));
   if (task == local_task_) return state_.rendezvous->Recv(key, wait);
-  return RecvFromPeer(task, key, wait);
+  ASSIGN_OR_RETURN(std::shared_ptr<PeerRecv> recv, StartPeerRecv(task, key, wait));
+  Tensor value;
+  absl::Status status = recv->cancel->IsCancelled()
+                            ? recv->cancel->status()
+                            : recv->peer->RecvTensor(recv->request, recv->cancel.get(), &value);
+  RETURN_IF_ERROR(recv->End(status));
+  return value;
 }
 
-absl::StatusOr<Tensor> StepRendezvous::RecvFromPeer(const std::string& task,
-                                                    const RendezvousKey& key,
-                                                    const RendezvousWait& wait) {
+void StepRendezvous::RecvAsync(const RendezvousKey& key, const RendezvousWait& wait,
+                               RecvDone done) {
+  absl::StatusOr<std::string> task = TaskOfDevice(key.parsed.src_device);
+  if (!task.ok()) {
+    done(task.status());
+    return;
+  }
+  if (*task == local_task_) {
+    state_.rendezvous->RecvAsync(key, wait.cancellation, std::move(done));
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<PeerRecv>> recv = StartPeerRecv(*task, key, wait);
+  if (!recv.ok()) {
+    done(recv.status());
+    return;
+  }
+  if ((*recv)->cancel->IsCancelled()) {
+    done((*recv)->End((*recv)->cancel->status()));
+    return;
+  }
+  WorkerInterface* peer = (*recv)->peer.get();
+  CancellationManager* cancel = (*recv)->cancel.get();
+  peer->RecvTensorAsync((*recv)->request, cancel,
+                        [recv = *recv, done = std::move(done)](absl::StatusOr<Tensor> value) {
+                          absl::Status status = recv->End(value.status());
+                          if (!status.ok()) {
+                            done(std::move(status));
+                          } else {
+                            done(std::move(value));
+                          }
+                        });
+}
+
+absl::StatusOr<std::shared_ptr<StepRendezvous::PeerRecv>> StepRendezvous::StartPeerRecv(
+    const std::string& task, const RendezvousKey& key, const RendezvousWait& wait) {
   if (peers_ == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("tensor '", key.parsed.tensor_name, "' comes from task ", task,
                      " but the worker session has no cluster to reach it"));
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<WorkerInterface> peer, peers_->GetWorker(task));
-
+  auto recv = std::make_shared<PeerRecv>();
+  ASSIGN_OR_RETURN(recv->peer, peers_->GetWorker(task));
+  recv->task = task;
+  recv->tensor_name = key.parsed.tensor_name;
   // Cancelled when the kernel's step or this worker's step is cancelled.
-  auto cancel = std::make_shared<CancellationManager>();
-  struct Link {
-    CancellationManager* parent;
-    CancellationManager::Token token;
-  };
-  std::vector<Link> links;
+  recv->cancel = std::make_shared<CancellationManager>();
   for (CancellationManager* parent : {wait.cancellation, state_.cancellation.get()}) {
     if (parent == nullptr) continue;
-    const CancellationManager::Token token =
-        parent->RegisterCallback([cancel, parent] { cancel->StartCancel(parent->status()); });
+    const CancellationManager::Token token = parent->RegisterCallback(
+        [cancel = recv->cancel, parent] { cancel->StartCancel(parent->status()); });
     if (token == CancellationManager::kInvalidToken) {
-      cancel->StartCancel(parent->status());
+      recv->cancel->StartCancel(parent->status());
     } else {
-      links.push_back({parent, token});
+      recv->links.push_back({parent, token});
     }
   }
+  recv->request.set_step_id(step_id_);
+  recv->request.set_rendezvous_key(key.full);
+  if (wait.deadline != absl::InfiniteFuture()) {
+    const int64_t left_ms = wait.clock == nullptr  // The deadline is InfinitePast.
+                                ? 0
+                                : absl::ToInt64Milliseconds(wait.deadline - wait.clock->Now());
+    recv->request.set_timeout_in_ms(std::max<int64_t>(1, left_ms));
+  }
+  return recv;
+}
 
-  absl::Status status;
-  Tensor value;
-  if (cancel->IsCancelled()) {
-    status = cancel->status();
-  } else {
-    RecvTensorRequest request;
-    request.set_step_id(step_id_);
-    request.set_rendezvous_key(key.full);
-    if (wait.deadline != absl::InfiniteFuture()) {
-      const int64_t left_ms = wait.clock == nullptr  // The deadline is InfinitePast.
-                                  ? 0
-                                  : absl::ToInt64Milliseconds(wait.deadline - wait.clock->Now());
-      request.set_timeout_in_ms(std::max<int64_t>(1, left_ms));
-    }
-    status = peer->RecvTensor(request, cancel.get(), &value);
-  }
+absl::Status StepRendezvous::PeerRecv::End(const absl::Status& status) {
   for (const Link& link : links) link.parent->DeregisterCallback(link.token);
-  if (!status.ok()) {
-    return absl::Status(status.code(), absl::StrCat("receiving tensor '", key.parsed.tensor_name,
-                                                    "' from task ", task, ": ", status.message()));
-  }
-  return value;
+  links.clear();
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat("receiving tensor '", tensor_name, "' from task ",
+                                                  task, ": ", status.message()));
 }
 
 void StepRendezvous::StartAbort(absl::Status status) {

@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -95,11 +96,33 @@ class StepRendezvous : public Rendezvous {
   // (ABORTED for a restarted producer, UNAVAILABLE for a dead one) and names the
   // tensor and task.
   absl::StatusOr<Tensor> Recv(const RendezvousKey& key, const RendezvousWait& wait) override;
+  // The same without a thread: the step's LocalRendezvous::RecvAsync, or the peer's
+  // WorkerInterface::RecvTensorAsync (over gRPC, read on the worker's completion queue
+  // loop).
+  void RecvAsync(const RendezvousKey& key, const RendezvousWait& wait, RecvDone done) override;
   void StartAbort(absl::Status status) override;
 
  private:
-  absl::StatusOr<Tensor> RecvFromPeer(const std::string& task, const RendezvousKey& key,
-                                      const RendezvousWait& wait);
+  // A receive from another task: its call, and its cancellation linked to the kernel's
+  // and the step's.
+  struct PeerRecv {
+    struct Link {
+      CancellationManager* parent;
+      CancellationManager::Token token;
+    };
+    std::shared_ptr<WorkerInterface> peer;
+    std::string task;
+    std::string tensor_name;
+    RecvTensorRequest request;
+    std::shared_ptr<CancellationManager> cancel;
+    std::vector<Link> links;
+
+    // Unlinks the cancellation; returns `status` with the tensor and task named.
+    absl::Status End(const absl::Status& status);
+  };
+  absl::StatusOr<std::shared_ptr<PeerRecv>> StartPeerRecv(const std::string& task,
+                                                          const RendezvousKey& key,
+                                                          const RendezvousWait& wait);
 
   const int64_t step_id_;
   const std::string local_task_;

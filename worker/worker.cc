@@ -463,8 +463,9 @@ absl::Status Worker::RecvTensor(const RecvTensorRequest& request, CancellationMa
   return absl::OkStatus();
 }
 
-bool Worker::RecvTensorAsync(const RecvTensorRequest& request, CancellationManager* cancellation,
-                             std::function<void(absl::StatusOr<Tensor>)> done) {
+bool Worker::RecvTensorWhenProduced(const RecvTensorRequest& request,
+                                    CancellationManager* cancellation,
+                                    std::function<void(absl::StatusOr<Tensor>)> done) {
   absl::StatusOr<RendezvousKey> key = CheckProducerKey(request.rendezvous_key());
   if (!key.ok()) {
     done(key.status());

@@ -142,8 +142,8 @@ class Worker : public WorkerInterface {
   // caller bounds the wait by cancelling (request.timeout_in_ms is not measured here).
   // False, with `done` not called, when only RecvTensor may serve the request: a RunGraph
   // of its step has not come yet (RecvTensor bounds that wait by recv_wait_for_step).
-  bool RecvTensorAsync(const RecvTensorRequest& request, CancellationManager* cancellation,
-                       std::function<void(absl::StatusOr<Tensor>)> done);
+  bool RecvTensorWhenProduced(const RecvTensorRequest& request, CancellationManager* cancellation,
+                              std::function<void(absl::StatusOr<Tensor>)> done);
   // Logs the reason and, the first time, calls WorkerEnv::on_job_done.
   absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
   // Whether JobDone was called.

@@ -26,4 +26,22 @@ void WorkerInterface::RunGraphAsync(const RunGraphRequest* request, RunGraphResp
   });
 }
 
+void WorkerInterface::RecvTensorAsync(const RecvTensorRequest& request,
+                                      CancellationManager* cancellation,
+                                      std::function<void(absl::StatusOr<Tensor>)> done) {
+  RunGraphThreads()->Schedule([this, request, cancellation, done = std::move(done)] {
+    if (cancellation != nullptr && cancellation->IsCancelled()) {
+      done(absl::CancelledError("RecvTensor cancelled before it started"));
+      return;
+    }
+    Tensor tensor;
+    absl::Status status = RecvTensor(request, cancellation, &tensor);
+    if (!status.ok()) {
+      done(std::move(status));
+    } else {
+      done(std::move(tensor));
+    }
+  });
+}
+
 }  // namespace overseer

@@ -95,6 +95,14 @@ class WorkerInterface {
   virtual absl::Status RecvTensor(const RecvTensorRequest& request,
                                   CancellationManager* cancellation, Tensor* tensor) = 0;
 
+  // RecvTensor without blocking the caller: `done` is called once, with the tensor or
+  // what RecvTensor would return, on another thread (or on this one if the call fails
+  // before it starts); it must not block. `cancellation` (optional, not owned) must
+  // outlive the call. The default runs RecvTensor on the pool RunGraphAsync uses;
+  // GrpcWorker overrides it with an asynchronous call read by its loop.
+  virtual void RecvTensorAsync(const RecvTensorRequest& request, CancellationManager* cancellation,
+                               std::function<void(absl::StatusOr<Tensor>)> done);
+
   // The job ended cleanly (the chief finished training). The task logs it and then,
   // if it was told to (worker_server --exit_when_job_done), drains and exits; else it
   // keeps serving. Always OK; idempotent.

@@ -175,8 +175,12 @@ int Main() {
     exiting_for_job_done = true;
     runner.RequestTermination();
   };
+  // RunGraph calls arrive on this loop's thread, which runs the quick ones itself; the
+  // tensors this worker receives from its peers are read there too.
+  CompletionQueueLoop* loop = runner.AddCompletionQueueLoop();
   GrpcWorkerOptions peer_options;
   peer_options.keepalive = KeepaliveFromFlags();
+  peer_options.loop = loop;
   env.worker_cache_factory =
       [peer_options](
           const ClusterDef& cluster) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
@@ -194,9 +198,7 @@ int Main() {
     }
     local = *std::move(started_local);
   }
-  // RunGraph calls arrive on this loop's thread, which runs the quick ones itself.
-  GrpcWorkerService service(&worker, runner.metrics(), runner.AddCompletionQueueLoop(),
-                            kRecvTensorChunkBytes, local.get());
+  GrpcWorkerService service(&worker, runner.metrics(), loop, kRecvTensorChunkBytes, local.get());
   runner.AddService(&service, WorkerService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();

@@ -239,6 +239,125 @@ absl::Status GrpcWorker::RecvTensor(const RecvTensorRequest& request,
   return absl::OkStatus();
 }
 
+void GrpcWorker::RecvTensorAsync(const RecvTensorRequest& request,
+                                 CancellationManager* cancellation,
+                                 std::function<void(absl::StatusOr<Tensor>)> done) {
+  if (options_.loop == nullptr || !options_.loop->running()) {
+    WorkerInterface::RecvTensorAsync(request, cancellation, std::move(done));
+    return;
+  }
+  // Each operation's completion starts the next, on the loop's thread: StartCall, a Read
+  // per message until the stream ends, Finish. A local token hands the socket's read
+  // (it blocks) to a pool thread, which then starts the next Read.
+  struct Call {
+    GrpcWorker* worker = nullptr;  // Alive while the call is: the caller holds it.
+    // Shared with the cancellation callback, which may run while the call ends.
+    std::shared_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientAsyncReader<grpc::ByteBuffer>> reader;  // Before context.
+    std::shared_ptr<LocalTransferReceiver> receiver;
+    CancellationManager* cancellation = nullptr;
+    CancellationManager::Token token = CancellationManager::kInvalidToken;
+    std::function<void(absl::StatusOr<Tensor>)> done;
+    TensorChunkReader chunks;
+    grpc::ByteBuffer chunk;
+    absl::Status status;  // The first error of the messages.
+    bool first = true;
+    grpc::Status finished;
+
+    static void Read(std::shared_ptr<Call> call) {
+      Call* c = call.get();
+      c->reader->Read(&c->chunk, CompletionQueueLoop::NewTag([call](bool ok) mutable {
+        if (ok) {
+          OnMessage(std::move(call));
+        } else {
+          Finish(std::move(call));
+        }
+      }));
+    }
+    static void OnMessage(std::shared_ptr<Call> call) {
+      if (call->status.ok()) call->status = call->chunks.AddEncoded(&call->chunk);
+      const bool local = call->status.ok() && call->first && !call->chunks.local_token().empty();
+      call->first = false;
+      if (!local) {
+        if (!call->status.ok()) call->context->TryCancel();
+        Read(std::move(call));
+        return;
+      }
+      if (call->receiver == nullptr) {
+        call->status =
+            absl::InvalidArgumentError("RecvTensor sent a local token that was not asked for");
+        call->context->TryCancel();
+        Read(std::move(call));
+        return;
+      }
+      // The bytes come over the worker's local transfer socket; the call then ends.
+      RunGraphThreads()->Schedule([call = std::move(call)]() mutable {
+        Call* c = call.get();
+        c->status = c->chunks.FillRest([c](absl::Span<char> rest) {
+          return c->receiver->Receive(c->chunks.local_socket(), c->chunks.local_token(), rest);
+        });
+        if (!c->status.ok()) {
+          c->worker->ForgetLocalSocket(c->chunks.local_socket());
+          c->context->TryCancel();
+        }
+        Read(std::move(call));
+      });
+    }
+    static void Finish(std::shared_ptr<Call> call) {
+      Call* c = call.get();
+      c->reader->Finish(&c->finished, CompletionQueueLoop::NewTag(
+                                          [call](bool) mutable { End(std::move(call)); }));
+    }
+    // Released before `done` runs, as RunGraphAsync's calls are.
+    static void End(std::shared_ptr<Call> call) {
+      if (call->token != CancellationManager::kInvalidToken) {
+        call->cancellation->DeregisterCallback(call->token);
+      }
+      absl::Status status = call->status;
+      if (status.ok()) status = FromGrpcStatus(call->finished);
+      absl::StatusOr<Tensor> tensor = status.ok() ? call->chunks.Finish() : status;
+      if (tensor.ok() && call->worker->options_.local_transfers &&
+          !call->chunks.local_socket().empty()) {
+        call->worker->LearnLocalSocket(call->chunks.local_socket());
+      }
+      std::function<void(absl::StatusOr<Tensor>)> done = std::move(call->done);
+      call.reset();
+      done(std::move(tensor));
+    }
+  };
+  auto call = std::make_shared<Call>();
+  call->worker = this;
+  call->context = NewClientContext(StepTimeout(request.timeout_in_ms()));
+  call->cancellation = cancellation;
+  call->done = std::move(done);
+  const std::string local_socket = options_.local_transfers ? ReachableLocalSocket() : "";
+  RecvTensorRequest local_request;
+  if (!local_socket.empty()) {
+    local_request = request;
+    local_request.set_accept_local(true);
+    call->receiver = std::make_shared<LocalTransferReceiver>();
+  }
+  if (cancellation != nullptr) {
+    call->token =
+        cancellation->RegisterCallback([context = call->context, receiver = call->receiver] {
+          context->TryCancel();
+          if (receiver != nullptr) receiver->Cancel();
+        });
+    if (call->token == CancellationManager::kInvalidToken) {
+      call->done(absl::CancelledError("RecvTensor cancelled before it started"));
+      return;
+    }
+  }
+  call->reader.reset(grpc::internal::ClientAsyncReaderFactory<grpc::ByteBuffer>::Create(
+      channel_.get(), options_.loop->cq(), recv_tensor_method_, call->context.get(),
+      local_socket.empty() ? request : local_request, /*start=*/false, nullptr));
+  Call* c = call.get();
+  c->reader->StartCall(CompletionQueueLoop::NewTag([call](bool) mutable {
+    // A call that did not start fails its Read, and Finish says why.
+    Call::Read(std::move(call));
+  }));
+}
+
 absl::Status GrpcWorker::JobDone(const JobDoneRequest& request, JobDoneResponse* response) {
   auto context = NewClientContext(options_.rpc_timeout);
   return FromGrpcStatus(stub_->JobDone(context.get(), request, response));

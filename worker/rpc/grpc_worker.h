@@ -31,10 +31,11 @@ struct GrpcWorkerOptions {
   absl::Duration timeout_grace = absl::Seconds(10);
   // ...or, without one, this long.
   absl::Duration max_step_time = absl::Hours(24);
-  // Not owned. While it runs, RunGraphAsync calls start on its queue, so that the
-  // reply is read, and the caller's `done` run, by the loop's thread (the master's
-  // step loop: a step continues where its RunGraph replies arrive). Null, or not
-  // running: a blocking call on a process-wide pool thread, which runs `done`.
+  // Not owned. While it runs, RunGraphAsync and RecvTensorAsync calls start on its
+  // queue, so that the reply is read, and the caller's `done` run, by the loop's thread
+  // (the master's step loop: a step continues where its RunGraph replies arrive; a
+  // worker's: a _Recv ends where its tensor arrives). Null, or not running: a blocking
+  // call on a process-wide pool thread, which runs `done`.
   CompletionQueueLoop* loop = nullptr;
   // Keepalive of the channels GrpcWorkerCache opens (core/rpc/keepalive.h): a task
   // that stops answering fails the calls open to it UNAVAILABLE after about twice this.
@@ -93,6 +94,11 @@ class GrpcWorker : public WorkerInterface {
   // transfer socket when it sends a token; `cancellation` cancels the call (CANCELLED).
   absl::Status RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
                           Tensor* tensor) override;
+  // The same read by options.loop's thread while it runs (a blocking call on a pool
+  // thread otherwise); `done` runs there. Only a local transfer's read of its socket
+  // runs on a pool thread.
+  void RecvTensorAsync(const RecvTensorRequest& request, CancellationManager* cancellation,
+                       std::function<void(absl::StatusOr<Tensor>)> done) override;
   absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
 
  private:

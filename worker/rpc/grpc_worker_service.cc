@@ -352,7 +352,7 @@ bool GrpcWorkerService::WaitWithoutThread(RecvTensorCall* call) {
                     }));
   }
   AddWaiting(1);
-  const bool waits = worker_->RecvTensorAsync(
+  const bool waits = worker_->RecvTensorWhenProduced(
       call->request, &call->cancellation, [this, call](absl::StatusOr<Tensor> value) {
         // On the producer's thread (its _Send), or the one that ended the wait.
         AddWaiting(-1);

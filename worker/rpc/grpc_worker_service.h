@@ -119,7 +119,7 @@ class GrpcWorkerService final
   void Serve(RecvTensorCall* call);
   // Leaves the call with the step's rendezvous, whose producer (or the wait's end: the
   // caller's timeout, its going away, the step's cleanup) sends the answer; false if
-  // only WaitAndSend may serve it (Worker::RecvTensorAsync).
+  // only WaitAndSend may serve it (Worker::RecvTensorWhenProduced).
   bool WaitWithoutThread(RecvTensorCall* call);
   // On a pool thread: waits for the tensor, then sends it.
   void WaitAndSend(RecvTensorCall* call);

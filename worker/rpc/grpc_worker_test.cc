@@ -44,25 +44,30 @@ struct Task {
     // Every graph that never waits counts as quick, however slow the host: which thread
     // runs a graph must not hang on its speed.
     options.quick_run_graph = absl::Hours(1);
-    WorkerEnv env;
-    env.worker_cache_factory =
-        [](const ClusterDef& cluster) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
-      return std::make_unique<GrpcWorkerCache>(cluster);
-    };
-    worker = std::make_unique<Worker>(options, env);
     ServerRunnerOptions runner_options;
     runner_options.component = "worker";
     runner_options.host = "127.0.0.1";
     runner_options.metrics_port = -1;
     runner_options.handle_signals = false;
     runner = std::make_unique<ServerRunner>(runner_options);
+    // As worker_server: the tensors this task receives from its peers are read by the
+    // loop that serves its calls.
+    CompletionQueueLoop* loop = runner->AddCompletionQueueLoop();
+    WorkerEnv env;
+    env.worker_cache_factory =
+        [loop](const ClusterDef& cluster) -> absl::StatusOr<std::unique_ptr<WorkerCacheInterface>> {
+      GrpcWorkerOptions peers;
+      peers.loop = loop;
+      return std::make_unique<GrpcWorkerCache>(cluster, peers);
+    };
+    worker = std::make_unique<Worker>(options, env);
     if (serve_local) {
       auto server = LocalTransferServer::Start(LocalTransferServer::DefaultAddress());
       EXPECT_TRUE(server.ok()) << server.status();
       if (server.ok()) local = *std::move(server);
     }
-    service = std::make_unique<GrpcWorkerService>(
-        worker.get(), runner->metrics(), runner->AddCompletionQueueLoop(), 1 << 20, local.get());
+    service = std::make_unique<GrpcWorkerService>(worker.get(), runner->metrics(), loop, 1 << 20,
+                                                  local.get());
     runner->AddService(service.get());
     EXPECT_TRUE(runner->Start().ok());
     client = std::make_unique<GrpcWorker>(NewWorkerChannel(runner->address()));
@@ -342,6 +347,34 @@ TEST_F(GrpcWorkerTest, StatusCodesCrossTheWire) {
         "overseer_worker_rpc_latency_seconds_count{method=\"GetStatus\"} 1\n"}) {
     EXPECT_TRUE(absl::StrContains(rpcs, line)) << line << rpcs;
   }
+}
+
+// A partition's _Recv from another task (RecvTensorAsync on the worker's loop) fails its
+// step with the producer's error, its code kept and the tensor and task named.
+TEST_F(GrpcWorkerTest, APeersErrorFailsTheStepNamingTheTensorAndTask) {
+  CreateSessions();
+  const uint64_t worker_incarnation = worker_.worker->incarnation();
+  GraphDef graph;
+  test::AddRecv(&graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_.worker->incarnation() + 1,
+                kWorkerDevice);
+  NodeDef* neg = test::AddNode(&graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
+  SetNodeAttr(neg, "T", DT_FLOAT);
+  test::AddSend(&graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice, worker_incarnation,
+                kWorkerDevice, true);
+  RunGraphRequest request;
+  request.set_session_handle("s");
+  request.set_graph_handle(Register(&worker_, graph));
+  request.set_step_id(21);
+  request.set_cleanup_on_return(true);
+  request.add_recv_key(MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
+  RunGraphResponse response;
+  absl::Status s = worker_.client->RunGraph(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(),
+                                "receiving tensor 'edge_x' from task /job:ps/replica:0/task:0: "
+                                "task /job:ps/replica:0/task:0 restarted"))
+      << s;
+  Cleanup(21);  // A failed step waits for its master's cleanup.
 }
 
 TEST_F(GrpcWorkerTest, CancellingAWaitingRecvTensorEndsIt) {
@@ -721,6 +754,72 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
     EXPECT_EQ(RunGraphAsyncAndWait(&client, request, &response, &cm, &thread).code(),
               absl::StatusCode::kCancelled);
   }
+}
+
+// Runs RecvTensorAsync and waits for its `done`; `thread` gets the thread that ran it.
+absl::StatusOr<Tensor> RecvTensorAsyncAndWait(
+    GrpcWorker* worker, const RecvTensorRequest& request, CancellationManager* cm,
+    std::thread::id* thread, const std::function<void()>& while_waiting = nullptr) {
+  absl::Notification finished;
+  absl::StatusOr<Tensor> value;
+  worker->RecvTensorAsync(request, cm, [&](absl::StatusOr<Tensor> v) {
+    value = std::move(v);
+    *thread = std::this_thread::get_id();
+    finished.Notify();
+  });
+  if (while_waiting) while_waiting();
+  finished.WaitForNotification();
+  return value;
+}
+
+// A worker's _Recv from another task waits without a thread: the tensor is read, and
+// the kernel's `done` run, by the loop's thread, whether it comes in the stream or (but
+// for the socket's read) over the local socket.
+TEST_F(GrpcWorkerTest, RecvTensorAsyncOnALoopEndsOnTheLoopThread) {
+  CreateSessions();
+  RegisterPull();
+  LoopServer loop;
+  GrpcWorkerOptions options;
+  options.loop = loop.loop;
+  GrpcWorker client(NewWorkerChannel(ps_.runner->address()), options);
+  RecvTensorRequest request;
+  request.set_rendezvous_key(
+      MakeRendezvousKey(kPsDevice, ps_.worker->incarnation(), kWorkerDevice, "edge_x"));
+  request.set_timeout_in_ms(60000);
+  int64_t step = 70;
+  // Small, then big: the small one's reply names the ps's socket, the big one comes
+  // over it.
+  for (const Tensor& x : {Floats(1000), Floats(3 << 20)}) {
+    RunGraphRequest run;
+    ASSERT_TRUE(RunPsSend(++step, x, &run).ok());
+    request.set_step_id(step);
+    std::thread::id thread;
+    absl::StatusOr<Tensor> got = RecvTensorAsyncAndWait(&client, request, nullptr, &thread);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->NumElements(), x.NumElements());
+    EXPECT_EQ(got->data<float>()[x.NumElements() - 1], x.data<float>()[x.NumElements() - 1]);
+    EXPECT_EQ(thread, loop.LoopThread());
+    Cleanup(step);
+  }
+  EXPECT_TRUE(absl::StrContains(MetricText(&ps_), "overseer_worker_recv_tensor_local_total 1\n"))
+      << MetricText(&ps_);
+
+  // A tensor that never comes: cancelling ends the wait, on the loop's thread too.
+  request.set_step_id(++step);
+  RunStepOnPs(step);
+  CancellationManager cm;
+  std::thread::id thread;
+  absl::StatusOr<Tensor> got = RecvTensorAsyncAndWait(&client, request, &cm, &thread, [&] {
+    ASSERT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 1; }));
+    cm.StartCancel(absl::CancelledError("the step was cancelled"));
+  });
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kCancelled) << got.status();
+  EXPECT_EQ(thread, loop.LoopThread());
+  EXPECT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 0; }));
+  Cleanup(step);
+  // Cancelled before it starts: done at once.
+  EXPECT_EQ(RecvTensorAsyncAndWait(&client, request, &cm, &thread).status().code(),
+            absl::StatusCode::kCancelled);
 }
 
 TEST(GrpcWorkerDeadPeerTest, AnUnreachableWorkerIsUnavailable) {

@@ -66,23 +66,46 @@ class RecvOp : public SendRecvOp {
   // from another task comes when that task sends it.
   bool MayWait() const override { return !client_terminated_; }
   bool IsExpensive() const override { return false; }
+  // A tensor from another task is waited for without a thread where the rendezvous can
+  // (worker/rendezvous_mgr.h).
+  bool IsAsync() const override { return !client_terminated_; }
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(Rendezvous * rendezvous, GetRendezvous(ctx));
+    return Output(ctx, rendezvous->Recv(key_, WaitOf(ctx)));
+  }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    absl::StatusOr<Rendezvous*> rendezvous = GetRendezvous(ctx);
+    if (!rendezvous.ok()) {
+      done(rendezvous.status());
+      return;
+    }
+    (*rendezvous)
+        ->RecvAsync(key_, WaitOf(ctx),
+                    [this, ctx, done = std::move(done)](absl::StatusOr<Tensor> value) {
+                      done(Output(ctx, std::move(value)));
+                    });
+  }
+
+ private:
+  static RendezvousWait WaitOf(OpKernelContext* ctx) {
     RendezvousWait wait;
     wait.cancellation = ctx->cancellation();
     wait.clock = ctx->clock();
     wait.deadline = ctx->deadline();
-    ASSIGN_OR_RETURN(Tensor value, rendezvous->Recv(key_, wait));
-    if (value.dtype() != output_type(0)) {
+    return wait;
+  }
+  // Sets the output to the received `value`, or returns the error.
+  absl::Status Output(OpKernelContext* ctx, absl::StatusOr<Tensor> value) const {
+    RETURN_IF_ERROR(value.status());
+    if (value->dtype() != output_type(0)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "received ", DataTypeString(value.dtype()), " for '", key_.parsed.tensor_name,
+          "received ", DataTypeString(value->dtype()), " for '", key_.parsed.tensor_name,
           "' but _Recv expects ", DataTypeString(output_type(0))));
     }
-    ctx->set_output(0, std::move(value));
+    ctx->set_output(0, *std::move(value));
     return absl::OkStatus();
   }
 
- private:
   bool client_terminated_ = false;
 };
 REGISTER_KERNEL(RecvOp, "_Recv");
