@@ -663,21 +663,33 @@ struct LoopServer {
   CompletionQueueLoop* loop = nullptr;
 };
 
-// Runs RunGraphAsync and waits for its `done`; `thread` gets the thread that ran it.
+// Starts an asynchronous call with `start` (given the call's `done`), runs
+// `while_waiting`, and waits for `done`: returns what it got; `thread` gets the thread
+// that ran it.
+template <typename Result>
+Result CallAndWait(const std::function<void(std::function<void(Result)>)>& start,
+                   std::thread::id* thread, const std::function<void()>& while_waiting) {
+  absl::Notification finished;
+  Result result;
+  start([&](Result r) {
+    result = std::move(r);
+    *thread = std::this_thread::get_id();
+    finished.Notify();
+  });
+  if (while_waiting) while_waiting();
+  finished.WaitForNotification();
+  return result;
+}
+
 absl::Status RunGraphAsyncAndWait(GrpcWorker* worker, const RunGraphRequest& request,
                                   RunGraphResponse* response, CancellationManager* cm,
                                   std::thread::id* thread,
                                   const std::function<void()>& while_running = nullptr) {
-  absl::Notification finished;
-  absl::Status status;
-  worker->RunGraphAsync(&request, response, cm, [&](absl::Status s) {
-    status = std::move(s);
-    *thread = std::this_thread::get_id();
-    finished.Notify();
-  });
-  if (while_running) while_running();
-  finished.WaitForNotification();
-  return status;
+  return CallAndWait<absl::Status>(
+      [&](std::function<void(absl::Status)> done) {
+        worker->RunGraphAsync(&request, response, cm, std::move(done));
+      },
+      thread, while_running);
 }
 
 TEST_F(GrpcWorkerTest, RunGraphAsyncOnALoopRepliesOnTheLoopThread) {
@@ -756,20 +768,14 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
   }
 }
 
-// Runs RecvTensorAsync and waits for its `done`; `thread` gets the thread that ran it.
 absl::StatusOr<Tensor> RecvTensorAsyncAndWait(
     GrpcWorker* worker, const RecvTensorRequest& request, CancellationManager* cm,
     std::thread::id* thread, const std::function<void()>& while_waiting = nullptr) {
-  absl::Notification finished;
-  absl::StatusOr<Tensor> value;
-  worker->RecvTensorAsync(request, cm, [&](absl::StatusOr<Tensor> v) {
-    value = std::move(v);
-    *thread = std::this_thread::get_id();
-    finished.Notify();
-  });
-  if (while_waiting) while_waiting();
-  finished.WaitForNotification();
-  return value;
+  return CallAndWait<absl::StatusOr<Tensor>>(
+      [&](std::function<void(absl::StatusOr<Tensor>)> done) {
+        worker->RecvTensorAsync(request, cm, std::move(done));
+      },
+      thread, while_waiting);
 }
 
 // A worker's _Recv from another task waits without a thread: the tensor is read, and
