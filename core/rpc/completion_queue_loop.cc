@@ -51,6 +51,13 @@ void CompletionQueueLoop::Hold() {
   ++held_;
 }
 
+bool CompletionQueueLoop::HoldIfRunning() {
+  absl::MutexLock lock(&mu_);
+  if (!running_ || shut_down_) return false;
+  ++held_;
+  return true;
+}
+
 void CompletionQueueLoop::Release() {
   absl::MutexLock lock(&mu_);
   --held_;

@@ -65,6 +65,9 @@ class CompletionQueueLoop {
   // arrival and its reply): Shutdown waits for every Hold to be Released first.
   void Hold();
   void Release();
+  // Hold, unless Shutdown has begun (then false, and nothing is held): for work that
+  // starts its own operations on cq() outside any call the loop serves.
+  bool HoldIfRunning();
 
   // After the server has shut down (no new calls arrive): waits for the held work,
   // shuts the queue down, runs the completions still due and joins the thread.

@@ -7,6 +7,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/server_runner.h"
 #include "core/rpc/testing/health.grpc.pb.h"
@@ -176,6 +178,20 @@ TEST_F(CompletionQueueLoopTest, ShutdownWaitsForHeldWorkWhileTheLoopRuns) {
   shutdown.join();
   EXPECT_FALSE(loop_.running());
   loop_.Shutdown();  // Idempotent.
+}
+
+TEST_F(CompletionQueueLoopTest, OnlyARunningLoopCanBeHeldByWorkOfItsOwn) {
+  server_->Shutdown();
+  ASSERT_TRUE(loop_.HoldIfRunning());
+  std::thread shutdown([this] { loop_.Shutdown(); });
+  // Once Shutdown began, nothing more is held (the held work is waited for).
+  while (loop_.HoldIfRunning()) {
+    loop_.Release();
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  loop_.Release();
+  shutdown.join();
+  EXPECT_FALSE(loop_.HoldIfRunning());
 }
 
 TEST(CompletionQueueLoopNotStartedTest, ShutdownOfAnAttachedLoopThatNeverRanReturns) {

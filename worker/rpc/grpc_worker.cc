@@ -242,7 +242,10 @@ absl::Status GrpcWorker::RecvTensor(const RecvTensorRequest& request,
 void GrpcWorker::RecvTensorAsync(const RecvTensorRequest& request,
                                  CancellationManager* cancellation,
                                  std::function<void(absl::StatusOr<Tensor>)> done) {
-  if (options_.loop == nullptr || !options_.loop->running()) {
+  // The call holds the loop: its operations start one after another, and the queue must
+  // not shut down between them (a partial run's _Recv waits outside any call the loop
+  // serves).
+  if (options_.loop == nullptr || !options_.loop->HoldIfRunning()) {
     WorkerInterface::RecvTensorAsync(request, cancellation, std::move(done));
     return;
   }
@@ -321,7 +324,9 @@ void GrpcWorker::RecvTensorAsync(const RecvTensorRequest& request,
         call->worker->LearnLocalSocket(call->chunks.local_socket());
       }
       std::function<void(absl::StatusOr<Tensor>)> done = std::move(call->done);
+      CompletionQueueLoop* loop = call->worker->options_.loop;
       call.reset();
+      loop->Release();
       done(std::move(tensor));
     }
   };
@@ -344,6 +349,7 @@ void GrpcWorker::RecvTensorAsync(const RecvTensorRequest& request,
           if (receiver != nullptr) receiver->Cancel();
         });
     if (call->token == CancellationManager::kInvalidToken) {
+      options_.loop->Release();
       call->done(absl::CancelledError("RecvTensor cancelled before it started"));
       return;
     }
