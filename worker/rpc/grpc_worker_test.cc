@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -141,11 +142,11 @@ class GrpcWorkerTest : public ::testing::Test {
   }
 
   // The worker's partition of PullStep: a _Recv of the ps's "edge_x" (RecvTensor) into
-  // a Neg that is fetched.
-  GraphDef WorkerPullGraph() {
+  // a Neg that is fetched. The key names the ps's `ps_incarnation`, by default its own.
+  GraphDef WorkerPullGraph(std::optional<uint64_t> ps_incarnation = std::nullopt) {
     GraphDef worker_graph;
     test::AddRecv(&worker_graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice,
-                  ps_.worker->incarnation(), kWorkerDevice);
+                  ps_incarnation.value_or(ps_.worker->incarnation()), kWorkerDevice);
     NodeDef* neg = test::AddNode(&worker_graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
     SetNodeAttr(neg, "T", DT_FLOAT);
     test::AddSend(&worker_graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice,
@@ -354,16 +355,9 @@ TEST_F(GrpcWorkerTest, StatusCodesCrossTheWire) {
 TEST_F(GrpcWorkerTest, APeersErrorFailsTheStepNamingTheTensorAndTask) {
   CreateSessions();
   const uint64_t worker_incarnation = worker_.worker->incarnation();
-  GraphDef graph;
-  test::AddRecv(&graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_.worker->incarnation() + 1,
-                kWorkerDevice);
-  NodeDef* neg = test::AddNode(&graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
-  SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice, worker_incarnation,
-                kWorkerDevice, true);
   RunGraphRequest request;
   request.set_session_handle("s");
-  request.set_graph_handle(Register(&worker_, graph));
+  request.set_graph_handle(Register(&worker_, WorkerPullGraph(ps_.worker->incarnation() + 1)));
   request.set_step_id(21);
   request.set_cleanup_on_return(true);
   request.add_recv_key(MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
@@ -726,18 +720,11 @@ TEST_F(GrpcWorkerTest, RunGraphAsyncOnALoopRepliesOnTheLoopThread) {
 
 TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
   CreateSessions();
-  const uint64_t ps_incarnation = ps_.worker->incarnation();
   const uint64_t worker_incarnation = worker_.worker->incarnation();
   // The partition waits for a tensor of the ps that never comes.
-  GraphDef graph;
-  test::AddRecv(&graph, "x/_recv", DT_FLOAT, "edge_x", kPsDevice, ps_incarnation, kWorkerDevice);
-  NodeDef* neg = test::AddNode(&graph, "neg", "Neg", kWorkerDevice, {"x/_recv"});
-  SetNodeAttr(neg, "T", DT_FLOAT);
-  test::AddSend(&graph, "neg/_fetch", "neg", DT_FLOAT, "neg", kWorkerDevice, worker_incarnation,
-                kWorkerDevice, true);
   RunGraphRequest request;
   request.set_session_handle("s");
-  request.set_graph_handle(Register(&worker_, graph));
+  request.set_graph_handle(Register(&worker_, WorkerPullGraph()));
   request.add_recv_key(MakeRendezvousKey(kWorkerDevice, worker_incarnation, kWorkerDevice, "neg"));
   LoopServer master;
   int64_t step_id = 12;
