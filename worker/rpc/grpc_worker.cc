@@ -159,11 +159,13 @@ std::string GrpcWorker::ReachableLocalSocket() {
   return local_reachable_ ? local_probed_ : std::string();
 }
 
+bool GrpcWorker::KnowsLocalSocket(const std::string& address) {
+  absl::MutexLock lock(&local_mu_);
+  return address == local_probed_;
+}
+
 void GrpcWorker::LearnLocalSocket(const std::string& address) {
-  {
-    absl::MutexLock lock(&local_mu_);
-    if (address == local_probed_) return;
-  }
+  if (KnowsLocalSocket(address)) return;
   const bool reachable = CanReachLocalTransfer(address);
   absl::MutexLock lock(&local_mu_);
   local_probed_ = address;
@@ -319,10 +321,20 @@ void GrpcWorker::RecvTensorAsync(const RecvTensorRequest& request,
       absl::Status status = call->status;
       if (status.ok()) status = FromGrpcStatus(call->finished);
       absl::StatusOr<Tensor> tensor = status.ok() ? call->chunks.Finish() : status;
-      if (tensor.ok() && call->worker->options_.local_transfers &&
-          !call->chunks.local_socket().empty()) {
-        call->worker->LearnLocalSocket(call->chunks.local_socket());
+      GrpcWorker* worker = call->worker;
+      const std::string& socket = call->chunks.local_socket();
+      if (tensor.ok() && worker->options_.local_transfers && !socket.empty() &&
+          !worker->KnowsLocalSocket(socket)) {
+        // Probing a new socket connects to it, which may block: not on the loop's thread.
+        RunGraphThreads()->Schedule([call = std::move(call), tensor = std::move(tensor)]() mutable {
+          call->worker->LearnLocalSocket(call->chunks.local_socket());
+          Done(std::move(call), std::move(tensor));
+        });
+        return;
       }
+      Done(std::move(call), std::move(tensor));
+    }
+    static void Done(std::shared_ptr<Call> call, absl::StatusOr<Tensor> tensor) {
       std::function<void(absl::StatusOr<Tensor>)> done = std::move(call->done);
       CompletionQueueLoop* loop = call->worker->options_.loop;
       call.reset();

@@ -95,8 +95,8 @@ class GrpcWorker : public WorkerInterface {
   absl::Status RecvTensor(const RecvTensorRequest& request, CancellationManager* cancellation,
                           Tensor* tensor) override;
   // The same read by options.loop's thread while it runs (a blocking call on a pool
-  // thread otherwise); `done` runs there. Only a local transfer's read of its socket
-  // runs on a pool thread.
+  // thread otherwise); `done` runs there. Only a local transfer's read of its socket,
+  // and the first probe of a socket a reply names, run on a pool thread.
   void RecvTensorAsync(const RecvTensorRequest& request, CancellationManager* cancellation,
                        std::function<void(absl::StatusOr<Tensor>)> done) override;
   absl::Status JobDone(const JobDoneRequest& request, JobDoneResponse* response) override;
@@ -105,7 +105,10 @@ class GrpcWorker : public WorkerInterface {
   absl::Duration StepTimeout(int64_t timeout_in_ms) const;
   // The worker's local transfer socket if a probe reached it (else empty).
   std::string ReachableLocalSocket() ABSL_LOCKS_EXCLUDED(local_mu_);
+  // Whether `address` is the one probed last (a reply naming it needs no probe).
+  bool KnowsLocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(local_mu_);
   // Probes `address`, named by the worker's last reply, unless it was probed before.
+  // The probe connects to it, so it may block.
   void LearnLocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(local_mu_);
   // A transfer over `address` could not connect: probe again on the next reply.
   void ForgetLocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(local_mu_);
