@@ -16,6 +16,11 @@
 namespace overseer {
 namespace {
 
+// Bounds a step whose async kernels a test completes, so that a step left waiting (a
+// test's failure: testing_kernels::CompleteAsync found nothing waiting) ends rather
+// than hangs.
+constexpr int64_t kAsyncStepTimeoutMs = 120000;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing_kernels::TestLog;
@@ -178,10 +183,11 @@ TEST_F(ExecutorTest, AnAsyncKernelHoldsNoThreadWhileItWaits) {
   std::string step_thread;
   std::thread step([&] {
     step_thread = testing_kernels::ThreadName();
-    s = Run(e.get(), &out);
+    s = Run(e.get(), &out, kAsyncStepTimeoutMs);
   });
-  testing_kernels::CompleteAsync("async_wait");  // Waits until `a` waits.
+  const bool completed = testing_kernels::CompleteAsync("async_wait");  // Once `a` waits.
   step.join();
+  ASSERT_TRUE(completed) << "`a` never started";
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(Int(out[0]), 3);
   // The cheap node ran where `a` ended: here, or on the step's thread if `a` ended
@@ -194,8 +200,8 @@ TEST_F(ExecutorTest, AnAsyncKernelHoldsNoThreadWhileItWaits) {
 }
 
 // Async kernels start on the thread that made them ready, however many, and none holds
-// it: with no pool thread free, two async nodes wait at once (else the second
-// CompleteAsync would wait forever).
+// it: with no pool thread free, two async nodes wait at once (else the second would
+// start only once the pool's thread is released).
 TEST_F(ExecutorTest, AsyncKernelsStartOnTheThreadThatMadeThemReady) {
   absl::Notification release;  // Outlives the pool, which joins the thread waiting on it.
   ThreadPool pool(1, 1);
@@ -207,11 +213,15 @@ TEST_F(ExecutorTest, AsyncKernelsStartOnTheThreadThatMadeThemReady) {
   auto e = Build({}, {"sum"}, {}, &pool);
   std::vector<Tensor> out;
   absl::Status s;
-  std::thread step([&] { s = Run(e.get(), &out); });
-  testing_kernels::CompleteAsync("async_both");
-  testing_kernels::CompleteAsync("async_both");
+  std::thread step([&] { s = Run(e.get(), &out, kAsyncStepTimeoutMs); });
+  EXPECT_TRUE(testing_kernels::CompleteAsync("async_both"));
+  const bool both_waited = testing_kernels::CompleteAsync("async_both");
   release.Notify();
+  if (!both_waited) {  // Let the step end, to fail cleanly.
+    EXPECT_TRUE(testing_kernels::CompleteAsync("async_both"));
+  }
   step.join();
+  EXPECT_TRUE(both_waited) << "the second async node waited for the pool's thread";
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(Int(out[0]), 3);
 }
@@ -240,9 +250,11 @@ TEST_F(ExecutorTest, AnAsyncKernelsErrorFailsTheStepAndStopsDownstreamNodes) {
   SetNodeAttr(Add("after", "TestRecord", {"^recv"}), "log", "after_async_error");
   auto e = Build({}, {}, {"after"});
   absl::Status s;
-  std::thread step([&] { s = Run(e.get(), nullptr); });
-  testing_kernels::CompleteAsync("async_error", absl::UnavailableError("the peer went away"));
+  std::thread step([&] { s = Run(e.get(), nullptr, kAsyncStepTimeoutMs); });
+  const bool completed =
+      testing_kernels::CompleteAsync("async_error", absl::UnavailableError("the peer went away"));
   step.join();
+  ASSERT_TRUE(completed) << "`recv` never started";
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(s.message(), "node 'recv' (op 'TestAsyncAddOne'): the peer went away");
   EXPECT_TRUE(TestLog("after_async_error").empty());

@@ -301,18 +301,19 @@ std::string ThreadName() {
   return name.str();
 }
 
-void CompleteAsync(const std::string& log, const absl::Status& status) {
+bool CompleteAsync(const std::string& log, const absl::Status& status, absl::Duration wait) {
   std::shared_ptr<PendingAsync> pending;
   {
     absl::MutexLock lock(&g_mu);
     auto waiting = [log]()
                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_mu) { return !(*Pending())[log].empty(); };
-    g_mu.Await(absl::Condition(&waiting));
+    if (!g_mu.AwaitWithTimeout(absl::Condition(&waiting), wait)) return false;
     std::vector<std::shared_ptr<PendingAsync>>& list = (*Pending())[log];
     pending = list.front();
     list.erase(list.begin());
   }
   pending->Complete(status);
+  return true;
 }
 
 std::vector<std::string> TestLog(const std::string& log) {

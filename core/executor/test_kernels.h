@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 
 namespace overseer {
 namespace testing_kernels {
@@ -32,8 +33,11 @@ namespace testing_kernels {
 std::string ThreadName();
 // Waits until a TestAsyncAddOne with attr log=`log` waits, then completes the first
 // such on the calling thread: x + 1, or `status` if not OK. Its step's cancellation may
-// have completed it already.
-void CompleteAsync(const std::string& log, const absl::Status& status = absl::OkStatus());
+// have completed it already. False if none waited within `wait` (a test's failure, not
+// a timing: the default is far beyond any step a test runs).
+[[nodiscard]] bool CompleteAsync(const std::string& log,
+                                 const absl::Status& status = absl::OkStatus(),
+                                 absl::Duration wait = absl::Seconds(60));
 // What TestRecord and TestCheapThread nodes with attr log=`log` recorded, in order.
 std::vector<std::string> TestLog(const std::string& log);
 
