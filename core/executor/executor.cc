@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -88,6 +89,39 @@ struct Executor::Step {
   // task, as that thread takes it.
   bool run_waiting ABSL_GUARDED_BY(mu) = false;
   absl::Status status ABSL_GUARDED_BY(mu);
+  // RunAsync's: taken and run by the thread that ends the step (no node outstanding,
+  // no pool task holding it). Null for Run, whose thread waits for that instead.
+  std::function<void()> on_end ABSL_GUARDED_BY(mu);
+
+  // RunAsync's end, if the step has just ended (else null).
+  std::function<void()> TakeEnd() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (on_end == nullptr || outstanding != 0 || tasks != 0) return nullptr;
+    std::function<void()> end = std::move(on_end);
+    on_end = nullptr;
+    return end;
+  }
+};
+
+// One run of a step: what Run keeps on its stack, and RunAsync on the heap until the
+// step ends.
+struct Executor::StepRun {
+  const ExecutorRunArgs* args = nullptr;
+  std::vector<Tensor>* fetches = nullptr;
+  std::unique_ptr<Step> step;
+  CancellationManager cancellation;  // The step's own.
+  StepTimer::Id timer = -1;
+  absl::Time timeout_at = absl::InfiniteFuture();
+  std::string timeout_message;
+  // The caller's cancellation fails the step. The link lets the callback reach the step
+  // only until the run ends (the step is then reused), even if it is running when the
+  // run deregisters it.
+  struct CallerLink {
+    absl::Mutex mu;
+    Step* step ABSL_GUARDED_BY(mu) = nullptr;
+  };
+  std::shared_ptr<CallerLink> link;
+  CancellationManager::Token caller_token = CancellationManager::kInvalidToken;
+  std::function<void(absl::Status)> done;  // RunAsync's.
 };
 
 Executor::Executor(PrunedGraph graph, ThreadPool* pool) : graph_(std::move(graph)), pool_(pool) {
@@ -132,6 +166,7 @@ absl::Status Executor::Init(KernelCache* kernels) {
     items_[id].is_async = kernel->IsAsync();
     items_[id].runs_inline = (!kernel->IsExpensive() && !kernel->MayWait()) || kernel->IsAsync();
     may_wait_ = may_wait_ || kernel->MayWait();
+    if (kernel->MayWait() && !kernel->IsAsync()) waits_only_async_ = false;
     kernels_.push_back(std::move(kernel));
   }
   for (size_t k = 0; k < graph_.fetches.size(); ++k) {
@@ -167,7 +202,7 @@ void Executor::Fail(Step* step, absl::Status status) {
   step->cancellation->StartCancel(std::move(status));
 }
 
-absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fetches) {
+absl::Status Executor::CheckArgs(const ExecutorRunArgs& args) const {
   if (args.feeds.size() != graph_.feed_nodes.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the step has ", graph_.feed_nodes.size(),
                                                    " feeds but ", args.feeds.size(),
@@ -184,11 +219,15 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   if (args.cancellation != nullptr && args.cancellation->IsCancelled()) {
     return args.cancellation->status();
   }
-  std::unique_ptr<Step> step = AcquireStep();
-  CancellationManager cancellation;
-  Step* s = step.get();
+  return absl::OkStatus();
+}
+
+void Executor::BeginRun(StepRun* run) {
+  const ExecutorRunArgs& args = *run->args;
+  run->step = AcquireStep();
+  Step* s = run->step.get();
   s->args = &args;
-  s->cancellation = &cancellation;
+  s->cancellation = &run->cancellation;
   s->clock = args.clock;
   s->trace = args.stats != nullptr;
   s->failed.store(false, std::memory_order_relaxed);
@@ -197,44 +236,42 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   }
   if (s->trace) std::fill(s->times.begin(), s->times.end(), Step::NodeTrace());
 
-  StepTimer::Id timer = -1;
-  absl::Time timeout_at = absl::InfiniteFuture();
-  const std::string timeout_message =
-      args.timeout_ms > 0 ? absl::StrCat("step exceeded timeout of ", args.timeout_ms, " ms")
-                          : std::string();
   if (args.timeout_ms > 0) {
+    run->timeout_message = absl::StrCat("step exceeded timeout of ", args.timeout_ms, " ms");
     s->deadline = s->clock->Now() + absl::Milliseconds(args.timeout_ms);
-    timeout_at = s->deadline;
-    timer = args.timer->Schedule(timeout_at, [this, s, &timeout_message] {
-      Fail(s, absl::DeadlineExceededError(timeout_message));
+    run->timeout_at = s->deadline;
+    run->timer = args.timer->Schedule(run->timeout_at, [this, s, run] {
+      Fail(s, absl::DeadlineExceededError(run->timeout_message));
     });
   } else {
     s->deadline = absl::InfiniteFuture();
   }
 
-  // The caller's cancellation fails the step. The link lets the callback reach the step
-  // only while Run has not returned (the step is then reused), even if it is running
-  // when Run deregisters it.
-  struct CallerLink {
-    absl::Mutex mu;
-    Step* step ABSL_GUARDED_BY(mu);
-  };
-  std::shared_ptr<CallerLink> link;
-  CancellationManager::Token caller_token = CancellationManager::kInvalidToken;
   if (args.cancellation != nullptr) {
-    link = std::make_shared<CallerLink>();
+    auto link = std::make_shared<StepRun::CallerLink>();
     {
       absl::MutexLock lock(&link->mu);
       link->step = s;
     }
-    caller_token = args.cancellation->RegisterCallback([this, link, caller = args.cancellation] {
-      absl::MutexLock lock(&link->mu);
-      if (link->step != nullptr) Fail(link->step, caller->status());
-    });
-    if (caller_token == CancellationManager::kInvalidToken) {
+    run->link = link;
+    run->caller_token =
+        args.cancellation->RegisterCallback([this, link, caller = args.cancellation] {
+          absl::MutexLock lock(&link->mu);
+          if (link->step != nullptr) Fail(link->step, caller->status());
+        });
+    if (run->caller_token == CancellationManager::kInvalidToken) {
       Fail(s, args.cancellation->status());  // Cancelled just now: no node runs.
     }
   }
+}
+
+absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fetches) {
+  RETURN_IF_ERROR(CheckArgs(args));
+  StepRun run;
+  run.args = &args;
+  run.fetches = fetches;
+  BeginRun(&run);
+  Step* s = run.step.get();
 
   if (!roots_.empty()) {
     ReadyNodes here;
@@ -271,27 +308,82 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
       RunNodes(s, &here, /*foreign=*/false);
     }
   }
-  if (timer >= 0) args.timer->Cancel(timer);
-  if (link != nullptr) {
+  return EndRun(&run);
+}
+
+void Executor::RunAsync(const ExecutorRunArgs& args, std::vector<Tensor>* fetches,
+                        std::function<void(absl::Status)> done) {
+  if (absl::Status bad = CheckArgs(args); !bad.ok()) {
+    done(std::move(bad));
+    return;
+  }
+  auto* run = new StepRun;
+  run->args = &args;
+  run->fetches = fetches;
+  run->done = std::move(done);
+  BeginRun(run);
+  Step* s = run->step.get();
+  auto end = [this, run] {
+    absl::Status status = EndRun(run);
+    std::function<void(absl::Status)> done = std::move(run->done);
+    delete run;
+    done(std::move(status));
+  };
+  if (roots_.empty()) {
+    end();
+    return;
+  }
+  // This thread is foreign to the step, as an async kernel's reply's is: it runs only the
+  // nodes that run inline.
+  ReadyNodes here;
+  absl::InlinedVector<int, 8> elsewhere;
+  Dispatch(roots_, &here, &elsewhere, /*foreign=*/true);
+  {
+    absl::MutexLock lock(&s->mu);
+    s->outstanding = static_cast<int>(roots_.size());
+    s->tasks = static_cast<int>(elsewhere.size());
+    for (int n : elsewhere) s->ready.push_back(n);
+    // A step that failed ends on a pool thread: the thread that ends it may be running
+    // the step's cancellation callbacks (the timeout's, the caller's), which ending it
+    // waits for. The step is then no longer used.
+    s->on_end = [this, s, end] {
+      if (s->failed.load(std::memory_order_acquire)) {
+        pool_->Schedule(end, /*may_wait=*/false);
+      } else {
+        end();
+      }
+    };
+  }
+  for (size_t i = 0; i < elsewhere.size(); ++i) {
+    pool_->Schedule([this, s] { RunQueued(s); }, may_wait_);
+  }
+  // The step may end, and `run` be gone, before RunNodes returns.
+  RunNodes(s, &here, /*foreign=*/true);
+}
+
+absl::Status Executor::EndRun(StepRun* run) {
+  const ExecutorRunArgs& args = *run->args;
+  Step* s = run->step.get();
+  if (run->timer >= 0) args.timer->Cancel(run->timer);
+  if (run->link != nullptr) {
     {
-      absl::MutexLock lock(&link->mu);
-      link->step = nullptr;
+      absl::MutexLock lock(&run->link->mu);
+      run->link->step = nullptr;
     }
-    if (caller_token != CancellationManager::kInvalidToken) {
-      args.cancellation->DeregisterCallback(caller_token);
+    if (run->caller_token != CancellationManager::kInvalidToken) {
+      args.cancellation->DeregisterCallback(run->caller_token);
     }
   }
-
   absl::Status status;
   {
     absl::MutexLock lock(&s->mu);
     status = s->status;
     s->status = absl::OkStatus();
   }
-  if (!status.ok() && args.timeout_ms > 0 && s->clock->Now() >= timeout_at) {
-    status = absl::DeadlineExceededError(timeout_message);
+  if (!status.ok() && args.timeout_ms > 0 && s->clock->Now() >= run->timeout_at) {
+    status = absl::DeadlineExceededError(run->timeout_message);
   }
-  if (status.ok()) status = CollectFetches(s, fetches);
+  if (status.ok()) status = CollectFetches(s, run->fetches);
   if (s->failed.load(std::memory_order_relaxed)) {
     for (auto& node_inputs : s->inputs) {
       for (TensorValue& v : node_inputs) v = TensorValue();
@@ -332,7 +424,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   }
   s->args = nullptr;
   s->cancellation = nullptr;
-  ReleaseStep(std::move(step));
+  ReleaseStep(std::move(run->step));
   return status;
 }
 
@@ -349,8 +441,13 @@ void Executor::RunQueued(Step* step) {
     ReadyNodes here = {node};
     RunNodes(step, &here, /*foreign=*/false);
   }
-  absl::MutexLock lock(&step->mu);
-  --step->tasks;
+  std::function<void()> end;
+  {
+    absl::MutexLock lock(&step->mu);
+    --step->tasks;
+    end = step->TakeEnd();
+  }
+  if (end != nullptr) end();
 }
 
 void Executor::Dispatch(absl::Span<const int> ready, ReadyNodes* here,
@@ -519,6 +616,7 @@ void Executor::EndNode(Step* step, int id, absl::Span<const int> ready, ReadyNod
   // the step when the count reaches zero: Run may then return and the step be reused.
   if (ready.size() == 1 && elsewhere.empty()) return;  // Outstanding count unchanged.
   size_t to_pool = elsewhere.size();
+  std::function<void()> end;
   {
     absl::MutexLock lock(&step->mu);
     step->outstanding += static_cast<int>(ready.size()) - 1;
@@ -528,10 +626,12 @@ void Executor::EndNode(Step* step, int id, absl::Span<const int> ready, ReadyNod
     }
     step->tasks += static_cast<int>(to_pool);
     for (int n : elsewhere) step->ready.push_back(n);
+    end = step->TakeEnd();
   }
   for (size_t i = 0; i < to_pool; ++i) {
     pool_->Schedule([this, step] { RunQueued(step); }, may_wait_);
   }
+  if (end != nullptr) end();
 }
 
 absl::Status Executor::CollectFetches(Step* step, std::vector<Tensor>* fetches) {

@@ -12,7 +12,7 @@
 // (OpKernel::IsAsync, a _Recv from another task) holds no thread while it waits: the
 // thread its reply arrives on ends it, runs the cheap nodes that then become ready and
 // hands the others to the pool. The first error, or the timeout, cancels the step; Run
-// returns once no kernel of the step is running or waiting.
+// returns once no kernel of the step is running or waiting (RunAsync calls back then).
 
 #include <cstdint>
 #include <memory>
@@ -88,17 +88,35 @@ class Executor {
   // reference output gives the variable's value now). Kernel errors come back prefixed
   // "node 'x' (op 'Y'): "; after the first error the remaining nodes do not run.
   absl::Status Run(const ExecutorRunArgs& args, std::vector<Tensor>* fetches);
+  // The same step, without waiting for it: `done` gets what Run would return, on the
+  // thread that ends the step (this one, if it ends at once; a pool thread, or the
+  // thread an async kernel's reply came on, otherwise). This thread runs only the
+  // nodes that run inline, as a thread an async kernel's reply arrived on does, and
+  // never waits: a caller serving many calls on one thread may call it there.
+  // `args`, `fetches` and what they point to must outlive `done`'s call.
+  void RunAsync(const ExecutorRunArgs& args, std::vector<Tensor>* fetches,
+                std::function<void(absl::Status)> done);
 
   const Graph& graph() const { return *graph_.graph; }
   // True if a kernel of the graph may wait for other work (OpKernel::MayWait).
   bool may_wait() const { return may_wait_; }
+  // True if the only kernels of the graph that may wait are async ones (their waits
+  // hold no thread): the graph's nodes that run inline never wait.
+  bool waits_only_async() const { return waits_only_async_; }
 
  private:
   struct NodeItem;
   struct Step;
+  struct StepRun;
 
   explicit Executor(PrunedGraph graph, ThreadPool* pool);
   absl::Status Init(KernelCache* kernels);
+
+  absl::Status CheckArgs(const ExecutorRunArgs& args) const;
+  // Sets a run's step up: its timeout, its link to the caller's cancellation.
+  void BeginRun(StepRun* run);
+  // After the step's last node: what Run returns. Releases the step.
+  absl::Status EndRun(StepRun* run);
 
   std::unique_ptr<Step> AcquireStep();
   void ReleaseStep(std::unique_ptr<Step> step);
@@ -137,6 +155,7 @@ class Executor {
   std::vector<int> roots_;
   std::vector<std::shared_ptr<OpKernel>> kernels_;  // Keeps the shared kernels alive.
   bool may_wait_ = false;
+  bool waits_only_async_ = true;
 
   absl::Mutex free_mu_;
   std::vector<std::unique_ptr<Step>> free_steps_ ABSL_GUARDED_BY(free_mu_);

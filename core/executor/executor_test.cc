@@ -69,6 +69,31 @@ class ExecutorTest : public ::testing::Test {
     return e->Run(args, out);
   }
 
+  // A RunAsync: what its `done` got, and the thread it ran on.
+  struct AsyncRun {
+    ExecutorRunArgs args;
+    std::vector<Tensor> out;
+    absl::Notification done;
+    absl::Status status;
+    std::string thread;
+
+    // False if `done` did not run within a minute (a test's failure, not a timing).
+    bool Wait() { return done.WaitForNotificationWithTimeout(absl::Seconds(60)); }
+  };
+  void StartAsync(Executor* e, AsyncRun* run, int64_t timeout_ms = kAsyncStepTimeoutMs,
+                  CancellationManager* caller = nullptr) {
+    run->args.resource_mgr = &resources_;
+    run->args.clock = clock_;
+    run->args.timer = &timer_;
+    run->args.timeout_ms = timeout_ms;
+    run->args.cancellation = caller;
+    e->RunAsync(run->args, &run->out, [run](absl::Status status) {
+      run->status = std::move(status);
+      run->thread = testing_kernels::ThreadName();
+      run->done.Notify();
+    });
+  }
+
   static int Int(const Tensor& t) { return t.scalar<int32_t>(); }
 
   GraphDef def_;
@@ -268,6 +293,107 @@ TEST_F(ExecutorTest, TheTimeoutEndsAWaitingAsyncKernel) {
   absl::Status s = Run(e.get(), &out, 50);  // Nothing completes `a` but its step.
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(s.message(), "step exceeded timeout of 50 ms");
+}
+
+TEST_F(ExecutorTest, RunAsyncEndsAStepOfInlineNodesBeforeItReturns) {
+  SetNodeAttr(Add("src", "TestCheapThread"), "log", "run_async_inline");
+  SetNodeAttr(Add("next", "TestCheapThread", {"^src"}), "log", "run_async_inline");
+  auto e = Build({}, {"next"}, {});
+  for (int step = 0; step < 3; ++step) {
+    AsyncRun run;
+    StartAsync(e.get(), &run);
+    ASSERT_TRUE(run.done.HasBeenNotified());
+    ASSERT_TRUE(run.status.ok()) << run.status;
+    EXPECT_EQ(run.out.size(), 1u);
+    EXPECT_EQ(run.thread, testing_kernels::ThreadName());
+  }
+  EXPECT_THAT(TestLog("run_async_inline"),
+              ::testing::Each(::testing::Eq(testing_kernels::ThreadName())));
+}
+
+// RunAsync's thread does not wait for the async kernel: the thread that completes it
+// ends the step (the node after it runs inline).
+TEST_F(ExecutorTest, RunAsyncReturnsWhileAnAsyncKernelWaits) {
+  SetNodeAttr(Add("src", "TestCheapThread"), "log", "run_async_wait_src");
+  SetNodeAttr(Add("a", "TestAsyncAddOne", {"src"}), "log", "run_async_wait");
+  SetNodeAttr(Add("b", "TestCheapThread", {"^a"}), "log", "run_async_wait_b");
+  auto e = Build({}, {"a", "b"}, {});
+  AsyncRun run;
+  StartAsync(e.get(), &run);
+  EXPECT_FALSE(run.done.HasBeenNotified());
+  std::string completer;
+  std::thread complete([&] {
+    completer = testing_kernels::ThreadName();
+    EXPECT_TRUE(testing_kernels::CompleteAsync("run_async_wait"));
+  });
+  ASSERT_TRUE(run.Wait());
+  complete.join();
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  EXPECT_EQ(Int(run.out[0]), 1);  // TestCheapThread gives 0.
+  EXPECT_THAT(TestLog("run_async_wait_src"), ElementsAre(testing_kernels::ThreadName()));
+  EXPECT_THAT(TestLog("run_async_wait_b"), ElementsAre(completer));
+  EXPECT_EQ(run.thread, completer);
+}
+
+TEST_F(ExecutorTest, RunAsyncRunsOnlyInlineNodesOnItsThread) {
+  Const("c", 1);
+  SetNodeAttr(Add("costly", "TestExpensiveThread", {"^c"}), "log", "run_async_costly");
+  Add("after", "TestAddOne", {"costly"});
+  auto e = Build({}, {"after"}, {});
+  AsyncRun run;
+  StartAsync(e.get(), &run);
+  ASSERT_TRUE(run.Wait());
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  ASSERT_EQ(TestLog("run_async_costly").size(), 1u);
+  EXPECT_NE(TestLog("run_async_costly")[0], testing_kernels::ThreadName());
+  // The node after it ran where it did, and the step ended there.
+  EXPECT_EQ(run.thread, TestLog("run_async_costly")[0]);
+}
+
+// The thread that fails a step may be running the step's cancellation callbacks, which
+// ending the step waits for: a failed step ends on a pool thread.
+TEST_F(ExecutorTest, ARunAsyncThatFailsEndsOnAPoolThread) {
+  SetNodeAttr(Add("src", "TestCheapThread"), "log", "run_async_error_src");
+  SetNodeAttr(Add("recv", "TestAsyncAddOne", {"src"}), "log", "run_async_error");
+  SetNodeAttr(Add("after", "TestRecord", {"^recv"}), "log", "after_run_async_error");
+  auto e = Build({}, {}, {"after"});
+  AsyncRun run;
+  StartAsync(e.get(), &run);
+  ASSERT_TRUE(testing_kernels::CompleteAsync("run_async_error",
+                                             absl::UnavailableError("the peer went away")));
+  ASSERT_TRUE(run.Wait());
+  EXPECT_EQ(run.status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(run.status.message(), "node 'recv' (op 'TestAsyncAddOne'): the peer went away");
+  EXPECT_NE(run.thread, testing_kernels::ThreadName());
+  EXPECT_TRUE(TestLog("after_run_async_error").empty());
+}
+
+TEST_F(ExecutorTest, TheTimeoutEndsARunAsync) {
+  Const("c", 1);
+  SetNodeAttr(Add("a", "TestAsyncAddOne", {"c"}), "log", "run_async_timeout");
+  auto e = Build({}, {"a"}, {});
+  AsyncRun run;
+  StartAsync(e.get(), &run, 50);  // Nothing completes `a` but its step.
+  ASSERT_TRUE(run.Wait());
+  EXPECT_EQ(run.status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(run.status.message(), "step exceeded timeout of 50 ms");
+}
+
+TEST_F(ExecutorTest, TheCallersCancellationEndsARunAsync) {
+  Const("c", 1);
+  SetNodeAttr(Add("a", "TestAsyncAddOne", {"c"}), "log", "run_async_cancelled");
+  auto e = Build({}, {"a"}, {});
+  CancellationManager caller;
+  AsyncRun run;
+  StartAsync(e.get(), &run, kAsyncStepTimeoutMs, &caller);
+  caller.StartCancel(absl::CancelledError("step 4 was cleaned up"));
+  ASSERT_TRUE(run.Wait());
+  EXPECT_EQ(run.status, absl::CancelledError("step 4 was cleaned up"));
+  // Already cancelled: done at once, and no node runs.
+  AsyncRun again;
+  StartAsync(e.get(), &again, kAsyncStepTimeoutMs, &caller);
+  ASSERT_TRUE(again.done.HasBeenNotified());
+  EXPECT_EQ(again.status, absl::CancelledError("step 4 was cleaned up"));
 }
 
 TEST_F(ExecutorTest, ErrorsNameTheNodeAndOpAndStopDownstreamNodes) {
