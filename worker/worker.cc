@@ -157,6 +157,10 @@ bool Worker::IsQuick(const FoundGraph& found) const {
   return recent_us >= 0 && recent_us <= absl::ToInt64Microseconds(options_.quick_run_graph);
 }
 
+bool Worker::RunsWithoutWaiting(const FoundGraph& found) const {
+  return found.graph_->executor->waits_only_async();
+}
+
 bool Worker::RunGraphIsQuick(const RunGraphRequest& request) const {
   absl::StatusOr<FoundGraph> found = FindGraph(request);
   return found.ok() && IsQuick(*found);
@@ -172,87 +176,153 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
   return RunGraph(found, request, response, call_cancellation);
 }
 
-absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& request,
-                              RunGraphResponse* response, CancellationManager* call_cancellation) {
+absl::Status Worker::StartRunGraph(const FoundGraph& found, const RunGraphRequest& request,
+                                   std::vector<std::pair<RendezvousKey, Tensor>>* sends,
+                                   std::vector<RendezvousKey>* recvs) {
   // Earlier steps of this session that the master has done with (their partial runs,
   // if any, are this session's).
   if (!request.cleanup_step_id().empty()) {
     const std::vector<std::shared_ptr<Session>> own = {found.session_};
     for (const int64_t step_id : request.cleanup_step_id()) CleanupStep(step_id, own);
   }
-  const Session* session = found.session_.get();
-  RegisteredGraph* graph = found.graph_.get();
   // Parse everything before the step exists, so that a bad request leaves no state.
-  std::vector<std::pair<RendezvousKey, Tensor>> sends(request.send_size());
+  sends->resize(request.send_size());
   for (int i = 0; i < request.send_size(); ++i) {
     absl::StatusOr<RendezvousKey> key = RendezvousKey::Parse(request.send(i).name());
     if (!key.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("RunGraph send: ", key.status().message()));
     }
-    sends[i].first = std::move(*key);
-    RETURN_IF_ERROR(ParseTensor(request.send(i), &sends[i].second));
+    (*sends)[i].first = std::move(*key);
+    RETURN_IF_ERROR(ParseTensor(request.send(i), &(*sends)[i].second));
   }
-  std::vector<RendezvousKey> recvs(request.recv_key_size());
+  recvs->resize(request.recv_key_size());
   for (int i = 0; i < request.recv_key_size(); ++i) {
     absl::StatusOr<RendezvousKey> key = RendezvousKey::Parse(request.recv_key(i));
     if (!key.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("RunGraph recv_key: ", key.status().message()));
     }
-    recvs[i] = std::move(*key);
+    (*recvs)[i] = std::move(*key);
   }
-  if (request.is_partial()) {
-    return RunPartialGraph(found, request, std::move(sends), recvs, response, call_cancellation);
-  }
+  return absl::OkStatus();
+}
 
-  StepState state = rendezvous_.FindOrCreate(request.step_id());
-  CancellationManager::Token given_up = CancellationManager::kInvalidToken;
-  if (call_cancellation != nullptr) {
-    given_up = call_cancellation->RegisterCallback(
-        [this, step_id = request.step_id()] { rendezvous_.Cleanup(step_id); });
-    if (given_up == CancellationManager::kInvalidToken) {
-      rendezvous_.Cleanup(request.step_id());
-      return call_cancellation->status();
+// One RunGraph step (not a partial run's), from its start to its reply.
+struct Worker::GraphStep {
+  GraphStep(Worker* worker, const FoundGraph& found, const RunGraphRequest& request,
+            RunGraphResponse* response, CancellationManager* call_cancellation)
+      : worker(worker),
+        found(found),
+        request(request),
+        response(response),
+        call_cancellation(call_cancellation),
+        state(worker->rendezvous_.FindOrCreate(request.step_id())),
+        rendezvous(request.step_id(), worker->task_name_, state, found.session_->peers.get()) {}
+
+  // Sends the request's tensors and sets `args` up. The call's cancellation ends the
+  // step as CleanupGraph would (also if it came before).
+  absl::Status Start(const std::vector<std::pair<RendezvousKey, Tensor>>& sends) {
+    if (call_cancellation != nullptr) {
+      given_up = call_cancellation->RegisterCallback(
+          [worker = worker, step_id = request.step_id()] { worker->rendezvous_.Cleanup(step_id); });
+      if (given_up == CancellationManager::kInvalidToken) {
+        worker->rendezvous_.Cleanup(request.step_id());
+        return call_cancellation->status();
+      }
     }
-  }
-  absl::Cleanup deregister = [&] {
-    if (given_up != CancellationManager::kInvalidToken) {
-      call_cancellation->DeregisterCallback(given_up);
-    }
-  };
-  StepRendezvous rendezvous(request.step_id(), task_name_, state, session->peers.get());
-  absl::Status status;
-  for (const auto& [key, value] : sends) {
-    status = state.rendezvous->Send(key, value);
-    if (!status.ok()) break;
-  }
-  if (status.ok()) {
-    ExecutorRunArgs args = StepRunArgs(request, &rendezvous, state);
-    const bool trace = request.exec_opts().record_timeline() || request.exec_opts().record_costs();
-    const int recorded = response->step_stats().dev_stats_size();
-    if (trace) {
+    for (const auto& [key, value] : sends) RETURN_IF_ERROR(state.rendezvous->Send(key, value));
+    args = worker->StepRunArgs(request, &rendezvous, state);
+    if (request.exec_opts().record_timeline() || request.exec_opts().record_costs()) {
       args.stats = response->mutable_step_stats();
       args.trace_outputs = request.exec_opts().record_outputs();
     }
-    const absl::Time start = absl::Now();
-    status = graph->executor->Run(args, nullptr);
-    graph->RecordRun(absl::Now() - start);
-    if (status.ok() && request.exec_opts().record_partition_graphs()) {
-      *response->add_partition_graph() = graph->executor->graph().def();
-    }
-    // The executor records under a generic device; these nodes ran on this task's.
-    for (int i = recorded; i < response->step_stats().dev_stats_size(); ++i) {
-      response->mutable_step_stats()->mutable_dev_stats(i)->set_device(device_name_);
-    }
+    recorded = response->step_stats().dev_stats_size();
+    start = absl::Now();
+    return absl::OkStatus();
   }
-  if (!status.ok()) {
-    // Peers waiting for this step's tensors fail now instead of at their deadline.
-    state.rendezvous->StartAbort(status);
+
+  // After the executor's run (`status`; not run if Start failed): the reply.
+  absl::Status End(absl::Status status, const std::vector<RendezvousKey>& recvs) {
+    if (start != absl::InfinitePast()) {
+      found.graph_->RecordRun(absl::Now() - start);
+      if (status.ok() && request.exec_opts().record_partition_graphs()) {
+        *response->add_partition_graph() = found.graph_->executor->graph().def();
+      }
+      // The executor records under a generic device; these nodes ran on this task's.
+      for (int i = recorded; i < response->step_stats().dev_stats_size(); ++i) {
+        response->mutable_step_stats()->mutable_dev_stats(i)->set_device(worker->device_name_);
+      }
+    }
+    if (status.ok()) {
+      status = worker->ReplyWithRecvs(request, state, recvs, /*partial=*/false, response);
+      if (status.ok() && request.cleanup_on_return()) {
+        worker->rendezvous_.Release(request.step_id());
+      }
+    } else {
+      // Peers waiting for this step's tensors fail now instead of at their deadline.
+      state.rendezvous->StartAbort(status);
+    }
+    if (given_up != CancellationManager::kInvalidToken) {
+      call_cancellation->DeregisterCallback(given_up);
+    }
     return status;
   }
-  RETURN_IF_ERROR(ReplyWithRecvs(request, state, recvs, /*partial=*/false, response));
-  if (request.cleanup_on_return()) rendezvous_.Release(request.step_id());
-  return absl::OkStatus();
+
+  Worker* const worker;
+  const FoundGraph found;
+  const RunGraphRequest& request;
+  RunGraphResponse* const response;
+  CancellationManager* const call_cancellation;
+  CancellationManager::Token given_up = CancellationManager::kInvalidToken;
+  StepState state;
+  StepRendezvous rendezvous;
+  ExecutorRunArgs args;
+  int recorded = 0;
+  absl::Time start = absl::InfinitePast();  // Of the executor's run.
+  std::vector<RendezvousKey> recvs;         // RunGraphAsync's.
+};
+
+absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& request,
+                              RunGraphResponse* response, CancellationManager* call_cancellation) {
+  std::vector<std::pair<RendezvousKey, Tensor>> sends;
+  std::vector<RendezvousKey> recvs;
+  RETURN_IF_ERROR(StartRunGraph(found, request, &sends, &recvs));
+  if (request.is_partial()) {
+    return RunPartialGraph(found, request, std::move(sends), recvs, response, call_cancellation);
+  }
+  GraphStep step(this, found, request, response, call_cancellation);
+  absl::Status status = step.Start(sends);
+  if (status.ok()) status = found.graph_->executor->Run(step.args, nullptr);
+  return step.End(std::move(status), recvs);
+}
+
+void Worker::RunGraphAsync(const FoundGraph& found, const RunGraphRequest& request,
+                           RunGraphResponse* response, CancellationManager* call_cancellation,
+                           std::function<void(absl::Status)> done) {
+  if (request.is_partial()) {
+    done(RunGraph(found, request, response, call_cancellation));
+    return;
+  }
+  std::vector<std::pair<RendezvousKey, Tensor>> sends;
+  std::vector<RendezvousKey> recvs;
+  if (absl::Status bad = StartRunGraph(found, request, &sends, &recvs); !bad.ok()) {
+    done(std::move(bad));
+    return;
+  }
+  auto step = std::make_unique<GraphStep>(this, found, request, response, call_cancellation);
+  step->recvs = std::move(recvs);
+  if (absl::Status failed = step->Start(sends); !failed.ok()) {
+    done(step->End(std::move(failed), step->recvs));
+    return;
+  }
+  GraphStep* s = step.release();  // Until the step ends.
+  // Alive until RunAsync returns, which may be after the step ended and `s` is gone.
+  const std::shared_ptr<RegisteredGraph> graph = found.graph_;
+  graph->executor->RunAsync(s->args, nullptr, [s, done = std::move(done)](absl::Status status) {
+    status = s->End(std::move(status), s->recvs);
+    delete s;
+    done(std::move(status));
+  });
 }
 
 ExecutorRunArgs Worker::StepRunArgs(const RunGraphRequest& request, Rendezvous* rendezvous,

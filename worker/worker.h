@@ -117,6 +117,18 @@ class Worker : public WorkerInterface {
   // The same with the request's graph already found.
   absl::Status RunGraph(const FoundGraph& graph, const RunGraphRequest& request,
                         RunGraphResponse* response, CancellationManager* call_cancellation);
+  // The same without waiting for the step (Executor::RunAsync): `done` gets what
+  // RunGraph would return, on the thread that ends the step (this one, if it ends at
+  // once). This thread runs only the graph's nodes that run inline; of a graph whose
+  // only waits are async kernels' (Executor::waits_only_async), it never waits. A
+  // partial run's RunGraph (RunGraphRequest.is_partial) runs as RunGraph does, on this
+  // thread. `request` and `response` must outlive `done`'s call.
+  void RunGraphAsync(const FoundGraph& graph, const RunGraphRequest& request,
+                     RunGraphResponse* response, CancellationManager* call_cancellation,
+                     std::function<void(absl::Status)> done);
+  // Whether RunGraphAsync of `graph` holds its thread only for the nodes that run
+  // inline: its only kernels that wait are async ones.
+  bool RunsWithoutWaiting(const FoundGraph& graph) const;
   // The graph `request` names: ABORTED for an unknown session, NOT_FOUND for an unknown
   // graph handle, as RunGraph reports them.
   absl::StatusOr<FoundGraph> FindGraph(const RunGraphRequest& request) const;
@@ -181,6 +193,12 @@ class Worker : public WorkerInterface {
   // Ends step `step_id` here: aborts its rendezvous, cancels it, and ends its partial
   // runs in `sessions` (waiting for them).
   void CleanupStep(int64_t step_id, const std::vector<std::shared_ptr<Session>>& sessions);
+  struct GraphStep;
+  // What RunGraph does first, whatever its kind: cleans up the steps the request names
+  // and parses its tensors to send and keys to receive.
+  absl::Status StartRunGraph(const FoundGraph& found, const RunGraphRequest& request,
+                             std::vector<std::pair<RendezvousKey, Tensor>>* sends,
+                             std::vector<RendezvousKey>* recvs);
   // RunGraph of a partial run (RunGraphRequest.is_partial).
   absl::Status RunPartialGraph(const FoundGraph& found, const RunGraphRequest& request,
                                std::vector<std::pair<RendezvousKey, Tensor>> sends,

@@ -101,9 +101,12 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                        .Help(
                            "RunGraph calls, by where they ran: thread=\"loop\" on the thread "
                            "that reads the calls (quick graphs that never wait), "
-                           "thread=\"pool\" on a thread of their own")
+                           "thread=\"async\" started there, with no thread held while "
+                           "they wait (graphs whose only waits are for tensors from other "
+                           "tasks), thread=\"pool\" on a thread of their own")
                        .Register(*metrics);
   rungraph_on_loop_ = &rungraph.Add({{"thread", "loop"}});
+  rungraph_async_ = &rungraph.Add({{"thread", "async"}});
   rungraph_on_pool_ = &rungraph.Add({{"thread", "pool"}});
   auto& recv_tensor = prometheus::BuildCounter()
                           .Name("overseer_worker_recv_tensor_total")
@@ -224,6 +227,12 @@ void GrpcWorkerService::Serve(RunGraphCall* call) {
     // read by this thread).
     if (rungraph_on_loop_ != nullptr) rungraph_on_loop_->Increment();
     RunGraphAndReply(call, found, nullptr);
+  } else if (!call->request.is_partial() && worker_->RunsWithoutWaiting(*found)) {
+    // Its only waits hold no thread (a _Recv from another task): started here, its
+    // other nodes on the worker's pool, and replied to from the thread that ends it.
+    if (rungraph_async_ != nullptr) rungraph_async_->Increment();
+    worker_->RunGraphAsync(*found, call->request, &call->response, &call->cancellation,
+                           [this, call](absl::Status status) { Replied(call, status); });
   } else {
     if (rungraph_on_pool_ != nullptr) rungraph_on_pool_->Increment();
     run_graph_threads_.Schedule([this, call, found = *std::move(found)] {
@@ -235,9 +244,11 @@ void GrpcWorkerService::Serve(RunGraphCall* call) {
 void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call,
                                          const absl::StatusOr<Worker::FoundGraph>& found,
                                          CancellationManager* cancellation) {
-  const absl::Status status =
-      found.ok() ? worker_->RunGraph(*found, call->request, &call->response, cancellation)
-                 : found.status();
+  Replied(call, found.ok() ? worker_->RunGraph(*found, call->request, &call->response, cancellation)
+                           : found.status());
+}
+
+void GrpcWorkerService::Replied(RunGraphCall* call, const absl::Status& status) {
   UpdateResourceBytes();
   run_graph_->RecordSince(call->start, status);
   call->Reply(loop_, status);

@@ -92,11 +92,14 @@ class GrpcWorkerService final
 
  private:
   using RunGraphCall = AsyncUnaryCall<RunGraphRequest, RunGraphResponse>;
-  // Runs an arrived call's graph (on the loop's thread if it is quick, else on
-  // run_graph_threads_) and replies.
+  // Runs an arrived call's graph and replies: on the loop's thread if it is quick;
+  // started there (Worker::RunGraphAsync) if its only waits hold no thread; else on
+  // run_graph_threads_.
   void Serve(RunGraphCall* call);
   void RunGraphAndReply(RunGraphCall* call, const absl::StatusOr<Worker::FoundGraph>& found,
                         CancellationManager* cancellation);
+  // Records a RunGraph call's end and replies `status` (and its response). Any thread.
+  void Replied(RunGraphCall* call, const absl::Status& status);
   // A RecvTensor call: one request, then the tensor's raw RecvTensorResponse messages.
   struct RecvTensorCall : AsyncServerCall {
     RecvTensorRequest request;
@@ -148,6 +151,7 @@ class GrpcWorkerService final
   const int64_t chunk_bytes_;
   LocalTransferServer* const local_;
   prometheus::Counter* rungraph_on_loop_ = nullptr;
+  prometheus::Counter* rungraph_async_ = nullptr;
   prometheus::Counter* rungraph_on_pool_ = nullptr;
   prometheus::Counter* recv_tensor_on_loop_ = nullptr;
   prometheus::Counter* recv_tensor_on_pool_ = nullptr;

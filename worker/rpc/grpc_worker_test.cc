@@ -570,10 +570,47 @@ TEST_F(GrpcWorkerTest, AQuickGraphRunsOnTheThreadThatReadsTheCallsAfterItsFirstR
     ASSERT_TRUE(ps_.client->RunGraph(request, &response).ok());
     ASSERT_EQ(response.recv_size(), 1);
   }
-  // The first run, of unknown length, on a pool thread; the others where they were read.
-  EXPECT_EQ(RunGraphsOn(&ps_, "pool"), 1);
+  // The first run, of unknown length, started where it was read with its costly nodes
+  // on the pool (it never waits); the others run where they were read.
+  EXPECT_EQ(RunGraphsOn(&ps_, "async"), 1);
   EXPECT_EQ(RunGraphsOn(&ps_, "loop"), 4);
+  EXPECT_EQ(RunGraphsOn(&ps_, "pool"), 0);
   EXPECT_EQ(ps_.worker->num_steps(), 0);
+}
+
+// The worker's partition waits only for the ps's tensor (an async _Recv): its RunGraph
+// starts on the thread that reads the calls and holds no thread while it waits.
+TEST_F(GrpcWorkerTest, AGraphThatWaitsOnlyForAnotherTasksTensorHoldsNoThread) {
+  CreateSessions();
+  RegisterPull();
+  for (int64_t step = 1; step <= 2; ++step) {
+    absl::Status status;
+    RunGraphResponse response;
+    std::thread master([&] {
+      RunGraphRequest request;
+      request.set_session_handle("s");
+      request.set_graph_handle(worker_handle_);
+      request.set_step_id(step);
+      request.set_timeout_in_ms(60000);
+      request.add_recv_key(
+          MakeRendezvousKey(kWorkerDevice, worker_.worker->incarnation(), kWorkerDevice, "neg"));
+      status = worker_.client->RunGraph(request, &response);
+    });
+    // The worker asked the ps for the tensor, which the ps has not produced.
+    ASSERT_TRUE(Eventually([&] { return ps_.service->recv_tensors_waiting() == 1; }));
+    EXPECT_EQ(RunGraphsOn(&worker_, "async"), step);
+    EXPECT_EQ(RunGraphsOn(&worker_, "pool"), 0);
+    RunGraphRequest send;
+    ASSERT_TRUE(RunPsSend(step, test::AsTensor<float>({2, 3}), &send).ok());
+    master.join();
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_EQ(response.recv_size(), 1);
+    absl::StatusOr<Tensor> neg = Tensor::FromProto(response.recv(0).tensor());
+    ASSERT_TRUE(neg.ok()) << neg.status();
+    test::ExpectTensorEqual(*neg, test::AsTensor<float>({-2, -3}));
+    Cleanup(step);
+  }
+  EXPECT_EQ(worker_.worker->num_steps(), 0);
 }
 
 TEST_F(GrpcWorkerTest, QuickGraphsRunWhileAnotherGraphWaits) {
