@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "core/cancellation.h"
 #include "core/clock.h"
 #include "core/node_def_util.h"
@@ -63,6 +64,7 @@ class OpKernelConstruction {
 };
 
 class OpKernelContext;
+struct TensorValue;
 class Rendezvous;
 
 // Base of every kernel. Compute may run concurrently from several steps (and, for
@@ -108,6 +110,14 @@ class OpKernel {
   // constant, a variable's reference, forwarding a tensor): the executor runs it on the
   // thread that made it ready instead of handing it to another thread.
   virtual bool IsExpensive() const { return true; }
+  // True for a kernel whose Compute costs about as much as a pass over ElementsTouched
+  // elements (element-wise arithmetic, AddN): cheap when those are few, so the
+  // executor then runs it on the thread that made it ready, as if IsExpensive were
+  // false (Executor::kInlineElements).
+  virtual bool CostFollowsElements() const { return false; }
+  // With CostFollowsElements: how many elements Compute reads or writes, at most, for
+  // these `inputs` (all values, none a reference), which it has not checked yet.
+  virtual int64_t ElementsTouched(absl::Span<const TensorValue> /*inputs*/) const { return -1; }
 
  private:
   const NodeDef def_;

@@ -35,7 +35,9 @@ struct Executor::NodeItem {
   // feed, or a kernel that is cheap and never waits.
   bool runs_inline = false;
   bool is_async = false;  // OpKernel::IsAsync.
-  int pending_init = 0;   // Data plus control inputs.
+  // OpKernel::CostFollowsElements: runs inline too when it touches few elements.
+  bool cost_follows_elements = false;
+  int pending_init = 0;  // Data plus control inputs.
   std::string error_prefix;
   std::vector<bool> value_input;  // Input i is declared a value (not a reference).
   std::vector<DataType> output_types;
@@ -165,6 +167,7 @@ absl::Status Executor::Init(KernelCache* kernels) {
     // An async kernel only starts its wait on the thread: it runs inline too.
     items_[id].is_async = kernel->IsAsync();
     items_[id].runs_inline = (!kernel->IsExpensive() && !kernel->MayWait()) || kernel->IsAsync();
+    items_[id].cost_follows_elements = kernel->CostFollowsElements() && !kernel->MayWait();
     may_wait_ = may_wait_ || kernel->MayWait();
     if (kernel->MayWait() && !kernel->IsAsync()) waits_only_async_ = false;
     kernels_.push_back(std::move(kernel));
@@ -276,7 +279,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   if (!roots_.empty()) {
     ReadyNodes here;
     absl::InlinedVector<int, 8> elsewhere;
-    Dispatch(roots_, &here, &elsewhere, /*foreign=*/false);
+    Dispatch(s, roots_, &here, &elsewhere, /*foreign=*/false);
     {
       absl::MutexLock lock(&s->mu);
       // s->status is OK here (a reused step was reset as its last run ended), unless the
@@ -337,7 +340,7 @@ void Executor::RunAsync(const ExecutorRunArgs& args, std::vector<Tensor>* fetche
   // nodes that run inline.
   ReadyNodes here;
   absl::InlinedVector<int, 8> elsewhere;
-  Dispatch(roots_, &here, &elsewhere, /*foreign=*/true);
+  Dispatch(s, roots_, &here, &elsewhere, /*foreign=*/true);
   {
     absl::MutexLock lock(&s->mu);
     s->outstanding = static_cast<int>(roots_.size());
@@ -450,11 +453,24 @@ void Executor::RunQueued(Step* step) {
   if (end != nullptr) end();
 }
 
-void Executor::Dispatch(absl::Span<const int> ready, ReadyNodes* here,
+bool Executor::RunsInline(const Step* step, int id) const {
+  const NodeItem& item = items_[id];
+  if (item.runs_inline) return true;
+  if (!item.cost_follows_elements) return false;
+  // Its inputs are all set: the thread that made it ready set the last.
+  const std::vector<TensorValue>& inputs = step->inputs[id];
+  for (const TensorValue& v : inputs) {
+    if (v.is_ref()) return false;  // Read later, when it runs.
+  }
+  const int64_t elements = item.kernel->ElementsTouched(inputs);
+  return elements >= 0 && elements <= kInlineElements;
+}
+
+void Executor::Dispatch(const Step* step, absl::Span<const int> ready, ReadyNodes* here,
                         absl::InlinedVector<int, 8>* elsewhere, bool foreign) const {
   const bool had_work = !here->empty();
   for (int n : ready) {
-    if (items_[n].runs_inline) {
+    if (RunsInline(step, n)) {
       here->push_back(n);
     } else {
       elsewhere->push_back(n);
@@ -611,7 +627,7 @@ void Executor::EndNode(Step* step, int id, absl::Span<const int> ready, ReadyNod
   for (TensorValue& v : step->inputs[id]) v = TensorValue();
 
   absl::InlinedVector<int, 8> elsewhere;
-  Dispatch(ready, here, &elsewhere, foreign);
+  Dispatch(step, ready, here, &elsewhere, foreign);
   // This node is done; the ready ones are outstanding now. The lock is the last use of
   // the step when the count reaches zero: Run may then return and the step be reused.
   if (ready.size() == 1 && elsewhere.empty()) return;  // Outstanding count unchanged.

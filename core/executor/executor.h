@@ -6,8 +6,9 @@
 // ThreadPool while the calling thread takes part too (a step makes progress even when
 // the pool is busy with kernels blocked by other steps). A thread runs the cheap nodes
 // it makes ready itself (OpKernel::IsExpensive false and MayWait false: constants,
-// variables, identities, sends), and of the others it keeps one when it has nothing
-// else to run (so a chain of nodes runs on one thread) and hands the rest to the pool;
+// variables, identities, sends; and kernels whose cost follows the few elements they
+// touch, kInlineElements), and of the others it keeps one when it has nothing else to
+// run (so a chain of nodes runs on one thread) and hands the rest to the pool;
 // a node that may wait thus never holds up work of its thread. An async kernel
 // (OpKernel::IsAsync, a _Recv from another task) holds no thread while it waits: the
 // thread its reply arrives on ends it, runs the cheap nodes that then become ready and
@@ -84,6 +85,11 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
+  // A kernel whose cost follows its elements (OpKernel::CostFollowsElements) that
+  // touches at most this many runs inline: a pass over them costs less than handing the
+  // node to another thread (microseconds), even for a transcendental function.
+  static constexpr int64_t kInlineElements = 256;
+
   // Runs one step; `fetches` receives the value of each PrunedGraph::fetches entry (a
   // reference output gives the variable's value now). Kernel errors come back prefixed
   // "node 'x' (op 'Y'): "; after the first error the remaining nodes do not run.
@@ -127,8 +133,12 @@ class Executor {
   // or one other node when this thread has nothing else and is not `foreign`) and the
   // pool (`elsewhere`). A foreign thread is one an async kernel's `done` ran on (a
   // reply's): it runs only nodes that run inline.
-  void Dispatch(absl::Span<const int> ready, ReadyNodes* here,
+  void Dispatch(const Step* step, absl::Span<const int> ready, ReadyNodes* here,
                 absl::InlinedVector<int, 8>* elsewhere, bool foreign) const;
+  // Whether ready node `id` runs on the thread that made it ready: a cheap kernel that
+  // never waits, an async one, or one whose cost follows its elements and that touches
+  // at most kInlineElements of them.
+  bool RunsInline(const Step* step, int id) const;
   // Runs the nodes of `here` and those they make ready here, until none is left.
   void RunNodes(Step* step, ReadyNodes* here, bool foreign);
   // Runs one node (or starts it, if its kernel is async) and dispatches the nodes it

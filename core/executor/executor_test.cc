@@ -350,6 +350,26 @@ TEST_F(ExecutorTest, RunAsyncRunsOnlyInlineNodesOnItsThread) {
   EXPECT_EQ(run.thread, TestLog("run_async_costly")[0]);
 }
 
+// A kernel whose cost follows its elements runs where it became ready when it touches
+// few of them, and on the pool otherwise.
+TEST_F(ExecutorTest, AKernelThatTouchesFewElementsRunsInline) {
+  SetNodeAttr(Add("src", "TestCheapThread"), "log", "elements_src");
+  NodeDef* small = Add("small", "TestElementsThread", {"src"});
+  SetNodeAttr(small, "log", "elements_small");
+  SetNodeAttr(small, "elements", Executor::kInlineElements);
+  NodeDef* big = Add("big", "TestElementsThread", {"src"});
+  SetNodeAttr(big, "log", "elements_big");
+  SetNodeAttr(big, "elements", Executor::kInlineElements + 1);
+  auto e = Build({}, {"small", "big"}, {});
+  AsyncRun run;  // Its thread runs only the nodes that run inline.
+  StartAsync(e.get(), &run);
+  ASSERT_TRUE(run.Wait());
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  EXPECT_THAT(TestLog("elements_small"), ElementsAre(testing_kernels::ThreadName()));
+  ASSERT_EQ(TestLog("elements_big").size(), 1u);
+  EXPECT_NE(TestLog("elements_big")[0], testing_kernels::ThreadName());
+}
+
 // The thread that fails a step may be running the step's cancellation callbacks, which
 // ending the step waits for: a failed step ends on a pool thread.
 TEST_F(ExecutorTest, ARunAsyncThatFailsEndsOnAPoolThread) {

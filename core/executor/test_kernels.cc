@@ -44,6 +44,12 @@ REGISTER_OP("TestExpensiveThread")
     .Output("out: int32")
     .Attr("log: string")
     .SetShapeFn(shape_fn::Scalar);
+REGISTER_OP("TestElementsThread")
+    .Input("x: int32")
+    .Output("out: int32")
+    .Attr("log: string")
+    .Attr("elements: int")
+    .SetShapeFn(shape_fn::Scalar);
 REGISTER_OP("TestVar").Output("ref: Ref(int32)").SetIsStateful().SetShapeFn(shape_fn::Scalar);
 REGISTER_OP("TestAssign")
     .Input("ref: Ref(int32)")
@@ -192,6 +198,23 @@ class ExpensiveThreadOp : public LogOp {
   std::string Entry() const override { return ThreadName(); }
 };
 REGISTER_KERNEL(ExpensiveThreadOp, "TestExpensiveThread");
+
+class ElementsThreadOp : public LogOp {
+ public:
+  using LogOp::LogOp;
+  absl::Status Init(OpKernelConstruction*) override {
+    return GetNodeAttr(def(), "elements", &elements_);
+  }
+  bool CostFollowsElements() const override { return true; }
+  int64_t ElementsTouched(absl::Span<const TensorValue>) const override { return elements_; }
+
+ protected:
+  std::string Entry() const override { return ThreadName(); }
+
+ private:
+  int64_t elements_ = 0;
+};
+REGISTER_KERNEL(ElementsThreadOp, "TestElementsThread");
 
 // A TestAsyncAddOne waiting for CompleteAsync, or for its step's cancellation: the
 // first of the two completes it.

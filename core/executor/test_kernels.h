@@ -11,6 +11,8 @@
 //   TestCheapThread(log: string) -> int32       appends ThreadName() to TestLog(log);
 //                                               cheap (OpKernel::IsExpensive false)
 //   TestExpensiveThread(log: string) -> int32   the same, expensive
+//   TestElementsThread(x, log: string,          the same, expensive, its cost following
+//                      elements: int) -> int32  `elements` (OpKernel::ElementsTouched)
 //   TestVar -> Ref(int32)                       a variable named after the node
 //   TestAssign(ref: Ref(int32), value) -> Ref   assigns
 //   TestCounter -> int32 (stateful)             0, 1, 2, ... per kernel instance

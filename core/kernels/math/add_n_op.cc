@@ -12,6 +12,13 @@ class AddNOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
 
+  bool CostFollowsElements() const override { return true; }
+  int64_t ElementsTouched(absl::Span<const TensorValue> inputs) const override {
+    int64_t elements = 0;
+    for (const TensorValue& v : inputs) elements += v.tensor.NumElements();
+    return elements;
+  }
+
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& first = ctx->input(0);
     for (int i = 1; i < ctx->num_inputs(); ++i) {

@@ -7,6 +7,9 @@
 // collapsed layout (rank 2 to 4), or, beyond that, operands expanded to the output
 // shape first.
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +36,17 @@ template <typename F, CwiseTypes kTypes, bool kBoolOut>
 class BinaryOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
+
+  bool CostFollowsElements() const override { return true; }
+  // The output has at most x's elements times y's (broadcasting), and exactly the
+  // larger count when the shapes match or one side is a single element.
+  int64_t ElementsTouched(absl::Span<const TensorValue> inputs) const override {
+    const int64_t x = inputs[0].tensor.NumElements();
+    const int64_t y = inputs[1].tensor.NumElements();
+    if (x == y || x <= 1 || y <= 1) return std::max(x, y);
+    constexpr int64_t kHalf = std::numeric_limits<int32_t>::max();
+    return x > kHalf || y > kHalf ? std::numeric_limits<int64_t>::max() : x * y;
+  }
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);

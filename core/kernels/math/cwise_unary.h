@@ -41,6 +41,11 @@ class UnaryOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
 
+  bool CostFollowsElements() const override { return true; }
+  int64_t ElementsTouched(absl::Span<const TensorValue> inputs) const override {
+    return inputs[0].tensor.NumElements();
+  }
+
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     return DispatchType<kIntegers>(*this, x.dtype(), [&](auto tag) {
