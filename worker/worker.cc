@@ -242,7 +242,7 @@ struct Worker::GraphStep {
   }
 
   // After the executor's run (`status`; not run if Start failed): the reply.
-  absl::Status End(absl::Status status, const std::vector<RendezvousKey>& recvs) {
+  absl::Status End(absl::Status status) {
     if (start != absl::InfinitePast()) {
       found.graph_->RecordRun(absl::Now() - start);
       if (status.ok() && request.exec_opts().record_partition_graphs()) {
@@ -279,7 +279,7 @@ struct Worker::GraphStep {
   ExecutorRunArgs args;
   int recorded = 0;
   absl::Time start = absl::InfinitePast();  // Of the executor's run.
-  std::vector<RendezvousKey> recvs;         // RunGraphAsync's.
+  std::vector<RendezvousKey> recvs;         // Sent back in the reply.
 };
 
 absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& request,
@@ -291,9 +291,10 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
     return RunPartialGraph(found, request, std::move(sends), recvs, response, call_cancellation);
   }
   GraphStep step(this, found, request, response, call_cancellation);
+  step.recvs = std::move(recvs);
   absl::Status status = step.Start(sends);
   if (status.ok()) status = found.graph_->executor->Run(step.args, nullptr);
-  return step.End(std::move(status), recvs);
+  return step.End(std::move(status));
 }
 
 void Worker::RunGraphAsync(const FoundGraph& found, const RunGraphRequest& request,
@@ -312,14 +313,14 @@ void Worker::RunGraphAsync(const FoundGraph& found, const RunGraphRequest& reque
   auto step = std::make_unique<GraphStep>(this, found, request, response, call_cancellation);
   step->recvs = std::move(recvs);
   if (absl::Status failed = step->Start(sends); !failed.ok()) {
-    done(step->End(std::move(failed), step->recvs));
+    done(step->End(std::move(failed)));
     return;
   }
   GraphStep* s = step.release();  // Until the step ends.
   // Alive until RunAsync returns, which may be after the step ended and `s` is gone.
   const std::shared_ptr<RegisteredGraph> graph = found.graph_;
   graph->executor->RunAsync(s->args, nullptr, [s, done = std::move(done)](absl::Status status) {
-    status = s->End(std::move(status), s->recvs);
+    status = s->End(std::move(status));
     delete s;
     done(std::move(status));
   });

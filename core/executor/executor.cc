@@ -277,20 +277,7 @@ absl::Status Executor::Run(const ExecutorRunArgs& args, std::vector<Tensor>* fet
   Step* s = run.step.get();
 
   if (!roots_.empty()) {
-    ReadyNodes here;
-    absl::InlinedVector<int, 8> elsewhere;
-    Dispatch(s, roots_, &here, &elsewhere, /*foreign=*/false);
-    {
-      absl::MutexLock lock(&s->mu);
-      // s->status is OK here (a reused step was reset as its last run ended), unless the
-      // timeout or the caller's cancellation already failed this run.
-      s->outstanding = static_cast<int>(roots_.size());
-      s->tasks = static_cast<int>(elsewhere.size());
-      for (int n : elsewhere) s->ready.push_back(n);
-    }
-    for (size_t i = 0; i < elsewhere.size(); ++i) {
-      pool_->Schedule([this, s] { RunQueued(s); }, may_wait_);
-    }
+    ReadyNodes here = StartRoots(s, /*foreign=*/false, nullptr);
     RunNodes(s, &here, /*foreign=*/false);
     // Help with queued nodes until the step is over and no pool task holds it.
     auto can_proceed = [s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
@@ -336,32 +323,40 @@ void Executor::RunAsync(const ExecutorRunArgs& args, std::vector<Tensor>* fetche
     end();
     return;
   }
+  // A step that failed ends on a pool thread: the thread that ends it may be running
+  // the step's cancellation callbacks (the timeout's, the caller's), which ending it
+  // waits for. The step is then no longer used.
+  auto on_end = [this, s, end] {
+    if (s->failed.load(std::memory_order_acquire)) {
+      pool_->Schedule(end, /*may_wait=*/false);
+    } else {
+      end();
+    }
+  };
   // This thread is foreign to the step, as an async kernel's reply's is: it runs only the
   // nodes that run inline.
-  ReadyNodes here;
-  absl::InlinedVector<int, 8> elsewhere;
-  Dispatch(s, roots_, &here, &elsewhere, /*foreign=*/true);
-  {
-    absl::MutexLock lock(&s->mu);
-    s->outstanding = static_cast<int>(roots_.size());
-    s->tasks = static_cast<int>(elsewhere.size());
-    for (int n : elsewhere) s->ready.push_back(n);
-    // A step that failed ends on a pool thread: the thread that ends it may be running
-    // the step's cancellation callbacks (the timeout's, the caller's), which ending it
-    // waits for. The step is then no longer used.
-    s->on_end = [this, s, end] {
-      if (s->failed.load(std::memory_order_acquire)) {
-        pool_->Schedule(end, /*may_wait=*/false);
-      } else {
-        end();
-      }
-    };
-  }
-  for (size_t i = 0; i < elsewhere.size(); ++i) {
-    pool_->Schedule([this, s] { RunQueued(s); }, may_wait_);
-  }
+  ReadyNodes here = StartRoots(s, /*foreign=*/true, std::move(on_end));
   // The step may end, and `run` be gone, before RunNodes returns.
   RunNodes(s, &here, /*foreign=*/true);
+}
+
+Executor::ReadyNodes Executor::StartRoots(Step* step, bool foreign, std::function<void()> on_end) {
+  ReadyNodes here;
+  absl::InlinedVector<int, 8> elsewhere;
+  Dispatch(step, roots_, &here, &elsewhere, foreign);
+  {
+    absl::MutexLock lock(&step->mu);
+    // step->status is OK here (a reused step was reset as its last run ended), unless the
+    // timeout or the caller's cancellation already failed this run.
+    step->outstanding = static_cast<int>(roots_.size());
+    step->tasks = static_cast<int>(elsewhere.size());
+    for (int n : elsewhere) step->ready.push_back(n);
+    step->on_end = std::move(on_end);
+  }
+  for (size_t i = 0; i < elsewhere.size(); ++i) {
+    pool_->Schedule([this, step] { RunQueued(step); }, may_wait_);
+  }
+  return here;
 }
 
 absl::Status Executor::EndRun(StepRun* run) {

@@ -139,6 +139,10 @@ class Executor {
   // never waits, an async one, or one whose cost follows its elements and that touches
   // at most kInlineElements of them.
   bool RunsInline(const Step* step, int id) const;
+  // Makes the graph's roots outstanding in `step`: queues the ones that go to the pool
+  // and returns those this thread runs (Dispatch). `on_end`: RunAsync's end (null for
+  // Run), set before any node can end the step.
+  ReadyNodes StartRoots(Step* step, bool foreign, std::function<void()> on_end);
   // Runs the nodes of `here` and those they make ready here, until none is left.
   void RunNodes(Step* step, ReadyNodes* here, bool foreign);
   // Runs one node (or starts it, if its kernel is async) and dispatches the nodes it
