@@ -297,9 +297,9 @@ absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& re
   return step.End(std::move(status));
 }
 
-void Worker::RunGraphAsync(const FoundGraph& found, const RunGraphRequest& request,
-                           RunGraphResponse* response, CancellationManager* call_cancellation,
-                           std::function<void(absl::Status)> done) {
+void Worker::RunFoundGraphAsync(const FoundGraph& found, const RunGraphRequest& request,
+                                RunGraphResponse* response, CancellationManager* call_cancellation,
+                                std::function<void(absl::Status)> done) {
   if (request.is_partial()) {
     done(RunGraph(found, request, response, call_cancellation));
     return;

@@ -123,10 +123,10 @@ class Worker : public WorkerInterface {
   // only waits are async kernels' (Executor::waits_only_async), it never waits. A
   // partial run's RunGraph (RunGraphRequest.is_partial) runs as RunGraph does, on this
   // thread. `request` and `response` must outlive `done`'s call.
-  void RunGraphAsync(const FoundGraph& graph, const RunGraphRequest& request,
-                     RunGraphResponse* response, CancellationManager* call_cancellation,
-                     std::function<void(absl::Status)> done);
-  // Whether RunGraphAsync of `graph` holds its thread only for the nodes that run
+  void RunFoundGraphAsync(const FoundGraph& graph, const RunGraphRequest& request,
+                          RunGraphResponse* response, CancellationManager* call_cancellation,
+                          std::function<void(absl::Status)> done);
+  // Whether RunFoundGraphAsync of `graph` holds its thread only for the nodes that run
   // inline: its only kernels that wait are async ones.
   bool RunsWithoutWaiting(const FoundGraph& graph) const;
   // The graph `request` names: ABORTED for an unknown session, NOT_FOUND for an unknown

@@ -231,8 +231,8 @@ void GrpcWorkerService::Serve(RunGraphCall* call) {
     // Its only waits hold no thread (a _Recv from another task): started here, its
     // other nodes on the worker's pool, and replied to from the thread that ends it.
     if (rungraph_async_ != nullptr) rungraph_async_->Increment();
-    worker_->RunGraphAsync(*found, call->request, &call->response, &call->cancellation,
-                           [this, call](absl::Status status) { Replied(call, status); });
+    worker_->RunFoundGraphAsync(*found, call->request, &call->response, &call->cancellation,
+                                [this, call](absl::Status status) { Replied(call, status); });
   } else {
     if (rungraph_on_pool_ != nullptr) rungraph_on_pool_->Increment();
     run_graph_threads_.Schedule([this, call, found = *std::move(found)] {

@@ -93,7 +93,7 @@ class GrpcWorkerService final
  private:
   using RunGraphCall = AsyncUnaryCall<RunGraphRequest, RunGraphResponse>;
   // Runs an arrived call's graph and replies: on the loop's thread if it is quick;
-  // started there (Worker::RunGraphAsync) if its only waits hold no thread; else on
+  // started there (Worker::RunFoundGraphAsync) if its only waits hold no thread; else on
   // run_graph_threads_.
   void Serve(RunGraphCall* call);
   void RunGraphAndReply(RunGraphCall* call, const absl::StatusOr<Worker::FoundGraph>& found,
