@@ -190,8 +190,15 @@ class Tensor {
   // An independent copy of the elements.
   Tensor DeepCopy() const;
   // Whether no other Tensor shares this buffer (in-place updates are then invisible to
-  // other holders).
-  bool RefCountIsOne() const { return buffer_.use_count() <= 1; }
+  // other holders). When it is true, everything the other holders did with the buffer
+  // before they let it go happened before the caller's writes: the copy's increment
+  // reads their release of it (use_count() alone is a relaxed load, which orders
+  // nothing).
+  bool RefCountIsOne() const {
+    if (buffer_ == nullptr) return true;
+    const std::shared_ptr<TensorBuffer> probe = buffer_;
+    return probe.use_count() <= 2;
+  }
   // Whether both share one buffer.
   bool SharesBufferWith(const Tensor& other) const {
     return buffer_ != nullptr && buffer_ == other.buffer_;

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -52,6 +54,23 @@ TEST(TensorTest, EigenViews) {
   EXPECT_EQ(t3(0, 1, 0), 4);
   EXPECT_EQ(Tensor::Scalar<int64_t>(7).scalar<int64_t>(), 7);
   EXPECT_EQ(t.flat_inner_dims<float>(1).dimension(1), 3);
+}
+
+// Var::PrepareForUpdate's check: a writer that sees the count at one may write in
+// place, after whatever the last other holder did with the buffer. Under
+// ThreadSanitizer (in //:tsan_tests) a check that orders nothing is a reported race.
+TEST(TensorTest, ACountOfOneOrdersTheOtherHoldersReadsBeforeTheWrite) {
+  Tensor owner = Tensor::FromVector<int32_t>({1, 2});
+  std::atomic<int32_t> seen{0};
+  std::thread reader([held = owner, &seen]() mutable {
+    seen = held.data<int32_t>()[1];
+    held = Tensor();  // Lets go of the buffer.
+  });
+  while (!owner.RefCountIsOne()) std::this_thread::yield();
+  owner.data<int32_t>()[1] = 3;
+  reader.join();
+  EXPECT_EQ(seen.load(), 2);
+  EXPECT_TRUE(owner.RefCountIsOne());
 }
 
 TEST(TensorTest, CopiesShareAndDeepCopyDoesNot) {
