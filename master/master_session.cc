@@ -1,5 +1,6 @@
 #include "master/master_session.h"
 
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -8,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "core/cluster/device_name.h"
+#include "core/cluster/rendezvous_key.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
 #include "core/logging.h"
@@ -31,6 +34,24 @@ std::string SignatureKey(const std::vector<std::string>& feeds,
 bool MayHaveRestarted(const absl::Status& error) {
   return error.code() == absl::StatusCode::kAborted ||
          error.code() == absl::StatusCode::kUnavailable;
+}
+
+// The rendezvous key of a _Send node of a partition (its attrs, as the kernel reads
+// them) and the task of its receiving device.
+struct PeerSend {
+  std::string key;
+  std::string to_task;
+};
+absl::StatusOr<PeerSend> PeerSendOf(const NodeDef& send) {
+  const std::string recv_device = GetNodeAttrOr(send, "recv_device", std::string());
+  ASSIGN_OR_RETURN(DeviceName to, DeviceName::Parse(recv_device));
+  PeerSend out;
+  out.key = MakeRendezvousKey(
+      GetNodeAttrOr(send, "send_device", std::string()),
+      static_cast<uint64_t>(GetNodeAttrOr(send, "send_device_incarnation", int64_t{0})),
+      recv_device, GetNodeAttrOr(send, "tensor_name", std::string()));
+  out.to_task = to.TaskName();
+  return out;
 }
 
 }  // namespace
@@ -148,11 +169,20 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
         }
       }
     }
+    // Keys this partition sends to other tasks (-> the receiving task), and whether it
+    // receives any from them.
+    std::map<std::string, std::string> peer_sends;
+    bool peer_receives = false;
     for (const NodeDef& node : def.node()) {
-      if (node.op() == kSendOp && !GetNodeAttrOr(node, "client_terminated", false)) {
-        sig->step.peer_senders.insert(task);
-        break;
-      }
+      if (GetNodeAttrOr(node, "client_terminated", false)) continue;
+      if (node.op() == kRecvOp) peer_receives = true;
+      if (node.op() != kSendOp) continue;
+      ASSIGN_OR_RETURN(PeerSend send, PeerSendOf(node));
+      peer_sends[send.key] = send.to_task;
+    }
+    if (!peer_sends.empty()) sig->step.peer_senders.insert(task);
+    if (!partial && !peer_receives && !peer_sends.empty()) {
+      sig->step.forwarders[task] = std::move(peer_sends);
     }
     WorkerInterface* w = workers_->GetWorker(task);
     if (w == nullptr) return absl::UnavailableError(absl::StrCat("no task ", task));

@@ -6,13 +6,16 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "core/cluster/cluster_spec.h"
+#include "core/status_macros.h"
 #include "gtest/gtest.h"
 #include "master/cluster_worker_cache.h"
 #include "master/master.h"
 #include "master/placement_test_util.h"
+#include "master/step_runner.h"
 #include "worker/worker.h"
 #include "worker/worker_cache.h"
 
@@ -54,6 +57,7 @@ class Tasks {
 #undef OVERSEER_FORWARD
     absl::Status RecvTensor(const RecvTensorRequest& q, CancellationManager* c,
                             Tensor* t) override {
+      ++recvs;
       return target->RecvTensor(q, c, t);
     }
     absl::Status CleanupGraph(const CleanupGraphRequest& q, CleanupGraphResponse* r) override {
@@ -61,6 +65,7 @@ class Tasks {
       return target->CleanupGraph(q, r);
     }
     std::atomic<int> cleanups{0};
+    std::atomic<int> recvs{0};  // RecvTensor calls this task answered.
   };
 
   void Start(Proxy* proxy, const std::string& job) {
@@ -260,17 +265,19 @@ TEST_F(MasterWorkerTest, OnlyTasksThatSendToOthersAreCleanedUpAfterASuccessfulSt
   // sends nothing to another task: the ps's state is gone when the step returns.
   ASSERT_TRUE(Step(h, {}, {"init"}, 0, &out).ok());
   EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
-  // y = w * x: the ps sends w to the worker, which sends nothing to another task.
+  // y = w * x: the ps sends w to the worker, which sends nothing to another task. The
+  // ps receives nothing from the worker, so it forwards w through the master and keeps
+  // nothing either.
   ASSERT_TRUE(Step(h, {"y:0"}, {}, 3, &out).ok());
   // The worker's state of init went with this step's RunGraph there: no CleanupGraph.
   EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
-  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 1);
-  // Closing sends what still waits: this step's, to the ps, which sent w.
+  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
+  // Nothing waits to be cleaned up (a task that keeps its step: the next test).
   CloseSessionRequest close;
   close.set_session_handle(h);
   CloseSessionResponse closed;
   ASSERT_TRUE(master_->CloseSession(close, &closed).ok());
-  EXPECT_EQ(tasks_.ps_proxy_.cleanups.load(), 1);
+  EXPECT_EQ(tasks_.ps_proxy_.cleanups.load(), 0);
   EXPECT_EQ(tasks_.worker_proxy_.cleanups.load(), 0);
   EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
   EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
@@ -281,8 +288,83 @@ TEST_F(MasterWorkerTest, OnlyTasksThatSendToOthersAreCleanedUpAfterASuccessfulSt
   ASSERT_TRUE(master_->Reset(reset, &reset_resp).ok());
   const std::string h2 = Create();
   EXPECT_EQ(Step(h2, {"y:0"}, {}, 3, &out).code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_GE(tasks_.ps_proxy_.cleanups.load(), 2);
-  EXPECT_GE(tasks_.worker_proxy_.cleanups.load(), 2);
+  // (The ps forwards in this step: it runs first, and the worker's RunGraph never
+  // starts.)
+  EXPECT_GE(tasks_.ps_proxy_.cleanups.load(), 1);
+  EXPECT_GE(tasks_.worker_proxy_.cleanups.load(), 1);
+  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
+  EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
+}
+
+// w (on the ps) goes to the worker's Neg: the ps's partition receives nothing from
+// another task, so the master runs it first and carries what it sends to the worker
+// in the worker's RunGraph. The Assigns make w small or large (no shape check).
+TEST_F(MasterWorkerTest, ATaskThatReceivesNothingFromPeersForwardsSmallTensorsThroughTheMaster) {
+  const int64_t large = kMaxForwardBytes / 4 + 1;  // Floats.
+  GraphDef g;
+  AddVariable(&g, "w", "/job:ps");
+  SetNodeAttr(AddNode(&g, "small", "Const", {}, "/job:ps"), "value",
+              Tensor::FromVector(std::vector<float>{1.5f}));
+  SetNodeAttr(AddNode(&g, "large", "Const", {}, "/job:ps"), "value",
+              Tensor::FromVector(std::vector<float>(large, 1.5f)));
+  for (const std::string value : {"small", "large"}) {
+    NodeDef* assign = AddNode(&g, "assign_" + value, "Assign", {"w", value}, "/job:ps");
+    SetNodeAttr(assign, "T", DT_FLOAT);
+    SetNodeAttr(assign, "validate_shape", false);
+  }
+  for (NodeDef& n : *g.mutable_node()) {
+    if (n.op() == "Const") SetNodeAttr(&n, "dtype", DT_FLOAT);
+  }
+  SetNodeAttr(AddNode(&g, "neg", "Neg", {"w"}, "/job:worker"), "T", DT_FLOAT);
+  CreateSessionRequest create;
+  *create.mutable_graph_def() = g;
+  CreateSessionResponse created;
+  const absl::Status s = master_->CreateSession(create, &created);
+  ASSERT_TRUE(s.ok()) << s;
+  auto run = [&](const std::string& fetch, const std::string& target) -> absl::StatusOr<Tensor> {
+    RunStepRequest req;
+    req.set_session_handle(created.session_handle());
+    if (!fetch.empty()) req.add_fetch(fetch);
+    if (!target.empty()) req.add_target(target);
+    RunStepResponse resp;
+    RETURN_IF_ERROR(master_->RunStep(req, &resp));
+    if (resp.tensor_size() == 0) return Tensor();
+    return Tensor::FromProto(resp.tensor(0).tensor());
+  };
+  // The last element of -w, which has `elements`.
+  auto neg = [&](int64_t elements) -> float {
+    absl::StatusOr<Tensor> t = run("neg:0", "");
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (!t.ok() || t->NumElements() != elements) return 0;
+    return t->flat<float>()(elements - 1);
+  };
+  // 4 bytes: forwarded. The worker made no RecvTensor, and the ps kept nothing.
+  ASSERT_TRUE(run("", "assign_small").ok());
+  EXPECT_EQ(neg(1), -1.5f);
+  EXPECT_EQ(tasks_.ps_proxy_.recvs.load(), 0);
+  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
+  EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
+  // Over kMaxForwardBytes: the ps keeps it for the worker's RecvTensor, and its step
+  // until a cleanup.
+  ASSERT_TRUE(run("", "assign_large").ok());
+  EXPECT_EQ(neg(large), -1.5f);
+  EXPECT_EQ(tasks_.ps_proxy_.recvs.load(), 1);
+  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 1);
+  // The ps is no longer asked to forward in this signature: a small tensor goes by
+  // RecvTensor too.
+  ASSERT_TRUE(run("", "assign_small").ok());
+  EXPECT_EQ(neg(1), -1.5f);
+  EXPECT_EQ(tasks_.ps_proxy_.recvs.load(), 2);
+  // The ps kept both steps: the first's cleanup rode in the second's RunGraph, the
+  // second's goes by CleanupGraph as the session closes.
+  EXPECT_EQ(tasks_.ps_proxy_.cleanups.load(), 0);
+  CloseSessionRequest close;
+  close.set_session_handle(created.session_handle());
+  CloseSessionResponse closed;
+  ASSERT_TRUE(master_->CloseSession(close, &closed).ok());
+  EXPECT_EQ(tasks_.ps_proxy_.cleanups.load(), 1);
+  EXPECT_EQ(tasks_.ps_proxy_.target->num_steps(), 0);
+  EXPECT_EQ(tasks_.worker_proxy_.target->num_steps(), 0);
 }
 
 TEST_F(MasterWorkerTest, VariableSurvivesCloseSessionAndIsSharedWithANewOne) {

@@ -4,6 +4,8 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -11,6 +13,8 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace overseer {
 
@@ -74,6 +78,12 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       return absl::InvalidArgumentError(
           absl::StrCat("the step expects ", step_.feeds.size(), " feeds, got ", args.feeds.size()));
     }
+    timeout_in_ms_ = args.timeout_in_ms;
+    std::set<std::string> declined;
+    if (!step_.forwarders.empty()) {
+      absl::MutexLock lock(&step_.declined->mu);
+      declined = step_.declined->tasks;
+    }
     for (const auto& [task, handle] : step_.graph_handles) {
       RunGraphRequest& r = requests_[task];
       r.set_graph_handle(handle);
@@ -83,6 +93,13 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       if (args.trace) r.mutable_exec_opts()->set_record_timeline(true);
       if (args.trace && args.trace_outputs) r.mutable_exec_opts()->set_record_outputs(true);
       if (args.partition_graphs) r.mutable_exec_opts()->set_record_partition_graphs(true);
+      auto forwards = step_.forwarders.find(task);
+      if (forwards != step_.forwarders.end() && declined.count(task) == 0) {
+        for (const auto& [key, to] : forwards->second) r.add_forward_key(key);
+        r.set_forward_max_bytes(kMaxForwardBytes);
+        // Freed as it returns if it returns every key.
+        r.set_cleanup_on_return(true);
+      }
       if (step_.peer_senders.count(task) == 0) r.set_cleanup_on_return(true);
       if (cleaner_ != nullptr) cleaner_->TakeFor(task, &r);
     }
@@ -96,14 +113,19 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       auto& slots = fetch_slot_[f.task];
       if (slots.emplace(f.key, slots.size()).second) requests_[f.task].add_recv_key(f.key);
     }
-    for (const auto& [task, r] : requests_) responses_[task];
+    for (const auto& [task, r] : requests_) {
+      responses_[task];
+      stages_[r.forward_key_size() > 0 ? 0 : 1].push_back(&task);
+    }
+    if (stages_[0].empty()) std::swap(stages_[0], stages_[1]);
     absl::MutexLock lock(&mu_);  // Not shared yet, but pending_ is guarded.
-    pending_ = static_cast<int>(requests_.size());
+    pending_ = static_cast<int>(stages_[0].size());
     return absl::OkStatus();
   }
 
-  // Starts every task's RunGraph. Touches nothing of the caller's after the last one
-  // starts (its reply may finish the step at once).
+  // Starts the step: every task's RunGraph, or with forwarding the forwarders' first
+  // and the others' once they all returned. Touches nothing of the caller's after the
+  // last one starts (its reply may finish the step at once).
   void Start(CancellationManager* cancellation) {
     if (requests_.empty()) {
       Finish();
@@ -126,16 +148,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
         return;
       }
     }
-    for (auto& [task, request] : requests_) {
-      const std::string* name = &task;
-      WorkerInterface* w = workers_->GetWorker(task);
-      if (w == nullptr) {
-        OnReply(*name, absl::UnavailableError("task is not in the cluster"));
-        continue;
-      }
-      w->RunGraphAsync(&request, &responses_.at(task), cancellation,
-                       [self, name](absl::Status s) { self->OnReply(*name, s); });
-    }
+    StartStage(0);
   }
 
  private:
@@ -171,9 +184,58 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
     done_(*result_);
   }
 
+  // Starts the RunGraph of the tasks of stages_[stage]. The second has what is left of
+  // the step's timeout.
+  void StartStage(int stage) {
+    std::shared_ptr<StepCall> self = shared_from_this();
+    if (stage == 0) {
+      started_ = absl::Now();
+    } else if (timeout_in_ms_ > 0) {
+      const int64_t left = timeout_in_ms_ - absl::ToInt64Milliseconds(absl::Now() - started_);
+      for (const std::string* name : stages_[stage]) {
+        requests_.at(*name).set_timeout_in_ms(std::max<int64_t>(1, left));
+      }
+    }
+    for (const std::string* name : stages_[stage]) {
+      WorkerInterface* w = workers_->GetWorker(*name);
+      if (w == nullptr) {
+        OnReply(*name, absl::UnavailableError("task is not in the cluster"));
+        continue;
+      }
+      w->RunGraphAsync(&requests_.at(*name), &responses_.at(*name), cancellation_,
+                       [self, name](absl::Status s) { self->OnReply(*name, s); });
+    }
+  }
+
+  // Every forwarder returned: moves the tensors they returned into their consumers'
+  // requests. A forwarder that returned fewer than its keys kept its step (its
+  // consumers pull the others), and is not asked to forward again.
+  void Forward() {
+    for (const std::string* task : stages_[0]) {
+      const std::map<std::string, std::string>& to = step_.forwarders.at(*task);
+      RunGraphResponse& resp = responses_.at(*task);
+      int carried = 0;
+      for (NamedTensorProto& f : *resp.mutable_forwarded()) {
+        auto consumer = to.find(f.name());
+        if (consumer == to.end()) continue;  // Not asked for.
+        auto request = requests_.find(consumer->second);
+        if (request == requests_.end()) continue;  // Cannot be: it has the _Recv.
+        request->second.add_forwarded()->Swap(&f);
+        ++carried;
+      }
+      resp.clear_forwarded();
+      if (carried < requests_.at(*task).forward_key_size()) {
+        kept_.insert(*task);
+        absl::MutexLock lock(&step_.declined->mu);
+        step_.declined->tasks.insert(*task);
+      }
+    }
+  }
+
   void OnReply(const std::string& task, const absl::Status& s) {
     bool cancel = false;
     bool last = false;
+    bool next_stage = false;
     {
       absl::MutexLock lock(&mu_);
       if (!s.ok()) {
@@ -184,8 +246,17 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
         cancel = true;
       }
       last = --pending_ == 0;
+      if (last && stage_ == 0 && !stages_[1].empty() && first_.ok()) {
+        stage_ = 1;
+        pending_ = static_cast<int>(stages_[1].size());
+        next_stage = true;
+      }
     }
-    if (last) {
+    if (next_stage) {
+      // Nothing else touches the replies or requests until the next stage starts.
+      Forward();
+      StartStage(1);
+    } else if (last) {
       Finish();  // Cleans up every task anyway.
     } else if (cancel) {
       // Partitions waiting for the failed one return now.
@@ -214,11 +285,15 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       });
       return;
     }
-    if (!step_.peer_senders.empty()) {
-      // The other tasks freed their state as RunGraph returned.
-      cleaner_->Enqueue(
-          std::vector<std::string>(step_.peer_senders.begin(), step_.peer_senders.end()), step_id_);
+    // The other tasks freed their state as RunGraph returned, as did forwarders that
+    // returned every tensor they sent.
+    std::vector<std::string> kept;
+    for (const std::string& task : step_.peer_senders) {
+      if (requests_.at(task).forward_key_size() == 0 || kept_.count(task) > 0) {
+        kept.push_back(task);
+      }
     }
+    if (!kept.empty()) cleaner_->Enqueue(kept, step_id_);
     Deliver(Collect());
   }
 
@@ -266,6 +341,13 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   std::map<std::string, RunGraphRequest> requests_;
   std::map<std::string, RunGraphResponse> responses_;
   std::map<std::string, absl::flat_hash_map<std::string, int>> fetch_slot_;
+  // The tasks of each stage (keys of requests_): with forwarding the forwarders, then
+  // the others; else all, then none. Set by Build.
+  std::vector<const std::string*> stages_[2];
+  // Forwarders that kept their step (set by Forward, read by Finish after it).
+  std::set<std::string> kept_;
+  int64_t timeout_in_ms_ = 0;
+  absl::Time started_;  // Of the first stage.
   CancellationManager* cancellation_ = nullptr;
   CancellationManager::Token token_ = CancellationManager::kInvalidToken;
   absl::Mutex mu_;
@@ -273,7 +355,8 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   enum { kNotCancelled, kCancelling, kCancelled } cancelling_ ABSL_GUARDED_BY(mu_) = kNotCancelled;
   // Set once, by Deliver; read after that without the lock.
   std::optional<absl::Status> result_;
-  int pending_ ABSL_GUARDED_BY(mu_) = 0;
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // Of the stage running.
+  int stage_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

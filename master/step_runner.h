@@ -38,7 +38,25 @@ struct RegisteredStep {
   std::set<std::string> peer_senders;
   std::vector<PartitionEndpoint> feeds;
   std::vector<PartitionEndpoint> fetches;
+  // Forwarding: a task whose partition sends tensors to other tasks but receives none
+  // from them runs first, and returns its sent tensors in its RunGraph reply (up to
+  // kMaxForwardBytes); the master carries them to their consumers in the consumers'
+  // RunGraph, which then starts. Each small tensor so costs no RecvTensor, and the
+  // producer keeps no state after its step. Key -> consuming task, per such task.
+  std::map<std::string, std::map<std::string, std::string>> forwarders;
+  // Forwarders that once returned fewer than all their keys (a tensor too large):
+  // later steps run them with the others, their consumers pulling by RecvTensor.
+  // Shared by every step of the signature.
+  struct Declined {
+    absl::Mutex mu;
+    std::set<std::string> tasks ABSL_GUARDED_BY(mu);
+  };
+  std::shared_ptr<Declined> declined = std::make_shared<Declined>();
 };
+
+// How many encoded bytes of its sent tensors a forwarding task returns per step
+// (RunGraphRequest.forward_max_bytes).
+inline constexpr int64_t kMaxForwardBytes = 64 << 10;
 
 struct StepArgs {
   std::string session_handle;

@@ -117,7 +117,7 @@ absl::Status StepRendezvous::Send(const RendezvousKey& key, const Tensor& value)
 
 absl::StatusOr<Tensor> StepRendezvous::Recv(const RendezvousKey& key, const RendezvousWait& wait) {
   ASSIGN_OR_RETURN(std::string task, TaskOfDevice(key.parsed.src_device));
-  if (task == local_task_) return state_.rendezvous->Recv(key, wait);
+  if (IsLocal(task, key)) return state_.rendezvous->Recv(key, wait);
   ASSIGN_OR_RETURN(std::shared_ptr<PeerRecv> recv, StartPeerRecv(task, key, wait));
   Tensor value;
   absl::Status status = recv->cancel->IsCancelled()
@@ -134,7 +134,7 @@ void StepRendezvous::RecvAsync(const RendezvousKey& key, const RendezvousWait& w
     done(task.status());
     return;
   }
-  if (*task == local_task_) {
+  if (IsLocal(*task, key)) {
     state_.rendezvous->RecvAsync(key, wait.cancellation, std::move(done));
     return;
   }

@@ -89,12 +89,17 @@ class StepRendezvous : public Rendezvous {
   StepRendezvous(int64_t step_id, std::string local_task, StepState state,
                  WorkerCacheInterface* peers);
 
+  // Keys produced by another task whose tensors the master carried in the RunGraph
+  // request (RunGraphRequest.forwarded) and that were sent to the step's
+  // LocalRendezvous: received there, with no RecvTensor. Called before the run.
+  void SetForwarded(absl::flat_hash_set<std::string> keys) { forwarded_ = std::move(keys); }
+
   absl::Status Send(const RendezvousKey& key, const Tensor& value) override;
-  // Local keys: the step's LocalRendezvous. Keys produced by another task: RecvTensor
-  // on that task, cancelled by wait.cancellation or by the step's cleanup, with the
-  // time left until wait.deadline as its timeout. The peer's error keeps its code
-  // (ABORTED for a restarted producer, UNAVAILABLE for a dead one) and names the
-  // tensor and task.
+  // Local and forwarded keys: the step's LocalRendezvous. Other keys produced by
+  // another task: RecvTensor on that task, cancelled by wait.cancellation or by the
+  // step's cleanup, with the time left until wait.deadline as its timeout. The peer's error keeps
+  // its code (ABORTED for a restarted producer, UNAVAILABLE for a dead one) and names the tensor
+  // and task.
   absl::StatusOr<Tensor> Recv(const RendezvousKey& key, const RendezvousWait& wait) override;
   // The same without a thread: the step's LocalRendezvous::RecvAsync, or the peer's
   // WorkerInterface::RecvTensorAsync (over gRPC, read on the worker's completion queue
@@ -125,9 +130,16 @@ class StepRendezvous : public Rendezvous {
                                                           const RendezvousWait& wait);
 
   const int64_t step_id_;
+  // Whether `key`'s tensor is in the step's LocalRendezvous: produced here or
+  // forwarded.
+  bool IsLocal(const std::string& task, const RendezvousKey& key) const {
+    return task == local_task_ || (!forwarded_.empty() && forwarded_.contains(key.full));
+  }
+
   const std::string local_task_;
   const StepState state_;
   WorkerCacheInterface* const peers_;
+  absl::flat_hash_set<std::string> forwarded_;
 };
 
 // The task ("/job:J/replica:0/task:I") of a full device name. INVALID_ARGUMENT naming

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -177,32 +178,51 @@ absl::Status Worker::RunGraph(const RunGraphRequest& request, RunGraphResponse* 
 }
 
 absl::Status Worker::StartRunGraph(const FoundGraph& found, const RunGraphRequest& request,
-                                   std::vector<std::pair<RendezvousKey, Tensor>>* sends,
-                                   std::vector<RendezvousKey>* recvs) {
+                                   RunGraphParts* parts) {
   // Earlier steps of this session that the master has done with (their partial runs,
   // if any, are this session's).
   if (!request.cleanup_step_id().empty()) {
     const std::vector<std::shared_ptr<Session>> own = {found.session_};
     for (const int64_t step_id : request.cleanup_step_id()) CleanupStep(step_id, own);
   }
-  // Parse everything before the step exists, so that a bad request leaves no state.
-  sends->resize(request.send_size());
-  for (int i = 0; i < request.send_size(); ++i) {
-    absl::StatusOr<RendezvousKey> key = RendezvousKey::Parse(request.send(i).name());
-    if (!key.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("RunGraph send: ", key.status().message()));
-    }
-    (*sends)[i].first = std::move(*key);
-    RETURN_IF_ERROR(ParseTensor(request.send(i), &(*sends)[i].second));
+  if (request.is_partial() && (request.forward_key_size() > 0 || request.forwarded_size() > 0)) {
+    return absl::InvalidArgumentError(
+        "RunGraph of a partial run cannot forward tensors (forward_key, forwarded)");
   }
-  recvs->resize(request.recv_key_size());
-  for (int i = 0; i < request.recv_key_size(); ++i) {
-    absl::StatusOr<RendezvousKey> key = RendezvousKey::Parse(request.recv_key(i));
-    if (!key.ok()) {
+  // Parse everything before the step exists, so that a bad request leaves no state.
+  auto parse_key = [](const std::string& field, const std::string& key, RendezvousKey* out) {
+    absl::StatusOr<RendezvousKey> parsed = RendezvousKey::Parse(key);
+    if (!parsed.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("RunGraph recv_key: ", key.status().message()));
+          absl::StrCat("RunGraph ", field, ": ", parsed.status().message()));
     }
-    (*recvs)[i] = std::move(*key);
+    *out = *std::move(parsed);
+    return absl::OkStatus();
+  };
+  parts->sends.resize(request.send_size() + request.forwarded_size());
+  for (int i = 0; i < request.send_size(); ++i) {
+    RETURN_IF_ERROR(parse_key("send", request.send(i).name(), &parts->sends[i].first));
+    RETURN_IF_ERROR(ParseTensor(request.send(i), &parts->sends[i].second));
+  }
+  for (int i = 0; i < request.forwarded_size(); ++i) {
+    const NamedTensorProto& named = request.forwarded(i);
+    auto& [key, value] = parts->sends[request.send_size() + i];
+    RETURN_IF_ERROR(parse_key("forwarded", named.name(), &key));
+    absl::StatusOr<Tensor> t = Tensor::FromProto(named.tensor());
+    if (!t.ok()) {
+      return absl::Status(t.status().code(),
+                          absl::StrCat("RunGraph forwarded tensor '", key.parsed.tensor_name,
+                                       "': ", t.status().message()));
+    }
+    value = *std::move(t);
+  }
+  parts->recvs.resize(request.recv_key_size());
+  for (int i = 0; i < request.recv_key_size(); ++i) {
+    RETURN_IF_ERROR(parse_key("recv_key", request.recv_key(i), &parts->recvs[i]));
+  }
+  parts->forwards.resize(request.forward_key_size());
+  for (int i = 0; i < request.forward_key_size(); ++i) {
+    RETURN_IF_ERROR(parse_key("forward_key", request.forward_key(i), &parts->forwards[i]));
   }
   return absl::OkStatus();
 }
@@ -222,6 +242,11 @@ struct Worker::GraphStep {
   // Sends the request's tensors and sets `args` up. The call's cancellation ends the
   // step as CleanupGraph would (also if it came before).
   absl::Status Start(const std::vector<std::pair<RendezvousKey, Tensor>>& sends) {
+    if (request.forwarded_size() > 0) {
+      absl::flat_hash_set<std::string> keys;
+      for (const NamedTensorProto& f : request.forwarded()) keys.insert(f.name());
+      rendezvous.SetForwarded(std::move(keys));
+    }
     if (call_cancellation != nullptr) {
       given_up = call_cancellation->RegisterCallback(
           [worker = worker, step_id = request.step_id()] { worker->rendezvous_.Cleanup(step_id); });
@@ -255,7 +280,8 @@ struct Worker::GraphStep {
     }
     if (status.ok()) {
       status = worker->ReplyWithRecvs(request, state, recvs, /*partial=*/false, response);
-      if (status.ok() && request.cleanup_on_return()) {
+      const bool kept = status.ok() && !Forward();
+      if (status.ok() && request.cleanup_on_return() && !kept) {
         worker->rendezvous_.Release(request.step_id());
       }
     } else {
@@ -266,6 +292,36 @@ struct Worker::GraphStep {
       call_cancellation->DeregisterCallback(given_up);
     }
     return status;
+  }
+
+  // Moves the sent tensors of `forwards` that fit forward_max_bytes into the reply's
+  // `forwarded`; whether it moved them all (a tensor that does not fit, or was not
+  // sent, stays for a RecvTensor).
+  bool Forward() {
+    RendezvousWait now;
+    now.deadline = absl::InfinitePast();
+    int64_t left = request.forward_max_bytes();
+    bool all = true;
+    for (const RendezvousKey& key : forwards) {
+      absl::StatusOr<Tensor> value = state.rendezvous->Recv(key, now);
+      if (!value.ok()) {
+        all = false;
+        continue;
+      }
+      const int64_t bytes = static_cast<int64_t>(EncodedTensorBytes(*value));
+      if (bytes > left) {
+        all = false;
+        // Back where the consumer's RecvTensor finds it (if the step was aborted
+        // meanwhile, that RecvTensor fails with the abort anyway).
+        state.rendezvous->Send(key, *value).IgnoreError();
+        continue;
+      }
+      left -= bytes;
+      NamedTensorProto* out = response->add_forwarded();
+      out->set_name(key.full);
+      value->ToProto(out->mutable_tensor());
+    }
+    return all;
   }
 
   Worker* const worker;
@@ -280,19 +336,20 @@ struct Worker::GraphStep {
   int recorded = 0;
   absl::Time start = absl::InfinitePast();  // Of the executor's run.
   std::vector<RendezvousKey> recvs;         // Sent back in the reply.
+  std::vector<RendezvousKey> forwards;      // Sent back in the reply if they fit.
 };
 
 absl::Status Worker::RunGraph(const FoundGraph& found, const RunGraphRequest& request,
                               RunGraphResponse* response, CancellationManager* call_cancellation) {
-  std::vector<std::pair<RendezvousKey, Tensor>> sends;
-  std::vector<RendezvousKey> recvs;
-  RETURN_IF_ERROR(StartRunGraph(found, request, &sends, &recvs));
+  RunGraphParts parts;
+  RETURN_IF_ERROR(StartRunGraph(found, request, &parts));
   if (request.is_partial()) {
-    return RunPartialGraph(found, request, std::move(sends), recvs, response, call_cancellation);
+    return RunPartialGraph(found, request, std::move(parts), response, call_cancellation);
   }
   GraphStep step(this, found, request, response, call_cancellation);
-  step.recvs = std::move(recvs);
-  absl::Status status = step.Start(sends);
+  step.recvs = std::move(parts.recvs);
+  step.forwards = std::move(parts.forwards);
+  absl::Status status = step.Start(parts.sends);
   if (status.ok()) status = found.graph_->executor->Run(step.args, nullptr);
   return step.End(std::move(status));
 }
@@ -304,15 +361,15 @@ void Worker::RunFoundGraphAsync(const FoundGraph& found, const RunGraphRequest& 
     done(RunGraph(found, request, response, call_cancellation));
     return;
   }
-  std::vector<std::pair<RendezvousKey, Tensor>> sends;
-  std::vector<RendezvousKey> recvs;
-  if (absl::Status bad = StartRunGraph(found, request, &sends, &recvs); !bad.ok()) {
+  RunGraphParts parts;
+  if (absl::Status bad = StartRunGraph(found, request, &parts); !bad.ok()) {
     done(std::move(bad));
     return;
   }
   auto step = std::make_unique<GraphStep>(this, found, request, response, call_cancellation);
-  step->recvs = std::move(recvs);
-  if (absl::Status failed = step->Start(sends); !failed.ok()) {
+  step->recvs = std::move(parts.recvs);
+  step->forwards = std::move(parts.forwards);
+  if (absl::Status failed = step->Start(parts.sends); !failed.ok()) {
     done(step->End(std::move(failed)));
     return;
   }
@@ -408,9 +465,7 @@ std::shared_ptr<Worker::PartialStep> Worker::FindOrStartPartialStep(
 }
 
 absl::Status Worker::RunPartialGraph(const FoundGraph& found, const RunGraphRequest& request,
-                                     std::vector<std::pair<RendezvousKey, Tensor>> sends,
-                                     const std::vector<RendezvousKey>& recvs,
-                                     RunGraphResponse* response,
+                                     RunGraphParts parts, RunGraphResponse* response,
                                      CancellationManager* call_cancellation) {
   std::shared_ptr<PartialStep> step = FindOrStartPartialStep(found, request);
   CancellationManager::Token given_up = CancellationManager::kInvalidToken;
@@ -425,11 +480,13 @@ absl::Status Worker::RunPartialGraph(const FoundGraph& found, const RunGraphRequ
     }
   };
   absl::Status status;
-  for (auto& [key, value] : sends) {
+  for (auto& [key, value] : parts.sends) {
     status = step->state.rendezvous->Send(key, value);
     if (!status.ok()) break;
   }
-  if (status.ok()) status = ReplyWithRecvs(request, step->state, recvs, /*partial=*/true, response);
+  if (status.ok()) {
+    status = ReplyWithRecvs(request, step->state, parts.recvs, /*partial=*/true, response);
+  }
   const bool ends = !status.ok() || request.is_last_partial_run();
   if (!ends) return absl::OkStatus();
   // The step's own error says more than the aborted rendezvous that reported it.

@@ -194,15 +194,21 @@ class Worker : public WorkerInterface {
   // runs in `sessions` (waiting for them).
   void CleanupStep(int64_t step_id, const std::vector<std::shared_ptr<Session>>& sessions);
   struct GraphStep;
+  // A RunGraph request's keys and tensors, parsed.
+  struct RunGraphParts {
+    // `send`, then `forwarded`: delivered to the step's rendezvous before it runs.
+    std::vector<std::pair<RendezvousKey, Tensor>> sends;
+    std::vector<RendezvousKey> recvs;     // recv_key: returned in `recv`.
+    std::vector<RendezvousKey> forwards;  // forward_key: returned in `forwarded` if they fit.
+  };
   // What RunGraph does first, whatever its kind: cleans up the steps the request names
-  // and parses its tensors to send and keys to receive.
+  // and parses its tensors and keys. INVALID_ARGUMENT for a malformed one, or for
+  // forwarding in a partial run.
   absl::Status StartRunGraph(const FoundGraph& found, const RunGraphRequest& request,
-                             std::vector<std::pair<RendezvousKey, Tensor>>* sends,
-                             std::vector<RendezvousKey>* recvs);
+                             RunGraphParts* parts);
   // RunGraph of a partial run (RunGraphRequest.is_partial).
   absl::Status RunPartialGraph(const FoundGraph& found, const RunGraphRequest& request,
-                               std::vector<std::pair<RendezvousKey, Tensor>> sends,
-                               const std::vector<RendezvousKey>& recvs, RunGraphResponse* response,
+                               RunGraphParts parts, RunGraphResponse* response,
                                CancellationManager* call_cancellation);
   // What the executor of a RunGraph step gets: its ids, deadline, `rendezvous` and the
   // step's cancellation.

@@ -611,6 +611,65 @@ TEST_F(CrossTaskTest, WorkersExchangeATensorThroughRecvTensor) {
   test::ExpectTensorEqual(Recv(response, 0), test::AsTensor<float>({-1, -2, -3}));
 }
 
+// The master's forwarding: the ps returns what it sends in its reply, and the
+// worker's _Recv takes the tensor from its own request, with no RecvTensor.
+TEST_F(CrossTaskTest, AForwardedTensorGoesInTheRepliesWithNoRecvTensor) {
+  Build(kPsIncarnation);
+  const std::string key = PsRecv(7, "edge_0_c").rendezvous_key();
+  RunGraphRequest ps_request = RunRequest("s", ps_handle_, 7);
+  ps_request.add_forward_key(key);
+  ps_request.set_forward_max_bytes(1024);
+  ps_request.set_cleanup_on_return(true);
+  RunGraphResponse ps_response;
+  ASSERT_TRUE(ps_->RunGraph(ps_request, &ps_response).ok());
+  ASSERT_EQ(ps_response.forwarded_size(), 1);
+  EXPECT_EQ(ps_response.forwarded(0).name(), key);
+  EXPECT_EQ(ps_->num_steps(), 0);  // It returned everything it sent.
+  // A value the ps never sent proves where the worker's came from.
+  RunGraphRequest request = RunRequest("s", worker_handle_, 7);
+  NamedTensorProto* forwarded = request.add_forwarded();
+  forwarded->set_name(key);
+  test::AsTensor<float>({4, 5, 6}).ToProto(forwarded->mutable_tensor());
+  request.add_recv_key(LocalKey(kWorkerDevice, kWorkerIncarnation, "neg:0"));
+  request.set_cleanup_on_return(true);
+  RunGraphResponse response;
+  const absl::Status s = worker_->RunGraph(request, &response);
+  ASSERT_TRUE(s.ok()) << s;
+  test::ExpectTensorEqual(Recv(response, 0), test::AsTensor<float>({-4, -5, -6}));
+  EXPECT_EQ(ps_->num_steps(), 0);
+  EXPECT_EQ(worker_->num_steps(), 0);
+}
+
+TEST_F(CrossTaskTest, ATensorTooLargeToForwardStaysForRecvTensor) {
+  Build(kPsIncarnation);
+  RunGraphRequest ps_request = RunRequest("s", ps_handle_, 8);
+  ps_request.add_forward_key(PsRecv(8, "edge_0_c").rendezvous_key());
+  ps_request.set_forward_max_bytes(4);  // Three floats do not fit.
+  ps_request.set_cleanup_on_return(true);
+  RunGraphResponse ps_response;
+  ASSERT_TRUE(ps_->RunGraph(ps_request, &ps_response).ok());
+  EXPECT_EQ(ps_response.forwarded_size(), 0);
+  EXPECT_EQ(ps_->num_steps(), 1);  // Kept for the worker's RecvTensor.
+  RunGraphRequest request = RunRequest("s", worker_handle_, 8);
+  request.add_recv_key(LocalKey(kWorkerDevice, kWorkerIncarnation, "neg:0"));
+  request.set_timeout_in_ms(60000);
+  RunGraphResponse response;
+  const absl::Status s = worker_->RunGraph(request, &response);
+  ASSERT_TRUE(s.ok()) << s;
+  test::ExpectTensorEqual(Recv(response, 0), test::AsTensor<float>({-1, -2, -3}));
+}
+
+TEST_F(CrossTaskTest, APartialRunCannotForward) {
+  Build(kPsIncarnation);
+  RunGraphRequest request = RunRequest("s", ps_handle_, 9);
+  request.set_is_partial(true);
+  request.add_forward_key(PsRecv(9, "edge_0_c").rendezvous_key());
+  RunGraphResponse response;
+  const absl::Status s = ps_->RunGraph(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(ps_->num_steps(), 0);
+}
+
 TEST_F(CrossTaskTest, ARestartedProducerIsAbortedNamingTheTask) {
   Build(kPsIncarnation + 1);  // The worker's partition names an old ps incarnation.
   RunGraphResponse response;
