@@ -1,6 +1,6 @@
 #include "master/master_session.h"
 
-#include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -9,8 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/blocking_counter.h"
-#include "core/cluster/device_name.h"
-#include "core/cluster/rendezvous_key.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
 #include "core/logging.h"
@@ -34,24 +32,6 @@ std::string SignatureKey(const std::vector<std::string>& feeds,
 bool MayHaveRestarted(const absl::Status& error) {
   return error.code() == absl::StatusCode::kAborted ||
          error.code() == absl::StatusCode::kUnavailable;
-}
-
-// The rendezvous key of a _Send node of a partition (its attrs, as the kernel reads
-// them) and the task of its receiving device.
-struct PeerSend {
-  std::string key;
-  std::string to_task;
-};
-absl::StatusOr<PeerSend> PeerSendOf(const NodeDef& send) {
-  const std::string recv_device = GetNodeAttrOr(send, "recv_device", std::string());
-  ASSIGN_OR_RETURN(DeviceName to, DeviceName::Parse(recv_device));
-  PeerSend out;
-  out.key = MakeRendezvousKey(
-      GetNodeAttrOr(send, "send_device", std::string()),
-      static_cast<uint64_t>(GetNodeAttrOr(send, "send_device_incarnation", int64_t{0})),
-      recv_device, GetNodeAttrOr(send, "tensor_name", std::string()));
-  out.to_task = to.TaskName();
-  return out;
 }
 
 }  // namespace
@@ -159,6 +139,18 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
   ASSIGN_OR_RETURN(PartitionedGraph parts, PartitionGraph(pruned, devices, options));
   sig->step.feeds = std::move(parts.feeds);
   sig->step.fetches = std::move(parts.fetches);
+  // Tasks that send to others keep their step state until a cleanup; those that also
+  // receive from none forward what they send (RegisteredStep::forwarders).
+  std::set<std::string> receivers;
+  for (const PeerEdge& e : parts.peer_edges) {
+    sig->step.peer_senders.insert(e.from_task);
+    receivers.insert(e.to_task);
+  }
+  for (const PeerEdge& e : parts.peer_edges) {
+    if (!partial && receivers.count(e.from_task) == 0) {
+      sig->step.forwarders[e.from_task][e.key] = e.to_task;
+    }
+  }
   for (auto& [task, def] : parts.partitions) {
     if (partial) {
       // A partial run's feeds arrive while the step runs: their _Recv nodes may wait
@@ -168,21 +160,6 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
           SetNodeAttr(&node, "client_terminated", false);
         }
       }
-    }
-    // Keys this partition sends to other tasks (-> the receiving task), and whether it
-    // receives any from them.
-    std::map<std::string, std::string> peer_sends;
-    bool peer_receives = false;
-    for (const NodeDef& node : def.node()) {
-      if (GetNodeAttrOr(node, "client_terminated", false)) continue;
-      if (node.op() == kRecvOp) peer_receives = true;
-      if (node.op() != kSendOp) continue;
-      ASSIGN_OR_RETURN(PeerSend send, PeerSendOf(node));
-      peer_sends[send.key] = send.to_task;
-    }
-    if (!peer_sends.empty()) sig->step.peer_senders.insert(task);
-    if (!partial && !peer_receives && !peer_sends.empty()) {
-      sig->step.forwarders[task] = std::move(peer_sends);
     }
     WorkerInterface* w = workers_->GetWorker(task);
     if (w == nullptr) return absl::UnavailableError(absl::StrCat("no task ", task));

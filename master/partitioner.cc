@@ -44,6 +44,13 @@ class Partitioner {
                        const std::string& tensor_name, const std::string& send_device,
                        const std::string& recv_device, bool client_terminated,
                        const std::string& name_base);
+  // Records the edge of a _Send/_Recv pair between tasks (PartitionedGraph::peer_edges).
+  void AddPeerEdge(const std::string& send_device, const std::string& recv_device,
+                   const std::string& tensor_name) {
+    out_.peer_edges.push_back({task_of_.at(send_device), task_of_.at(recv_device),
+                               MakeRendezvousKey(send_device, options_.incarnation(send_device),
+                                                 recv_device, tensor_name)});
+  }
   // The _Recv (in the consumer task) of output `src` sent towards `dst_device`.
   std::string CrossTaskInput(const Endpoint& src, const std::string& dst_device);
   // The _Recv (in the consumer task) that follows every node of `srcs` (ids in one
@@ -96,6 +103,7 @@ std::string Partitioner::CrossTaskInput(const Endpoint& src, const std::string& 
   send->add_input(src.index == 0 ? p.name() : absl::StrCat(p.name(), ":", src.index));
   NodeDef* recv = AddSendRecv(kRecvOp, dst_device, dtype, tensor_name, src_device, dst_device,
                               false, absl::StrCat("_recv_", p.name(), "_", src.index));
+  AddPeerEdge(src_device, dst_device, tensor_name);
   return recvs_[key] = recv->name();
 }
 
@@ -123,6 +131,7 @@ std::string Partitioner::CrossTaskControl(const std::vector<int>& srcs,
   send->add_input(dummy->name());
   NodeDef* recv = AddSendRecv(kRecvOp, dst_device, DT_FLOAT, tensor_name, src_device, dst_device,
                               false, absl::StrCat("_recv_", base, "_ctrl"));
+  AddPeerEdge(src_device, dst_device, tensor_name);
   return control_recvs_[key] = recv->name();
 }
 

@@ -35,9 +35,17 @@ struct PartitionEndpoint {
   std::string key;
 };
 
+// A data or control edge between tasks: one _Send/_Recv pair.
+struct PeerEdge {
+  std::string from_task;
+  std::string to_task;
+  std::string key;  // The pair's rendezvous key.
+};
+
 struct PartitionedGraph {
   // Task name -> its partition (nodes carry their full device names).
   std::map<std::string, GraphDef> partitions;
+  std::vector<PeerEdge> peer_edges;
   std::vector<PartitionEndpoint> feeds;    // One per PrunedGraph feed, in order.
   std::vector<PartitionEndpoint> fetches;  // One per PrunedGraph fetch, in order.
 };

@@ -97,9 +97,9 @@ class StepRendezvous : public Rendezvous {
   absl::Status Send(const RendezvousKey& key, const Tensor& value) override;
   // Local and forwarded keys: the step's LocalRendezvous. Other keys produced by
   // another task: RecvTensor on that task, cancelled by wait.cancellation or by the
-  // step's cleanup, with the time left until wait.deadline as its timeout. The peer's error keeps
-  // its code (ABORTED for a restarted producer, UNAVAILABLE for a dead one) and names the tensor
-  // and task.
+  // step's cleanup, with the time left until wait.deadline as its timeout. The peer's
+  // error keeps its code (ABORTED for a restarted producer, UNAVAILABLE for a dead
+  // one) and names the tensor and task.
   absl::StatusOr<Tensor> Recv(const RendezvousKey& key, const RendezvousWait& wait) override;
   // The same without a thread: the step's LocalRendezvous::RecvAsync, or the peer's
   // WorkerInterface::RecvTensorAsync (over gRPC, read on the worker's completion queue
@@ -129,13 +129,13 @@ class StepRendezvous : public Rendezvous {
                                                           const RendezvousKey& key,
                                                           const RendezvousWait& wait);
 
-  const int64_t step_id_;
   // Whether `key`'s tensor is in the step's LocalRendezvous: produced here or
   // forwarded.
   bool IsLocal(const std::string& task, const RendezvousKey& key) const {
     return task == local_task_ || (!forwarded_.empty() && forwarded_.contains(key.full));
   }
 
+  const int64_t step_id_;
   const std::string local_task_;
   const StepState state_;
   WorkerCacheInterface* const peers_;

@@ -26,14 +26,14 @@ bool ClusterHasTask(const ClusterDef& cluster, const std::string& job, int index
   return false;
 }
 
-// A feed's tensor; its errors (INVALID_ARGUMENT, or RESOURCE_EXHAUSTED beyond the
-// memory budget) name the fed tensor, the fourth field of the rendezvous key
-// "src;incarnation;dst;name;frame".
-absl::Status ParseTensor(const NamedTensorProto& named, Tensor* out) {
+// A feed's (or a forwarded) tensor; its errors (INVALID_ARGUMENT, or RESOURCE_EXHAUSTED
+// beyond the memory budget) name the tensor as `kind` and the fourth field of the
+// rendezvous key "src;incarnation;dst;name;frame".
+absl::Status ParseTensor(const NamedTensorProto& named, absl::string_view kind, Tensor* out) {
   absl::StatusOr<Tensor> t = Tensor::FromProto(named.tensor());
   if (!t.ok()) {
     const std::vector<absl::string_view> key = absl::StrSplit(named.name(), ';');
-    const std::string what = key.size() == 5 ? absl::StrCat("feed '", key[3], "'")
+    const std::string what = key.size() == 5 ? absl::StrCat(kind, " '", key[3], "'")
                                              : absl::StrCat("RunGraph send '", named.name(), "'");
     return absl::Status(t.status().code(), absl::StrCat(what, ": ", t.status().message()));
   }
@@ -202,19 +202,13 @@ absl::Status Worker::StartRunGraph(const FoundGraph& found, const RunGraphReques
   parts->sends.resize(request.send_size() + request.forwarded_size());
   for (int i = 0; i < request.send_size(); ++i) {
     RETURN_IF_ERROR(parse_key("send", request.send(i).name(), &parts->sends[i].first));
-    RETURN_IF_ERROR(ParseTensor(request.send(i), &parts->sends[i].second));
+    RETURN_IF_ERROR(ParseTensor(request.send(i), "feed", &parts->sends[i].second));
   }
   for (int i = 0; i < request.forwarded_size(); ++i) {
     const NamedTensorProto& named = request.forwarded(i);
     auto& [key, value] = parts->sends[request.send_size() + i];
     RETURN_IF_ERROR(parse_key("forwarded", named.name(), &key));
-    absl::StatusOr<Tensor> t = Tensor::FromProto(named.tensor());
-    if (!t.ok()) {
-      return absl::Status(t.status().code(),
-                          absl::StrCat("RunGraph forwarded tensor '", key.parsed.tensor_name,
-                                       "': ", t.status().message()));
-    }
-    value = *std::move(t);
+    RETURN_IF_ERROR(ParseTensor(named, "RunGraph forwarded tensor", &value));
   }
   parts->recvs.resize(request.recv_key_size());
   for (int i = 0; i < request.recv_key_size(); ++i) {
