@@ -60,13 +60,20 @@ class LargeBuffers {
         return p;
       }
     }
-    void* p = std::aligned_alloc(kHugePage, bytes);
+    void* p = HugePageAligned(bytes);
     if (p == nullptr) {  // Give the cache back and try once more.
       Trim(0);
-      p = std::aligned_alloc(kHugePage, bytes);
+      p = HugePageAligned(bytes);
     }
     if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // Advice only; may be refused.
     return p;
+  }
+
+  // Memory aligned to a huge page, or null. Not aligned_alloc: that wants a size that
+  // is a multiple of the alignment, and `bytes` seldom is.
+  static void* HugePageAligned(size_t bytes) {
+    void* p = nullptr;
+    return posix_memalign(&p, kHugePage, bytes) == 0 ? p : nullptr;
   }
 
   void Free(void* p, size_t bytes) {
