@@ -14,6 +14,10 @@
 //     the 2-core shared host, against 2.95-3.26 (median 3.17) with the worker's
 //     synchronous RunGraph interleaved with it (both then as the ratio of the fastest
 //     windows). docs/performance.md section 2 says where a step's time goes.
+//   grpc_session.fetch_4MiB_us: the same step fetching a 4 MiB Const instead of a scalar;
+//     baseline: one raw gRPC transfer of 4 MiB (one message of a server stream, parsed
+//     and copied out) from the child process, in interleaved windows. The step moves
+//     the bytes twice (worker -> master -> client), so its ratio cannot go below 2.
 //   master.threads_at_1000_sessions: the master process's threads (/proc/PID/status)
 //     with 1,000 more sessions open, each having run a step; baseline: the same master
 //     with only the measuring session open, in the same rounds. Goal: at most 64 (each
@@ -21,6 +25,7 @@
 //   master.step_us_at_1000_sessions: the step above on one session while the 1,000 are
 //     open; baseline: the same step with none open, interleaved. Goal: a ratio near 1.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +48,7 @@ constexpr int kRounds = 8;
 constexpr double kWindowSeconds = 0.3;
 constexpr int kManySessions = 1000;
 constexpr int kSessionRounds = 5;
+constexpr int64_t kFetchBytes = 4 << 20;
 
 // The threads of process `pid`.
 double ThreadsOf(pid_t pid) {
@@ -68,6 +74,14 @@ int Run(const char* argv0) {
   c->set_device("/job:worker/replica:0/task:0");
   SetNodeAttr(c, "dtype", DT_FLOAT);
   SetNodeAttr(c, "value", Tensor::Scalar<float>(1.0f));
+  NodeDef* big = graph.add_node();
+  big->set_name("big");
+  big->set_op("Const");
+  big->set_device("/job:worker/replica:0/task:0");
+  SetNodeAttr(big, "dtype", DT_FLOAT);
+  Tensor big_value(DT_FLOAT, TensorShape({kFetchBytes / 4}));
+  for (int64_t i = 0; i < big_value.NumElements(); ++i) big_value.flat<float>()(i) = 1.0f;
+  SetNodeAttr(big, "value", big_value);
 
   SessionOptions session_options;
   session_options.target = (*cluster)->master_target();
@@ -88,6 +102,28 @@ int Run(const char* argv0) {
   rounds.Run(kRounds);
   CHECK(out.size() == 1 && out[0].scalar<float>() == 1.0f);
   bench::PrintFigure("grpc_session.run_step_us", "us", rounds.samples(steps), rounds.samples(ping));
+
+  // A step fetching kFetchBytes, against one raw transfer of as many bytes.
+  std::vector<char> dest(kFetchBytes);
+  std::vector<Tensor> fetched;
+  bench::Rounds fetches("grpc_session.fetch_4MiB_us");
+  const int transfer = fetches.Add("raw transfer", [&] {
+    return 1e6 * bench::MeanSecondsPerCall(
+                     [&] { raw.Transfer(kFetchBytes, kFetchBytes, dest.data()); }, kWindowSeconds);
+  });
+  const int fetch = fetches.Add("step", [&] {
+    return 1e6 * bench::MeanSecondsPerCall(
+                     [&] {
+                       absl::Status s = (*session)->Run({}, {"big:0"}, {}, &fetched);
+                       CHECK(s.ok()) << s;
+                     },
+                     kWindowSeconds);
+  });
+  fetches.Run(kRounds);
+  CHECK(fetched.size() == 1 && fetched[0].NumElements() == kFetchBytes / 4 &&
+        fetched[0].flat<float>()(kFetchBytes / 4 - 1) == 1.0f);
+  bench::PrintFigure("grpc_session.fetch_4MiB_us", "us", fetches.samples(fetch),
+                     fetches.samples(transfer));
 
   // The master with kManySessions more sessions open, each of which ran a step.
   const pid_t master = (*cluster)->pid("master", 0);

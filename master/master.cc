@@ -320,13 +320,14 @@ absl::Status Master::ExtendSession(const ExtendSessionRequest& request,
 
 absl::Status Master::RunStep(const RunStepRequest& request, RunStepResponse* response) {
   return AwaitDone([&](std::function<void(absl::Status)> done) {
-    RunStepAsync(&request, response, nullptr, std::move(done));
+    RunStepIn(&request, response, /*shared=*/nullptr, /*cancellation=*/nullptr, std::move(done));
   });
 }
 
 void Master::RunInSessionAsync(const std::string& request_id, const std::string& session_handle,
-                               google::protobuf::Message* response, SessionRun run,
-                               std::function<void(absl::Status)> done) {
+                               google::protobuf::Message* response,
+                               std::shared_ptr<const google::protobuf::Message> shared,
+                               SessionRun run, std::function<void(absl::Status)> done) {
   dedup_.RunAsync(
       request_id, response,
       [this, &session_handle, run = std::move(run)](RequestDedup::Done ran) {
@@ -344,14 +345,20 @@ void Master::RunInSessionAsync(const std::string& request_id, const std::string&
           ran(std::move(st));
         });
       },
-      std::move(done));
+      std::move(done), std::move(shared));
 }
 
-void Master::RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
+void Master::RunStepAsync(const RunStepRequest* request, std::shared_ptr<RunStepResponse> response,
                           CancellationManager* cancellation,
                           std::function<void(absl::Status)> done) {
+  RunStepIn(request, response.get(), response, cancellation, std::move(done));
+}
+
+void Master::RunStepIn(const RunStepRequest* request, RunStepResponse* response,
+                       std::shared_ptr<const google::protobuf::Message> shared,
+                       CancellationManager* cancellation, std::function<void(absl::Status)> done) {
   RunInSessionAsync(
-      request->request_id(), request->session_handle(), response,
+      request->request_id(), request->session_handle(), response, std::move(shared),
       [request, response, cancellation](MasterSession* s, std::function<void(absl::Status)> ran) {
         s->RunAsync(request, response, cancellation, std::move(ran));
       },
@@ -433,15 +440,24 @@ absl::Status Master::MakeCallable(const MakeCallableRequest& request,
 
 absl::Status Master::RunCallable(const RunCallableRequest& request, RunCallableResponse* response) {
   return AwaitDone([&](std::function<void(absl::Status)> done) {
-    RunCallableAsync(&request, response, nullptr, std::move(done));
+    RunCallableIn(&request, response, /*shared=*/nullptr, /*cancellation=*/nullptr,
+                  std::move(done));
   });
 }
 
-void Master::RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
+void Master::RunCallableAsync(const RunCallableRequest* request,
+                              std::shared_ptr<RunCallableResponse> response,
                               CancellationManager* cancellation,
                               std::function<void(absl::Status)> done) {
+  RunCallableIn(request, response.get(), response, cancellation, std::move(done));
+}
+
+void Master::RunCallableIn(const RunCallableRequest* request, RunCallableResponse* response,
+                           std::shared_ptr<const google::protobuf::Message> shared,
+                           CancellationManager* cancellation,
+                           std::function<void(absl::Status)> done) {
   RunInSessionAsync(
-      request->request_id(), request->session_handle(), response,
+      request->request_id(), request->session_handle(), response, std::move(shared),
       [request, response, cancellation](MasterSession* s, std::function<void(absl::Status)> ran) {
         s->RunCallableAsync(request, response, cancellation, std::move(ran));
       },

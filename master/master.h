@@ -118,13 +118,14 @@ class Master : public MasterInterface, public MasterReadinessInterface {
   // RunStep and RunCallable without blocking for long (RunStep and RunCallable wait for
   // them): `done` is called once with the call's status, on the thread of the step's
   // last RunGraph reply (or of a duplicate's first call, a StepBlockingThreads()
-  // thread, or this one for an early error). `request`, `response` and `cancellation`
-  // (optional: ends the step's calls with CANCELLED, e.g. when the client gave up)
-  // must live until `done`.
-  void RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
+  // thread, or this one for an early error). `request` and `cancellation` (optional:
+  // ends the step's calls with CANCELLED, e.g. when the client gave up) must live until
+  // `done`; the request dedup keeps `response` to answer a retry of the request id.
+  void RunStepAsync(const RunStepRequest* request, std::shared_ptr<RunStepResponse> response,
                     CancellationManager* cancellation,
                     std::function<void(absl::Status)> done) override;
-  void RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
+  void RunCallableAsync(const RunCallableRequest* request,
+                        std::shared_ptr<RunCallableResponse> response,
                         CancellationManager* cancellation,
                         std::function<void(absl::Status)> done) override;
   absl::Status ReleaseCallable(const ReleaseCallableRequest& request,
@@ -182,10 +183,19 @@ class Master : public MasterInterface, public MasterReadinessInterface {
   absl::Status CheckGraphBytes(int64_t bytes) const;
   // RunStepAsync and RunCallableAsync: through the request-id dedup, finds the
   // request's session and calls run(session, ran), holding the session until `ran`.
+  // `shared` (optional) owns `response`: the dedup then keeps it instead of a copy.
   using SessionRun = std::function<void(MasterSession*, std::function<void(absl::Status)> ran)>;
   void RunInSessionAsync(const std::string& request_id, const std::string& session_handle,
-                         google::protobuf::Message* response, SessionRun run,
+                         google::protobuf::Message* response,
+                         std::shared_ptr<const google::protobuf::Message> shared, SessionRun run,
                          std::function<void(absl::Status)> done);
+  // RunStepAsync and RunCallableAsync, with `shared` as RunInSessionAsync takes it.
+  void RunStepIn(const RunStepRequest* request, RunStepResponse* response,
+                 std::shared_ptr<const google::protobuf::Message> shared,
+                 CancellationManager* cancellation, std::function<void(absl::Status)> done);
+  void RunCallableIn(const RunCallableRequest* request, RunCallableResponse* response,
+                     std::shared_ptr<const google::protobuf::Message> shared,
+                     CancellationManager* cancellation, std::function<void(absl::Status)> done);
   void GcLoop();
   // Tells the session listener how many sessions are open.
   void SessionsChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -14,10 +14,13 @@ ThreadPool* SyncMasterThreads() {
 
 }  // namespace
 
-void MasterInterface::RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
-                                   CancellationManager*, std::function<void(absl::Status)> done) {
+void MasterInterface::RunStepAsync(const RunStepRequest* request,
+                                   std::shared_ptr<RunStepResponse> response, CancellationManager*,
+                                   std::function<void(absl::Status)> done) {
   SyncMasterThreads()->Schedule(
-      [this, request, response, done = std::move(done)] { done(RunStep(*request, response)); });
+      [this, request, response = std::move(response), done = std::move(done)] {
+        done(RunStep(*request, response.get()));
+      });
 }
 
 absl::Status MasterInterface::PartialRunSetup(const PartialRunSetupRequest&,
@@ -26,10 +29,13 @@ absl::Status MasterInterface::PartialRunSetup(const PartialRunSetupRequest&,
 }
 
 void MasterInterface::RunCallableAsync(const RunCallableRequest* request,
-                                       RunCallableResponse* response, CancellationManager*,
+                                       std::shared_ptr<RunCallableResponse> response,
+                                       CancellationManager*,
                                        std::function<void(absl::Status)> done) {
   SyncMasterThreads()->Schedule(
-      [this, request, response, done = std::move(done)] { done(RunCallable(*request, response)); });
+      [this, request, response = std::move(response), done = std::move(done)] {
+        done(RunCallable(*request, response.get()));
+      });
 }
 
 }  // namespace overseer

@@ -14,6 +14,7 @@
 // returns the first call's result.
 
 #include <functional>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -46,10 +47,12 @@ class MasterInterface {
   // (else the session's operation_timeout_in_ms).
   virtual absl::Status RunStep(const RunStepRequest& request, RunStepResponse* response) = 0;
   // RunStep without blocking the caller: `done` is called once with RunStep's status,
-  // on any thread. `request`, `response` and `cancellation` (optional: cancels the
-  // step, CANCELLED) must live until then. The default runs RunStep on a process-wide
-  // thread pool (and ignores `cancellation`).
-  virtual void RunStepAsync(const RunStepRequest* request, RunStepResponse* response,
+  // on any thread. `request` and `cancellation` (optional: cancels the step, CANCELLED)
+  // must live until then. The master may keep `response` after `done` (to answer a
+  // retry of the request id), so nothing may change it after `done`. The default runs
+  // RunStep on a process-wide thread pool (and ignores `cancellation`).
+  virtual void RunStepAsync(const RunStepRequest* request,
+                            std::shared_ptr<RunStepResponse> response,
                             CancellationManager* cancellation,
                             std::function<void(absl::Status)> done);
   // Forgets the session and its worker sessions (variables stay). OK for an unknown
@@ -74,7 +77,8 @@ class MasterInterface {
   virtual absl::Status RunCallable(const RunCallableRequest& request,
                                    RunCallableResponse* response) = 0;
   // RunCallable as RunStepAsync runs RunStep.
-  virtual void RunCallableAsync(const RunCallableRequest* request, RunCallableResponse* response,
+  virtual void RunCallableAsync(const RunCallableRequest* request,
+                                std::shared_ptr<RunCallableResponse> response,
                                 CancellationManager* cancellation,
                                 std::function<void(absl::Status)> done);
   // OK for a released handle (so a retry is harmless); INVALID_ARGUMENT for one the

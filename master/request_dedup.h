@@ -6,7 +6,8 @@
 // running again; a duplicate that arrives while the first is still running waits for
 // it (RunAsync: is answered when the first finishes). Results are kept for the last `capacity` ids
 // (and up to `max_bytes` of responses; larger responses are not remembered, so such a retry runs
-// again).
+// again). A response is remembered as a copy of its bytes, or, given to RunAsync as
+// `shared`, as the response itself, so that a step's fetches are not copied once more.
 
 #include <deque>
 #include <functional>
@@ -52,8 +53,11 @@ class RequestDedup {
   // A duplicate of a call still running does not wait: its `done` is called (with the
   // remembered response copied into its own `response`) on the thread that finishes
   // the first. `fn`, `response` and what they refer to must live until `done`.
+  // `shared`, if given, owns `response` (points to it), which nothing changes after
+  // `done`: the response is then remembered by keeping it, not by a copy.
   void RunAsync(const std::string& request_id, google::protobuf::Message* response,
-                std::function<void(Done)> fn, Done done) {
+                std::function<void(Done)> fn, Done done,
+                std::shared_ptr<const google::protobuf::Message> shared = nullptr) {
     if (request_id.empty()) {
       fn(std::move(done));
       return;
@@ -80,27 +84,35 @@ class RequestDedup {
         fn(std::move(done));  // Not remembered (too large): run again.
         return;
       }
-      response->ParseFromString(remembered->response);
+      remembered->CopyTo(response);
       done(remembered->status);
       return;
     }
-    fn([this, entry, response, done = std::move(done)](absl::Status status) {
+    fn([this, entry, response, shared = std::move(shared),
+        done = std::move(done)](absl::Status status) mutable {
+      const size_t size = response->ByteSizeLong();
+      const bool keep = size <= max_bytes_ / 8;
       std::string bytes;
-      const bool keep = response->ByteSizeLong() <= max_bytes_ / 8;
-      if (keep) response->SerializeToString(&bytes);
+      if (!keep) {
+        shared = nullptr;
+      } else if (shared == nullptr) {
+        response->SerializeToString(&bytes);
+      }
       std::vector<Waiter> waiters;
       {
         absl::MutexLock lock(&mu_);
         entry->status = status;
         entry->kept = keep;
         entry->response = std::move(bytes);
-        bytes_ += entry->response.size();
+        entry->message = std::move(shared);
+        entry->size = keep ? size : 0;
+        bytes_ += entry->size;
         entry->done = true;
         waiters.swap(entry->waiters);
         while (order_.size() > capacity_ || bytes_ > max_bytes_) {
           auto old = entries_.find(order_.front());
           if (old != entries_.end() && old->second->done) {
-            bytes_ -= old->second->response.size();
+            bytes_ -= old->second->size;
             entries_.erase(old);
           }
           order_.pop_front();
@@ -109,7 +121,7 @@ class RequestDedup {
       // Entry's fields are final once done: read without the lock.
       for (Waiter& w : waiters) {
         if (entry->kept) {
-          w.response->ParseFromString(entry->response);
+          entry->CopyTo(w.response);
           w.done(entry->status);
         } else {
           w.fn(std::move(w.done));
@@ -126,11 +138,22 @@ class RequestDedup {
     Done done;
   };
   struct Entry {
+    // Fills `out` with the remembered response.
+    void CopyTo(google::protobuf::Message* out) const {
+      if (message != nullptr) {
+        out->CopyFrom(*message);
+      } else {
+        out->ParseFromString(response);
+      }
+    }
     std::vector<Waiter> waiters;
     bool done = false;
     bool kept = false;
     absl::Status status;
+    // The remembered response: `message` if it was shared, else its bytes.
     std::string response;
+    std::shared_ptr<const google::protobuf::Message> message;
+    size_t size = 0;  // Its bytes, counted in bytes_.
   };
 
   const size_t capacity_;

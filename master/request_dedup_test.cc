@@ -1,5 +1,6 @@
 #include "master/request_dedup.h"
 
+#include <memory>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -80,6 +81,64 @@ TEST(RequestDedupTest, AReplyTooLargeToRememberRunsAgainForItsWaiters) {
   EXPECT_EQ(runs, 2);
   EXPECT_TRUE(second_status.ok());
   EXPECT_EQ(second.tensor_size(), 1);
+}
+
+TEST(RequestDedupTest, ASharedReplyIsKeptNotCopied) {
+  RequestDedup dedup;
+  auto first = std::make_shared<RunStepResponse>();
+  int runs = 0;
+  auto fill = [&runs](RunStepResponse* response) {
+    return [&runs, response](RequestDedup::Done ran) {
+      ++runs;
+      response->add_tensor()->set_name("fetched");
+      ran(absl::OkStatus());
+    };
+  };
+  absl::Status first_status = absl::UnknownError("not done");
+  dedup.RunAsync(
+      "id", first.get(), fill(first.get()), [&](absl::Status s) { first_status = s; }, first);
+  EXPECT_TRUE(first_status.ok());
+  // The dedup holds the caller's reply itself: no copy was made of it.
+  EXPECT_EQ(first.use_count(), 2);
+  std::weak_ptr<RunStepResponse> kept = first;
+  first.reset();
+  EXPECT_FALSE(kept.expired());
+
+  // A retry is answered with a copy of the kept reply, without running again.
+  RunStepResponse retry;
+  EXPECT_TRUE(dedup.Run("id", &retry, [] { return absl::InternalError("ran again"); }).ok());
+  EXPECT_EQ(runs, 1);
+  ASSERT_EQ(retry.tensor_size(), 1);
+  EXPECT_EQ(retry.tensor(0).name(), "fetched");
+}
+
+TEST(RequestDedupTest, ASharedReplyTooLargeToRememberIsLetGo) {
+  RequestDedup dedup(/*capacity=*/16, /*max_bytes=*/64);
+  auto first = std::make_shared<RunStepResponse>();
+  dedup.RunAsync(
+      "id", first.get(),
+      [&first](RequestDedup::Done ran) {
+        first->add_tensor()->set_name(std::string(100, 'x'));
+        ran(absl::OkStatus());
+      },
+      [](absl::Status) {}, first);
+  EXPECT_EQ(first.use_count(), 1);
+}
+
+TEST(RequestDedupTest, ASharedReplyIsLetGoWhenItsIdIsForgotten) {
+  RequestDedup dedup(/*capacity=*/1);
+  auto run = [&dedup](const std::string& id) {
+    auto response = std::make_shared<RunStepResponse>();
+    dedup.RunAsync(
+        id, response.get(), [](RequestDedup::Done ran) { ran(absl::OkStatus()); },
+        [](absl::Status) {}, response);
+    return std::weak_ptr<RunStepResponse>(response);
+  };
+  std::weak_ptr<RunStepResponse> first = run("first");
+  EXPECT_FALSE(first.expired());
+  std::weak_ptr<RunStepResponse> second = run("second");
+  EXPECT_TRUE(first.expired());
+  EXPECT_FALSE(second.expired());
 }
 
 }  // namespace

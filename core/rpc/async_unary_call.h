@@ -24,6 +24,7 @@
 // operation that sends its status, whose completion calls Unref.
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -65,14 +66,16 @@ struct AsyncServerCall {
 template <typename Request, typename Response>
 struct AsyncUnaryCall : AsyncServerCall {
   Request request;
-  Response response;
+  // Shared: what serves the call may keep the reply after the call has ended (the
+  // master's request dedup answers a retry of a step from it, without a copy).
+  std::shared_ptr<Response> response = std::make_shared<Response>();
   grpc::ServerAsyncResponseWriter<Response> responder{&context};
 
   // Sends `response` (or the error) and lets the call end. Once, from any thread.
   void Reply(CompletionQueueLoop* loop, const absl::Status& status) {
     void* tag = CompletionQueueLoop::NewTag([loop, this](bool) { Unref(loop); });
     if (status.ok()) {
-      responder.Finish(response, grpc::Status::OK, tag);
+      responder.Finish(*response, grpc::Status::OK, tag);
     } else {
       responder.FinishWithError(ToGrpcStatus(status), tag);
     }

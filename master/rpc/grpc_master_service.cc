@@ -120,9 +120,9 @@ void GrpcMasterService::Serve(AsyncUnaryCall<Request, Response>* call) {
     return;
   }
   if constexpr (kRunStep) {
-    master_->RunStepAsync(&call->request, &call->response, &call->cancellation, done);
+    master_->RunStepAsync(&call->request, call->response, &call->cancellation, done);
   } else {
-    master_->RunCallableAsync(&call->request, &call->response, &call->cancellation, done);
+    master_->RunCallableAsync(&call->request, call->response, &call->cancellation, done);
   }
 }
 

@@ -132,6 +132,7 @@ TEST_F(GrpcMasterTest, ConcurrentStepsAndRetriedStepsOverTheWire) {
   ASSERT_TRUE(client_->RunStep(run, &first).ok());
   ASSERT_TRUE(client_->RunStep(run, &second).ok());
   EXPECT_EQ(second.tensor_size(), 1);
+  EXPECT_EQ(second.SerializeAsString(), first.SerializeAsString());
   absl::MutexLock l(&cache_.ps()->mu);
   EXPECT_EQ(cache_.ps()->runs, runs_before + 1);
 }

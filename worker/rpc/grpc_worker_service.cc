@@ -231,7 +231,7 @@ void GrpcWorkerService::Serve(RunGraphCall* call) {
     // Its only waits hold no thread (a _Recv from another task): started here, its
     // other nodes on the worker's pool, and replied to from the thread that ends it.
     if (rungraph_async_ != nullptr) rungraph_async_->Increment();
-    worker_->RunFoundGraphAsync(*found, call->request, &call->response, &call->cancellation,
+    worker_->RunFoundGraphAsync(*found, call->request, call->response.get(), &call->cancellation,
                                 [this, call](absl::Status status) { Replied(call, status); });
   } else {
     if (rungraph_on_pool_ != nullptr) rungraph_on_pool_->Increment();
@@ -244,8 +244,9 @@ void GrpcWorkerService::Serve(RunGraphCall* call) {
 void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call,
                                          const absl::StatusOr<Worker::FoundGraph>& found,
                                          CancellationManager* cancellation) {
-  Replied(call, found.ok() ? worker_->RunGraph(*found, call->request, &call->response, cancellation)
-                           : found.status());
+  Replied(call, found.ok()
+                    ? worker_->RunGraph(*found, call->request, call->response.get(), cancellation)
+                    : found.status());
 }
 
 void GrpcWorkerService::Replied(RunGraphCall* call, const absl::Status& status) {
