@@ -6,8 +6,8 @@
 // running again; a duplicate that arrives while the first is still running waits for
 // it (RunAsync: is answered when the first finishes). Results are kept for the last `capacity` ids
 // (and up to `max_bytes` of responses; larger responses are not remembered, so such a retry runs
-// again). A response is remembered as a copy of its bytes, or, given to RunAsync as
-// `shared`, as the response itself, so that a step's fetches are not copied once more.
+// again). A response is remembered as a copy, or, given to RunAsync as `shared`, as the
+// response itself, so that a step's fetches are not copied once more.
 
 #include <deque>
 #include <functional>
@@ -80,32 +80,30 @@ class RequestDedup {
     }
     if (remembered != nullptr) {
       // A finished entry's fields are final: read without the lock.
-      if (!remembered->kept) {
+      if (remembered->message == nullptr) {
         fn(std::move(done));  // Not remembered (too large): run again.
         return;
       }
-      remembered->CopyTo(response);
+      response->CopyFrom(*remembered->message);
       done(remembered->status);
       return;
     }
     fn([this, entry, response, shared = std::move(shared),
         done = std::move(done)](absl::Status status) mutable {
       const size_t size = response->ByteSizeLong();
-      const bool keep = size <= max_bytes_ / 8;
-      std::string bytes;
-      if (!keep) {
+      if (size > max_bytes_ / 8) {
         shared = nullptr;
       } else if (shared == nullptr) {
-        response->SerializeToString(&bytes);
+        std::shared_ptr<google::protobuf::Message> copy(response->New());
+        copy->CopyFrom(*response);
+        shared = std::move(copy);
       }
       std::vector<Waiter> waiters;
       {
         absl::MutexLock lock(&mu_);
         entry->status = status;
-        entry->kept = keep;
-        entry->response = std::move(bytes);
         entry->message = std::move(shared);
-        entry->size = keep ? size : 0;
+        entry->size = entry->message != nullptr ? size : 0;
         bytes_ += entry->size;
         entry->done = true;
         waiters.swap(entry->waiters);
@@ -120,8 +118,8 @@ class RequestDedup {
       }
       // Entry's fields are final once done: read without the lock.
       for (Waiter& w : waiters) {
-        if (entry->kept) {
-          entry->CopyTo(w.response);
+        if (entry->message != nullptr) {
+          w.response->CopyFrom(*entry->message);
           w.done(entry->status);
         } else {
           w.fn(std::move(w.done));
@@ -138,20 +136,10 @@ class RequestDedup {
     Done done;
   };
   struct Entry {
-    // Fills `out` with the remembered response.
-    void CopyTo(google::protobuf::Message* out) const {
-      if (message != nullptr) {
-        out->CopyFrom(*message);
-      } else {
-        out->ParseFromString(response);
-      }
-    }
     std::vector<Waiter> waiters;
     bool done = false;
-    bool kept = false;
     absl::Status status;
-    // The remembered response: `message` if it was shared, else its bytes.
-    std::string response;
+    // The remembered response, null if it was too large to remember.
     std::shared_ptr<const google::protobuf::Message> message;
     size_t size = 0;  // Its bytes, counted in bytes_.
   };

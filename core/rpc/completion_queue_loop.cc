@@ -16,20 +16,13 @@ namespace {
 // C API starts with the tag itself (a call's batch). An alarm's completion reaches the
 // queue under an object of libgrpc++'s own, and nothing ordered it: TSan reported the
 // tag's std::function as a race when a thread other than the loop's set an alarm.
-void MadeTag(void* tag) {
 #if defined(__SANITIZE_THREAD__)
-  __tsan_release(tag);
+void MadeTag(void* tag) { __tsan_release(tag); }
+void RunningTag(void* tag) { __tsan_acquire(tag); }
 #else
-  (void)tag;
+void MadeTag(void*) {}
+void RunningTag(void*) {}
 #endif
-}
-void RunningTag(void* tag) {
-#if defined(__SANITIZE_THREAD__)
-  __tsan_acquire(tag);
-#else
-  (void)tag;
-#endif
-}
 
 class FunctionTag {
  public:
