@@ -14,6 +14,14 @@
 //     the 2-core shared host, against 2.95-3.26 (median 3.17) with the worker's
 //     synchronous RunGraph interleaved with it (both then as the ratio of the fastest
 //     windows). docs/performance.md section 2 says where a step's time goes.
+//   grpc_session.run_step_us_vs_relay: the same step against a raw relayed ping in the
+//     same rounds: this process -> a relay process -> the raw server and back
+//     (bench::RawRelay: raw gRPC, empty messages, one completion queue polled by one
+//     thread in the relay, as the master serves a step), so the floor of a step that a
+//     process in the middle relays. A ratio near 1 leaves nothing to the master's own
+//     work; the ratio above 1 is what the client, master and worker add to raw gRPC.
+//   grpc_session.relayed_ping_us: that relayed ping against the ping: the least ratio
+//     to a ping that any step through a master can have on this host.
 //   grpc_session.fetch_4MiB_us: the same step fetching a 4 MiB Const instead of a scalar;
 //     baseline: one raw gRPC transfer of 4 MiB (one message of a server stream, parsed
 //     and copied out) from the child process, in interleaved windows. The step moves
@@ -60,6 +68,7 @@ double ThreadsOf(pid_t pid) {
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
   bench::RawServer raw(argv0);
+  bench::RawRelay relay(argv0, raw);
 
   test::LocalClusterOptions options;
   options.num_ps = 0;
@@ -97,11 +106,18 @@ int Run(const char* argv0) {
   bench::Rounds rounds("grpc_session.run_step_us");
   const int ping = rounds.Add(
       "ping", [&] { return 1e6 * bench::MeanSecondsPerCall([&] { raw.Ping(); }, kWindowSeconds); });
+  const int relayed = rounds.Add("relayed ping", [&] {
+    return 1e6 * bench::MeanSecondsPerCall([&] { relay.Ping(); }, kWindowSeconds);
+  });
   const int steps =
       rounds.Add("step", [&] { return 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds); });
   rounds.Run(kRounds);
   CHECK(out.size() == 1 && out[0].scalar<float>() == 1.0f);
   bench::PrintFigure("grpc_session.run_step_us", "us", rounds.samples(steps), rounds.samples(ping));
+  bench::PrintFigure("grpc_session.run_step_us_vs_relay", "us", rounds.samples(steps),
+                     rounds.samples(relayed));
+  bench::PrintFigure("grpc_session.relayed_ping_us", "us", rounds.samples(relayed),
+                     rounds.samples(ping));
 
   // A step fetching kFetchBytes, against one raw transfer of as many bytes.
   std::vector<char> dest(kFetchBytes);

@@ -24,6 +24,7 @@
 #include "core/logging.h"
 #include "core/port_file.h"
 #include "core/rpc/raw_message.h"
+#include "grpcpp/completion_queue.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
@@ -40,6 +41,7 @@ namespace {
 
 constexpr char kRawServerFlag[] = "--raw_grpc_server";
 constexpr char kPortFileFlag[] = "--port_file=";
+constexpr char kRelayToFlag[] = "--relay_to=";
 constexpr char kStreamMethod[] = "/overseer.bench.BenchPing/Stream";
 constexpr int kStreamMethodIndex = 1;  // Its index among BenchPing's methods.
 constexpr uint32_t kContentField = 1;  // StreamChunk.content
@@ -276,6 +278,98 @@ uint64_t ReadVarint(NextByte next) {
   return value;
 }
 
+// The relay child (RawRelay): BenchPing.Ping served asynchronously on one completion
+// queue, each call relayed as an asynchronous Ping to the target on the same queue, all
+// on the one thread that polls it.
+class Relay {
+ public:
+  explicit Relay(const std::string& target) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // As the master's channels to workers.
+    stub_ = BenchPing::NewStub(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&service_);
+    cq_ = builder.AddCompletionQueue();
+    server_ = builder.BuildAndStart();
+    CHECK(server_ != nullptr && port_ > 0) << "the raw relay cannot listen";
+  }
+
+  int port() const { return port_; }
+
+  // Serves until the process is killed.
+  void Run() {
+    Accept();
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+  }
+
+ private:
+  // One relayed call. It has one operation in flight at a time, whose tag is the call:
+  // the request arrives, the inner Ping returns, the reply is sent.
+  class Call {
+   public:
+    explicit Call(Relay* relay) : relay_(relay), responder_(&server_context_) {
+      relay_->service_.RequestPing(&server_context_, &request_, &responder_, relay_->cq_.get(),
+                                   relay_->cq_.get(), this);
+    }
+
+    void Proceed(bool ok) {
+      switch (state_) {
+        case State::kRequested:
+          if (!ok) {  // Shutting down.
+            delete this;
+            return;
+          }
+          new Call(relay_);  // Ask for the next call.
+          inner_ = relay_->stub_->PrepareAsyncPing(&client_context_, request_, relay_->cq_.get());
+          inner_->StartCall();
+          inner_->Finish(&response_, &inner_status_, this);
+          state_ = State::kRelayed;
+          return;
+        case State::kRelayed:
+          responder_.Finish(response_, inner_status_, this);
+          state_ = State::kReplied;
+          return;
+        case State::kReplied:
+          delete this;
+          return;
+      }
+    }
+
+   private:
+    enum class State { kRequested, kRelayed, kReplied };
+    Relay* const relay_;
+    State state_ = State::kRequested;
+    grpc::ServerContext server_context_;
+    grpc::ServerAsyncResponseWriter<PingResponse> responder_;
+    grpc::ClientContext client_context_;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> inner_;
+    PingRequest request_;
+    PingResponse response_;
+    grpc::Status inner_status_;
+  };
+
+  void Accept() { new Call(this); }
+
+  BenchPing::AsyncService service_;
+  std::unique_ptr<BenchPing::Stub> stub_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+int RelayMain(const char* port_file, const char* target_port) {
+  Relay relay(absl::StrCat("127.0.0.1:", target_port));
+  const absl::Status written = WritePortFile(port_file, {relay.port()});
+  CHECK(written.ok()) << written;
+  relay.Run();
+  return 0;
+}
+
 }  // namespace
 
 class RawServer::InProcessServers {
@@ -314,13 +408,17 @@ void UseRunfilesOf(const char* argv0) {
 }
 
 bool IsRawServer(int argc, char** argv) {
-  return argc == 3 && std::strcmp(argv[1], kRawServerFlag) == 0 &&
+  return (argc == 3 ||
+          (argc == 4 && std::strncmp(argv[3], kRelayToFlag, std::strlen(kRelayToFlag)) == 0)) &&
+         std::strcmp(argv[1], kRawServerFlag) == 0 &&
          std::strncmp(argv[2], kPortFileFlag, std::strlen(kPortFileFlag)) == 0;
 }
 
 int RawServerMain(int argc, char** argv) {
   CHECK(IsRawServer(argc, argv)) << "usage: " << argv[0] << " " << kRawServerFlag << " "
-                                 << kPortFileFlag << "<path>";
+                                 << kPortFileFlag << "<path> [" << kRelayToFlag << "<port>]";
+  if (argc == 4)
+    return RelayMain(argv[2] + std::strlen(kPortFileFlag), argv[3] + std::strlen(kRelayToFlag));
   Source source;
   PingService service(&source);
   StreamServer tcp(&source);
@@ -452,6 +550,29 @@ std::unique_ptr<RawClient> RawServer::NewClient(RawChannelOptions options) const
   return std::make_unique<RawClient>(
       grpc_port_, tcp_port_, UnixStreamAddress(process_ != nullptr ? process_->pid() : ::getpid()),
       options);
+}
+
+RawRelay::RawRelay(const char* argv0, const RawServer& target) {
+  static std::atomic<int> next{0};
+  const std::string base = absl::StrCat(TempDir(), "/raw_relay_", next++);
+  const std::string port_file = base + ".port";
+  std::remove(port_file.c_str());
+  process_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{argv0, kRawServerFlag, kPortFileFlag + port_file,
+                               absl::StrCat(kRelayToFlag, target.grpc_port())},
+      base + ".log");
+  process_->set_die_with_parent(true);
+  const absl::Status started = process_->Start();
+  CHECK(started.ok()) << started;
+  absl::StatusOr<std::vector<int>> ports = process_->WaitForPortFile(port_file, absl::Minutes(1));
+  CHECK(ports.ok() && ports->size() == 1)
+      << "the raw relay child did not start: " << ports.status();
+  client_ = std::make_unique<RawClient>((*ports)[0], 0, std::string(), RawChannelOptions());
+}
+
+RawRelay::~RawRelay() {
+  client_.reset();
+  if (process_->IsRunning()) (void)process_->Stop(SIGTERM, absl::Minutes(1));
 }
 
 void RawClient::TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {

@@ -41,12 +41,12 @@ namespace bench {
 // directory under /tmp for the servers' logs.
 void UseRunfilesOf(const char* argv0);
 
-// True when the binary was started as the raw server child.
+// True when the binary was started as the raw server child (or the raw relay child).
 bool IsRawServer(int argc, char** argv);
 // Serves BenchPing and the TCP stream on free loopback ports and the Unix stream at
 // "@overseer-bench-raw-<pid>", writes both ports to the port file its command line
-// names (core/port_file.h), and serves until killed (it dies with its parent). Returns the exit
-// code.
+// names (core/port_file.h), and serves until killed (it dies with its parent). Started
+// as a relay (RawRelay), serves the relay's Ping instead. Returns the exit code.
 int RawServerMain(int argc, char** argv);
 
 // How a client's channel receives a stream: the HTTP/2 stream window (0: gRPC's
@@ -111,6 +111,8 @@ class RawServer {
   // A client with its own connection.
   std::unique_ptr<RawClient> NewClient(RawChannelOptions options = {}) const;
 
+  // The port of its gRPC server (BenchPing) on 127.0.0.1.
+  int grpc_port() const { return grpc_port_; }
   // The server's process (this one for InProcess).
   pid_t pid() const { return process_ != nullptr ? process_->pid() : ::getpid(); }
 
@@ -138,6 +140,30 @@ class RawServer {
   std::unique_ptr<InProcessServers> in_process_;
   int grpc_port_ = 0;
   int tcp_port_ = 0;
+  std::unique_ptr<RawClient> client_;
+};
+
+// The raw baseline of a call relayed by a process in the middle, as a step is by the
+// master: a child process whose BenchPing.Ping calls Ping of another raw server and
+// replies when that returns. It serves on one completion queue polled by one thread,
+// which also starts the inner call and reads its reply, as the master's RunStep loop
+// does (core/rpc/completion_queue_loop.h): four one-way hops and two processes' work
+// per call, against a ping's two and one. Raw gRPC, empty messages, none of Overseer's
+// code in the relay. CHECK-fails when it cannot start.
+class RawRelay {
+ public:
+  // Relays to `target` (which must outlive the relay).
+  RawRelay(const char* argv0, const RawServer& target);
+  ~RawRelay();
+  RawRelay(const RawRelay&) = delete;
+  RawRelay& operator=(const RawRelay&) = delete;
+
+  // One relayed empty round trip: this process -> relay -> target and back.
+  void Ping() { client_->Ping(); }
+  pid_t pid() const { return process_->pid(); }
+
+ private:
+  std::unique_ptr<ChildProcess> process_;
   std::unique_ptr<RawClient> client_;
 };
 
