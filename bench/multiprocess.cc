@@ -417,8 +417,9 @@ bool IsRawServer(int argc, char** argv) {
 int RawServerMain(int argc, char** argv) {
   CHECK(IsRawServer(argc, argv)) << "usage: " << argv[0] << " " << kRawServerFlag << " "
                                  << kPortFileFlag << "<path> [" << kRelayToFlag << "<port>]";
-  if (argc == 4)
+  if (argc == 4) {
     return RelayMain(argv[2] + std::strlen(kPortFileFlag), argv[3] + std::strlen(kRelayToFlag));
+  }
   Source source;
   PingService service(&source);
   StreamServer tcp(&source);
@@ -509,21 +510,37 @@ void RawClient::TransferRawBytes(int64_t total_bytes, int64_t chunk_bytes, char*
   CHECK(received == total_bytes) << received << " of " << total_bytes;
 }
 
-RawServer::RawServer(const char* argv0) {
+namespace {
+
+// Starts `argv0` as a raw child (RawServerMain) with `extra` arguments, its output in
+// $TEST_TMPDIR/<name>_<n>.log; returns it once it wrote its `count` ports to *ports.
+std::unique_ptr<ChildProcess> StartRawChild(const char* argv0, const std::string& name,
+                                            const std::vector<std::string>& extra, size_t count,
+                                            std::vector<int>* ports) {
   static std::atomic<int> next{0};
-  const std::string base = absl::StrCat(TempDir(), "/raw_server_", next++);
+  const std::string base = absl::StrCat(TempDir(), "/", name, "_", next++);
   const std::string port_file = base + ".port";
   std::remove(port_file.c_str());
-  process_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{argv0, kRawServerFlag, kPortFileFlag + port_file}, base + ".log");
-  process_->set_die_with_parent(true);  // Never outlive the benchmark.
-  const absl::Status started = process_->Start();
+  std::vector<std::string> args = {argv0, kRawServerFlag, kPortFileFlag + port_file};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto process = std::make_unique<ChildProcess>(std::move(args), base + ".log");
+  process->set_die_with_parent(true);  // Never outlive the benchmark.
+  const absl::Status started = process->Start();
   CHECK(started.ok()) << started;
-  absl::StatusOr<std::vector<int>> ports = process_->WaitForPortFile(port_file, absl::Minutes(1));
-  CHECK(ports.ok() && ports->size() == 2)
-      << "the raw server child did not start: " << ports.status();
-  grpc_port_ = (*ports)[0];
-  tcp_port_ = (*ports)[1];
+  absl::StatusOr<std::vector<int>> written = process->WaitForPortFile(port_file, absl::Minutes(1));
+  CHECK(written.ok() && written->size() == count)
+      << "the " << name << " child did not start: " << written.status();
+  *ports = *std::move(written);
+  return process;
+}
+
+}  // namespace
+
+RawServer::RawServer(const char* argv0) {
+  std::vector<int> ports;
+  process_ = StartRawChild(argv0, "raw_server", {}, 2, &ports);
+  grpc_port_ = ports[0];
+  tcp_port_ = ports[1];
   Connect();
 }
 
@@ -553,21 +570,10 @@ std::unique_ptr<RawClient> RawServer::NewClient(RawChannelOptions options) const
 }
 
 RawRelay::RawRelay(const char* argv0, const RawServer& target) {
-  static std::atomic<int> next{0};
-  const std::string base = absl::StrCat(TempDir(), "/raw_relay_", next++);
-  const std::string port_file = base + ".port";
-  std::remove(port_file.c_str());
-  process_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{argv0, kRawServerFlag, kPortFileFlag + port_file,
-                               absl::StrCat(kRelayToFlag, target.grpc_port())},
-      base + ".log");
-  process_->set_die_with_parent(true);
-  const absl::Status started = process_->Start();
-  CHECK(started.ok()) << started;
-  absl::StatusOr<std::vector<int>> ports = process_->WaitForPortFile(port_file, absl::Minutes(1));
-  CHECK(ports.ok() && ports->size() == 1)
-      << "the raw relay child did not start: " << ports.status();
-  client_ = std::make_unique<RawClient>((*ports)[0], 0, std::string(), RawChannelOptions());
+  std::vector<int> ports;
+  process_ = StartRawChild(argv0, "raw_relay", {absl::StrCat(kRelayToFlag, target.grpc_port())}, 1,
+                           &ports);
+  client_ = std::make_unique<RawClient>(ports[0], 0, std::string(), RawChannelOptions());
 }
 
 RawRelay::~RawRelay() {
