@@ -280,6 +280,7 @@ void MasterSession::RunPassedAsync(std::shared_ptr<const Signature> sig,
   args.trace = options.trace_level() != RunOptions::NO_TRACE && metadata != nullptr;
   args.trace_outputs = options.trace_level() == RunOptions::FULL_TRACE;
   args.partition_graphs = options.output_partition_graphs() && metadata != nullptr;
+  args.session_cancellation = &aborting_;
   {
     absl::ReaderMutexLock lock(&mu_);
     step->cleaner = cleaner_;
@@ -295,6 +296,11 @@ void MasterSession::RunPassedAsync(std::shared_ptr<const Signature> sig,
         }
         step->cleaner.reset();
         if (!s.ok()) {
+          // Ended by the session's abort (or failed after it): the abort is the cause.
+          if (absl::Status aborted = Aborted(); !aborted.ok()) {
+            done(std::move(aborted));
+            return;
+          }
           if (!MayHaveRestarted(s)) {
             done(s);
             return;
@@ -336,13 +342,29 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
     }
   }
   if (restarted.empty()) return error;
-  absl::MutexLock lock(&mu_);
-  if (aborted_.ok()) {
-    aborted_ = absl::AbortedError(absl::StrCat(
-        restarted.size() == 1 ? "task " : "tasks ", absl::StrJoin(restarted, ", "),
-        restarted.size() == 1 ? " restarted and lost its state" : " restarted and lost their state",
-        "; recreate the session (the step failed with: ", error.ToString(), ")"));
+  absl::Status aborted;
+  bool first = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (aborted_.ok()) {
+      aborted_ = absl::AbortedError(
+          absl::StrCat(restarted.size() == 1 ? "task " : "tasks ", absl::StrJoin(restarted, ", "),
+                       restarted.size() == 1 ? " restarted and lost its state"
+                                             : " restarted and lost their state",
+                       "; recreate the session (the step failed with: ", error.ToString(), ")"));
+      first = true;
+    }
+    aborted = aborted_;
   }
+  // The session's other steps end too: one waiting on a task that is still up (a
+  // dequeue from a queue whose enqueuer's step just failed) would wait for good, as no
+  // step of this session can run again to close its queue.
+  if (first) aborting_.StartCancel(aborted);
+  return aborted;
+}
+
+absl::Status MasterSession::Aborted() const {
+  absl::ReaderMutexLock lock(&mu_);
   return aborted_;
 }
 

@@ -151,8 +151,11 @@ class MasterSession {
                       const RunOptions& options, RunMetadata* metadata,
                       CancellationManager* cancellation, std::function<void(absl::Status)> done);
   // After a step failed with `error`: if a task restarted, the session is aborted for
-  // good and that is the error; otherwise `error`.
+  // good and that is the error, and its steps still running are cancelled; otherwise
+  // `error`.
   absl::Status CheckTasks(const absl::Status& error);
+  // OK, or why the session was aborted.
+  absl::Status Aborted() const;
   absl::Status Usable() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const std::string handle_;
@@ -177,6 +180,8 @@ class MasterSession {
   std::map<std::string, std::shared_ptr<PartialRun>> partial_runs_ ABSL_GUARDED_BY(mu_);
   int64_t next_partial_run_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+  // Cancelled with aborted_ when it is set: every step running registered on it.
+  CancellationManager aborting_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   // Cleans up finished steps in the background. Steps hold a reference while they run;
   // Close drops the session's, and the last holder drains what is queued.

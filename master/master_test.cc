@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "master/placement_test_util.h"
 #include "master/testing/fake_workers.h"
@@ -231,6 +232,51 @@ TEST_F(MasterTest, RestartedTaskAbortsTheSessionNamingIt) {
   s = Run(h, &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
   EXPECT_TRUE(absl::StrContains(s.message(), "restarted")) << s;
+}
+
+TEST_F(MasterTest, AnAbortEndsTheSessionsStepsStillRunning) {
+  const std::string h = Create();
+  RunStepResponse resp;
+  ASSERT_TRUE(Run(h, &resp).ok());
+  {
+    absl::MutexLock l(&cache_.ps()->mu);
+    cache_.ps()->run_waits_for_cleanup = true;
+  }
+  // A step on the ps alone waits there, as a dequeue from an empty queue does.
+  absl::Status waiter;
+  absl::Notification waiter_done;
+  std::thread runner([&] {
+    RunStepRequest req;
+    req.set_session_handle(h);
+    req.add_fetch("w:0");
+    RunStepResponse r;
+    waiter = master_->RunStep(req, &r);
+    waiter_done.Notify();
+  });
+  auto waiting = [&](int n) {
+    absl::MutexLock l(&cache_.ps()->mu);
+    auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_.ps()->mu) {
+      return cache_.ps()->waiting == n;
+    };
+    return cache_.ps()->mu.AwaitWithTimeout(absl::Condition(&reached), absl::Seconds(60));
+  };
+  ASSERT_TRUE(waiting(1));
+  // The worker restarts; the next step that reaches it aborts the session.
+  cache_.worker()->Restart();
+  absl::Status s = Run(h, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  // The waiting step ends with the abort: no step of the session can run again to
+  // end its wait.
+  const bool ended = waiter_done.WaitForNotificationWithTimeout(absl::Seconds(60));
+  if (!ended) {
+    absl::MutexLock l(&cache_.ps()->mu);
+    cache_.ps()->release_waiting = true;
+  }
+  runner.join();
+  EXPECT_TRUE(ended) << "the waiting step did not end with the session's abort";
+  EXPECT_EQ(waiter.code(), absl::StatusCode::kAborted) << waiter;
+  EXPECT_TRUE(absl::StrContains(waiter.message(), "/job:worker/replica:0/task:0")) << waiter;
+  EXPECT_TRUE(waiting(0));
 }
 
 TEST_F(MasterTest, DeadTaskIsUnavailableNamingIt) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -126,28 +127,30 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   // Starts the step: every task's RunGraph, or with forwarding the forwarders' first
   // and the others' once they all returned. Touches nothing of the caller's after the
   // last one starts (its reply may finish the step at once).
-  void Start(CancellationManager* cancellation) {
+  void Start(CancellationManager* cancellation, CancellationManager* session_cancellation) {
     if (requests_.empty()) {
       Finish();
       return;
     }
     std::shared_ptr<StepCall> self = shared_from_this();
-    if (cancellation != nullptr) {
-      // The caller gave up: the RunGraph calls end (CANCELLED), and the step ends on
-      // every task too (an in-process worker's RunGraph only sees CleanupGraph).
-      cancellation_ = cancellation;
-      token_ = cancellation->RegisterCallback([self] { self->Cancel(); });
-      if (token_ == CancellationManager::kInvalidToken) {
-        cancellation_ = nullptr;
-        absl::MutexLock lock(&mu_);
-        first_ = cancellation->status();
-        pending_ = 0;
-      }
-      if (cancellation_ == nullptr) {
+    // The caller gave up, or the session was aborted: the step ends on every task
+    // (CleanupGraph; an in-process worker's RunGraph only sees that). The caller's
+    // cancellation also ends the RunGraph calls (CANCELLED).
+    for (CancellationManager* m : {cancellation, session_cancellation}) {
+      if (m == nullptr) continue;
+      const CancellationManager::Token token = m->RegisterCallback([self] { self->Cancel(); });
+      if (token == CancellationManager::kInvalidToken) {  // Already cancelled.
+        {
+          absl::MutexLock lock(&mu_);
+          first_ = m->status();
+          pending_ = 0;
+        }
         Finish();
         return;
       }
+      registered_.emplace_back(m, token);
     }
+    cancellation_ = cancellation;
     StartStage(0);
   }
 
@@ -266,7 +269,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
 
   // Every RunGraph returned.
   void Finish() {
-    if (cancellation_ != nullptr) cancellation_->DeregisterCallback(token_);
+    for (const auto& [m, token] : registered_) m->DeregisterCallback(token);
     absl::Status status;
     {
       absl::MutexLock lock(&mu_);
@@ -348,8 +351,9 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   std::set<std::string> kept_;
   int64_t timeout_in_ms_ = 0;
   absl::Time started_;  // Of the first stage.
-  CancellationManager* cancellation_ = nullptr;
-  CancellationManager::Token token_ = CancellationManager::kInvalidToken;
+  CancellationManager* cancellation_ = nullptr;  // The caller's, given to RunGraphAsync.
+  // Where Start registered Cancel (the caller's and the session's cancellation).
+  std::vector<std::pair<CancellationManager*, CancellationManager::Token>> registered_;
   absl::Mutex mu_;
   absl::Status first_ ABSL_GUARDED_BY(mu_);
   enum { kNotCancelled, kCancelling, kCancelled } cancelling_ ABSL_GUARDED_BY(mu_) = kNotCancelled;
@@ -493,7 +497,7 @@ void RunRegisteredStepAsync(MasterWorkerCacheInterface* workers, const Registere
     done(built);
     return;
   }
-  call->Start(cancellation);
+  call->Start(cancellation, args.session_cancellation);
 }
 
 absl::Status RunRegisteredStep(MasterWorkerCacheInterface* workers, const RegisteredStep& step,

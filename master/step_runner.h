@@ -69,6 +69,10 @@ struct StepArgs {
   bool trace_outputs = false;
   // Whether every task returns the partition graph it ran (record_partition_graphs).
   bool partition_graphs = false;
+  // Cancels the step as the caller's cancellation does (optional, not owned, outlives
+  // the step's `done`): its session was aborted, so that a step waiting on a task that
+  // is still up (a dequeue from a queue no one will fill now) ends too.
+  CancellationManager* session_cancellation = nullptr;
 };
 
 // Cleans up finished steps on the tasks that kept their state (they sent tensors to
