@@ -156,11 +156,13 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
 
  private:
   // Cancels the step on every task (once), on a StepBlockingThreads() thread. `done`
-  // waits for it (the caller's step must outlive it).
+  // waits for it (the caller's step must outlive it). A cancellation whose callback was
+  // already running as Finish deregistered it may come after `done`: it then does
+  // nothing (what `done` released, such as the registered step, may be gone).
   void Cancel() {
     {
       absl::MutexLock lock(&mu_);
-      if (cancelling_ != kNotCancelled) return;
+      if (cancelling_ != kNotCancelled || delivered_) return;
       cancelling_ = kCancelling;
     }
     std::shared_ptr<StepCall> self = shared_from_this();
@@ -171,6 +173,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
         absl::MutexLock lock(&self->mu_);
         self->cancelling_ = kCancelled;
         deliver = self->result_.has_value();
+        self->delivered_ = self->delivered_ || deliver;
       }
       if (deliver) self->done_(*self->result_);
     });
@@ -183,6 +186,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       absl::MutexLock lock(&mu_);
       result_ = std::move(status);
       if (cancelling_ == kCancelling) return;
+      delivered_ = true;
     }
     done_(*result_);
   }
@@ -351,12 +355,14 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   std::set<std::string> kept_;
   int64_t timeout_in_ms_ = 0;
   absl::Time started_;  // Of the first stage.
-  CancellationManager* cancellation_ = nullptr;  // The caller's, given to RunGraphAsync.
+  // The caller's cancellation, given to RunGraphAsync.
+  CancellationManager* cancellation_ = nullptr;
   // Where Start registered Cancel (the caller's and the session's cancellation).
   std::vector<std::pair<CancellationManager*, CancellationManager::Token>> registered_;
   absl::Mutex mu_;
   absl::Status first_ ABSL_GUARDED_BY(mu_);
   enum { kNotCancelled, kCancelling, kCancelled } cancelling_ ABSL_GUARDED_BY(mu_) = kNotCancelled;
+  bool delivered_ ABSL_GUARDED_BY(mu_) = false;  // `done` was called (or is being).
   // Set once, by Deliver; read after that without the lock.
   std::optional<absl::Status> result_;
   int pending_ ABSL_GUARDED_BY(mu_) = 0;  // Of the stage running.
