@@ -287,7 +287,7 @@ class Relay {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // As the master's channels to workers.
-    stub_ = BenchPing::NewStub(
+    target_ = BenchPing::NewStub(
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
@@ -325,13 +325,14 @@ class Relay {
             return;
           }
           new Call(relay_);  // Ask for the next call.
-          inner_ = relay_->stub_->PrepareAsyncPing(&client_context_, request_, relay_->cq_.get());
-          inner_->StartCall();
-          inner_->Finish(&response_, &inner_status_, this);
+          relayed_ =
+              relay_->target_->PrepareAsyncPing(&client_context_, request_, relay_->cq_.get());
+          relayed_->StartCall();
+          relayed_->Finish(&response_, &relayed_status_, this);
           state_ = State::kRelayed;
           return;
         case State::kRelayed:
-          responder_.Finish(response_, inner_status_, this);
+          responder_.Finish(response_, relayed_status_, this);
           state_ = State::kReplied;
           return;
         case State::kReplied:
@@ -347,16 +348,17 @@ class Relay {
     grpc::ServerContext server_context_;
     grpc::ServerAsyncResponseWriter<PingResponse> responder_;
     grpc::ClientContext client_context_;
-    std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> inner_;
+    // The relayed call to the target and how it ended.
+    std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> relayed_;
     PingRequest request_;
     PingResponse response_;
-    grpc::Status inner_status_;
+    grpc::Status relayed_status_;
   };
 
   void Accept() { new Call(this); }
 
   BenchPing::AsyncService service_;
-  std::unique_ptr<BenchPing::Stub> stub_;
+  std::unique_ptr<BenchPing::Stub> target_;  // The raw server relayed to.
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

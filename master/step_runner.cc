@@ -162,7 +162,8 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   void Cancel() {
     {
       absl::MutexLock lock(&mu_);
-      if (cancelling_ != kNotCancelled || delivered_) return;
+      // A result before any cancellation was delivered (Deliver).
+      if (cancelling_ != kNotCancelled || result_.has_value()) return;
       cancelling_ = kCancelling;
     }
     std::shared_ptr<StepCall> self = shared_from_this();
@@ -173,7 +174,6 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
         absl::MutexLock lock(&self->mu_);
         self->cancelling_ = kCancelled;
         deliver = self->result_.has_value();
-        self->delivered_ = self->delivered_ || deliver;
       }
       if (deliver) self->done_(*self->result_);
     });
@@ -186,7 +186,6 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
       absl::MutexLock lock(&mu_);
       result_ = std::move(status);
       if (cancelling_ == kCancelling) return;
-      delivered_ = true;
     }
     done_(*result_);
   }
@@ -362,8 +361,7 @@ class StepCall : public std::enable_shared_from_this<StepCall> {
   absl::Mutex mu_;
   absl::Status first_ ABSL_GUARDED_BY(mu_);
   enum { kNotCancelled, kCancelling, kCancelled } cancelling_ ABSL_GUARDED_BY(mu_) = kNotCancelled;
-  bool delivered_ ABSL_GUARDED_BY(mu_) = false;  // `done` was called (or is being).
-  // Set once, by Deliver; read after that without the lock.
+  // Set once, by Deliver (under mu_); read after that without the lock.
   std::optional<absl::Status> result_;
   int pending_ ABSL_GUARDED_BY(mu_) = 0;  // Of the stage running.
   int stage_ ABSL_GUARDED_BY(mu_) = 0;
