@@ -38,4 +38,10 @@ void MasterInterface::RunCallableAsync(const RunCallableRequest* request,
       });
 }
 
+bool DirectStepOptions(const RunOptions& options) {
+  RunOptions rest = options;
+  rest.clear_timeout_in_ms();
+  return rest.ByteSizeLong() == 0;
+}
+
 }  // namespace overseer

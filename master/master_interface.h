@@ -87,6 +87,11 @@ class MasterInterface {
                                        ReleaseCallableResponse* response) = 0;
 };
 
+// Whether a step run with `options` may run on its task without the master
+// (RunStepRequest.direct_ok): they ask for nothing that only the master does (a trace,
+// partition graphs) but a timeout, which RunGraph carries.
+bool DirectStepOptions(const RunOptions& options);
+
 }  // namespace overseer
 
 #endif  // OVERSEER_MASTER_MASTER_INTERFACE_H_

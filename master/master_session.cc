@@ -9,12 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "core/cluster/device_name.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
 #include "core/logging.h"
 #include "core/node_def_util.h"
 #include "core/status_macros.h"
 #include "core/types.h"
+#include "master/master_interface.h"
 #include "master/partitioner.h"
 #include "master/placer.h"
 
@@ -29,6 +31,43 @@ std::string SignatureKey(const std::vector<std::string>& feeds,
 }
 
 // Errors after which CheckTasks asks the tasks whether one restarted.
+// A client may run `step` itself when it is one partition on one task that depends on no
+// other task, writes no variable (so that it never needs the update gate) and has no
+// kernel that may wait (a step that blocks must end when its session is aborted, which
+// only the master knows): the RunGraph the master would send, as a DirectStep without
+// step ids. Null otherwise, and for a task without an address in `cluster`.
+std::shared_ptr<const DirectStep> DirectStepOf(const RegisteredStep& step,
+                                               const std::vector<FeedCheck>& feed_checks,
+                                               const GatePass& gate, const ClusterDef& cluster) {
+  if (step.graph_handles.size() != 1 || !step.peer_senders.empty() || !step.forwarders.empty() ||
+      !step.may_wait.empty() || !gate.free()) {
+    return nullptr;
+  }
+  const auto& [task, graph_handle] = *step.graph_handles.begin();
+  absl::StatusOr<DeviceName> name = DeviceName::Parse(task);
+  if (!name.ok() || !name->has_task) return nullptr;
+  auto direct = std::make_shared<DirectStep>();
+  for (const JobDef& job : cluster.job()) {
+    if (job.name() != name->job) continue;
+    auto it = job.tasks().find(name->task);
+    if (it != job.tasks().end()) direct->set_address(it->second);
+  }
+  if (direct->address().empty()) return nullptr;
+  direct->set_task(task);
+  direct->set_graph_handle(graph_handle);
+  for (size_t i = 0; i < step.feeds.size(); ++i) {
+    const FeedCheck& check = feed_checks[i];
+    DirectFeed* feed = direct->add_feed();
+    feed->set_key(step.feeds[i].key);
+    feed->set_name(check.name);
+    feed->set_dtype(check.dtype);
+    feed->set_placeholder(check.placeholder);
+    if (check.placeholder) check.shape.ToProto(feed->mutable_shape());
+  }
+  for (const PartitionEndpoint& fetch : step.fetches) direct->add_fetch_key(fetch.key);
+  return direct;
+}
+
 bool MayHaveRestarted(const absl::Status& error) {
   return error.code() == absl::StatusCode::kAborted ||
          error.code() == absl::StatusCode::kUnavailable;
@@ -169,6 +208,10 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
     RegisterGraphResponse resp;
     RETURN_IF_ERROR(TaskError(task, w->RegisterGraph(req, &resp)));
     sig->step.graph_handles[task] = resp.graph_handle();
+    if (resp.may_wait()) sig->step.may_wait.insert(task);
+  }
+  if (!partial) {
+    sig->direct = DirectStepOf(sig->step, sig->feed_checks, sig->gate, workers_->cluster_def());
   }
   return sig;
 }
@@ -393,18 +436,32 @@ void MasterSession::RunAsync(const RunStepRequest* request, RunStepResponse* res
                     done(sig.status());
                     return;
                   }
-                  RunSignatureAsync(std::move(*sig), step, request->options(),
-                                    response->mutable_metadata(), cancellation,
-                                    [response, step, done](absl::Status s) {
-                                      if (s.ok()) {
-                                        for (size_t i = 0; i < step->fetches.size(); ++i) {
-                                          NamedTensorProto* t = response->add_tensor();
-                                          t->set_name(step->fetch_names[i]);
-                                          t->mutable_tensor()->Swap(&step->fetches[i]);
-                                        }
-                                      }
-                                      done(s);
-                                    });
+                  std::shared_ptr<const DirectStep> direct;
+                  if (request->direct_ok() && DirectStepOptions(request->options())) {
+                    direct = (*sig)->direct;
+                  }
+                  RunSignatureAsync(
+                      std::move(*sig), step, request->options(), response->mutable_metadata(),
+                      cancellation,
+                      [this, response, step, direct = std::move(direct), done](absl::Status s) {
+                        if (!s.ok()) {
+                          done(s);
+                          return;
+                        }
+                        for (size_t i = 0; i < step->fetches.size(); ++i) {
+                          NamedTensorProto* t = response->add_tensor();
+                          t->set_name(step->fetch_names[i]);
+                          t->mutable_tensor()->Swap(&step->fetches[i]);
+                        }
+                        if (direct != nullptr) {
+                          DirectStep* reply = response->mutable_direct();
+                          *reply = *direct;
+                          reply->set_first_step_id(next_step_id_->fetch_add(kDirectStepIds));
+                          reply->set_step_ids(kDirectStepIds);
+                          reply->set_valid_ms(kDirectValidMs);
+                        }
+                        done(s);
+                      });
                 });
 }
 

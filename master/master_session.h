@@ -59,12 +59,19 @@ class MasterSession {
   absl::StatusOr<int64_t> Extend(const GraphDef& graph, int64_t current_version);
   // The encoded size of the session's graph.
   int64_t graph_bytes() const;
+  // How many step ids, and for how long, a DirectStep the session hands out is valid
+  // (RunStepRequest.direct_ok).
+  static constexpr int64_t kDirectStepIds = 1024;
+  static constexpr int64_t kDirectValidMs = 1000;
+
   // Runs a step without blocking for long: `done` is called once with the step's
   // status (the fetches are in `response`), on the thread of its last RunGraph reply,
   // on a StepBlockingThreads() thread (a signature built for the first time, a failed
   // step), or on this thread for an error found before the step starts. `request`,
   // `response` and `cancellation` (optional: cancels the step, CANCELLED) must live
-  // until `done`, and so must the session.
+  // until `done`, and so must the session. With request->direct_ok, a successful step
+  // of a signature with one partition on one task that writes no variable (and options
+  // that ask for nothing but a timeout) answers with a DirectStep.
   void RunAsync(const RunStepRequest* request, RunStepResponse* response,
                 CancellationManager* cancellation, std::function<void(absl::Status)> done);
   // Session::PartialRunSetup: prepares (and registers on the tasks) the partial run's
@@ -96,6 +103,9 @@ class MasterSession {
     std::vector<std::vector<int>> fetch_needs;
     // How its steps pass the update gate.
     GatePass gate;
+    // What a client needs to run the signature itself (RunStepResponse.direct), without
+    // step ids; null for a signature that must go through the master.
+    std::shared_ptr<const DirectStep> direct;
   };
   struct PartialRun {
     PartialRun(std::shared_ptr<const Signature> sig, int64_t step_id,

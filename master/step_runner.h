@@ -32,6 +32,8 @@ namespace overseer {
 // The partitions of one signature, registered on their tasks.
 struct RegisteredStep {
   std::map<std::string, std::string> graph_handles;  // Task -> graph handle.
+  // Tasks whose partition may wait (RegisterGraphResponse.may_wait).
+  std::set<std::string> may_wait;
   // Tasks whose partition sends tensors to other tasks (their step state must live
   // until the step is over: CleanupGraph). The others free theirs as RunGraph returns
   // (RunGraphRequest.cleanup_on_return).

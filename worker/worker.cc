@@ -135,6 +135,8 @@ absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
                                    RegisterGraphResponse* response) {
   ASSIGN_OR_RETURN(std::shared_ptr<Session> session, FindSession(request.session_handle()));
   ASSIGN_OR_RETURN(std::string handle, session->graphs.Register(request.graph_def()));
+  ASSIGN_OR_RETURN(std::shared_ptr<RegisteredGraph> graph, session->graphs.Lookup(handle));
+  response->set_may_wait(graph->executor->may_wait());
   response->set_graph_handle(std::move(handle));
   return absl::OkStatus();
 }

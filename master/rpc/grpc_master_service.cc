@@ -68,6 +68,13 @@ GrpcMasterService::GrpcMasterService(MasterInterface* master, prometheus::Regist
                 .Help("Steps run (RunStep and RunCallable), successful or not.")
                 .Register(*metrics)
                 .Add({});
+  direct_steps_ = &prometheus::BuildCounter()
+                       .Name("overseer_master_direct_steps_total")
+                       .Help(
+                           "Steps clients ran on a task themselves (RunStepResponse.direct), "
+                           "as they report them.")
+                       .Register(*metrics)
+                       .Add({});
   step_latency_ = &prometheus::BuildHistogram()
                        .Name("overseer_master_step_latency_seconds")
                        .Help("Time from a step's arrival to its reply.")
@@ -120,6 +127,10 @@ void GrpcMasterService::Serve(AsyncUnaryCall<Request, Response>* call) {
     return;
   }
   if constexpr (kRunStep) {
+    if (call->request.direct_steps_run() > 0) {
+      direct_steps_->Increment(static_cast<double>(call->request.direct_steps_run()));
+    }
+    if (ProcessSecurity().enabled()) call->request.set_direct_ok(false);
     master_->RunStepAsync(&call->request, call->response, &call->cancellation, done);
   } else {
     master_->RunCallableAsync(&call->request, call->response, &call->cancellation, done);

@@ -4,7 +4,9 @@
 // Puts a MasterInterface (and MasterReadinessInterface) on gRPC: unpacks each call,
 // runs the logic, converts the status, and records the master's metrics:
 //   overseer_master_steps_total, overseer_master_step_latency_seconds (RunStep and
-//   RunCallable) in the registry, and in rpc_metrics() (core/metrics/rpc_metrics.h)
+//   RunCallable), overseer_master_direct_steps_total (the steps clients report they ran
+//   on a task themselves, RunStepRequest.direct_steps_run) in the registry, and in
+//   rpc_metrics() (core/metrics/rpc_metrics.h)
 //   overseer_master_rpc_latency_seconds{method} and
 //   overseer_master_rpc_errors_total{method,code} for every method.
 // (The session and readiness metrics come from the Master's listeners,
@@ -17,6 +19,9 @@
 // without waking another thread. A step whose client gives up (cancels, passes its
 // deadline or goes away), or that is still running when the server shuts down, is
 // cancelled: its RunGraph calls end, and the workers cancel their part.
+//
+// With security on (core/rpc/security.h) a RunStep's direct_ok is ignored: a worker's
+// RunGraph is the master's identities' alone, so no client may run a step directly.
 //
 // The other methods are synchronous: a WaitForReady holds one server thread while it waits,
 // at most MasterOptions.readiness.max_wait (60 s). gRPC's sync server has no thread
@@ -103,6 +108,7 @@ class GrpcMasterService final
   CompletionQueueLoop* const loop_;
   MasterReadinessInterface* const readiness_;
   prometheus::Counter* steps_;
+  prometheus::Counter* direct_steps_;
   prometheus::Histogram* step_latency_;
   const std::shared_ptr<RpcMetrics> rpc_metrics_;
   // rpc_metrics_'s methods.
