@@ -86,7 +86,15 @@ absl::StatusOr<float> ReadVariable(const std::string& target, bool assign) {
     if (absl::Status s = (*session)->Run({}, {}, {"assign"}, &out); !s.ok()) return s;
   }
   if (absl::Status s = (*session)->Run({}, {"read:0"}, {}, &out); !s.ok()) return s;
-  return out[0].scalar<float>();
+  const float read = out[0].scalar<float>();
+  // Reads of v on its task alone: without security they would run on the ps directly
+  // (a worker's RunGraph is the master's alone with security on, so the master offers
+  // no direct step and they all go through it).
+  for (int i = 0; i < 20; ++i) {
+    if (absl::Status s = (*session)->Run({}, {"v:0"}, {}, &out); !s.ok()) return s;
+    if (out[0].scalar<float>() != read) return absl::InternalError("v changed");
+  }
+  return read;
 }
 
 grpc::Status CleanupAll(const std::string& address) {

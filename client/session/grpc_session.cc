@@ -6,6 +6,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/message_budget.h"
 #include "core/rpc/grpc_target.h"
 #include "core/status_macros.h"
@@ -29,6 +30,16 @@ absl::Status CheckGraphSize(const GraphDef& graph, int64_t limit) {
       "assign them to variables"));
 }
 
+// Names a step's signature, as the master's cache does.
+std::string RouteKey(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                     const std::vector<std::string>& fetches,
+                     const std::vector<std::string>& targets) {
+  std::string key;
+  for (const auto& feed : feeds) absl::StrAppend(&key, feed.first, ",");
+  absl::StrAppend(&key, ";", absl::StrJoin(fetches, ","), ";", absl::StrJoin(targets, ","));
+  return key;
+}
+
 absl::Status NoGraphError() {
   return absl::FailedPreconditionError(
       "the session has no graph yet; call Create (or Extend) first");
@@ -47,9 +58,11 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(const SessionO
   ASSIGN_OR_RETURN(const std::string address, ParseGrpcAddress(options.target));
   auto master = std::make_unique<GrpcMaster>(NewMasterChannel(address, grpc_options.keepalive),
                                              grpc_options.rpc_timeout, grpc_options.max_step_time);
-  return std::make_unique<GrpcSession>(options, std::move(master),
-                                       options.clock != nullptr ? options.clock : Clock::Real(),
-                                       grpc_options);
+  auto session = std::make_unique<GrpcSession>(
+      options, std::move(master), options.clock != nullptr ? options.clock : Clock::Real(),
+      grpc_options);
+  session->direct_ = grpc_options.direct_steps;
+  return session;
 }
 
 GrpcSession::GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master,
@@ -184,6 +197,16 @@ absl::Status GrpcSession::RunStep(const RunOptions& options, const std::string& 
     return budget.Error("the RunStep request (the step's feeds)", kFeedHint,
                         [&](size_t i) { return absl::StrCat("feed '", feeds[i].first, "'"); });
   }
+  int64_t timeout_in_ms = options.timeout_in_ms();
+  if (timeout_in_ms <= 0) timeout_in_ms = options_.config.operation_timeout_in_ms();
+  const bool direct_ok = direct_ && partial_run.empty() && DirectStepOptions(options);
+  std::string route_key;
+  if (direct_ok) {
+    route_key = RouteKey(feeds, fetches, targets);
+    std::optional<absl::Status> ran =
+        RunDirect(handle, route_key, timeout_in_ms, feeds, fetches, outputs, metadata);
+    if (ran.has_value()) return *std::move(ran);
+  }
   RunStepRequest request;
   request.set_session_handle(handle);
   request.set_partial_run_handle(partial_run);
@@ -195,16 +218,25 @@ absl::Status GrpcSession::RunStep(const RunOptions& options, const std::string& 
   for (const std::string& f : fetches) request.add_fetch(f);
   for (const std::string& t : targets) request.add_target(t);
   *request.mutable_options() = options;
-  if (options.timeout_in_ms() <= 0 && options_.config.operation_timeout_in_ms() > 0) {
-    request.mutable_options()->set_timeout_in_ms(options_.config.operation_timeout_in_ms());
+  request.mutable_options()->set_timeout_in_ms(timeout_in_ms);
+  request.set_direct_ok(direct_ok);
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_direct_steps_run(std::exchange(direct_steps_run_, 0));
   }
   request.set_request_id(NewRequestId());
   RunStepResponse response;
-  RETURN_IF_ERROR(RetryUnavailable(clock_, grpc_options_.retry,
-                                   CallDeadline(request.options().timeout_in_ms()), [&] {
-                                     response.Clear();
-                                     return master_->RunStep(request, &response);
-                                   }));
+  absl::Status ran =
+      RetryUnavailable(clock_, grpc_options_.retry, CallDeadline(timeout_in_ms), [&] {
+        response.Clear();
+        return master_->RunStep(request, &response);
+      });
+  if (!ran.ok()) {
+    // Told next time (a call that failed may not have reached the master).
+    absl::MutexLock lock(&mu_);
+    direct_steps_run_ += request.direct_steps_run();
+    return ran;
+  }
   if (response.tensor_size() != static_cast<int>(fetches.size())) {
     return absl::InternalError(absl::StrCat("the master returned ", response.tensor_size(),
                                             " tensors for ", fetches.size(), " fetches"));
@@ -222,6 +254,118 @@ absl::Status GrpcSession::RunStep(const RunOptions& options, const std::string& 
     }
   }
   if (metadata != nullptr) *metadata = response.metadata();
+  if (direct_ok && response.has_direct()) {
+    LearnRoute(route_key, response.direct(), feeds.size(), fetches.size());
+  }
+  return absl::OkStatus();
+}
+
+void GrpcSession::LearnRoute(const std::string& route_key, const DirectStep& step, size_t feeds,
+                             size_t fetches) {
+  if (static_cast<size_t>(step.feed_size()) != feeds ||
+      static_cast<size_t>(step.fetch_key_size()) != fetches || step.step_ids() <= 0) {
+    return;
+  }
+  auto plan = std::make_shared<DirectPlan>();
+  plan->step = step;
+  for (const DirectFeed& feed : step.feed()) {
+    FeedCheck check;
+    check.name = feed.name();
+    check.dtype = feed.dtype();
+    check.placeholder = feed.placeholder();
+    if (feed.placeholder()) check.shape = PartialShape::FromProto(feed.shape());
+    plan->feed_checks.push_back(std::move(check));
+  }
+  std::map<std::string, int> recv_index;
+  for (const std::string& key : step.fetch_key()) {
+    auto [it, added] = recv_index.emplace(key, static_cast<int>(plan->recv_keys.size()));
+    if (added) plan->recv_keys.push_back(key);
+    plan->fetch_recv.push_back(it->second);
+  }
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<DirectTask>& task = direct_tasks_[step.address()];
+  if (task == nullptr) {
+    task = std::make_shared<DirectTask>();
+    task->channel = NewWorkerChannel(step.address(), grpc_options_.keepalive);
+    GrpcWorkerOptions worker_options;
+    worker_options.max_step_time = grpc_options_.max_step_time;
+    worker_options.keepalive = grpc_options_.keepalive;
+    worker_options.local_transfers = false;
+    task->worker = std::make_unique<GrpcWorker>(task->channel, worker_options);
+  }
+  plan->task = task;
+  DirectRoute& route = routes_[route_key];
+  route.plan = std::move(plan);
+  route.next_step_id = step.first_step_id();
+  route.end_step_id = step.first_step_id() + step.step_ids();
+  route.expires = clock_->Now() + absl::Milliseconds(step.valid_ms());
+}
+
+std::optional<absl::Status> GrpcSession::RunDirect(
+    const std::string& session_handle, const std::string& route_key, int64_t timeout_in_ms,
+    const std::vector<std::pair<std::string, Tensor>>& feeds,
+    const std::vector<std::string>& fetches, std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  std::shared_ptr<const DirectPlan> plan;
+  int64_t step_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = routes_.find(route_key);
+    if (it == routes_.end()) return std::nullopt;
+    DirectRoute& route = it->second;
+    if (route.next_step_id >= route.end_step_id || clock_->Now() >= route.expires) {
+      routes_.erase(it);  // Renewed by the step through the master.
+      return std::nullopt;
+    }
+    plan = route.plan;
+    step_id = route.next_step_id++;
+  }
+  // Connects if idle; until connected, the master runs the step.
+  if (plan->task->channel->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) {
+    return std::nullopt;
+  }
+  std::vector<const Tensor*> values;
+  values.reserve(feeds.size());
+  for (const auto& feed : feeds) values.push_back(&feed.second);
+  RETURN_IF_ERROR(CheckFeeds(plan->feed_checks, values));
+  const DirectStep& direct = plan->step;
+  RunGraphRequest request;
+  request.set_session_handle(session_handle);
+  request.set_graph_handle(direct.graph_handle());
+  request.set_step_id(step_id);
+  request.set_timeout_in_ms(timeout_in_ms);
+  request.set_cleanup_on_return(true);
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    NamedTensorProto* send = request.add_send();
+    send->set_name(direct.feed(static_cast<int>(i)).key());
+    feeds[i].second.ToProto(send->mutable_tensor());
+  }
+  for (const std::string& key : plan->recv_keys) request.add_recv_key(key);
+  RunGraphResponse response;
+  absl::Status ran = plan->task->worker->RunGraph(request, &response);
+  if (ran.ok() && response.recv_size() != static_cast<int>(plan->recv_keys.size())) {
+    ran = absl::InternalError(absl::StrCat("returned ", response.recv_size(), " tensors for ",
+                                           plan->recv_keys.size(), " fetch keys"));
+  }
+  std::vector<Tensor> values_out;
+  for (size_t i = 0; ran.ok() && i < fetches.size(); ++i) {
+    absl::StatusOr<Tensor> value = Tensor::FromProto(response.recv(plan->fetch_recv[i]).tensor());
+    if (!value.ok()) {
+      ran =
+          absl::InternalError(absl::StrCat("fetch '", fetches[i], "': ", value.status().message()));
+    } else {
+      values_out.push_back(*std::move(value));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (!ran.ok()) {
+    // The next step goes through the master, which sees what happened to the task.
+    auto it = routes_.find(route_key);
+    if (it != routes_.end() && it->second.plan == plan) routes_.erase(it);
+    return absl::Status(ran.code(), absl::StrCat("task ", direct.task(), ": ", ran.message()));
+  }
+  ++direct_steps_run_;
+  if (outputs != nullptr) *outputs = std::move(values_out);
+  if (metadata != nullptr) *metadata = RunMetadata();
   return absl::OkStatus();
 }
 

@@ -11,12 +11,26 @@
 // idempotent; so are MakeCallable, RunCallable (request ids) and ReleaseCallable. Reset
 // is never retried.
 //
+// Direct steps: a step whose signature runs on one task, writes no variable and has no
+// kernel that may wait (a read of a variable, an evaluation) needs the master only to
+// pass it on. After its first step through the master, the client runs such a
+// signature on its task itself (RunStepResponse.direct: one RunGraph, two gRPC hops
+// instead of four), for up to DirectStep.step_ids steps or DirectStep.valid_ms; then
+// one step goes through the master again and renews it, so that the master still sees
+// the session (idle collection, aborts) and counts the steps. A step goes through the
+// master while the channel to the task is not connected yet. Its errors are the task's
+// (a restarted task: ABORTED, as through the master), named "task <task>: ", and
+// after one the next step goes through the master. The master offers none with
+// security on, for traced steps, partial runs and callables.
+//
 // Feeds, fetches and graphs travel whole in one message, which protobuf limits to
 // 2 GiB: a step whose feeds (or fetches) add up to more, or a graph that large, fails
 // INVALID_ARGUMENT naming the largest tensors and the limit, before anything is sent
 // (fetches: once the step ran). Tensors between tasks have no such limit.
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,10 +40,12 @@
 #include "absl/time/time.h"
 #include "client/session/session.h"
 #include "core/clock.h"
+#include "core/graph/feed_check.h"
 #include "core/message_budget.h"
 #include "core/rpc/retry.h"
 #include "master/master_interface.h"
 #include "master/rpc/grpc_master.h"
+#include "worker/rpc/grpc_worker.h"
 
 namespace overseer {
 
@@ -52,6 +68,9 @@ struct GrpcSessionOptions {
   // add up to more than this, the call fails INVALID_ARGUMENT before anything is sent
   // (protobuf cannot encode a message of 2 GiB or more).
   int64_t max_message_tensor_bytes = kMaxMessageTensorBytes;
+  // Run the steps that allow it on their task directly (see above); false: every step
+  // goes through the master.
+  bool direct_steps = true;
 };
 
 // Thread-safe as Session says: Run is concurrent; Create, Extend and Close serialise.
@@ -108,12 +127,45 @@ class GrpcSession : public Session {
   std::string handle() const;
 
  private:
+  // A task the client runs direct steps on.
+  struct DirectTask {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<GrpcWorker> worker;
+  };
+  // How to run one signature directly (from a DirectStep); immutable once made.
+  struct DirectPlan {
+    DirectStep step;
+    std::vector<FeedCheck> feed_checks;
+    // The fetch keys without repeats, and for each fetch its index among them.
+    std::vector<std::string> recv_keys;
+    std::vector<int> fetch_recv;
+    std::shared_ptr<DirectTask> task;
+  };
+  // A signature's plan and what is left of its DirectStep.
+  struct DirectRoute {
+    std::shared_ptr<const DirectPlan> plan;
+    int64_t next_step_id = 0;
+    int64_t end_step_id = 0;
+    absl::Time expires;
+  };
+
   // A RunStep: a step, or with `partial_run` a call of that partial run.
   absl::Status RunStep(const RunOptions& options, const std::string& partial_run,
                        const std::vector<std::pair<std::string, Tensor>>& feeds,
                        const std::vector<std::string>& fetches,
                        const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
                        RunMetadata* metadata);
+  // Runs the step of `route_key` on its task if a route is valid and its channel is
+  // connected; nullopt if it must go through the master.
+  std::optional<absl::Status> RunDirect(const std::string& session_handle,
+                                        const std::string& route_key, int64_t timeout_in_ms,
+                                        const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                        const std::vector<std::string>& fetches,
+                                        std::vector<Tensor>* outputs, RunMetadata* metadata);
+  // Keeps the route the master offered for `route_key` (ignored if it does not fit the
+  // step's numbers of feeds and fetches).
+  void LearnRoute(const std::string& route_key, const DirectStep& step, size_t feeds,
+                  size_t fetches);
   // Retries `call` (safe to repeat) on UNAVAILABLE until the rpc deadline.
   absl::Status Retry(const std::function<absl::Status()>& call);
   absl::Status CreateLocked(const GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(ops_mu_);
@@ -136,6 +188,14 @@ class GrpcSession : public Session {
   // Nodes of the graph created and extended (none: Run fails, as TensorFlow's).
   int64_t graph_nodes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Direct steps (set by Connect: an in-process master has no tasks to reach).
+  bool direct_ = false;
+  // Signature ("feeds;fetches;targets") -> its route.
+  std::map<std::string, DirectRoute> routes_ ABSL_GUARDED_BY(mu_);
+  // Address -> task, dialled once.
+  std::map<std::string, std::shared_ptr<DirectTask>> direct_tasks_ ABSL_GUARDED_BY(mu_);
+  // Direct steps run since the master was last told (RunStepRequest.direct_steps_run).
+  int64_t direct_steps_run_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // A fresh request id (128 random bits in hex).

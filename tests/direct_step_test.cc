@@ -1,0 +1,185 @@
+// Direct steps across real processes (client/session/grpc_session.h): a master_server,
+// a ps and a worker worker_server started by LocalCluster, driven through GrpcSession.
+// A step whose signature runs on one task and writes nothing runs there without the
+// master after its first step; the master's /metrics say which steps it ran
+// (overseer_master_steps_total) and how many the client reports it ran itself
+// (overseer_master_direct_steps_total, told with the client's next step through the
+// master).
+//
+// No timing is asserted: a direct route lasts up to a second, so on a slow machine more
+// steps may go through the master; the tests count both kinds together and ask only
+// that some went direct.
+
+#include <signal.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/session/grpc_session.h"
+#include "core/node_def_util.h"
+#include "core/rpc/testing/http_get.h"
+#include "gtest/gtest.h"
+#include "master/placement_test_util.h"
+#include "testing/local_cluster.h"
+
+namespace overseer {
+namespace {
+
+using test::AddBinary;
+using test::AddConst;
+using test::AddNode;
+using test::AddVariable;
+
+constexpr char kWorker[] = "/job:worker/replica:0/task:0";
+constexpr int kSteps = 100;
+
+// w on the ps, set to 3 by "init" and raised by 1 by "bump"; a queue "q" of floats on the
+// ps, "enqueue" putting 1 in it and "dequeue" taking one out; on the worker, y = x * 2 for
+// a fed float x of shape [2].
+GraphDef Model() {
+  GraphDef g;
+  AddVariable(&g, "w", "/job:ps");
+  AddConst(&g, "w0", 3, "/job:ps");
+  AddBinary(&g, "init", "Assign", "w", "w0");
+  AddConst(&g, "one", 1, "/job:ps");
+  AddBinary(&g, "bump", "AssignAdd", "w", "one");
+  NodeDef* q = AddNode(&g, "q", "FIFOQueue", {}, "/job:ps");
+  SetNodeAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
+  NodeDef* enqueue = AddNode(&g, "enqueue", "QueueEnqueue", {"q", "one"}, "/job:ps");
+  SetNodeAttr(enqueue, "Tcomponents", std::vector<DataType>{DT_FLOAT});
+  NodeDef* dequeue = AddNode(&g, "dequeue", "QueueDequeue", {"q"}, "/job:ps");
+  SetNodeAttr(dequeue, "component_types", std::vector<DataType>{DT_FLOAT});
+  NodeDef* x = AddNode(&g, "x", "Placeholder", {}, kWorker);
+  SetNodeAttr(x, "dtype", DT_FLOAT);
+  SetNodeAttr(x, "shape", PartialShape({2}));
+  AddConst(&g, "two", 2, kWorker);
+  AddBinary(&g, "y", "Mul", "x", "two", kWorker);
+  return g;
+}
+
+class DirectStepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    test::LocalClusterOptions options;
+    options.master_metrics = true;
+    auto cluster = test::LocalCluster::Start(options);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+    SessionOptions session_options;
+    session_options.target = cluster_->master_target();
+    auto session = GrpcSession::Connect(session_options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = *std::move(session);
+    ASSERT_TRUE(session_->Create(Model()).ok());
+    ASSERT_TRUE(session_->Run({}, {}, {"init"}, nullptr).ok());
+  }
+
+  // A counter of the master's /metrics page (-1 if it cannot be read).
+  double MasterCounter(const std::string& name) {
+    absl::StatusOr<std::string> page = test::HttpGet(cluster_->master_metrics_port(), "/metrics");
+    if (!page.ok()) return -1;
+    for (absl::string_view line : absl::StrSplit(*page, '\n')) {
+      if (!absl::ConsumePrefix(&line, name + " ")) continue;
+      double value = 0;
+      if (absl::SimpleAtod(line, &value)) return value;
+    }
+    return -1;
+  }
+
+  float ReadW() {
+    std::vector<Tensor> out;
+    absl::Status s = session_->Run({}, {"w:0"}, {}, &out);
+    EXPECT_TRUE(s.ok()) << s;
+    return s.ok() && out.size() == 1 ? out[0].scalar<float>() : -1;
+  }
+
+  std::unique_ptr<test::LocalCluster> cluster_;
+  std::unique_ptr<GrpcSession> session_;
+};
+
+TEST_F(DirectStepTest, ReadsRunOnTheirTaskAndTheMasterCountsThem) {
+  const double steps_before = MasterCounter("overseer_master_steps_total");
+  const double direct_before = MasterCounter("overseer_master_direct_steps_total");
+  ASSERT_GE(steps_before, 0);
+  ASSERT_GE(direct_before, 0);
+  for (int i = 0; i < kSteps; ++i) ASSERT_EQ(ReadW(), 3.0f) << "step " << i;
+  // Evaluations with feeds: each value fed reaches the task.
+  for (int i = 0; i < kSteps; ++i) {
+    Tensor x(DT_FLOAT, TensorShape({2}));
+    x.flat<float>()(0) = static_cast<float>(i);
+    x.flat<float>()(1) = -1;
+    std::vector<Tensor> out;
+    absl::Status s = session_->Run({{"x", x}}, {"y:0"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].flat<float>()(0), 2.0f * i);
+    EXPECT_EQ(out[0].flat<float>()(1), -2.0f);
+  }
+  // A write goes through the master, and tells it how many steps ran directly.
+  ASSERT_TRUE(session_->Run({}, {}, {"bump"}, nullptr).ok());
+  const double through_master = MasterCounter("overseer_master_steps_total") - steps_before - 1;
+  const double direct = MasterCounter("overseer_master_direct_steps_total") - direct_before;
+  EXPECT_EQ(through_master + direct, 2 * kSteps);
+  EXPECT_GT(direct, 0) << "no step ran directly";
+  EXPECT_EQ(ReadW(), 4.0f);
+}
+
+TEST_F(DirectStepTest, WritesWaitsAndTracedStepsGoThroughTheMaster) {
+  const double steps_before = MasterCounter("overseer_master_steps_total");
+  for (int i = 0; i < kSteps; ++i) ASSERT_TRUE(session_->Run({}, {}, {"bump"}, nullptr).ok());
+  // A queue's kernels may wait (a dequeue from an empty queue blocks until its session
+  // is aborted or cancelled, which only the master knows).
+  for (int i = 0; i < kSteps; ++i) ASSERT_TRUE(session_->Run({}, {}, {"enqueue"}, nullptr).ok());
+  for (int i = 0; i < kSteps; ++i) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session_->Run({}, {"dequeue:0"}, {}, &out).ok());
+    ASSERT_EQ(out[0].scalar<float>(), 1.0f);
+  }
+  RunOptions traced;
+  traced.set_trace_level(RunOptions::FULL_TRACE);
+  for (int i = 0; i < kSteps; ++i) {
+    std::vector<Tensor> out;
+    RunMetadata metadata;
+    ASSERT_TRUE(session_->Run(traced, {}, {"w:0"}, {}, &out, &metadata).ok());
+    ASSERT_EQ(out[0].scalar<float>(), 3.0f + kSteps);
+    EXPECT_GT(metadata.step_stats().dev_stats_size(), 0) << "step " << i;
+  }
+  EXPECT_EQ(MasterCounter("overseer_master_steps_total") - steps_before, 4 * kSteps);
+  EXPECT_EQ(MasterCounter("overseer_master_direct_steps_total"), 0);
+}
+
+TEST_F(DirectStepTest, AWrongFeedIsRefusedAsThroughTheMaster) {
+  Tensor x(DT_FLOAT, TensorShape({2}));
+  std::vector<Tensor> out;
+  // Enough steps that the route is learnt and the channel to the worker connected.
+  for (int i = 0; i < kSteps; ++i) ASSERT_TRUE(session_->Run({{"x", x}}, {"y:0"}, {}, &out).ok());
+  absl::Status wrong_dtype = session_->Run({{"x", Tensor::Scalar<int32_t>(1)}}, {"y:0"}, {}, &out);
+  EXPECT_EQ(wrong_dtype.code(), absl::StatusCode::kInvalidArgument) << wrong_dtype;
+  EXPECT_TRUE(absl::StrContains(wrong_dtype.message(), "x:0")) << wrong_dtype;
+  absl::Status wrong_shape =
+      session_->Run({{"x", Tensor(DT_FLOAT, TensorShape({3}))}}, {"y:0"}, {}, &out);
+  EXPECT_EQ(wrong_shape.code(), absl::StatusCode::kInvalidArgument) << wrong_shape;
+  // The session goes on.
+  EXPECT_TRUE(session_->Run({{"x", x}}, {"y:0"}, {}, &out).ok());
+}
+
+TEST_F(DirectStepTest, ATaskThatRestartedEndsTheSessionWithAborted) {
+  for (int i = 0; i < kSteps; ++i) ASSERT_EQ(ReadW(), 3.0f);
+  ASSERT_TRUE(cluster_->Stop("ps", 0, SIGKILL).ok());
+  ASSERT_TRUE(cluster_->Restart("ps", 0).ok());
+  // Whether the route still held (the task no longer knows the session) or the step
+  // went through the master (which finds the restart), and every step after.
+  for (int i = 0; i < 3; ++i) {
+    std::vector<Tensor> out;
+    absl::Status s = session_->Run({}, {"w:0"}, {}, &out);
+    EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << "step " << i << ": " << s;
+  }
+}
+
+}  // namespace
+}  // namespace overseer
