@@ -1,37 +1,41 @@
 // Benchmark of a step through the distributed runtime (./dev bench):
 //   grpc_session.run_step_us: Session::Run of a one-node graph (fetching a scalar
-//     Const) through GrpcSession -> master_server -> one worker_server, all separate
+//     Const) through GrpcSession to a master_server and one worker_server, all separate
 //     processes on loopback, in microseconds per step; baseline: one raw gRPC unary
-//     round trip (empty messages) between this process and a child process. Each side
-//     is one client thread making one call at a time, in windows of kWindowSeconds
-//     that alternate (interleaved rounds, bench_util.h): value and baseline are the
-//     medians of kRounds windows, the ratio the median of per-round ratios, so that
-//     both see the same load on a shared host. A step is at least two round trips
-//     (client->master RunStep, master->worker RunGraph); the goal is a ratio <= 3. The
-//     master's RunStep runs on a completion queue loop (its step continues on the
-//     thread that reads the RunGraph reply), and so does the worker's RunGraph of this
-//     quick graph: the ratio was 2.50-2.75 (median 2.56) in six runs at load 2.6-4.8 on
-//     the 2-core shared host, against 2.95-3.26 (median 3.17) with the worker's
-//     synchronous RunGraph interleaved with it (both then as the ratio of the fastest
-//     windows). docs/performance.md section 2 says where a step's time goes.
-//   grpc_session.run_step_us_vs_relay: the same step against a raw relayed ping in the
-//     same rounds: this process -> a relay process -> the raw server and back
-//     (bench::RawRelay: raw gRPC, empty messages, one completion queue polled by one
-//     thread in the relay, as the master serves a step), so the floor of a step that a
-//     process in the middle relays. A ratio near 1 leaves nothing to the master's own
-//     work; the ratio above 1 is what the client, master and worker add to raw gRPC.
+//     round trip (empty messages) between this process and a child process. The step's
+//     signature runs on one task and writes nothing, so after its first step the
+//     client runs it on the worker itself (a direct step, client/session/grpc_session.h:
+//     one RunGraph), renewing the route through the master every
+//     MasterSession::kDirectStepIds steps or kDirectValidMs. Each side is one client
+//     thread making one call at a time, in windows of kWindowSeconds that alternate
+//     (interleaved rounds, bench_util.h): value and baseline are the medians of kRounds
+//     windows, the ratio the median of per-round ratios, so that both see the same load
+//     on a shared host. Goal (issue 23): a ratio <= 2.5 in every run.
+//   grpc_session.master_step_us: the same step in a session with direct steps off, so
+//     through the master (client->master RunStep, master->worker RunGraph), against the
+//     ping in the same rounds. The master's RunStep runs on a completion queue loop (its
+//     step continues on the thread that reads the RunGraph reply), and so does the
+//     worker's RunGraph of this quick graph. docs/performance.md section 2 says where
+//     such a step's time goes.
+//   grpc_session.master_step_us_vs_relay: that step through the master against a raw
+//     relayed ping in the same rounds: this process -> a relay process -> the raw server
+//     and back (bench::RawRelay: raw gRPC, empty messages, one completion queue polled
+//     by one thread in the relay, as the master serves a step), so the floor of a step
+//     that a process in the middle relays. A ratio near 1 leaves nothing to the master's
+//     own work; the ratio above 1 is what the client, master and worker add to raw gRPC.
 //   grpc_session.relayed_ping_us: that relayed ping against the ping: the least ratio
 //     to a ping that any step through a master can have on this host.
-//   grpc_session.fetch_4MiB_us: the same step fetching a 4 MiB Const instead of a scalar;
-//     baseline: one raw gRPC transfer of 4 MiB (one message of a server stream, parsed
-//     and copied out) from the child process, in interleaved windows. The step moves
-//     the bytes twice (worker -> master -> client), so its ratio cannot go below 2.
+//   grpc_session.fetch_4MiB_us: the direct step fetching a 4 MiB Const instead of a
+//     scalar; baseline: one raw gRPC transfer of 4 MiB (one message of a server stream,
+//     parsed and copied out) from the child process, in interleaved windows. The step
+//     moves the bytes once (worker -> client; through the master it would be twice).
 //   master.threads_at_1000_sessions: the master process's threads (/proc/PID/status)
 //     with 1,000 more sessions open, each having run a step; baseline: the same master
-//     with only the measuring session open, in the same rounds. Goal: at most 64 (each
+//     with only the measuring sessions open, in the same rounds. Goal: at most 64 (each
 //     session held a thread of its own for its step cleanups: 1,015 threads).
-//   master.step_us_at_1000_sessions: the step above on one session while the 1,000 are
-//     open; baseline: the same step with none open, interleaved. Goal: a ratio near 1.
+//   master.step_us_at_1000_sessions: the step through the master on one session while
+//     the 1,000 are open; baseline: the same step with none open, interleaved. Goal: a
+//     ratio near 1.
 
 #include <cstdint>
 #include <memory>
@@ -41,6 +45,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
 #include "bench/multiprocess.h"
+#include "client/session/grpc_session.h"
 #include "client/session/session.h"
 #include "core/logging.h"
 #include "core/node_def_util.h"
@@ -98,9 +103,20 @@ int Run(const char* argv0) {
   CHECK(session.ok()) << session.status();
   absl::Status created = (*session)->Create(graph);
   CHECK(created.ok()) << created;
-  std::vector<Tensor> out;
+  // The same graph in a session whose every step goes through the master.
+  GrpcSessionOptions via_master;
+  via_master.direct_steps = false;
+  auto master_session = GrpcSession::Connect(session_options, via_master);
+  CHECK(master_session.ok()) << master_session.status();
+  created = (*master_session)->Create(graph);
+  CHECK(created.ok()) << created;
+  std::vector<Tensor> out, master_out;
   auto step = [&] {
     absl::Status s = (*session)->Run({}, {"c:0"}, {}, &out);
+    CHECK(s.ok()) << s;
+  };
+  auto master_step = [&] {
+    absl::Status s = (*master_session)->Run({}, {"c:0"}, {}, &master_out);
     CHECK(s.ok()) << s;
   };
   bench::Rounds rounds("grpc_session.run_step_us");
@@ -111,10 +127,16 @@ int Run(const char* argv0) {
   });
   const int steps =
       rounds.Add("step", [&] { return 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds); });
+  const int master_steps = rounds.Add("step via the master", [&] {
+    return 1e6 * bench::MeanSecondsPerCall(master_step, kWindowSeconds);
+  });
   rounds.Run(kRounds);
   CHECK(out.size() == 1 && out[0].scalar<float>() == 1.0f);
+  CHECK(master_out.size() == 1 && master_out[0].scalar<float>() == 1.0f);
   bench::PrintFigure("grpc_session.run_step_us", "us", rounds.samples(steps), rounds.samples(ping));
-  bench::PrintFigure("grpc_session.run_step_us_vs_relay", "us", rounds.samples(steps),
+  bench::PrintFigure("grpc_session.master_step_us", "us", rounds.samples(master_steps),
+                     rounds.samples(ping));
+  bench::PrintFigure("grpc_session.master_step_us_vs_relay", "us", rounds.samples(master_steps),
                      rounds.samples(relayed));
   bench::PrintFigure("grpc_session.relayed_ping_us", "us", rounds.samples(relayed),
                      rounds.samples(ping));
@@ -160,19 +182,21 @@ int Run(const char* argv0) {
   };
   bench::Rounds sessions("master.sessions");
   const int alone = sessions.Add("1 session", [&] {
-    const double us = 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds);
+    const double us = 1e6 * bench::MeanSecondsPerCall(master_step, kWindowSeconds);
     threads_alone.push_back(ThreadsOf(master));
     return us;
   });
   const int many = sessions.Add(absl::StrCat(kManySessions + 1, " sessions"), [&] {
     std::vector<std::unique_ptr<Session>> open = open_many();
-    const double us = 1e6 * bench::MeanSecondsPerCall(step, kWindowSeconds);
+    const double us = 1e6 * bench::MeanSecondsPerCall(master_step, kWindowSeconds);
     threads_many.push_back(ThreadsOf(master));
     for (auto& s : open) CHECK(s->Close().ok());
     return us;
   });
   sessions.Run(kSessionRounds, /*warmup_rounds=*/0);
   absl::Status closed_too = (*session)->Close();
+  CHECK(closed_too.ok()) << closed_too;
+  closed_too = (*master_session)->Close();
   CHECK(closed_too.ok()) << closed_too;
   bench::PrintFigure("master.threads_at_1000_sessions", "threads", threads_many, threads_alone);
   bench::PrintFigure("master.step_us_at_1000_sessions", "us", sessions.samples(many),

@@ -4,11 +4,11 @@
 //     Graph "one": a Const and a Neg on worker 0 and an AddN of the Neg there; graph
 //     "wide": a Const and a Neg on each of kWorkers workers and the AddN on worker 0, so
 //     kWorkers - 1 more partitions, each sending its Neg to worker 0. Both run through
-//     GrpcSession -> master_server -> worker_server processes on loopback, one step at
-//     a time, in windows of kWindowSeconds; the value is (CPU per step of "wide" - CPU
-//     per step of "one") / (kWorkers - 1). Baseline: the CPU of one raw gRPC unary round
-//     trip (this process and a child server), since TensorFlow's runtime pays about one
-//     RPC per partition: the ratio says how many such round trips an extra partition
+//     GrpcSession -> master_server -> worker_server processes on loopback (direct steps
+//     off: both through the master), one step at a time, in windows of kWindowSeconds; the value is
+//     (CPU per step of "wide" - CPU per step of "one") / (kWorkers - 1). Baseline: the CPU of one
+//     raw gRPC unary round trip (this process and a child server), since TensorFlow's runtime pays
+//     about one RPC per partition: the ratio says how many such round trips an extra partition
 //     costs. The windows alternate (interleaved rounds, bench_util.h). CPU comes from
 //     /proc/PID/stat (clock ticks of 10 ms; a window's thousands of steps make that a
 //     few microseconds per step). Goal (issue 23): at most 100 us.
@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
 #include "bench/multiprocess.h"
+#include "client/session/grpc_session.h"
 #include "client/session/session.h"
 #include "core/logging.h"
 #include "core/node_def_util.h"
@@ -133,8 +134,12 @@ int Run(const char* argv0) {
     std::unique_ptr<Session> session;
     float expected = 0;
   };
+  // Every step through the master: graph "one" could run on its task directly
+  // (client/session/grpc_session.h), and "wide" cannot.
+  GrpcSessionOptions via_master;
+  via_master.direct_steps = false;
   auto open = [&](int tasks) {
-    auto session = NewSession(session_options);
+    auto session = GrpcSession::Connect(session_options, via_master);
     CHECK(session.ok()) << session.status();
     absl::Status created = (*session)->Create(Graph(tasks));
     CHECK(created.ok()) << created;
