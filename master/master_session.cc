@@ -35,10 +35,12 @@ std::string SignatureKey(const std::vector<std::string>& feeds,
 // other task, writes no variable (so that it never needs the update gate) and has no
 // kernel that may wait (a step that blocks must end when its session is aborted, which
 // only the master knows): the RunGraph the master would send, as a DirectStep without
-// step ids. Null otherwise, and for a task without an address in `cluster`.
+// step ids, with the task's incarnation from `tasks`. Null otherwise, and for a task
+// without an address in `cluster`.
 std::shared_ptr<const DirectStep> DirectStepOf(const RegisteredStep& step,
                                                const std::vector<FeedCheck>& feed_checks,
-                                               const GatePass& gate, const ClusterDef& cluster) {
+                                               const GatePass& gate, const ClusterDef& cluster,
+                                               const std::vector<SessionTask>& tasks) {
   if (step.graph_handles.size() != 1 || !step.peer_senders.empty() || !step.forwarders.empty() ||
       !step.may_wait.empty() || !gate.free()) {
     return nullptr;
@@ -53,6 +55,9 @@ std::shared_ptr<const DirectStep> DirectStepOf(const RegisteredStep& step,
     if (it != job.tasks().end()) direct->set_address(it->second);
   }
   if (direct->address().empty()) return nullptr;
+  for (const SessionTask& t : tasks) {
+    if (t.name == task) direct->set_incarnation(t.incarnation);
+  }
   direct->set_task(task);
   direct->set_graph_handle(graph_handle);
   for (size_t i = 0; i < step.feeds.size(); ++i) {
@@ -211,7 +216,8 @@ absl::StatusOr<std::shared_ptr<MasterSession::Signature>> MasterSession::BuildSi
     if (resp.may_wait()) sig->step.may_wait.insert(task);
   }
   if (!partial) {
-    sig->direct = DirectStepOf(sig->step, sig->feed_checks, sig->gate, workers_->cluster_def());
+    sig->direct =
+        DirectStepOf(sig->step, sig->feed_checks, sig->gate, workers_->cluster_def(), tasks_);
   }
   return sig;
 }

@@ -21,10 +21,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/session/grpc_session.h"
+#include "core/clock.h"
 #include "core/node_def_util.h"
 #include "core/rpc/testing/http_get.h"
 #include "gtest/gtest.h"
 #include "master/placement_test_util.h"
+#include "master/rpc/grpc_master.h"
 #include "testing/local_cluster.h"
 
 namespace overseer {
@@ -61,6 +63,23 @@ GraphDef Model() {
   AddBinary(&g, "y", "Mul", "x", "two", kWorker);
   return g;
 }
+
+// The master of `address`, except that the DirectSteps it gives name another
+// incarnation of their task than the one serving at their address: as when the
+// address means another process from where the client runs.
+class MisdirectingMaster : public GrpcMaster {
+ public:
+  explicit MisdirectingMaster(const std::string& address)
+      : GrpcMaster(NewMasterChannel(address), absl::Seconds(60)) {}
+
+  absl::Status RunStep(const RunStepRequest& request, RunStepResponse* response) override {
+    absl::Status s = GrpcMaster::RunStep(request, response);
+    if (response->has_direct()) {
+      response->mutable_direct()->set_incarnation(response->direct().incarnation() + 1);
+    }
+    return s;
+  }
+};
 
 class DirectStepTest : public ::testing::Test {
  protected:
@@ -127,6 +146,25 @@ TEST_F(DirectStepTest, ReadsRunOnTheirTaskAndTheMasterCountsThem) {
   EXPECT_EQ(through_master + direct, 2 * kSteps);
   EXPECT_GT(direct, 0) << "no step ran directly";
   EXPECT_EQ(ReadW(), 4.0f);
+}
+
+TEST_F(DirectStepTest, AnAddressThatAnswersAsAnotherTaskIsNeverSentSteps) {
+  SessionOptions options;
+  options.target = cluster_->master_target();
+  GrpcSession misled(options, std::make_unique<MisdirectingMaster>(cluster_->master_address()),
+                     Clock::Real());
+  ASSERT_TRUE(misled.Create(Model()).ok());
+  const double steps_before = MasterCounter("overseer_master_steps_total");
+  for (int i = 0; i < kSteps; ++i) {
+    std::vector<Tensor> out;
+    absl::Status s = misled.Run({}, {"w:0"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(out[0].scalar<float>(), 3.0f);
+  }
+  ASSERT_TRUE(misled.Run({}, {}, {"bump"}, nullptr).ok());
+  EXPECT_EQ(MasterCounter("overseer_master_steps_total") - steps_before, kSteps + 1);
+  EXPECT_EQ(MasterCounter("overseer_master_direct_steps_total"), 0);
+  EXPECT_TRUE(misled.Close().ok());
 }
 
 TEST_F(DirectStepTest, WritesWaitsAndTracedStepsGoThroughTheMaster) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/logging.h"
 #include "core/message_budget.h"
 #include "core/rpc/grpc_target.h"
 #include "core/status_macros.h"
@@ -61,13 +62,16 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(const SessionO
   auto session = std::make_unique<GrpcSession>(
       options, std::move(master), options.clock != nullptr ? options.clock : Clock::Real(),
       grpc_options);
-  session->direct_ = grpc_options.direct_steps;
   return session;
 }
 
 GrpcSession::GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master,
                          Clock* clock, GrpcSessionOptions grpc_options)
-    : options_(options), grpc_options_(grpc_options), master_(std::move(master)), clock_(clock) {}
+    : options_(options),
+      grpc_options_(grpc_options),
+      master_(std::move(master)),
+      clock_(clock),
+      direct_(grpc_options.direct_steps) {}
 
 GrpcSession::~GrpcSession() { Close().IgnoreError(); }
 
@@ -268,6 +272,7 @@ void GrpcSession::LearnRoute(const std::string& route_key, const DirectStep& ste
   }
   auto plan = std::make_shared<DirectPlan>();
   plan->step = step;
+  plan->identity = absl::StrCat(step.task(), "#", absl::Hex(step.incarnation()));
   for (const DirectFeed& feed : step.feed()) {
     FeedCheck check;
     check.name = feed.name();
@@ -301,6 +306,29 @@ void GrpcSession::LearnRoute(const std::string& route_key, const DirectStep& ste
   route.expires = clock_->Now() + absl::Milliseconds(step.valid_ms());
 }
 
+bool GrpcSession::TaskAnswers(const DirectPlan& plan) {
+  const DirectStep& step = plan.step;
+  {
+    absl::MutexLock lock(&mu_);
+    if (plan.task->checked == plan.identity) return plan.task->answers;
+  }
+  GetStatusResponse status;
+  absl::Status asked = plan.task->worker->GetStatus(GetStatusRequest(), &status);
+  if (!asked.ok()) return false;  // Asked again by the next step.
+  const bool answers =
+      status.task_name() == step.task() && status.incarnation() == step.incarnation();
+  if (!answers) {
+    LOG(WARNING) << absl::StrCat(
+        "session ", handle(), ": ", step.address(), " answers as ", status.task_name(),
+        " (incarnation ", absl::Hex(status.incarnation()), "), not as ", step.task(),
+        " (incarnation ", absl::Hex(step.incarnation()), "): its steps go through the master");
+  }
+  absl::MutexLock lock(&mu_);
+  plan.task->checked = plan.identity;
+  plan.task->answers = answers;
+  return answers;
+}
+
 std::optional<absl::Status> GrpcSession::RunDirect(
     const std::string& session_handle, const std::string& route_key, int64_t timeout_in_ms,
     const std::vector<std::pair<std::string, Tensor>>& feeds,
@@ -323,6 +351,7 @@ std::optional<absl::Status> GrpcSession::RunDirect(
   if (plan->task->channel->GetState(/*try_to_connect=*/true) != GRPC_CHANNEL_READY) {
     return std::nullopt;
   }
+  if (!TaskAnswers(*plan)) return std::nullopt;
   std::vector<const Tensor*> values;
   values.reserve(feeds.size());
   for (const auto& feed : feeds) values.push_back(&feed.second);

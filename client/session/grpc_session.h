@@ -18,7 +18,9 @@
 // instead of four), for up to DirectStep.step_ids steps or DirectStep.valid_ms; then
 // one step goes through the master again and renews it, so that the master still sees
 // the session (idle collection, aborts) and counts the steps. A step goes through the
-// master while the channel to the task is not connected yet. Its errors are the task's
+// master while the channel to the task is not connected yet, and for good if the
+// task's address answers here as another task or incarnation than the master's (an
+// address that means another process from where the client runs). Its errors are the task's
 // (a restarted task: ABORTED, as through the master), named "task <task>: ", and
 // after one the next step goes through the master. The master offers none with
 // security on, for traced steps, partial runs and callables.
@@ -81,7 +83,8 @@ class GrpcSession : public Session {
   static absl::StatusOr<std::unique_ptr<GrpcSession>> Connect(const SessionOptions& options,
                                                               GrpcSessionOptions grpc_options = {});
 
-  // Over any master (tests use one in-process). `clock` (not owned) paces retries.
+  // Over any master (tests use one in-process). `clock` (not owned) paces retries and
+  // times direct routes (which need a master that names tasks with addresses).
   GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master, Clock* clock,
               GrpcSessionOptions grpc_options = {});
   // Closes the master session (errors ignored).
@@ -131,10 +134,15 @@ class GrpcSession : public Session {
   struct DirectTask {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<GrpcWorker> worker;
+    // Guarded by the session's mu_: the identity ("task#incarnation") last checked
+    // against what the address answers, and whether it answered so.
+    std::string checked;
+    bool answers = false;
   };
   // How to run one signature directly (from a DirectStep); immutable once made.
   struct DirectPlan {
     DirectStep step;
+    std::string identity;  // "task#incarnation" (DirectTask::checked).
     std::vector<FeedCheck> feed_checks;
     // The fetch keys without repeats, and for each fetch its index among them.
     std::vector<std::string> recv_keys;
@@ -162,6 +170,9 @@ class GrpcSession : public Session {
                                         const std::vector<std::pair<std::string, Tensor>>& feeds,
                                         const std::vector<std::string>& fetches,
                                         std::vector<Tensor>* outputs, RunMetadata* metadata);
+  // Whether the plan's address answers GetStatus as its task, with the incarnation the
+  // master gave (asked once per address and identity).
+  bool TaskAnswers(const DirectPlan& plan);
   // Keeps the route the master offered for `route_key` (ignored if it does not fit the
   // step's numbers of feeds and fetches).
   void LearnRoute(const std::string& route_key, const DirectStep& step, size_t feeds,
@@ -188,8 +199,7 @@ class GrpcSession : public Session {
   // Nodes of the graph created and extended (none: Run fails, as TensorFlow's).
   int64_t graph_nodes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  // Direct steps (set by Connect: an in-process master has no tasks to reach).
-  bool direct_ = false;
+  const bool direct_;  // GrpcSessionOptions::direct_steps.
   // Signature ("feeds;fetches;targets") -> its route.
   std::map<std::string, DirectRoute> routes_ ABSL_GUARDED_BY(mu_);
   // Address -> task, dialled once.
