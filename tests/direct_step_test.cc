@@ -18,8 +18,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "client/session/grpc_session.h"
 #include "core/clock.h"
 #include "core/node_def_util.h"
@@ -100,14 +98,7 @@ class DirectStepTest : public ::testing::Test {
 
   // A counter of the master's /metrics page (-1 if it cannot be read).
   double MasterCounter(const std::string& name) {
-    absl::StatusOr<std::string> page = test::HttpGet(cluster_->master_metrics_port(), "/metrics");
-    if (!page.ok()) return -1;
-    for (absl::string_view line : absl::StrSplit(*page, '\n')) {
-      if (!absl::ConsumePrefix(&line, name + " ")) continue;
-      double value = 0;
-      if (absl::SimpleAtod(line, &value)) return value;
-    }
-    return -1;
+    return test::UnlabelledMetric(cluster_->master_metrics_port(), name);
   }
 
   float ReadW() {

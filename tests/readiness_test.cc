@@ -15,8 +15,6 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "client/session/session.h"
 #include "core/clock.h"
 #include "core/node_def_util.h"
@@ -63,14 +61,7 @@ class ReadinessClusterTest : public ::testing::Test {
 
   // The value of an unlabelled metric on the master's /metrics; -1 if absent.
   double Metric(const std::string& name) {
-    absl::StatusOr<std::string> page = test::HttpGet(cluster_->master_metrics_port(), "/metrics");
-    if (!page.ok()) return -1;
-    for (absl::string_view line : absl::StrSplit(*page, '\n')) {
-      if (!absl::ConsumePrefix(&line, name + " ")) continue;
-      double value = 0;
-      if (absl::SimpleAtod(line, &value)) return value;
-    }
-    return -1;
+    return test::UnlabelledMetric(cluster_->master_metrics_port(), name);
   }
 
   // Waits (on the master's gauge, with a deadline) until `n` WaitForReady calls block.

@@ -9,7 +9,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 
 namespace overseer {
 namespace test {
@@ -38,6 +42,19 @@ inline absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   while ((n = ::read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, n);
   ::close(fd);
   return response;
+}
+
+// The value of the unlabelled metric `name` on the /metrics page of 127.0.0.1:`port`;
+// -1 if the page cannot be read or has no such sample.
+inline double UnlabelledMetric(int port, const std::string& name) {
+  absl::StatusOr<std::string> page = HttpGet(port, "/metrics");
+  if (!page.ok()) return -1;
+  for (absl::string_view line : absl::StrSplit(*page, '\n')) {
+    if (!absl::ConsumePrefix(&line, name + " ")) continue;
+    double value = 0;
+    if (absl::SimpleAtod(line, &value)) return value;
+  }
+  return -1;
 }
 
 }  // namespace test
