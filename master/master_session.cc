@@ -30,7 +30,6 @@ std::string SignatureKey(const std::vector<std::string>& feeds,
                       absl::StrJoin(targets, ","));
 }
 
-// Errors after which CheckTasks asks the tasks whether one restarted.
 // A client may run `step` itself when it is one partition on one task that depends on no
 // other task, writes no variable (so that it never needs the update gate) and has no
 // kernel that may wait (a step that blocks must end when its session is aborted, which
@@ -73,6 +72,7 @@ std::shared_ptr<const DirectStep> DirectStepOf(const RegisteredStep& step,
   return direct;
 }
 
+// Errors after which CheckTasks asks the tasks whether one restarted.
 bool MayHaveRestarted(const absl::Status& error) {
   return error.code() == absl::StatusCode::kAborted ||
          error.code() == absl::StatusCode::kUnavailable;

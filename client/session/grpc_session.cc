@@ -35,10 +35,11 @@ absl::Status CheckGraphSize(const GraphDef& graph, int64_t limit) {
 std::string RouteKey(const std::vector<std::pair<std::string, Tensor>>& feeds,
                      const std::vector<std::string>& fetches,
                      const std::vector<std::string>& targets) {
-  std::string key;
-  for (const auto& feed : feeds) absl::StrAppend(&key, feed.first, ",");
-  absl::StrAppend(&key, ";", absl::StrJoin(fetches, ","), ";", absl::StrJoin(targets, ","));
-  return key;
+  const auto name = [](std::string* out, const std::pair<std::string, Tensor>& feed) {
+    out->append(feed.first);
+  };
+  return absl::StrCat(absl::StrJoin(feeds, ",", name), ";", absl::StrJoin(fetches, ","), ";",
+                      absl::StrJoin(targets, ","));
 }
 
 absl::Status NoGraphError() {
