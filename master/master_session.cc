@@ -329,7 +329,7 @@ void MasterSession::RunPassedAsync(std::shared_ptr<const Signature> sig,
   args.trace = options.trace_level() != RunOptions::NO_TRACE && metadata != nullptr;
   args.trace_outputs = options.trace_level() == RunOptions::FULL_TRACE;
   args.partition_graphs = options.output_partition_graphs() && metadata != nullptr;
-  args.session_cancellation = &aborting_;
+  args.session_cancellation = &ending_;
   {
     absl::ReaderMutexLock lock(&mu_);
     step->cleaner = cleaner_;
@@ -345,9 +345,9 @@ void MasterSession::RunPassedAsync(std::shared_ptr<const Signature> sig,
         }
         step->cleaner.reset();
         if (!s.ok()) {
-          // Ended by the session's abort (or failed after it): the abort is the cause.
-          if (absl::Status aborted = Aborted(); !aborted.ok()) {
-            done(std::move(aborted));
+          // Ended by the session's abort or close (or failed after it): that is the cause.
+          if (absl::Status ended = Ended(); !ended.ok()) {
+            done(std::move(ended));
             return;
           }
           if (!MayHaveRestarted(s)) {
@@ -408,13 +408,16 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
   // The session's other steps end too: one waiting on a task that is still up (a
   // dequeue from a queue whose enqueuer's step just failed) would wait for good, as no
   // step of this session can run again to close its queue.
-  if (first) aborting_.StartCancel(aborted);
+  if (first) ending_.StartCancel(aborted);
   return aborted;
 }
 
-absl::Status MasterSession::Aborted() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return aborted_;
+absl::Status MasterSession::Ended() const {
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (!aborted_.ok()) return aborted_;
+  }
+  return ending_.status();
 }
 
 void MasterSession::RunAsync(const RunStepRequest* request, RunStepResponse* response,
@@ -704,6 +707,11 @@ void MasterSession::Close() {
     partial_runs_.clear();
     cleaner = std::move(cleaner_);
   }
+  // Its steps still running end, as TensorFlow's MasterSession::Close cancels them: one
+  // waiting on a task (a dequeue from an empty queue) would otherwise outlive the
+  // session, and its caller wait until its timeout.
+  ending_.StartCancel(
+      absl::CancelledError(absl::StrCat("session ", handle_, " was closed while the step ran")));
   // Sends what is queued (unless a running step still holds the cleaner).
   cleaner.reset();
   // Deleting a worker session also forgets its registered graphs. In parallel, so that

@@ -88,8 +88,9 @@ class MasterSession {
                         CancellationManager* cancellation, std::function<void(absl::Status)> done);
   // OK for a released handle; INVALID_ARGUMENT for one never made.
   absl::Status ReleaseCallable(int64_t handle);
-  // Deregisters the graphs and deletes the worker sessions (errors ignored: a dead
-  // task forgets them anyway). Idempotent.
+  // Ends the steps still running (CANCELLED, naming the session), deregisters the
+  // graphs and deletes the worker sessions (errors ignored: a dead task forgets them
+  // anyway). Idempotent.
   void Close();
 
   const std::string& handle() const { return handle_; }
@@ -164,8 +165,8 @@ class MasterSession {
   // good and that is the error, and its steps still running are cancelled; otherwise
   // `error`.
   absl::Status CheckTasks(const absl::Status& error);
-  // OK, or why the session was aborted.
-  absl::Status Aborted() const;
+  // OK, or why the session's steps end: its abort, or its close (CANCELLED).
+  absl::Status Ended() const;
   absl::Status Usable() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   const std::string handle_;
@@ -190,8 +191,9 @@ class MasterSession {
   std::map<std::string, std::shared_ptr<PartialRun>> partial_runs_ ABSL_GUARDED_BY(mu_);
   int64_t next_partial_run_ ABSL_GUARDED_BY(mu_) = 1;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
-  // Cancelled with aborted_ when it is set: every step running registered on it.
-  CancellationManager aborting_;
+  // Cancelled with aborted_ when it is set, or as the session closes: every step
+  // running registered on it.
+  CancellationManager ending_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   // Cleans up finished steps in the background. Steps hold a reference while they run;
   // Close drops the session's, and the last holder drains what is queued.

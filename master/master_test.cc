@@ -54,6 +54,49 @@ class MasterTest : public ::testing::Test {
     return master_->RunStep(req, resp);
   }
 
+  // A step of session `h` on the ps alone that waits there until CleanupGraph ends it
+  // (as a dequeue from an empty queue does), run on a thread of its own.
+  class WaitingStep {
+   public:
+    WaitingStep(Master* master, test::FakeWorker* ps, const std::string& h) : ps_(ps) {
+      {
+        absl::MutexLock l(&ps_->mu);
+        ps_->run_waits_for_cleanup = true;
+      }
+      thread_ = std::thread([this, master, h] {
+        RunStepRequest req;
+        req.set_session_handle(h);
+        req.add_fetch("w:0");
+        RunStepResponse r;
+        status_ = master->RunStep(req, &r);
+        done_.Notify();
+      });
+    }
+    // Releases the step if it still waits.
+    ~WaitingStep() {
+      if (!done_.HasBeenNotified()) {
+        absl::MutexLock l(&ps_->mu);
+        ps_->release_waiting = true;
+      }
+      thread_.join();
+    }
+    // Waits (up to a minute) until `n` steps wait on the ps.
+    bool Waiting(int n) {
+      absl::MutexLock l(&ps_->mu);
+      auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(ps_->mu) { return ps_->waiting == n; };
+      return ps_->mu.AwaitWithTimeout(absl::Condition(&reached), absl::Seconds(60));
+    }
+    // Waits (up to a minute) until the step ended; then its status.
+    bool Ended() { return done_.WaitForNotificationWithTimeout(absl::Seconds(60)); }
+    const absl::Status& status() const { return status_; }
+
+   private:
+    test::FakeWorker* const ps_;
+    absl::Status status_;
+    absl::Notification done_;
+    std::thread thread_;
+  };
+
   FakeClock clock_{FakeClock::Mode::kAutoAdvance};
   FakeCache cache_;
   MasterOptions options_;
@@ -238,45 +281,35 @@ TEST_F(MasterTest, AnAbortEndsTheSessionsStepsStillRunning) {
   const std::string h = Create();
   RunStepResponse resp;
   ASSERT_TRUE(Run(h, &resp).ok());
-  {
-    absl::MutexLock l(&cache_.ps()->mu);
-    cache_.ps()->run_waits_for_cleanup = true;
-  }
-  // A step on the ps alone waits there, as a dequeue from an empty queue does.
-  absl::Status waiter;
-  absl::Notification waiter_done;
-  std::thread runner([&] {
-    RunStepRequest req;
-    req.set_session_handle(h);
-    req.add_fetch("w:0");
-    RunStepResponse r;
-    waiter = master_->RunStep(req, &r);
-    waiter_done.Notify();
-  });
-  auto waiting = [&](int n) {
-    absl::MutexLock l(&cache_.ps()->mu);
-    auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cache_.ps()->mu) {
-      return cache_.ps()->waiting == n;
-    };
-    return cache_.ps()->mu.AwaitWithTimeout(absl::Condition(&reached), absl::Seconds(60));
-  };
-  ASSERT_TRUE(waiting(1));
+  WaitingStep waiter(master_.get(), cache_.ps(), h);
+  ASSERT_TRUE(waiter.Waiting(1));
   // The worker restarts; the next step that reaches it aborts the session.
   cache_.worker()->Restart();
   absl::Status s = Run(h, &resp);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   // The waiting step ends with the abort: no step of the session can run again to
   // end its wait.
-  const bool ended = waiter_done.WaitForNotificationWithTimeout(absl::Seconds(60));
-  if (!ended) {
-    absl::MutexLock l(&cache_.ps()->mu);
-    cache_.ps()->release_waiting = true;
-  }
-  runner.join();
-  EXPECT_TRUE(ended) << "the waiting step did not end with the session's abort";
-  EXPECT_EQ(waiter.code(), absl::StatusCode::kAborted) << waiter;
-  EXPECT_TRUE(absl::StrContains(waiter.message(), "/job:worker/replica:0/task:0")) << waiter;
-  EXPECT_TRUE(waiting(0));
+  ASSERT_TRUE(waiter.Ended()) << "the waiting step did not end with the session's abort";
+  EXPECT_EQ(waiter.status().code(), absl::StatusCode::kAborted) << waiter.status();
+  EXPECT_TRUE(absl::StrContains(waiter.status().message(), "/job:worker/replica:0/task:0"))
+      << waiter.status();
+  EXPECT_TRUE(waiter.Waiting(0));
+}
+
+TEST_F(MasterTest, ClosingASessionEndsItsStepsStillRunning) {
+  const std::string h = Create();
+  RunStepResponse resp;
+  ASSERT_TRUE(Run(h, &resp).ok());
+  WaitingStep waiter(master_.get(), cache_.ps(), h);
+  ASSERT_TRUE(waiter.Waiting(1));
+  CloseSessionRequest close;
+  close.set_session_handle(h);
+  CloseSessionResponse closed;
+  ASSERT_TRUE(master_->CloseSession(close, &closed).ok());
+  ASSERT_TRUE(waiter.Ended()) << "the waiting step did not end with its session's close";
+  EXPECT_EQ(waiter.status().code(), absl::StatusCode::kCancelled) << waiter.status();
+  EXPECT_TRUE(absl::StrContains(waiter.status().message(), "was closed")) << waiter.status();
+  EXPECT_TRUE(waiter.Waiting(0));
 }
 
 TEST_F(MasterTest, DeadTaskIsUnavailableNamingIt) {
