@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/io/unix_socket.h"
 #include "core/logging.h"
@@ -283,12 +284,11 @@ uint64_t ReadVarint(NextByte next) {
 // on the one thread that polls it.
 class Relay {
  public:
-  explicit Relay(const std::string& target) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // As the master's channels to workers.
-    target_ = BenchPing::NewStub(
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  // Relays to the raw server's BenchPing on 127.0.0.1:`target_port`, over a channel
+  // without gRPC's retries, as the master's channels to workers.
+  explicit Relay(int target_port)
+      : target_(target_port, /*tcp_port=*/0, /*unix_address=*/"",
+                RawChannelOptions{0, true, false}) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
@@ -325,9 +325,7 @@ class Relay {
             return;
           }
           new Call(relay_);  // Ask for the next call.
-          relayed_ =
-              relay_->target_->PrepareAsyncPing(&client_context_, request_, relay_->cq_.get());
-          relayed_->StartCall();
+          relayed_ = relay_->target_.StartPing(&client_context_, request_, relay_->cq_.get());
           relayed_->Finish(&response_, &relayed_status_, this);
           state_ = State::kRelayed;
           return;
@@ -358,14 +356,16 @@ class Relay {
   void Accept() { new Call(this); }
 
   BenchPing::AsyncService service_;
-  std::unique_ptr<BenchPing::Stub> target_;  // The raw server relayed to.
+  RawClient target_;  // Of the raw server relayed to.
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
 
 int RelayMain(const char* port_file, const char* target_port) {
-  Relay relay(absl::StrCat("127.0.0.1:", target_port));
+  int port = 0;
+  CHECK(absl::SimpleAtoi(target_port, &port)) << "bad relay target port: " << target_port;
+  Relay relay(port);
   const absl::Status written = WritePortFile(port_file, {relay.port()});
   CHECK(written.ok()) << written;
   relay.Run();
@@ -446,9 +446,17 @@ RawClient::RawClient(int grpc_port, int tcp_port, std::string unix_address,
     args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.stream_window_bytes);
   }
   if (!options.bdp_probe) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  if (!options.retries) args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(grpc_port),
                                        grpc::InsecureChannelCredentials(), args);
   stub_ = BenchPing::NewStub(channel_);
+}
+
+std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> RawClient::StartPing(
+    grpc::ClientContext* context, const PingRequest& request, grpc::CompletionQueue* cq) {
+  auto call = stub_->PrepareAsyncPing(context, request, cq);
+  call->StartCall();
+  return call;
 }
 
 void RawClient::Ping() {

@@ -51,10 +51,12 @@ int RawServerMain(int argc, char** argv);
 
 // How a client's channel receives a stream: the HTTP/2 stream window (0: gRPC's
 // default) and whether gRPC's BDP probing may resize it, to match the peer a figure
-// compares with (a worker's channel, a checkpoint store's).
+// compares with (a worker's channel, a checkpoint store's); and whether gRPC's own
+// retries wrap its calls (off, as on the master's channels to workers).
 struct RawChannelOptions {
   int stream_window_bytes = 0;
   bool bdp_probe = true;
+  bool retries = true;
 };
 
 // A client of the raw servers, with connections of its own (one gRPC channel, one TCP
@@ -69,6 +71,9 @@ class RawClient {
 
   // One empty unary round trip.
   void Ping();
+  // The same round trip started on `cq`, for a caller that polls it (the relay).
+  std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> StartPing(
+      grpc::ClientContext* context, const PingRequest& request, grpc::CompletionQueue* cq);
   // Streams `total_bytes` from the server in messages of `chunk_bytes`, parses each
   // into a StreamChunk and copies its content into `dest` (at least total_bytes long),
   // as a RecvTensor receiver does.
