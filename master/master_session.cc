@@ -381,6 +381,7 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
   // Every restarted task is named (one restarted earlier may not be the one that
   // failed this step), with the step's own error, which names the task it came from.
   std::vector<std::string> restarted;
+  std::vector<WorkerInterface*> still_up;
   for (const SessionTask& t : tasks_) {
     WorkerInterface* w = workers_->GetWorker(t.name);
     GetStatusResponse resp;
@@ -388,6 +389,8 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
     if (resp.incarnation() != t.incarnation) {
       restarted.push_back(absl::StrCat(t.name, " (incarnation ", absl::Hex(t.incarnation), " -> ",
                                        absl::Hex(resp.incarnation()), ")"));
+    } else {
+      still_up.push_back(w);
     }
   }
   if (restarted.empty()) return error;
@@ -408,8 +411,27 @@ absl::Status MasterSession::CheckTasks(const absl::Status& error) {
   // The session's other steps end too: one waiting on a task that is still up (a
   // dequeue from a queue whose enqueuer's step just failed) would wait for good, as no
   // step of this session can run again to close its queue.
-  if (first) ending_.StartCancel(aborted);
+  if (first) {
+    ending_.StartCancel(aborted);
+    // The tasks still up forget the session: a client's direct step there (whose route
+    // lasts up to kDirectValidMs) ends with ABORTED at once, as a step through here does.
+    DeleteWorkerSessions(still_up);
+  }
   return aborted;
+}
+
+void MasterSession::DeleteWorkerSessions(const std::vector<WorkerInterface*>& workers) {
+  // In parallel, so that a dead task costs one deadline, not one per task.
+  std::vector<std::thread> threads;
+  for (WorkerInterface* w : workers) {
+    threads.emplace_back([this, w] {
+      DeleteWorkerSessionRequest req;
+      req.set_session_handle(handle_);
+      DeleteWorkerSessionResponse resp;
+      w->DeleteWorkerSession(req, &resp).IgnoreError();
+    });
+  }
+  for (auto& t : threads) t.join();
 }
 
 absl::Status MasterSession::Ended() const {
@@ -714,20 +736,12 @@ void MasterSession::Close() {
       absl::CancelledError(absl::StrCat("session ", handle_, " was closed while the step ran")));
   // Sends what is queued (unless a running step still holds the cleaner).
   cleaner.reset();
-  // Deleting a worker session also forgets its registered graphs. In parallel, so that
-  // a dead task costs one deadline, not one per task.
-  std::vector<std::thread> threads;
+  // Deleting a worker session also forgets its registered graphs.
+  std::vector<WorkerInterface*> workers;
   for (const SessionTask& t : tasks_) {
-    WorkerInterface* w = workers_->GetWorker(t.name);
-    if (w == nullptr) continue;
-    threads.emplace_back([this, w] {
-      DeleteWorkerSessionRequest req;
-      req.set_session_handle(handle_);
-      DeleteWorkerSessionResponse resp;
-      w->DeleteWorkerSession(req, &resp).IgnoreError();
-    });
+    if (WorkerInterface* w = workers_->GetWorker(t.name)) workers.push_back(w);
   }
-  for (auto& t : threads) t.join();
+  DeleteWorkerSessions(workers);
 }
 
 }  // namespace overseer

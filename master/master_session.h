@@ -162,9 +162,12 @@ class MasterSession {
                       const RunOptions& options, RunMetadata* metadata,
                       CancellationManager* cancellation, std::function<void(absl::Status)> done);
   // After a step failed with `error`: if a task restarted, the session is aborted for
-  // good and that is the error, and its steps still running are cancelled; otherwise
-  // `error`.
+  // good and that is the error, its steps still running are cancelled and the tasks
+  // still up forget it; otherwise `error`.
   absl::Status CheckTasks(const absl::Status& error);
+  // Deletes this session's worker session on each of `workers` (which forget its
+  // graphs; their variables stay), all at once; errors are ignored.
+  void DeleteWorkerSessions(const std::vector<WorkerInterface*>& workers);
   // OK, or why the session's steps end: its abort, or its close (CANCELLED).
   absl::Status Ended() const;
   absl::Status Usable() const ABSL_SHARED_LOCKS_REQUIRED(mu_);

@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "master/placement_test_util.h"
 #include "master/rpc/grpc_master.h"
+#include "testing/fake_clock.h"
 #include "testing/local_cluster.h"
 
 namespace overseer {
@@ -201,13 +202,49 @@ TEST_F(DirectStepTest, ATaskThatRestartedEndsTheSessionWithAborted) {
   for (int i = 0; i < kSteps; ++i) ASSERT_EQ(ReadW(), 3.0f);
   ASSERT_TRUE(cluster_->Stop("ps", 0, SIGKILL).ok());
   ASSERT_TRUE(cluster_->Restart("ps", 0).ok());
-  // Whether the route still held (the task no longer knows the session) or the step
-  // went through the master (which finds the restart), and every step after.
+  // Whether the route still held (the task no longer knows the session, so the step
+  // goes on to the master) or not, the master finds the restart, for every step.
   for (int i = 0; i < 3; ++i) {
     std::vector<Tensor> out;
     absl::Status s = session_->Run({}, {"w:0"}, {}, &out);
     EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << "step " << i << ": " << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), "restarted and lost its state")) << s;
   }
+}
+
+// A session aborted by one task's restart ends its direct steps on the others at once,
+// not when their route expires: the master has those tasks forget the session. The
+// client's clock stands still, so its routes never expire by time.
+TEST_F(DirectStepTest, AnAbortedSessionEndsItsDirectStepsOnOtherTasksAtOnce) {
+  test::FakeClock clock(absl::Now());
+  SessionOptions options;
+  options.target = cluster_->master_target();
+  GrpcSession session(
+      options,
+      std::make_unique<GrpcMaster>(NewMasterChannel(cluster_->master_address()), absl::Seconds(60)),
+      &clock);
+  ASSERT_TRUE(session.Create(Model()).ok());
+  const double direct_before = MasterCounter("overseer_master_direct_steps_total");
+  std::vector<Tensor> out;
+  for (int i = 0; i < kSteps; ++i) ASSERT_TRUE(session.Run({}, {"w:0"}, {}, &out).ok());
+  // Through the master (a write), which hears how many reads went direct.
+  ASSERT_TRUE(session.Run({}, {}, {"bump"}, nullptr).ok());
+  ASSERT_GT(MasterCounter("overseer_master_direct_steps_total"), direct_before)
+      << "no read went direct: nothing to end";
+  ASSERT_TRUE(cluster_->Stop("worker", 0, SIGKILL).ok());
+  ASSERT_TRUE(cluster_->Restart("worker", 0).ok());
+  // A traced step goes through the master, which finds the worker restarted.
+  RunOptions traced;
+  traced.set_trace_level(RunOptions::FULL_TRACE);
+  Tensor x(DT_FLOAT, TensorShape({2}));
+  RunMetadata metadata;
+  absl::Status on_worker = session.Run(traced, {{"x", x}}, {"y:0"}, {}, &out, &metadata);
+  ASSERT_EQ(on_worker.code(), absl::StatusCode::kAborted) << on_worker;
+  // The read's route to the ps still holds; the ps no longer knows the session, and
+  // the error says why the session ended, as the master's.
+  absl::Status read = session.Run({}, {"w:0"}, {}, &out);
+  EXPECT_EQ(read.code(), absl::StatusCode::kAborted) << read;
+  EXPECT_TRUE(absl::StrContains(read.message(), std::string(kWorker) + " (incarnation")) << read;
 }
 
 }  // namespace

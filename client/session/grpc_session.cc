@@ -391,6 +391,10 @@ std::optional<absl::Status> GrpcSession::RunDirect(
     // The next step goes through the master, which sees what happened to the task.
     auto it = routes_.find(route_key);
     if (it != routes_.end() && it->second.plan == plan) routes_.erase(it);
+    // The task no longer knows the session: it restarted, or the master had it forget
+    // the session when another task's restart aborted it. The master says which, or runs
+    // the step (a direct step writes no variable, so running it again is harmless).
+    if (ran.code() == absl::StatusCode::kAborted) return std::nullopt;
     return absl::Status(ran.code(), absl::StrCat("task ", direct.task(), ": ", ran.message()));
   }
   ++direct_steps_run_;
