@@ -49,6 +49,11 @@
 //     O_DIRECT, fsync) from threads at idle priority, as the ps's writers are, against
 //     the same quiet windows, in the same interleaved rounds. What the disk writes alone
 //     cost training on this host: the floor under the figure above.
+//   checkpoint.train_steps_per_sec_beside_idle_thread: the same trainer's steps per
+//     second while one thread at idle priority (SCHED_IDLE) spins for kIdleSpin, doing
+//     no I/O and touching no shared memory, against the same quiet windows, in the same
+//     rounds. What any CPU time taken beside training costs it on this host, whatever its
+//     priority: on a virtual machine the hypervisor does not see the guest's priorities.
 // Every group of rounds starts with an untimed warm-up round (the first GiB a run writes
 // is several times slower than the next on this host, and the first save and restore
 // in fresh processes fault in their buffers). Within a group each round alternates
@@ -112,6 +117,7 @@ constexpr int kSaveRounds = 10;
 constexpr int kRestoreRounds = 7;
 constexpr int kTrainingRounds = 5;
 constexpr absl::Duration kQuietTraining = absl::Seconds(2);
+constexpr absl::Duration kIdleSpin = absl::Seconds(1);
 // The raw direct reads: pieces and pieces in flight per file, as the ps's local reads.
 constexpr int64_t kPieceBytes = 8 << 20;
 constexpr int kReadersPerFile = 4;
@@ -266,6 +272,18 @@ double RawWrite(const std::vector<std::string>& paths, const char* buffer,
     ::close(fd);
   }
   return seconds;
+}
+
+// Spins on one thread at the lowest CPU priority (SCHED_IDLE) for kIdleSpin.
+void SpinAtIdlePriority() {
+  std::thread spinner([] {
+    const sched_param param{};
+    CHECK(::sched_setscheduler(0, SCHED_IDLE, &param) == 0) << std::strerror(errno);
+    const absl::Time end = absl::Now() + kIdleSpin;
+    while (absl::Now() < end) {
+    }
+  });
+  spinner.join();
 }
 
 // Reads each of `paths` (kShardBytes each) into its buffer of `dests` with O_DIRECT,
@@ -460,6 +478,7 @@ int Run(const char* argv0) {
   int quiet = 0;
   int during_save = 0;
   int during_raw_write = 0;
+  int beside_idle_thread = 0;
   {
     Trainer trainer(session.get(), model.train);
     quiet = training.Add("quiet", [&] {
@@ -470,6 +489,8 @@ int Run(const char* argv0) {
       return trainer.StepsPerSecondDuring(
           [&] { RawWrite(raw_paths, buffer.data, /*idle_priority=*/true); });
     });
+    beside_idle_thread = training.Add(
+        "idle_thread", [&] { return trainer.StepsPerSecondDuring(SpinAtIdlePriority); });
     training.Run(kTrainingRounds);
   }
 
@@ -483,6 +504,8 @@ int Run(const char* argv0) {
                      training.samples(during_save), training.samples(quiet));
   bench::PrintFigure("checkpoint.train_steps_per_sec_during_raw_write", "steps/s",
                      training.samples(during_raw_write), training.samples(quiet));
+  bench::PrintFigure("checkpoint.train_steps_per_sec_beside_idle_thread", "steps/s",
+                     training.samples(beside_idle_thread), training.samples(quiet));
   bench::PrintFigureWithoutBaseline(
       "ps.rss_after_restore_ratio", "ratio", rss_after_restore,
       absl::StrFormat("resident bytes of a ps over its variable bytes after each restore; "
