@@ -31,13 +31,17 @@ TEST(Crc32cTest, UnalignedAndLongInputsMatchBytewise) {
             crc32c::Extend(0, absl::string_view(data).substr(3)));
 }
 
-// Inputs long enough for the interleaved hardware path (three 4 KiB stripes a round),
-// at every alignment and with every kind of tail, and extended in pieces.
+// Inputs long enough for the interleaved hardware paths (rounds of six 16 KiB stripes,
+// then of three 4 KiB ones), at every alignment and with every kind of tail, and
+// extended in pieces.
 TEST(Crc32cTest, LongInputsAgreeWithPortable) {
-  std::string data((64 << 10) + 100, '\0');
+  std::string data((320 << 10) + 100, '\0');
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 2654435761u >> 13);
+  constexpr size_t kSix = 6 * 16384;
   for (size_t start : {0, 1, 3, 8}) {
-    for (size_t len : {12287, 12288, 12289, 12288 + 7, 24576, 40000, 65536}) {
+    for (size_t len : {size_t{12287}, size_t{12288}, size_t{12289}, size_t{12288 + 7},
+                       size_t{24576}, size_t{40000}, size_t{65536}, kSix - 1, kSix, kSix + 1,
+                       kSix + 12288 + 5, 2 * kSix + 3 * 12288 + 7, size_t{320 << 10}}) {
       const absl::string_view piece = absl::string_view(data).substr(start, len);
       EXPECT_EQ(crc32c::Extend(0xdeadbeefu, piece), crc32c::ExtendPortable(0xdeadbeefu, piece))
           << start << " " << len;
@@ -45,6 +49,8 @@ TEST(Crc32cTest, LongInputsAgreeWithPortable) {
   }
   const absl::string_view all(data);
   EXPECT_EQ(crc32c::Extend(crc32c::Extend(0, all.substr(0, 20000)), all.substr(20000)),
+            crc32c::ExtendPortable(0, all));
+  EXPECT_EQ(crc32c::Extend(crc32c::Extend(0, all.substr(0, kSix + 1)), all.substr(kSix + 1)),
             crc32c::ExtendPortable(0, all));
 }
 
