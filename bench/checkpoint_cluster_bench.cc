@@ -7,7 +7,10 @@
 // shard's data file through a descriptor the store hands out (local writes,
 // local_write.h: O_DIRECT from the variables' memory), from a thread at idle priority.
 //   checkpoint.save_gbps: GB (1e9 bytes) of the big variables per second of the whole
-//     Saver::Save call (snapshot, begin, both ps writing, durable commit). Baseline: the
+//     Saver::Save call (snapshot, begin, both ps writing, durable commit). The Saver keeps
+//     one checkpoint: each commit retires the one before, whose data files the store
+//     deletes after replying; the round waits for that, untimed, as the raw write
+//     unlinks its last file untimed. Baseline: the
 //     same bytes with the same parallelism and the same kind of write, raw: two
 //     threads, each writing 512 MiB in 64 MiB O_DIRECT writes from 2 MiB-aligned memory
 //     into a new file of its own in the store's root directory (same file system) and
@@ -39,7 +42,8 @@
 //   checkpoint.train_steps_per_sec_during_save: a trainer thread runs small training
 //     steps (ApplyGradientDescent on each ps's bias, through the same cluster session)
 //     without pause, as the Supervisor's training loop does while its checkpoint
-//     thread saves; the figure is its steps per second during a Saver::Save. Baseline:
+//     thread saves; the figure is its steps per second during a Saver::Save and the
+//     deletes of the checkpoint it retired. Baseline:
 //     its steps per second during a quiet window of kQuietTraining without a save,
 //     interleaved. 5 rounds. What slows the steps is CPU shared with the save on this
 //     2-core host (saving holds no variable lock while writing): its CRC32C and system
@@ -286,6 +290,20 @@ void SpinAtIdlePriority() {
   spinner.join();
 }
 
+// Returns once no file in `dir` has a temp name: the store has deleted the data files
+// of the checkpoints its commits retired (renamed to temp names, deleted after the
+// commit's reply). Only between saves, when no checkpoint is being written.
+void WaitForRetiredFiles(const std::string& dir) {
+  for (;;) {
+    bool renamed = false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      renamed = renamed || absl::StrContains(entry.path().filename().string(), ".tempstate");
+    }
+    if (!renamed) return;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+}
+
 // Reads each of `paths` (kShardBytes each) into its buffer of `dests` with O_DIRECT,
 // kReadersPerFile preads of kPieceBytes in flight per file, all files at once; returns
 // the seconds. The files are dropped from the page cache first.
@@ -400,12 +418,19 @@ int Run(const char* argv0) {
     CHECK(path.ok()) << path.status();
     saved = *path;
   };
+  // The store deletes the data files of the checkpoint a commit retired (max_to_keep 1)
+  // after replying: waits until it has, so that no later round pays for them.
+  auto retired_deleted = [&] { WaitForRetiredFiles(root + "/bench"); };
 
   Progress("saves and raw writes");
   bench::Rounds saves("checkpoint_cluster save");
   const int raw_write =
       saves.Add("raw_write", [&] { return GbPerSecond(RawWrite(raw_paths, buffer.data)); });
-  const int timed_save = saves.Add("save", [&] { return GbPerSecond(bench::SecondsOf(save)); });
+  const int timed_save = saves.Add("save", [&] {
+    const double seconds = bench::SecondsOf(save);
+    retired_deleted();  // Untimed, as the raw write's unlink of its last file.
+    return GbPerSecond(seconds);
+  });
   saves.Run(kSaveRounds);
 
   Progress("restores, raw direct reads and raw gRPC streams");
@@ -484,7 +509,13 @@ int Run(const char* argv0) {
     quiet = training.Add("quiet", [&] {
       return trainer.StepsPerSecondDuring([] { absl::SleepFor(kQuietTraining); });
     });
-    during_save = training.Add("saving", [&] { return trainer.StepsPerSecondDuring(save); });
+    // The window includes the deletes of the checkpoint the save retired.
+    during_save = training.Add("saving", [&] {
+      return trainer.StepsPerSecondDuring([&] {
+        save();
+        retired_deleted();
+      });
+    });
     during_raw_write = training.Add("raw_writing", [&] {
       return trainer.StepsPerSecondDuring(
           [&] { RawWrite(raw_paths, buffer.data, /*idle_priority=*/true); });

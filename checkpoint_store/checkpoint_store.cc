@@ -275,7 +275,17 @@ void CheckpointStore::RecordLatestOfRuns(const std::string& dir, const std::stri
   }
 }
 
-CheckpointStore::~CheckpointStore() { Shutdown(); }
+CheckpointStore::~CheckpointStore() {
+  Shutdown();
+  std::thread deleter;
+  {
+    absl::MutexLock lock(&delete_mu_);
+    destroying_ = true;
+    deleter = std::move(deleter_);
+  }
+  // It deletes what is queued first: no retired file is left behind.
+  if (deleter.joinable()) deleter.join();
+}
 
 absl::StatusOr<std::unique_ptr<CheckpointStore>> CheckpointStore::Open(
     FileSystem* fs, std::string root, Clock* clock, prometheus::Registry* metrics) {
@@ -599,6 +609,46 @@ void CheckpointStore::Shutdown() {
     LOG(INFO) << "aborting unfinished checkpoint " << p->name << " of run '" << p->run << "'";
     DeleteTempFiles(*p);
   }
+  WaitForRetiredFiles();
+}
+
+void CheckpointStore::DeleteLater(std::vector<std::string> paths) {
+  if (paths.empty()) return;
+  absl::MutexLock lock(&delete_mu_);
+  for (std::string& path : paths) to_delete_.push_back(std::move(path));
+  if (!deleter_.joinable()) deleter_ = std::thread([this] { DeleteQueuedFiles(); });
+}
+
+void CheckpointStore::DeleteQueuedFiles() {
+  for (;;) {
+    std::string path;
+    {
+      absl::MutexLock lock(&delete_mu_);
+      deleting_ = false;
+      delete_mu_.Await(absl::Condition(
+          +[](CheckpointStore* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->delete_mu_) {
+            return !s->to_delete_.empty() || s->destroying_;
+          },
+          this));
+      if (to_delete_.empty()) return;  // Destroyed, and nothing is left.
+      path = std::move(to_delete_.front());
+      to_delete_.pop_front();
+      deleting_ = true;
+    }
+    const absl::Status deleted = fs_->DeleteFile(path);
+    if (!deleted.ok() && !absl::IsNotFound(deleted)) {
+      LOG(WARNING) << "cannot delete a retired checkpoint's data file: " << deleted;
+    }
+  }
+}
+
+void CheckpointStore::WaitForRetiredFiles() {
+  absl::MutexLock lock(&delete_mu_);
+  delete_mu_.Await(absl::Condition(
+      +[](CheckpointStore* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->delete_mu_) {
+        return s->to_delete_.empty() && !s->deleting_;
+      },
+      this));
 }
 
 int CheckpointStore::pending_checkpoints() const {
@@ -674,11 +724,14 @@ absl::Status CheckpointStore::Publish(const Pending& pending, CheckpointInfo* in
   const double timestamp = UnixSeconds(clock_->Now());
   std::vector<std::string> retired;
   RETURN_IF_ERROR(UpdateState(pending, timestamp, &retired));
+  // Their data files only change names here; they are deleted after the reply.
+  std::vector<std::string> data_files;
   for (const std::string& name : retired) {
-    const absl::Status s = DeleteCheckpointFiles(pending.dir, name);
+    const absl::Status s = DeleteCheckpointFiles(pending.dir, name, pending.id, &data_files);
     if (!s.ok()) LOG(WARNING) << "cannot delete retired checkpoint " << name << ": " << s;
   }
   if (!retired.empty()) fs_->SyncDir(pending.dir).IgnoreError();
+  DeleteLater(std::move(data_files));
   info->set_name(pending.name);
   info->set_step(CheckpointStepFromName(pending.name));
   info->set_timestamp(timestamp);
@@ -736,8 +789,9 @@ absl::Status CheckpointStore::UpdateState(const Pending& pending, double timesta
   return WriteStateFile(fs_, pending.dir, state, pending.id);
 }
 
-absl::Status CheckpointStore::DeleteCheckpointFiles(const std::string& dir,
-                                                    const std::string& name) {
+absl::Status CheckpointStore::DeleteCheckpointFiles(const std::string& dir, const std::string& name,
+                                                    const std::string& temp_id,
+                                                    std::vector<std::string>* later) {
   ASSIGN_OR_RETURN(std::vector<std::string> files, fs_->ListDir(dir));
   // The meta graph, then the index, so that a crash midway leaves no visible partial
   // checkpoint and no meta graph without its checkpoint (the data files left without
@@ -748,9 +802,15 @@ absl::Status CheckpointStore::DeleteCheckpointFiles(const std::string& dir,
   if (fs_->FileExists(index).ok()) RETURN_IF_ERROR(fs_->DeleteFile(index));
   for (const std::string& file : files) {
     std::string owner;
-    if (ParseDataFilename(file, &owner) && owner == name) {
-      RETURN_IF_ERROR(fs_->DeleteFile(absl::StrCat(dir, "/", file)));
+    if (!ParseDataFilename(file, &owner) || owner != name) continue;
+    const std::string path = absl::StrCat(dir, "/", file);
+    if (later == nullptr) {
+      RETURN_IF_ERROR(fs_->DeleteFile(path));
+      continue;
     }
+    std::string temp = absl::StrCat(path, kTempMarker, temp_id);
+    RETURN_IF_ERROR(fs_->RenameFile(path, temp));
+    later->push_back(std::move(temp));
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,6 @@
 #include "checkpoint_store/checkpoint_store.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -185,6 +186,34 @@ TEST_F(CheckpointStoreTest, RetentionKeepsMaxToKeepAndEveryNHours) {
   EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-2.data-00000-of-00002").ok());
   EXPECT_TRUE(fs_->FileExists(root_ + "/r/model.ckpt-3.index").ok());
   EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-4.index").ok());
+}
+
+// A commit that retires a checkpoint hides it at once (index and meta graph deleted,
+// data files renamed to temp names) and deletes its data files after replying; a
+// store that opens after a crash in between removes them.
+TEST_F(CheckpointStoreTest, RetiredDataFilesAreDeletedAfterTheCommit) {
+  auto store = OpenStore(fs_);
+  ASSERT_TRUE(Save(store.get(), "r", "model.ckpt-1", 'a', 1, 0, "meta 1").ok());
+  ASSERT_TRUE(Save(store.get(), "r", "model.ckpt-2", 'b', 1, 0, "meta 2").ok());
+  EXPECT_EQ(Names(store.get(), "r"), (std::vector<std::string>{"model.ckpt-2"}));
+  EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-1.index").ok());
+  EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-1.meta").ok());
+  EXPECT_FALSE(fs_->FileExists(root_ + "/r/model.ckpt-1.data-00000-of-00002").ok());
+  store->WaitForRetiredFiles();
+  auto files = fs_->ListDir(root_ + "/r");
+  ASSERT_TRUE(files.ok());
+  std::sort(files->begin(), files->end());
+  EXPECT_EQ(*files, (std::vector<std::string>{"checkpoint", "model.ckpt-2.data-00000-of-00002",
+                                              "model.ckpt-2.data-00001-of-00002",
+                                              "model.ckpt-2.index", "model.ckpt-2.meta"}));
+  ExpectContents(store.get(), "r", "model.ckpt-2", 'b');
+
+  // A crash after the commit, before the deletes: the renamed files are left over.
+  const std::string left = root_ + "/r/model.ckpt-2.data-00000-of-00002.tempstate0123456789abcdef";
+  ASSERT_TRUE(fs_->RenameFile(root_ + "/r/model.ckpt-2.data-00000-of-00002", left).ok());
+  store.reset();
+  store = OpenStore(fs_);
+  EXPECT_FALSE(fs_->FileExists(left).ok());
 }
 
 // Writes `contents` over the file at `path` (a damaged state file or index).
