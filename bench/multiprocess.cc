@@ -454,9 +454,7 @@ RawClient::RawClient(int grpc_port, int tcp_port, std::string unix_address,
 
 std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> RawClient::StartPing(
     grpc::ClientContext* context, const PingRequest& request, grpc::CompletionQueue* cq) {
-  auto call = stub_->PrepareAsyncPing(context, request, cq);
-  call->StartCall();
-  return call;
+  return stub_->AsyncPing(context, request, cq);
 }
 
 void RawClient::Ping() {

@@ -10,6 +10,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "client/session/signature_key.h"
 #include "core/graph/feed_check.h"
 #include "core/graph/prune.h"
 #include "core/graph/update_gate.h"
@@ -31,18 +32,6 @@ const bool kRegistered = [] {
       });
   return true;
 }();
-
-// The cache key of a signature; names are separated by '\0', lists by '\1'.
-template <typename Feeds, typename NameOf>
-void SignatureKey(const Feeds& feeds, NameOf name_of, const std::vector<std::string>& fetches,
-                  const std::vector<std::string>& targets, std::string* key) {
-  key->clear();
-  for (const auto& f : feeds) key->append(name_of(f)).push_back('\0');
-  key->push_back('\1');
-  for (const auto& f : fetches) key->append(f).push_back('\0');
-  key->push_back('\1');
-  for (const auto& t : targets) key->append(t).push_back('\0');
-}
 
 // The one device of an in-process session, named as TensorFlow names it.
 constexpr char kLocalCpuDevice[] = "/job:localhost/replica:0/task:0/device:CPU:0";

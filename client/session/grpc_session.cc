@@ -6,7 +6,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
+#include "client/session/signature_key.h"
 #include "core/logging.h"
 #include "core/message_budget.h"
 #include "core/rpc/grpc_target.h"
@@ -31,17 +31,6 @@ absl::Status CheckGraphSize(const GraphDef& graph, int64_t limit) {
       "assign them to variables"));
 }
 
-// Names a step's signature, as the master's cache does.
-std::string RouteKey(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                     const std::vector<std::string>& fetches,
-                     const std::vector<std::string>& targets) {
-  const auto name = [](std::string* out, const std::pair<std::string, Tensor>& feed) {
-    out->append(feed.first);
-  };
-  return absl::StrCat(absl::StrJoin(feeds, ",", name), ";", absl::StrJoin(fetches, ","), ";",
-                      absl::StrJoin(targets, ","));
-}
-
 absl::Status NoGraphError() {
   return absl::FailedPreconditionError(
       "the session has no graph yet; call Create (or Extend) first");
@@ -60,10 +49,9 @@ absl::StatusOr<std::unique_ptr<GrpcSession>> GrpcSession::Connect(const SessionO
   ASSIGN_OR_RETURN(const std::string address, ParseGrpcAddress(options.target));
   auto master = std::make_unique<GrpcMaster>(NewMasterChannel(address, grpc_options.keepalive),
                                              grpc_options.rpc_timeout, grpc_options.max_step_time);
-  auto session = std::make_unique<GrpcSession>(
-      options, std::move(master), options.clock != nullptr ? options.clock : Clock::Real(),
-      grpc_options);
-  return session;
+  return std::make_unique<GrpcSession>(options, std::move(master),
+                                       options.clock != nullptr ? options.clock : Clock::Real(),
+                                       grpc_options);
 }
 
 GrpcSession::GrpcSession(const SessionOptions& options, std::unique_ptr<MasterInterface> master,
@@ -207,7 +195,9 @@ absl::Status GrpcSession::RunStep(const RunOptions& options, const std::string& 
   const bool direct_ok = direct_ && partial_run.empty() && DirectStepOptions(options);
   std::string route_key;
   if (direct_ok) {
-    route_key = RouteKey(feeds, fetches, targets);
+    SignatureKey(
+        feeds, [](const auto& f) -> const std::string& { return f.first; }, fetches, targets,
+        &route_key);
     std::optional<absl::Status> ran =
         RunDirect(handle, route_key, timeout_in_ms, feeds, fetches, outputs, metadata);
     if (ran.has_value()) return *std::move(ran);
