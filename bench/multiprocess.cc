@@ -99,6 +99,15 @@ class PingService final : public BenchPing::Service {
   grpc::Status Ping(grpc::ServerContext*, const PingRequest*, PingResponse*) override {
     return grpc::Status::OK;
   }
+  grpc::Status PingOnStream(grpc::ServerContext*,
+                            grpc::ServerReaderWriter<PingResponse, PingRequest>* stream) override {
+    PingRequest request;
+    PingResponse response;
+    while (stream->Read(&request)) {
+      if (!stream->Write(response)) break;
+    }
+    return grpc::Status::OK;
+  }
 
  private:
   grpc::Status StreamRaw(grpc::ServerContext*,
@@ -465,6 +474,17 @@ void RawClient::Ping() {
   CHECK(s.ok()) << s.error_message();
 }
 
+void RawClient::PingOnStream() {
+  if (ping_stream_ == nullptr) {
+    stream_context_ = std::make_unique<grpc::ClientContext>();
+    ping_stream_ = stub_->PingOnStream(stream_context_.get());
+  }
+  PingRequest request;
+  PingResponse response;
+  CHECK(ping_stream_->Write(request));
+  CHECK(ping_stream_->Read(&response));
+}
+
 void RawClient::Transfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
   grpc::ClientContext context;
   StreamRequest request;
@@ -621,6 +641,10 @@ void RawClient::UnixTransfer(int64_t total_bytes, int64_t chunk_bytes, char* des
 }
 
 RawClient::~RawClient() {
+  if (ping_stream_ != nullptr) {
+    ping_stream_->WritesDone();
+    ping_stream_->Finish();
+  }
   if (tcp_fd_ >= 0) ::close(tcp_fd_);
 }
 

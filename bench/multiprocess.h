@@ -71,6 +71,8 @@ class RawClient {
 
   // One empty unary round trip.
   void Ping();
+  // One empty round trip on a stream kept open.
+  void PingOnStream();
   // The same round trip started on `cq`, for a caller that polls it (the relay).
   std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> StartPing(
       grpc::ClientContext* context, const PingRequest& request, grpc::CompletionQueue* cq);
@@ -93,6 +95,8 @@ class RawClient {
  private:
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<BenchPing::Stub> stub_;
+  std::unique_ptr<grpc::ClientContext> stream_context_;
+  std::unique_ptr<grpc::ClientReaderWriter<PingRequest, PingResponse>> ping_stream_;
   const int tcp_port_;
   int tcp_fd_ = -1;
   const std::string unix_address_;
@@ -123,6 +127,7 @@ class RawServer {
 
   // Calls of the default client (gRPC's default channel settings).
   void Ping() { client_->Ping(); }
+  void PingOnStream() { client_->PingOnStream(); }
   void Transfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
     client_->Transfer(total_bytes, chunk_bytes, dest);
   }

@@ -13,6 +13,9 @@
 //     /proc/PID/stat (clock ticks of 10 ms; a window's thousands of steps make that a
 //     few microseconds per step). Goal (issue 23): at most 100 us.
 //   grpc_session.extra_partition_us: the same difference in wall time per step.
+//   grpc.stream_round_trip_cpu_us: the CPU (both processes) of one empty round trip as
+//     two messages on a raw gRPC stream kept open, against the raw unary round trip: what a
+//     design that sends each step's RunGraph on a stream per task could save per call.
 // On stderr, where the CPU goes: each process's CPU per step (median over the rounds)
 // for both graphs, which says which side of which call an extra partition costs.
 
@@ -160,6 +163,8 @@ int Run(const char* argv0) {
   const std::vector<pid_t> raw_pids = {::getpid(), raw.pid()};
   const int ping =
       rounds.Add("ping", [&] { return 1e6 * Measure(raw_pids, [&] { raw.Ping(); }).cpu; });
+  const int on_stream = rounds.Add(
+      "on_stream", [&] { return 1e6 * Measure(raw_pids, [&] { raw.PingOnStream(); }).cpu; });
   const int one_cpu = rounds.Add("one", [&] {
     const PerCall m = Measure(pids, [&] { step(one); });
     one_wall.push_back(1e6 * m.wall);
@@ -194,6 +199,8 @@ int Run(const char* argv0) {
   for (size_t i = 0; i < one_wall.size(); ++i) {
     extra_wall.push_back((wide_wall[i] - one_wall[i]) / (kWorkers - 1));
   }
+  bench::PrintFigure("grpc.stream_round_trip_cpu_us", "us", rounds.samples(on_stream),
+                     rounds.samples(ping));
   bench::PrintFigure("grpc_session.extra_partition_cpu_us", "us", extra_cpu, rounds.samples(ping));
   bench::PrintFigureWithoutBaseline(
       "grpc_session.extra_partition_us", "us", extra_wall,
