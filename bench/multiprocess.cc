@@ -21,6 +21,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "core/io/unix_socket.h"
 #include "core/logging.h"
 #include "core/port_file.h"
@@ -289,15 +291,17 @@ uint64_t ReadVarint(NextByte next) {
 }
 
 // The relay child (RawRelay): BenchPing.Ping served asynchronously on one completion
-// queue, each call relayed as an asynchronous Ping to the target on the same queue, all
+// queue, each call relayed as asynchronous Pings to the targets on the same queue, all
 // on the one thread that polls it.
 class Relay {
  public:
-  // Relays to the raw server's BenchPing on 127.0.0.1:`target_port`, over a channel
+  // Relays to the raw servers' BenchPing on 127.0.0.1:`target_ports`, over channels
   // without gRPC's retries, as the master's channels to workers.
-  explicit Relay(int target_port)
-      : target_(target_port, /*tcp_port=*/0, /*unix_address=*/"",
-                RawChannelOptions{0, true, false}) {
+  explicit Relay(const std::vector<int>& target_ports) {
+    for (int port : target_ports) {
+      targets_.push_back(std::make_unique<RawClient>(port, /*tcp_port=*/0, /*unix_address=*/"",
+                                                     RawChannelOptions{0, true, false}));
+    }
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
@@ -313,68 +317,126 @@ class Relay {
     Accept();
     void* tag = nullptr;
     bool ok = false;
-    while (cq_->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+    while (cq_->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
   }
 
  private:
-  // One relayed call. It has one operation in flight at a time, whose tag is the call:
-  // the request arrives, the inner Ping returns, the reply is sent.
-  class Call {
+  // What the queue returns: an operation's owner, which goes on from there.
+  class Tag {
+   public:
+    virtual ~Tag() = default;
+    virtual void Proceed(bool ok) = 0;
+  };
+
+  // One Ping to a target, started by a call.
+  class Call;
+  class Outgoing final : public Tag {
+   public:
+    Outgoing(Call* call, RawClient* target, grpc::ServerCompletionQueue* cq) : call_(call) {
+      reader_ = target->StartPing(&context_, PingRequest(), cq);
+      reader_->Finish(&response_, &status_, this);
+    }
+    void Proceed(bool) override { call_->Returned(status_); }
+
+   private:
+    Call* const call_;
+    grpc::ClientContext context_;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> reader_;
+    PingResponse response_;
+    grpc::Status status_;
+  };
+
+  // One relayed call: the request arrives; its fan-out Pings to targets 1..fan_out
+  // all return; the Ping to target 0 returns; the reply is sent.
+  class Call final : public Tag {
    public:
     explicit Call(Relay* relay) : relay_(relay), responder_(&server_context_) {
       relay_->service_.RequestPing(&server_context_, &request_, &responder_, relay_->cq_.get(),
                                    relay_->cq_.get(), this);
     }
 
-    void Proceed(bool ok) {
-      switch (state_) {
-        case State::kRequested:
-          if (!ok) {  // Shutting down.
-            delete this;
-            return;
-          }
-          new Call(relay_);  // Ask for the next call.
-          relayed_ = relay_->target_.StartPing(&client_context_, request_, relay_->cq_.get());
-          relayed_->Finish(&response_, &relayed_status_, this);
-          state_ = State::kRelayed;
-          return;
-        case State::kRelayed:
-          responder_.Finish(response_, relayed_status_, this);
-          state_ = State::kReplied;
-          return;
-        case State::kReplied:
+    void Proceed(bool ok) override {
+      if (state_ == State::kRequested) {
+        if (!ok) {  // Shutting down.
           delete this;
           return;
+        }
+        new Call(relay_);  // Ask for the next call.
+        const int fan_out = request_.fan_out();
+        if (fan_out < 0 || fan_out >= static_cast<int>(relay_->targets_.size())) {
+          Reply(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "fan_out out of range"));
+          return;
+        }
+        state_ = State::kFannedOut;
+        waiting_ = fan_out;
+        for (int i = 1; i <= fan_out; ++i) {
+          outgoing_.push_back(
+              std::make_unique<Outgoing>(this, relay_->targets_[i].get(), relay_->cq_.get()));
+        }
+        if (fan_out == 0) PingFirst();
+        return;
       }
+      delete this;  // The reply was sent.
+    }
+
+    // An Outgoing Ping returned.
+    void Returned(const grpc::Status& status) {
+      if (!status.ok()) {
+        failed_ = status;
+      }
+      if (state_ == State::kFannedOut) {
+        if (--waiting_ > 0) return;
+        if (!failed_.ok()) {
+          Reply(failed_);
+          return;
+        }
+        PingFirst();
+        return;
+      }
+      Reply(failed_);  // The first target's Ping.
     }
 
    private:
-    enum class State { kRequested, kRelayed, kReplied };
+    enum class State { kRequested, kFannedOut, kRelayed, kReplied };
+
+    void PingFirst() {
+      state_ = State::kRelayed;
+      outgoing_.push_back(
+          std::make_unique<Outgoing>(this, relay_->targets_[0].get(), relay_->cq_.get()));
+    }
+    void Reply(const grpc::Status& status) {
+      state_ = State::kReplied;
+      responder_.Finish(PingResponse(), status, this);
+    }
+
     Relay* const relay_;
     State state_ = State::kRequested;
     grpc::ServerContext server_context_;
     grpc::ServerAsyncResponseWriter<PingResponse> responder_;
-    grpc::ClientContext client_context_;
-    // The relayed call to the target and how it ended.
-    std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> relayed_;
     PingRequest request_;
-    PingResponse response_;
-    grpc::Status relayed_status_;
+    int waiting_ = 0;  // Fan-out Pings not yet returned.
+    grpc::Status failed_;
+    std::vector<std::unique_ptr<Outgoing>> outgoing_;
   };
 
   void Accept() { new Call(this); }
 
   BenchPing::AsyncService service_;
-  RawClient target_;  // Of the raw server relayed to.
+  std::vector<std::unique_ptr<RawClient>> targets_;  // Of the raw servers relayed to.
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
 
-int RelayMain(const char* port_file, const char* target_port) {
-  int port = 0;
-  CHECK(absl::SimpleAtoi(target_port, &port)) << "bad relay target port: " << target_port;
-  Relay relay(port);
+// `target_ports`: the targets' ports, comma-separated.
+int RelayMain(const char* port_file, const char* target_ports) {
+  std::vector<int> ports;
+  for (absl::string_view text : absl::StrSplit(target_ports, ',')) {
+    int port = 0;
+    CHECK(absl::SimpleAtoi(text, &port)) << "bad relay target port: " << text;
+    ports.push_back(port);
+  }
+  Relay relay(ports);
   const absl::Status written = WritePortFile(port_file, {relay.port()});
   CHECK(written.ok()) << written;
   relay.Run();
@@ -427,7 +489,8 @@ bool IsRawServer(int argc, char** argv) {
 
 int RawServerMain(int argc, char** argv) {
   CHECK(IsRawServer(argc, argv)) << "usage: " << argv[0] << " " << kRawServerFlag << " "
-                                 << kPortFileFlag << "<path> [" << kRelayToFlag << "<port>]";
+                                 << kPortFileFlag << "<path> [" << kRelayToFlag
+                                 << "<port>[,<port>...]]";
   if (argc == 4) {
     return RelayMain(argv[2] + std::strlen(kPortFileFlag), argv[3] + std::strlen(kRelayToFlag));
   }
@@ -466,9 +529,10 @@ std::unique_ptr<grpc::ClientAsyncResponseReader<PingResponse>> RawClient::StartP
   return stub_->AsyncPing(context, request, cq);
 }
 
-void RawClient::Ping() {
+void RawClient::Ping(int fan_out) {
   grpc::ClientContext context;
   PingRequest request;
+  request.set_fan_out(fan_out);
   PingResponse response;
   const grpc::Status s = stub_->Ping(&context, request, &response);
   CHECK(s.ok()) << s.error_message();
@@ -597,10 +661,16 @@ std::unique_ptr<RawClient> RawServer::NewClient(RawChannelOptions options) const
       options);
 }
 
-RawRelay::RawRelay(const char* argv0, const RawServer& target) {
+RawRelay::RawRelay(const char* argv0, const RawServer& target) : RawRelay(argv0, {&target}) {}
+
+RawRelay::RawRelay(const char* argv0, const std::vector<const RawServer*>& targets) {
+  CHECK(!targets.empty()) << "a relay needs a target";
+  std::string flag = kRelayToFlag;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    absl::StrAppend(&flag, i == 0 ? "" : ",", targets[i]->grpc_port());
+  }
   std::vector<int> ports;
-  process_ = StartRawChild(argv0, "raw_relay", {absl::StrCat(kRelayToFlag, target.grpc_port())}, 1,
-                           &ports);
+  process_ = StartRawChild(argv0, "raw_relay", {flag}, 1, &ports);
   client_ = std::make_unique<RawClient>(ports[0], 0, std::string(), RawChannelOptions());
 }
 

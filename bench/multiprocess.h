@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bench/ping.grpc.pb.h"
 #include "core/io/unix_socket.h"
@@ -69,8 +70,9 @@ class RawClient {
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
 
-  // One empty unary round trip.
-  void Ping();
+  // One empty unary round trip. To a relay (RawRelay), `fan_out` asks it to ping that
+  // many of its targets after the first in parallel before it pings the first.
+  void Ping(int fan_out = 0);
   // One empty round trip on a stream kept open.
   void PingOnStream();
   // The same round trip started on `cq`, for a caller that polls it (the relay).
@@ -160,16 +162,24 @@ class RawServer {
 // does (core/rpc/completion_queue_loop.h): four one-way hops and two processes' work
 // per call, against a ping's two and one. Raw gRPC, empty messages, none of Overseer's
 // code in the relay. CHECK-fails when it cannot start.
+//
+// Given several targets, it is also the raw baseline of a step fanned out to tasks, as
+// a step of several partitions is by the master (master/step_runner.h): Ping(n) pings
+// targets 1..n in parallel, and when all have returned pings target 0 (as the master
+// runs forwarding producers first and then their consumer), then replies.
 class RawRelay {
  public:
   // Relays to `target` (which must outlive the relay).
   RawRelay(const char* argv0, const RawServer& target);
+  // Relays to `targets` (at least one; they must outlive the relay).
+  RawRelay(const char* argv0, const std::vector<const RawServer*>& targets);
   ~RawRelay();
   RawRelay(const RawRelay&) = delete;
   RawRelay& operator=(const RawRelay&) = delete;
 
-  // One relayed empty round trip: this process -> relay -> target and back.
-  void Ping() { client_->Ping(); }
+  // One relayed empty round trip: this process -> relay -> target and back; with
+  // `fan_out`, through targets 1..fan_out first (fewer than the targets).
+  void Ping(int fan_out = 0) { client_->Ping(fan_out); }
   pid_t pid() const { return process_->pid(); }
 
  private:

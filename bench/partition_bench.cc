@@ -13,6 +13,16 @@
 //     /proc/PID/stat (clock ticks of 10 ms; a window's thousands of steps make that a
 //     few microseconds per step). Goal (issue 23): at most 100 us.
 //   grpc_session.extra_partition_us: the same difference in wall time per step.
+//   grpc.fanout_extra_target_cpu_us: the same difference for raw gRPC, against the raw
+//     round trip: this process pings a relay process (bench::RawRelay: raw gRPC, empty
+//     messages, one completion queue polled by one thread, as the master's), which pings
+//     one raw server ("one"), or three in parallel and then a fourth ("wide", the
+//     master's order for forwarding producers and their consumer), each a process of its
+//     own; CPU of all six processes. What one RPC per partition costs with as many
+//     processes taking turns on the cores as the cluster has.
+//   grpc_session.extra_partition_cpu_us_vs_raw_fanout: extra_partition_cpu_us against
+//     that raw figure in the same rounds: how many raw fanned-out RPCs an extra
+//     partition costs.
 //   grpc.stream_round_trip_cpu_us: the CPU (both processes) of one empty round trip as
 //     two messages on a raw gRPC stream kept open, against the raw unary round trip: what a
 //     design that sends each step's RunGraph on a stream per task could save per call.
@@ -119,6 +129,20 @@ GraphDef Graph(int tasks) {
 int Run(const char* argv0) {
   bench::UseRunfilesOf(argv0);
   bench::RawServer raw(argv0);
+  // The raw fan-out's targets: `raw` as task 0, and one more raw server per other task.
+  std::vector<std::unique_ptr<bench::RawServer>> more_raw;
+  std::vector<const bench::RawServer*> targets = {&raw};
+  for (int k = 1; k < kWorkers; ++k) {
+    more_raw.push_back(std::make_unique<bench::RawServer>(argv0));
+    targets.push_back(more_raw.back().get());
+  }
+  bench::RawRelay relay(argv0, targets);
+  std::vector<pid_t> fanout_pids = {::getpid(), relay.pid()};
+  std::vector<std::string> fanout_names = {"client", "relay"};
+  for (int k = 0; k < kWorkers; ++k) {
+    fanout_pids.push_back(targets[k]->pid());
+    fanout_names.push_back(absl::StrCat("server:", k));
+  }
 
   test::LocalClusterOptions options;
   options.num_ps = 0;
@@ -170,6 +194,17 @@ int Run(const char* argv0) {
   });
   const int on_stream = rounds.Add(
       "on_stream", [&] { return 1e6 * Measure(raw_pids, [&] { raw.PingOnStream(); }).cpu; });
+  std::vector<std::vector<double>> raw_one_cpu_of, raw_wide_cpu_of;
+  const int raw_one = rounds.Add("raw one", [&] {
+    const PerCall m = Measure(fanout_pids, [&] { relay.Ping(0); });
+    raw_one_cpu_of.push_back(m.cpu_of);
+    return 1e6 * m.cpu;
+  });
+  const int raw_wide = rounds.Add("raw wide", [&] {
+    const PerCall m = Measure(fanout_pids, [&] { relay.Ping(kWorkers - 1); });
+    raw_wide_cpu_of.push_back(m.cpu_of);
+    return 1e6 * m.cpu;
+  });
   const int one_cpu = rounds.Add("one", [&] {
     const PerCall m = Measure(pids, [&] { step(one); });
     one_wall.push_back(1e6 * m.wall);
@@ -194,21 +229,35 @@ int Run(const char* argv0) {
   drop_warmup(one_cpu_of);
   drop_warmup(wide_cpu_of);
   drop_warmup(ping_cpu_of);
-  bench::Progress(absl::StrCat("CPU per step by process, us (median of rounds): graph one: ",
-                               CpuByProcess(names, one_cpu_of),
-                               "; graph wide: ", CpuByProcess(names, wide_cpu_of),
-                               "; raw ping: ", CpuByProcess({"client", "server"}, ping_cpu_of)));
-  std::vector<double> extra_cpu, extra_wall;
-  for (size_t i = 0; i < rounds.samples(one_cpu).size(); ++i) {
-    extra_cpu.push_back((rounds.samples(wide_cpu)[i] - rounds.samples(one_cpu)[i]) /
-                        (kWorkers - 1));
-  }
+  drop_warmup(raw_one_cpu_of);
+  drop_warmup(raw_wide_cpu_of);
+  bench::Progress(absl::StrCat(
+      "CPU per step by process, us (median of rounds): graph one: ",
+      CpuByProcess(names, one_cpu_of), "; graph wide: ", CpuByProcess(names, wide_cpu_of),
+      "; raw ping: ", CpuByProcess({"client", "server"}, ping_cpu_of),
+      "; raw fan-out one: ", CpuByProcess(fanout_names, raw_one_cpu_of),
+      "; raw fan-out wide: ", CpuByProcess(fanout_names, raw_wide_cpu_of)));
+  // (wide - one) / (kWorkers - 1), round by round.
+  auto per_extra_task = [&](int wide_index, int one_index) {
+    std::vector<double> extra;
+    for (size_t i = 0; i < rounds.samples(one_index).size(); ++i) {
+      extra.push_back((rounds.samples(wide_index)[i] - rounds.samples(one_index)[i]) /
+                      (kWorkers - 1));
+    }
+    return extra;
+  };
+  const std::vector<double> extra_cpu = per_extra_task(wide_cpu, one_cpu);
+  const std::vector<double> raw_extra_cpu = per_extra_task(raw_wide, raw_one);
+  std::vector<double> extra_wall;
   for (size_t i = 0; i < one_wall.size(); ++i) {
     extra_wall.push_back((wide_wall[i] - one_wall[i]) / (kWorkers - 1));
   }
   bench::PrintFigure("grpc.stream_round_trip_cpu_us", "us", rounds.samples(on_stream),
                      rounds.samples(ping));
   bench::PrintFigure("grpc_session.extra_partition_cpu_us", "us", extra_cpu, rounds.samples(ping));
+  bench::PrintFigure("grpc.fanout_extra_target_cpu_us", "us", raw_extra_cpu, rounds.samples(ping));
+  bench::PrintFigure("grpc_session.extra_partition_cpu_us_vs_raw_fanout", "us", extra_cpu,
+                     raw_extra_cpu);
   bench::PrintFigureWithoutBaseline(
       "grpc_session.extra_partition_us", "us", extra_wall,
       "wall time per step that each task beyond the first adds (graph of 4 tasks against 1)");
