@@ -21,6 +21,7 @@
 #include "core/node_def_util.h"
 #include "core/op_kernel.h"
 #include "core/process_settings.h"
+#include "core/tensor_eigen.h"
 #include "proto/graph.pb.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 

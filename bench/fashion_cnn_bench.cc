@@ -21,6 +21,7 @@
 #include "core/op_kernel.h"
 #include "core/process_settings.h"
 #include "core/resource_mgr.h"
+#include "core/tensor_eigen.h"
 #include "examples/classifier.h"
 #include "examples/mnist_data.h"
 #include "unsupported/Eigen/CXX11/Tensor"

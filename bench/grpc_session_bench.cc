@@ -50,7 +50,7 @@
 #include "core/logging.h"
 #include "core/node_def_util.h"
 #include "core/process_settings.h"
-#include "core/tensor.h"
+#include "core/tensor_eigen.h"
 #include "proto/graph.pb.h"
 #include "testing/local_cluster.h"
 

@@ -4,6 +4,7 @@
 #include "core/op_kernel.h"
 #include "core/resource_mgr.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "gtest/gtest.h"
 
 namespace overseer {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 namespace {

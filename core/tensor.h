@@ -1,6 +1,8 @@
 #ifndef OVERSEER_CORE_TENSOR_H_
 #define OVERSEER_CORE_TENSOR_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -11,9 +13,29 @@
 #include "core/tensor_shape.h"
 #include "core/types.h"
 #include "proto/tensor.pb.h"
-#include "unsupported/Eigen/CXX11/Tensor"
+
+// Eigen's Tensor module takes 2.5 s to parse, in every file that includes it; most files
+// that include this one use no Eigen view. So the views' types are only declared here,
+// as Eigen itself declares them (unsupported/Eigen/CXX11/src/Tensor/
+// TensorForwardDeclarations.h), and a file that calls flat(), vec(), matrix(), tensor()
+// or flat_inner_dims() includes core/tensor_eigen.h, which brings Eigen and checks that
+// these declarations name Eigen's own types.
+namespace Eigen {
+template <typename T>
+struct MakePointer;
+template <typename Scalar_, int NumIndices_, int Options_, typename IndexType>
+class Tensor;
+template <typename PlainObjectType, int Options_, template <class> class MakePointer_>
+class TensorMap;
+}  // namespace Eigen
 
 namespace overseer {
+
+// Eigen's values of Eigen::RowMajor and Eigen::Aligned, and its Eigen::DenseIndex
+// (checked in core/tensor_eigen.h).
+inline constexpr int kEigenRowMajor = 1;
+inline constexpr int kEigenAligned = 16;
+using EigenIndex = std::ptrdiff_t;
 
 // A reference-counted, 64-byte aligned block of elements of one dtype. Strings are
 // constructed in place and destroyed with the buffer. Thread-safe to share; the
@@ -82,17 +104,16 @@ size_t DefaultTensorBufferCacheBytes();
 
 // An n-dimensional array of one dtype, row-major. Copying a Tensor is cheap and shares
 // the buffer (like TensorFlow's); DeepCopy makes an independent one. Accessors view the
-// elements through Eigen. Concurrent reads are safe; writes need external
-// synchronisation (variables lock around them).
+// elements through Eigen (core/tensor_eigen.h). Concurrent reads are safe; writes need
+// external synchronisation (variables lock around them).
 class Tensor {
  public:
   template <typename T, int N>
-  using EigenTensor =
-      Eigen::TensorMap<Eigen::Tensor<T, N, Eigen::RowMajor, Eigen::DenseIndex>, Eigen::Aligned>;
+  using EigenTensor = Eigen::TensorMap<Eigen::Tensor<T, N, kEigenRowMajor, EigenIndex>,
+                                       kEigenAligned, Eigen::MakePointer>;
   template <typename T, int N>
-  using ConstEigenTensor =
-      Eigen::TensorMap<Eigen::Tensor<const T, N, Eigen::RowMajor, Eigen::DenseIndex>,
-                       Eigen::Aligned>;
+  using ConstEigenTensor = Eigen::TensorMap<Eigen::Tensor<const T, N, kEigenRowMajor, EigenIndex>,
+                                            kEigenAligned, Eigen::MakePointer>;
 
   Tensor() = default;  // DT_INVALID, no buffer: !IsInitialized().
   // Allocates zero-filled (or empty strings). Precondition: IsSupportedDataType(dtype).
@@ -172,7 +193,7 @@ class Tensor {
   template <typename T, int N>
   EigenTensor<T, N> tensor() const {
     CHECK(dims() <= N) << "tensor<" << N << ">() of shape " << shape_.DebugString();
-    Eigen::array<Eigen::DenseIndex, N> d;
+    std::array<EigenIndex, N> d;  // Eigen::array is std::array.
     for (int i = 0; i < N; ++i) d[i] = 1;
     for (int i = 0; i < dims(); ++i) d[N - dims() + i] = shape_.dim_size(i);
     return EigenTensor<T, N>(data<T>(), d);

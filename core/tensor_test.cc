@@ -1,5 +1,3 @@
-#include "core/tensor.h"
-
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "core/tensor_eigen.h"
 #include "gtest/gtest.h"
 #include "proto/tensor.pb.h"
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/tensor_eigen.h"
 #include "gtest/gtest.h"
 
 namespace overseer {

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "core/cluster/cluster_spec.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "gtest/gtest.h"
 #include "master/cluster_worker_cache.h"
 #include "master/master.h"

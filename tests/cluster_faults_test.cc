@@ -17,6 +17,7 @@
 #include "client/graph/scope.h"
 #include "client/session/grpc_session.h"
 #include "client/session/session.h"
+#include "core/tensor_eigen.h"
 #include "gtest/gtest.h"
 #include "master/rpc/grpc_master.h"
 #include "testing/local_cluster.h"

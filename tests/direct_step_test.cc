@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/node_def_util.h"
 #include "core/rpc/testing/http_get.h"
+#include "core/tensor_eigen.h"
 #include "gtest/gtest.h"
 #include "master/placement_test_util.h"
 #include "master/rpc/grpc_master.h"

@@ -33,6 +33,7 @@
 #include "client/session/client_session.h"
 #include "client/training/supervisor.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "examples/classifier.h"
 #include "examples/mnist_data.h"
 

@@ -11,6 +11,7 @@
 #include "client/graph/ops_math.h"
 #include "core/node_def_util.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 namespace {

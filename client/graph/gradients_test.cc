@@ -8,6 +8,7 @@
 
 #include "client/graph/ops.h"
 #include "client/session/gradients_checker.h"
+#include "core/tensor_eigen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -4,6 +4,7 @@
 #include "client/graph/ops.h"
 #include "client/graph/scope.h"
 #include "core/node_def_util.h"
+#include "core/tensor_eigen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

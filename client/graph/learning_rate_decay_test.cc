@@ -9,6 +9,7 @@
 #include "client/graph/variables.h"
 #include "client/session/client_session.h"
 #include "core/resource_mgr.h"
+#include "core/tensor_eigen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

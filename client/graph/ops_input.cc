@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/graph/graph_builder.h"
 #include "client/graph/scope.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 

@@ -7,6 +7,7 @@
 #include "client/graph/ops_array.h"
 #include "client/session/client_session.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 

@@ -7,6 +7,7 @@
 
 #include "client/graph/ops.h"
 #include "core/resource_mgr.h"
+#include "core/tensor_eigen.h"
 #include "gtest/gtest.h"
 
 namespace overseer {

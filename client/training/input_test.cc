@@ -9,6 +9,7 @@
 #include "client/training/coordinator.h"
 #include "client/training/queue_runner.h"
 #include "core/resource_mgr.h"
+#include "core/tensor_eigen.h"
 #include "gtest/gtest.h"
 
 namespace overseer {

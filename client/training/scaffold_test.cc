@@ -10,6 +10,7 @@
 #include "client/graph/variables.h"
 #include "client/summary/summary_ops.h"
 #include "core/resource_mgr.h"
+#include "core/tensor_eigen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -9,6 +9,7 @@
 #include "core/cluster/device_name.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 namespace {

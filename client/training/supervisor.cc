@@ -14,6 +14,7 @@
 #include "client/training/queue_runner.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 namespace {

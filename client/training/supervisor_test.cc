@@ -14,6 +14,7 @@
 #include "core/io/file_system.h"
 #include "core/resource_mgr.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"

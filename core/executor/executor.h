@@ -34,7 +34,7 @@
 #include "core/executor/thread_pool.h"
 #include "core/graph/prune.h"
 #include "core/resource_mgr.h"
-#include "core/tensor.h"
+#include "core/tensor_eigen.h"
 #include "proto/config.pb.h"
 
 namespace overseer {

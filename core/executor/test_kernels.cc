@@ -11,6 +11,7 @@
 #include "core/op_kernel.h"
 #include "core/shape_inference.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 namespace testing_kernels {

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/status_macros.h"
-#include "core/tensor.h"
+#include "core/tensor_eigen.h"
 #include "core/tensor_shape.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 

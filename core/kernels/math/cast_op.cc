@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "core/kernels/math/cwise_binary.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 namespace {

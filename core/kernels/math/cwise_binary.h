@@ -16,6 +16,7 @@
 #include "core/kernels/math/broadcast.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {

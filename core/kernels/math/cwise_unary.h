@@ -8,6 +8,7 @@
 #include "core/kernels/array/kernel_util.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {

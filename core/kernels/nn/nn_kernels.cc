@@ -13,6 +13,7 @@
 #include "core/kernels/math/cwise_unary.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace overseer {

@@ -8,6 +8,7 @@
 #include "core/kernels/summary/histogram.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 #include "proto/summary.pb.h"
 
 namespace overseer {

@@ -17,6 +17,7 @@
 #include "core/kernels/state/var_util.h"
 #include "core/op_kernel.h"
 #include "core/status_macros.h"
+#include "core/tensor_eigen.h"
 
 namespace overseer {
 namespace {
