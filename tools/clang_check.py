@@ -134,9 +134,8 @@ def main():
         print("clang_check.py: no compile actions found", file=sys.stderr)
         return 2
     cached = set(s for s in commands if cache is not None and cache.clean(commands[s]))
-    depdir = tempfile.mkdtemp(prefix="clang_check.")
 
-    def check(source):
+    def check(source, depdir):
         command = commands[source]
         depfile = os.path.join(depdir, hashlib.sha256(source.encode()).hexdigest() + ".d")
         if cache is not None:
@@ -146,21 +145,16 @@ def main():
 
     failed = []
     workers = os.cpu_count() or 1
-    try:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            for source, code, stderr, depfile in pool.map(
-                check, sorted(s for s in commands if s not in cached)
-            ):
-                if stderr:
-                    sys.stdout.write(stderr)
-                if code != 0:
-                    failed.append(source)
-                elif not stderr and cache is not None:
-                    cache.record(commands[source], depfile)
-    finally:
-        for name in os.listdir(depdir):
-            os.remove(os.path.join(depdir, name))
-        os.rmdir(depdir)
+    with tempfile.TemporaryDirectory(prefix="clang_check.") as depdir, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        to_check = sorted(s for s in commands if s not in cached)
+        for source, code, stderr, depfile in pool.map(lambda s: check(s, depdir), to_check):
+            if stderr:
+                sys.stdout.write(stderr)
+            if code != 0:
+                failed.append(source)
+            elif not stderr and cache is not None:
+                cache.record(commands[source], depfile)
     print(
         f"clang -Wthread-safety: {len(commands)} files checked "
         f"({len(cached)} unchanged since a clean check), {len(failed)} with errors"
