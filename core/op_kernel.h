@@ -27,7 +27,7 @@
 #include "core/node_def_util.h"
 #include "core/op_registry.h"
 #include "core/resource_mgr.h"
-#include "core/tensor_eigen.h"
+#include "core/tensor.h"
 #include "proto/node_def.pb.h"
 
 namespace Eigen {

@@ -34,8 +34,12 @@
 #include "core/executor/thread_pool.h"
 #include "core/graph/prune.h"
 #include "core/resource_mgr.h"
-#include "core/tensor_eigen.h"
+#include "core/tensor.h"
 #include "proto/config.pb.h"
+
+namespace Eigen {
+struct ThreadPoolDevice;
+}  // namespace Eigen
 
 namespace overseer {
 
