@@ -187,6 +187,20 @@ int ListenTcp(int* port) {
   return fd;
 }
 
+// A connection to the loopback TCP port `port`, with TCP_NODELAY.
+UniqueFd ConnectTcp(int port) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  CHECK(fd.valid()) << "socket: " << std::strerror(errno);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  CHECK(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0)
+      << "connect to port " << port << ": " << std::strerror(errno);
+  SetNoDelay(fd.get());
+  return fd;
+}
+
 // The Unix stream socket of the raw server in process `pid`.
 std::string UnixStreamAddress(pid_t pid) { return absl::StrCat("@overseer-bench-raw-", pid); }
 
@@ -428,16 +442,83 @@ class Relay {
   int port_ = 0;
 };
 
-// `target_ports`: the targets' ports, comma-separated.
-int RelayMain(const char* port_file, const char* target_ports) {
-  std::vector<int> ports;
-  for (absl::string_view text : absl::StrSplit(target_ports, ',')) {
-    int port = 0;
-    CHECK(absl::SimpleAtoi(text, &port)) << "bad relay target port: " << text;
+// The relay's raw TCP twin: the same fan-out as Relay's, as fixed-size messages on
+// loopback TCP connections kept open (TCP_NODELAY) to the targets' TCP stream servers,
+// with no RPC framework: what the fan-out's one-way hops cost in the kernel and in
+// wake-ups alone. A client writes fan_out (an int64) and reads it back once targets
+// 1..fan_out, and then target 0, each sent kTcpPingBytes back to a 16-byte request.
+// One thread, blocking calls: the fan-out's requests go out together, then its replies
+// are read, as Relay's single thread does.
+class TcpRelay {
+ public:
+  explicit TcpRelay(const std::vector<int>& target_ports) : target_ports_(target_ports) {
+    listen_fd_ = UniqueFd(ListenTcp(&port_));
+    thread_ = std::thread([this] { Serve(); });
+  }
+  // The relay lives until the process is killed.
+  ~TcpRelay() { thread_.detach(); }
+
+  int port() const { return port_; }
+
+  // The size of each target's reply.
+  static constexpr int64_t kTcpPingBytes = 16;
+
+ private:
+  // Serves one client connection at a time.
+  void Serve() {
+    for (;;) {
+      UniqueFd client(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!client.valid()) {
+        CHECK(errno == EINTR || errno == ECONNABORTED) << "accept: " << std::strerror(errno);
+        continue;
+      }
+      SetNoDelay(client.get());
+      std::vector<UniqueFd> targets;
+      for (int port : target_ports_) targets.push_back(ConnectTcp(port));
+      int64_t fan_out = 0;
+      while (ReadFully(client.get(), reinterpret_cast<char*>(&fan_out), sizeof(fan_out))) {
+        if (fan_out < 0 || fan_out >= static_cast<int64_t>(targets.size())) break;
+        for (int64_t i = 1; i <= fan_out; ++i) Send(targets[i].get());
+        for (int64_t i = 1; i <= fan_out; ++i) Receive(targets[i].get());
+        Send(targets[0].get());
+        Receive(targets[0].get());
+        if (!WriteFully(client.get(), reinterpret_cast<const char*>(&fan_out), sizeof(fan_out))) {
+          break;
+        }
+      }
+    }
+  }
+  static void Send(int target) {
+    const int64_t request[2] = {kTcpPingBytes, kTcpPingBytes};
+    CHECK(WriteFully(target, reinterpret_cast<const char*>(request), sizeof(request)))
+        << "a raw TCP target closed";
+  }
+  static void Receive(int target) {
+    char reply[kTcpPingBytes];
+    CHECK(ReadFully(target, reply, sizeof(reply))) << "a raw TCP target closed";
+  }
+
+  const std::vector<int> target_ports_;
+  UniqueFd listen_fd_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// `targets`: each target's gRPC and TCP ports, "grpc/tcp", comma-separated.
+int RelayMain(const char* port_file, const char* targets) {
+  std::vector<int> ports, tcp_ports;
+  for (absl::string_view text : absl::StrSplit(targets, ',')) {
+    const std::vector<absl::string_view> pair = absl::StrSplit(text, '/');
+    int port = 0, tcp_port = 0;
+    CHECK(pair.size() == 2 && absl::SimpleAtoi(pair[0], &port) &&
+          absl::SimpleAtoi(pair[1], &tcp_port))
+        << "bad relay target: " << text;
     ports.push_back(port);
+    tcp_ports.push_back(tcp_port);
   }
   Relay relay(ports);
-  const absl::Status written = WritePortFile(port_file, {relay.port()});
+  TcpRelay tcp_relay(tcp_ports);
+  const absl::Status written = WritePortFile(port_file, {relay.port(), tcp_relay.port()});
   CHECK(written.ok()) << written;
   relay.Run();
   return 0;
@@ -490,7 +571,7 @@ bool IsRawServer(int argc, char** argv) {
 int RawServerMain(int argc, char** argv) {
   CHECK(IsRawServer(argc, argv)) << "usage: " << argv[0] << " " << kRawServerFlag << " "
                                  << kPortFileFlag << "<path> [" << kRelayToFlag
-                                 << "<port>[,<port>...]]";
+                                 << "<grpc port>/<tcp port>[,...]]";
   if (argc == 4) {
     return RelayMain(argv[2] + std::strlen(kPortFileFlag), argv[3] + std::strlen(kRelayToFlag));
   }
@@ -667,11 +748,21 @@ RawRelay::RawRelay(const char* argv0, const std::vector<const RawServer*>& targe
   CHECK(!targets.empty()) << "a relay needs a target";
   std::string flag = kRelayToFlag;
   for (size_t i = 0; i < targets.size(); ++i) {
-    absl::StrAppend(&flag, i == 0 ? "" : ",", targets[i]->grpc_port());
+    absl::StrAppend(&flag, i == 0 ? "" : ",", targets[i]->grpc_port(), "/", targets[i]->tcp_port());
   }
   std::vector<int> ports;
-  process_ = StartRawChild(argv0, "raw_relay", {flag}, 1, &ports);
+  process_ = StartRawChild(argv0, "raw_relay", {flag}, 2, &ports);
   client_ = std::make_unique<RawClient>(ports[0], 0, std::string(), RawChannelOptions());
+  tcp_port_ = ports[1];
+}
+
+void RawRelay::PingTcp(int fan_out) {
+  if (!tcp_.valid()) tcp_ = ConnectTcp(tcp_port_);
+  int64_t message = fan_out;
+  CHECK(WriteFully(tcp_.get(), reinterpret_cast<const char*>(&message), sizeof(message)));
+  CHECK(ReadFully(tcp_.get(), reinterpret_cast<char*>(&message), sizeof(message)) &&
+        message == fan_out)
+      << "the raw TCP relay closed (fan_out out of range?)";
 }
 
 RawRelay::~RawRelay() {
@@ -680,17 +771,7 @@ RawRelay::~RawRelay() {
 }
 
 void RawClient::TcpTransfer(int64_t total_bytes, int64_t chunk_bytes, char* dest) {
-  if (tcp_fd_ < 0) {
-    tcp_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK(tcp_fd_ >= 0) << "socket: " << std::strerror(errno);
-    sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(tcp_port_));
-    CHECK(::connect(tcp_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0)
-        << "connect: " << std::strerror(errno);
-    SetNoDelay(tcp_fd_);
-  }
+  if (tcp_fd_ < 0) tcp_fd_ = ConnectTcp(tcp_port_).release();
   const int64_t request[2] = {total_bytes, chunk_bytes};
   CHECK(WriteFully(tcp_fd_, reinterpret_cast<const char*>(request), sizeof(request)));
   CHECK(ReadFully(tcp_fd_, dest, static_cast<size_t>(total_bytes))) << "the TCP stream ended early";

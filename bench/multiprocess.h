@@ -124,6 +124,8 @@ class RawServer {
 
   // The port of its gRPC server (BenchPing) on 127.0.0.1.
   int grpc_port() const { return grpc_port_; }
+  // The port of its TCP stream server on 127.0.0.1.
+  int tcp_port() const { return tcp_port_; }
   // The server's process (this one for InProcess).
   pid_t pid() const { return process_ != nullptr ? process_->pid() : ::getpid(); }
 
@@ -180,11 +182,18 @@ class RawRelay {
   // One relayed empty round trip: this process -> relay -> target and back; with
   // `fan_out`, through targets 1..fan_out first (fewer than the targets).
   void Ping(int fan_out = 0) { client_->Ping(fan_out); }
+  // The same relayed round trip and fan-out with no RPC framework: fixed-size messages
+  // on loopback TCP connections kept open (TCP_NODELAY) from this process to the relay
+  // and from the relay to each target's TCP stream server, served by one thread of the
+  // relay with blocking calls. What the hops cost in the kernel and in wake-ups alone.
+  void PingTcp(int fan_out = 0);
   pid_t pid() const { return process_->pid(); }
 
  private:
   std::unique_ptr<ChildProcess> process_;
   std::unique_ptr<RawClient> client_;
+  int tcp_port_ = 0;
+  UniqueFd tcp_;  // To the relay's TCP twin, opened by the first PingTcp.
 };
 
 }  // namespace bench

@@ -23,6 +23,13 @@
 //   grpc_session.extra_partition_cpu_us_vs_raw_fanout: extra_partition_cpu_us against
 //     that raw figure in the same rounds: how many raw fanned-out RPCs an extra
 //     partition costs.
+//   tcp.fanout_extra_target_cpu_us: the same fan-out with no RPC framework, against the
+//     raw gRPC fan-out's figure in the same rounds: the relay's raw TCP twin
+//     (bench::RawRelay::PingTcp: fixed-size messages on loopback TCP connections kept
+//     open, blocking calls on one thread) and each raw server's TCP stream server, the
+//     same six processes. What an extra target costs in the kernel's loopback TCP and the
+//     wake-ups of six processes on the cores alone: the floor under any transport between
+//     processes on this host, and what gRPC adds above it.
 //   grpc.stream_round_trip_cpu_us: the CPU (both processes) of one empty round trip as
 //     two messages on a raw gRPC stream kept open, against the raw unary round trip: what a
 //     design that sends each step's RunGraph on a stream per task could save per call.
@@ -205,6 +212,17 @@ int Run(const char* argv0) {
     raw_wide_cpu_of.push_back(m.cpu_of);
     return 1e6 * m.cpu;
   });
+  std::vector<std::vector<double>> tcp_one_cpu_of, tcp_wide_cpu_of;
+  const int tcp_one = rounds.Add("tcp one", [&] {
+    const PerCall m = Measure(fanout_pids, [&] { relay.PingTcp(0); });
+    tcp_one_cpu_of.push_back(m.cpu_of);
+    return 1e6 * m.cpu;
+  });
+  const int tcp_wide = rounds.Add("tcp wide", [&] {
+    const PerCall m = Measure(fanout_pids, [&] { relay.PingTcp(kWorkers - 1); });
+    tcp_wide_cpu_of.push_back(m.cpu_of);
+    return 1e6 * m.cpu;
+  });
   const int one_cpu = rounds.Add("one", [&] {
     const PerCall m = Measure(pids, [&] { step(one); });
     one_wall.push_back(1e6 * m.wall);
@@ -231,12 +249,16 @@ int Run(const char* argv0) {
   drop_warmup(ping_cpu_of);
   drop_warmup(raw_one_cpu_of);
   drop_warmup(raw_wide_cpu_of);
+  drop_warmup(tcp_one_cpu_of);
+  drop_warmup(tcp_wide_cpu_of);
   bench::Progress(absl::StrCat(
       "CPU per step by process, us (median of rounds): graph one: ",
       CpuByProcess(names, one_cpu_of), "; graph wide: ", CpuByProcess(names, wide_cpu_of),
       "; raw ping: ", CpuByProcess({"client", "server"}, ping_cpu_of),
       "; raw fan-out one: ", CpuByProcess(fanout_names, raw_one_cpu_of),
-      "; raw fan-out wide: ", CpuByProcess(fanout_names, raw_wide_cpu_of)));
+      "; raw fan-out wide: ", CpuByProcess(fanout_names, raw_wide_cpu_of),
+      "; TCP fan-out one: ", CpuByProcess(fanout_names, tcp_one_cpu_of),
+      "; TCP fan-out wide: ", CpuByProcess(fanout_names, tcp_wide_cpu_of)));
   // (wide - one) / (kWorkers - 1), round by round.
   auto per_extra_task = [&](int wide_index, int one_index) {
     std::vector<double> extra;
@@ -248,6 +270,7 @@ int Run(const char* argv0) {
   };
   const std::vector<double> extra_cpu = per_extra_task(wide_cpu, one_cpu);
   const std::vector<double> raw_extra_cpu = per_extra_task(raw_wide, raw_one);
+  const std::vector<double> tcp_extra_cpu = per_extra_task(tcp_wide, tcp_one);
   std::vector<double> extra_wall;
   for (size_t i = 0; i < one_wall.size(); ++i) {
     extra_wall.push_back((wide_wall[i] - one_wall[i]) / (kWorkers - 1));
@@ -258,6 +281,7 @@ int Run(const char* argv0) {
   bench::PrintFigure("grpc.fanout_extra_target_cpu_us", "us", raw_extra_cpu, rounds.samples(ping));
   bench::PrintFigure("grpc_session.extra_partition_cpu_us_vs_raw_fanout", "us", extra_cpu,
                      raw_extra_cpu);
+  bench::PrintFigure("tcp.fanout_extra_target_cpu_us", "us", tcp_extra_cpu, raw_extra_cpu);
   bench::PrintFigureWithoutBaseline(
       "grpc_session.extra_partition_us", "us", extra_wall,
       "wall time per step that each task beyond the first adds (graph of 4 tasks against 1)");
