@@ -286,8 +286,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     } else if (header.kind < kCall || header.kind > kPong || header.zero != 0) {
       wrong = absl::StrCat("kind ", header.kind, ".", header.zero);
     } else if (header.length > max_body_bytes_) {
-      wrong = absl::StrCat("a body of ", header.length, " bytes, over the limit of ",
-                           max_body_bytes_);
+      wrong =
+          absl::StrCat("a body of ", header.length, " bytes, over the limit of ", max_body_bytes_);
     }
     if (wrong.empty()) return absl::OkStatus();
     return absl::UnavailableError(
@@ -377,8 +377,8 @@ class ServerConnection final : public Connection {
       calls.swap(calls_);
     }
     for (auto& [id, call] : calls) {
-      call->cancellation()->StartCancel(absl::CancelledError(
-          absl::StrCat("the caller's connection ended: ", reason.message())));
+      call->cancellation()->StartCancel(
+          absl::CancelledError(absl::StrCat("the caller's connection ended: ", reason.message())));
     }
   }
 
@@ -399,8 +399,8 @@ class ChannelState final : public Connection {
             CancellationManager* cancellation, LocalCallChannel::Done done) {
     if (request.size() > max_body_bytes_) {
       done(absl::ResourceExhaustedError(absl::StrCat("a call of ", request.size(),
-                                                     " bytes is over the ", what_,
-                                                     "'s limit of ", max_body_bytes_)));
+                                                     " bytes is over the ", what_, "'s limit of ",
+                                                     max_body_bytes_)));
       return;
     }
     uint64_t id = 0;
@@ -430,8 +430,9 @@ class ChannelState final : public Connection {
       std::weak_ptr<Connection> weak = weak_from_this();
       const CancellationManager::Token token = cancellation->RegisterCallback([weak, id] {
         if (auto self = weak.lock()) {
-          static_cast<ChannelState*>(self.get())->GiveUp(id, absl::CancelledError("call cancelled"),
-                                                         /*use_reason=*/true);
+          static_cast<ChannelState*>(self.get())
+              ->GiveUp(id, absl::CancelledError("call cancelled"),
+                       /*use_reason=*/true);
         }
       });
       if (token == CancellationManager::kInvalidToken) {
@@ -445,7 +446,10 @@ class ChannelState final : public Connection {
         ended = it == pending_.end();
         if (!ended) it->second.token = token;
       }
-      if (ended) cancellation->DeregisterCallback(token);  // It ended meanwhile.
+      if (ended) {  // Cancelled meanwhile: not sent.
+        cancellation->DeregisterCallback(token);
+        return;
+      }
     }
     if (!Send(kCall, method, id, 0, std::move(request))) {
       End(id, ClosedStatus());
@@ -569,9 +573,10 @@ class ChannelState final : public Connection {
     }
     if (ping) Send(kPing, 0, 0, 0, std::string());
     for (uint64_t id : late) {
-      GiveUp(id,
-             absl::DeadlineExceededError(absl::StrCat("no reply on the ", what_, " by the deadline")),
-             /*use_reason=*/false);
+      GiveUp(
+          id,
+          absl::DeadlineExceededError(absl::StrCat("no reply on the ", what_, " by the deadline")),
+          /*use_reason=*/false);
     }
     return next;
   }

@@ -111,7 +111,9 @@ struct LocalCallOptions {
 class LocalCallServer {
  public:
   // Runs on the connection's thread, once per call; the call is answered with
-  // LocalCall::Reply, there or later from any thread.
+  // LocalCall::Reply, there or later from any thread. That thread also answers the
+  // client's keepalive pings, between handlers: a handler must return well within the
+  // clients' keepalive (run longer work elsewhere).
   using Handler = std::function<void(std::shared_ptr<LocalCall>)>;
 
   // Listens on `address` (core/io/unix_socket.h: "@name" or a path). The errors of

@@ -291,9 +291,9 @@ TEST(LocalCallsTest, AFrameThatBreaksTheProtocolClosesOnlyItsConnection) {
   std::unique_ptr<LocalCallServer> server = StartEcho(LocalCallOptions{1 << 10});
   std::unique_ptr<LocalCallChannel> good = Connect(server->address());
   SendRawAndAwaitClose(server->address(), std::string(kLocalCallHeaderBytes, 'x'));  // Magic.
-  SendRawAndAwaitClose(server->address(), Header(kLocalCallMagic, 9, 1, 0));        // Kind.
-  SendRawAndAwaitClose(server->address(), Header(kLocalCallMagic, 3, 1, 0));  // A reply.
-  SendRawAndAwaitClose(server->address(), Header(kLocalCallMagic, 1, 1, 2 << 10));  // Size.
+  SendRawAndAwaitClose(server->address(), Header(kLocalCallMagic, 9, 1, 0));         // Kind.
+  SendRawAndAwaitClose(server->address(), Header(kLocalCallMagic, 3, 1, 0));         // A reply.
+  SendRawAndAwaitClose(server->address(), Header(kLocalCallMagic, 1, 1, 2 << 10));   // Size.
   EXPECT_EQ(server->malformed(), 4);
   // A connection that closes halfway through a frame is not malformed, only gone.
   SendRawAndAwaitClose(server->address(), Header(kLocalCallMagic, 1, 1, 100) + "half");
@@ -307,8 +307,8 @@ TEST(LocalCallsTest, ACallIdInUseClosesTheConnection) {
   HeldCalls held;
   auto server = LocalCallServer::Start(NewAddress(), held.Handler());
   ASSERT_TRUE(server.ok()) << server.status();
-  SendRawAndAwaitClose((*server)->address(), Header(kLocalCallMagic, 1, 5, 0) +
-                                                 Header(kLocalCallMagic, 1, 5, 0));
+  SendRawAndAwaitClose((*server)->address(),
+                       Header(kLocalCallMagic, 1, 5, 0) + Header(kLocalCallMagic, 1, 5, 0));
   EXPECT_EQ((*server)->malformed(), 1);
   // The first call was cancelled with its connection.
   EXPECT_EQ(AwaitCancelled(held.Await(1)->cancellation()).code(), absl::StatusCode::kCancelled);
