@@ -201,28 +201,26 @@ int Run(const char* argv0) {
   });
   const int on_stream = rounds.Add(
       "on_stream", [&] { return 1e6 * Measure(raw_pids, [&] { raw.PingOnStream(); }).cpu; });
+  // A round of the raw fan-out: `call` through the relay, its CPU by process kept in
+  // `cpu_of`.
+  auto add_fanout = [&](const char* name, std::function<void()> call,
+                        std::vector<std::vector<double>>* cpu_of) {
+    return rounds.Add(name, [&, call = std::move(call), cpu_of] {
+      const PerCall m = Measure(fanout_pids, call);
+      cpu_of->push_back(m.cpu_of);
+      return 1e6 * m.cpu;
+    });
+  };
   std::vector<std::vector<double>> raw_one_cpu_of, raw_wide_cpu_of;
-  const int raw_one = rounds.Add("raw one", [&] {
-    const PerCall m = Measure(fanout_pids, [&] { relay.Ping(0); });
-    raw_one_cpu_of.push_back(m.cpu_of);
-    return 1e6 * m.cpu;
-  });
-  const int raw_wide = rounds.Add("raw wide", [&] {
-    const PerCall m = Measure(fanout_pids, [&] { relay.Ping(kWorkers - 1); });
-    raw_wide_cpu_of.push_back(m.cpu_of);
-    return 1e6 * m.cpu;
-  });
   std::vector<std::vector<double>> tcp_one_cpu_of, tcp_wide_cpu_of;
-  const int tcp_one = rounds.Add("tcp one", [&] {
-    const PerCall m = Measure(fanout_pids, [&] { relay.PingTcp(0); });
-    tcp_one_cpu_of.push_back(m.cpu_of);
-    return 1e6 * m.cpu;
-  });
-  const int tcp_wide = rounds.Add("tcp wide", [&] {
-    const PerCall m = Measure(fanout_pids, [&] { relay.PingTcp(kWorkers - 1); });
-    tcp_wide_cpu_of.push_back(m.cpu_of);
-    return 1e6 * m.cpu;
-  });
+  const int raw_one = add_fanout(
+      "raw one", [&] { relay.Ping(0); }, &raw_one_cpu_of);
+  const int raw_wide = add_fanout(
+      "raw wide", [&] { relay.Ping(kWorkers - 1); }, &raw_wide_cpu_of);
+  const int tcp_one = add_fanout(
+      "tcp one", [&] { relay.PingTcp(0); }, &tcp_one_cpu_of);
+  const int tcp_wide = add_fanout(
+      "tcp wide", [&] { relay.PingTcp(kWorkers - 1); }, &tcp_wide_cpu_of);
   const int one_cpu = rounds.Add("one", [&] {
     const PerCall m = Measure(pids, [&] { step(one); });
     one_wall.push_back(1e6 * m.wall);
