@@ -26,9 +26,6 @@ namespace {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the frame header is little-endian");
 
 constexpr char kWhat[] = "local call socket";
-// Socket buffers asked for on both ends (the kernel caps them at net.core.*mem_max):
-// large replies go out in fewer writes.
-constexpr int kSocketBufferBytes = 4 << 20;
 
 enum Kind : uint8_t { kCall = 1, kCancel = 2, kReply = 3, kPing = 4, kPong = 5 };
 
@@ -53,9 +50,9 @@ int TimeoutMs(absl::Time deadline) {
                         std::numeric_limits<int>::max()));
 }
 
-void SetBuffers(int fd) {
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+void SetBuffers(int fd, int bytes) {
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
 void WakeEventFd(int fd) {
@@ -687,7 +684,7 @@ void LocalCallServer::Accept() {
                  << ": cannot create an eventfd: " << std::strerror(errno);
       continue;
     }
-    local_calls_internal::SetBuffers(fd.get());
+    local_calls_internal::SetBuffers(fd.get(), options_.socket_buffer_bytes);
     auto connection = std::make_shared<ServerConnection>(
         std::move(fd), std::move(wake), absl::StrCat(local_calls_internal::kWhat, " ", address_),
         options_.max_body_bytes, handler_);
@@ -718,7 +715,7 @@ absl::StatusOr<std::unique_ptr<LocalCallChannel>> LocalCallChannel::Connect(
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0) {
     return ErrnoStatus(errno, "cannot make the local call socket non-blocking");
   }
-  local_calls_internal::SetBuffers(fd.get());
+  local_calls_internal::SetBuffers(fd.get(), options.socket_buffer_bytes);
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
   if (!wake.valid()) return ErrnoStatus(errno, "cannot create an eventfd");
   auto state = std::make_shared<ChannelState>(

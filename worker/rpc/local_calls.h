@@ -100,6 +100,9 @@ struct LocalCallOptions {
   // A frame whose body is larger closes the connection (the receiver's limit); a call
   // or reply larger fails before it is sent (RESOURCE_EXHAUSTED).
   size_t max_body_bytes = kLocalCallMaxBodyBytes;
+  // The socket buffers asked for, each way (the kernel caps them at
+  // net.core.wmem_max and rmem_max): large frames go in fewer writes.
+  int socket_buffer_bytes = 4 << 20;
   // A client's keepalive, as a gRPC channel's (core/rpc/keepalive.h): while calls are in
   // flight and nothing came from the server for this long, the client pings it, and
   // ends the connection (UNAVAILABLE) if nothing comes within as long again: a server

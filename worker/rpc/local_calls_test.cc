@@ -120,18 +120,26 @@ TEST(LocalCallsTest, ACallGetsItsReplyOrItsError) {
   EXPECT_EQ(server->connections(), 1);
 }
 
+// Small socket buffers, so that a body of a few hundred KiB takes many writes and
+// waits for the reader in between.
+LocalCallOptions SmallBuffers() {
+  LocalCallOptions options;
+  options.socket_buffer_bytes = 16 << 10;
+  return options;
+}
+
 TEST(LocalCallsTest, ManyThreadsCallAtOnceAndLargeBodiesCrossWhole) {
-  std::unique_ptr<LocalCallServer> server = StartEcho();
-  std::unique_ptr<LocalCallChannel> channel = Connect(server->address());
+  std::unique_ptr<LocalCallServer> server = StartEcho(SmallBuffers());
+  std::unique_ptr<LocalCallChannel> channel = Connect(server->address(), SmallBuffers());
   constexpr int kThreads = 4;
-  constexpr int kCalls = 200;
+  constexpr int kCalls = 100;
   std::vector<std::thread> threads;
   std::atomic<int> wrong{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kCalls; ++i) {
-        // Every 50th call carries 6 MiB: more than the socket buffers hold at once.
-        std::string request = i % 50 == 0 ? std::string(6 << 20, static_cast<char>('a' + t))
+        // Every 10th call carries 256 KiB: many times what the socket buffers hold.
+        std::string request = i % 10 == 0 ? std::string(256 << 10, static_cast<char>('a' + t))
                                           : absl::StrCat(t, "-", i);
         const std::string expected = absl::StrCat(3, ":", request);
         Result result;
@@ -147,8 +155,8 @@ TEST(LocalCallsTest, ManyThreadsCallAtOnceAndLargeBodiesCrossWhole) {
 }
 
 TEST(LocalCallsTest, DoneMayCallAgainOnTheChannelsThread) {
-  std::unique_ptr<LocalCallServer> server = StartEcho();
-  std::unique_ptr<LocalCallChannel> channel = Connect(server->address());
+  std::unique_ptr<LocalCallServer> server = StartEcho(SmallBuffers());
+  std::unique_ptr<LocalCallChannel> channel = Connect(server->address(), SmallBuffers());
   // A chain of calls, each started by the previous one's `done`, as a master's step
   // goes on from the thread that read a reply.
   absl::Notification finished;
@@ -159,7 +167,7 @@ TEST(LocalCallsTest, DoneMayCallAgainOnTheChannelsThread) {
       finished.Notify();
       return;
     }
-    channel->Call(1, std::string(1 << 20, 'x'), absl::InfiniteFuture(), nullptr, next);
+    channel->Call(1, std::string(256 << 10, 'x'), absl::InfiniteFuture(), nullptr, next);
   };
   channel->Call(1, "first", absl::InfiniteFuture(), nullptr, next);
   finished.WaitForNotification();
