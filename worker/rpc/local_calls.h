@@ -2,15 +2,15 @@
 #define OVERSEER_WORKER_RPC_LOCAL_CALLS_H_
 
 // Same-host calls without gRPC: the transport of a future RunGraph fast path between a
-// master and the workers on its host (not wired yet: docs/performance.md, "Cost per
-// partition", says why and what it measured). A worker would listen on a Unix stream
-// socket, name it in its gRPC replies as it names its local transfer socket
-// (worker/rpc/local_transfer.h), and serve the calls that come over it; a master that
-// can connect to it would send them there. A call costs one message each way on a
-// socket kept open, with no HTTP/2 framing, no call object and no completion queue:
-// partition_bench's raw fan-out over loopback TCP costs 0.17-0.31 of gRPC's CPU per
-// extra target, and a prototype of the RunGraph path cut the CPU an extra partition
-// costs by 40-53 %.
+// master and the workers on its host (not wired yet: docs/performance.md, section 2,
+// "How much of that call is gRPC's own", says why and what it measured). A worker would
+// listen on a Unix stream socket, name it in its gRPC replies as it names its local
+// transfer socket (worker/rpc/local_transfer.h), and serve the calls that come over it;
+// a master that can connect to it would send them there. A call costs one message each
+// way on a socket kept open, with no HTTP/2 framing, no call object and no completion
+// queue: partition_bench's raw fan-out over loopback TCP costs 0.23-0.26 of gRPC's CPU
+// per extra target on the quiet host, and a prototype of the RunGraph path cut the CPU
+// an extra partition costs by 37-49 % (181-231 us to 98-121).
 //
 // Protocol: frames in both directions on one connection, each a 24-byte header
 // (little-endian: uint32 kLocalCallMagic, uint8 kind, uint8 0, uint16 method, uint64
