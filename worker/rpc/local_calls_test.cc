@@ -106,6 +106,22 @@ std::unique_ptr<LocalCallChannel> Connect(const std::string& address,
   return channel.ok() ? *std::move(channel) : nullptr;
 }
 
+// A server whose handler keeps every call unanswered, for the test to answer or watch,
+// and a channel to it.
+class HeldCallsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server = LocalCallServer::Start(NewAddress(), held_.Handler());
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    channel_ = Connect(server_->address());
+  }
+
+  HeldCalls held_;
+  std::unique_ptr<LocalCallServer> server_;
+  std::unique_ptr<LocalCallChannel> channel_;
+};
+
 TEST(LocalCallsTest, ACallGetsItsReplyOrItsError) {
   std::unique_ptr<LocalCallServer> server = StartEcho();
   std::unique_ptr<LocalCallChannel> channel = Connect(server->address());
@@ -173,16 +189,12 @@ TEST(LocalCallsTest, DoneMayCallAgainOnTheChannelsThread) {
   finished.WaitForNotification();
 }
 
-TEST(LocalCallsTest, RepliesMayComeLaterFromAnyThreadInAnyOrder) {
-  HeldCalls held;
-  auto server = LocalCallServer::Start(NewAddress(), held.Handler());
-  ASSERT_TRUE(server.ok()) << server.status();
-  std::unique_ptr<LocalCallChannel> channel = Connect((*server)->address());
+TEST_F(HeldCallsTest, RepliesMayComeLaterFromAnyThreadInAnyOrder) {
   Result first, second;
-  channel->Call(1, "a", absl::InfiniteFuture(), nullptr, first.Done());
-  channel->Call(2, "b", absl::InfiniteFuture(), nullptr, second.Done());
-  std::shared_ptr<LocalCall> a = held.Await(1);
-  std::shared_ptr<LocalCall> b = held.Await(2);
+  channel_->Call(1, "a", absl::InfiniteFuture(), nullptr, first.Done());
+  channel_->Call(2, "b", absl::InfiniteFuture(), nullptr, second.Done());
+  std::shared_ptr<LocalCall> a = held_.Await(1);
+  std::shared_ptr<LocalCall> b = held_.Await(2);
   EXPECT_EQ(a->method(), 1);
   EXPECT_EQ(b->request(), "b");
   std::thread([b] { b->Reply(absl::OkStatus(), "B"); }).join();
@@ -192,15 +204,11 @@ TEST(LocalCallsTest, RepliesMayComeLaterFromAnyThreadInAnyOrder) {
   EXPECT_EQ(*first.Wait(), "A");
 }
 
-TEST(LocalCallsTest, CancellingACallEndsItAndCancelsItOnTheServer) {
-  HeldCalls held;
-  auto server = LocalCallServer::Start(NewAddress(), held.Handler());
-  ASSERT_TRUE(server.ok()) << server.status();
-  std::unique_ptr<LocalCallChannel> channel = Connect((*server)->address());
+TEST_F(HeldCallsTest, CancellingACallEndsItAndCancelsItOnTheServer) {
   CancellationManager step;
   Result result;
-  channel->Call(1, "wait", absl::InfiniteFuture(), &step, result.Done());
-  std::shared_ptr<LocalCall> call = held.Await(1);
+  channel_->Call(1, "wait", absl::InfiniteFuture(), &step, result.Done());
+  std::shared_ptr<LocalCall> call = held_.Await(1);
   step.StartCancel(absl::CancelledError("the step was aborted"));
   EXPECT_EQ(result.Wait().status(), absl::CancelledError("the step was aborted"));
   EXPECT_EQ(AwaitCancelled(call->cancellation()),
@@ -208,68 +216,56 @@ TEST(LocalCallsTest, CancellingACallEndsItAndCancelsItOnTheServer) {
   call->Reply(absl::OkStatus(), "too late");  // Dropped by the client.
   // The channel goes on; a call with a cancelled manager does not start.
   Result after, already;
-  channel->Call(1, "after", absl::InfiniteFuture(), nullptr, after.Done());
-  held.Await(2)->Reply(absl::OkStatus(), "fine");
+  channel_->Call(1, "after", absl::InfiniteFuture(), nullptr, after.Done());
+  held_.Await(2)->Reply(absl::OkStatus(), "fine");
   EXPECT_EQ(*after.Wait(), "fine");
-  channel->Call(1, "x", absl::InfiniteFuture(), &step, already.Done());
+  channel_->Call(1, "x", absl::InfiniteFuture(), &step, already.Done());
   EXPECT_EQ(already.Wait().status(), absl::CancelledError("the step was aborted"));
-  EXPECT_EQ(channel->in_flight(), 0);
+  EXPECT_EQ(channel_->in_flight(), 0);
 }
 
-TEST(LocalCallsTest, ACallPastItsDeadlineEndsAndTheServerHearsOfIt) {
-  HeldCalls held;
-  auto server = LocalCallServer::Start(NewAddress(), held.Handler());
-  ASSERT_TRUE(server.ok()) << server.status();
-  std::unique_ptr<LocalCallChannel> channel = Connect((*server)->address());
+TEST_F(HeldCallsTest, ACallPastItsDeadlineEndsAndTheServerHearsOfIt) {
   Result late, never;
-  channel->Call(1, "no deadline", absl::InfiniteFuture(), nullptr, never.Done());
-  channel->Call(1, "slow", absl::Now() + absl::Milliseconds(20), nullptr, late.Done());
+  channel_->Call(1, "no deadline", absl::InfiniteFuture(), nullptr, never.Done());
+  channel_->Call(1, "slow", absl::Now() + absl::Milliseconds(20), nullptr, late.Done());
   EXPECT_EQ(late.Wait().status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(AwaitCancelled(held.Await(2)->cancellation()).code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(channel->in_flight(), 1);
-  held.Await(1)->Reply(absl::OkStatus(), "done");
+  EXPECT_EQ(AwaitCancelled(held_.Await(2)->cancellation()).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(channel_->in_flight(), 1);
+  held_.Await(1)->Reply(absl::OkStatus(), "done");
   EXPECT_EQ(*never.Wait(), "done");
 }
 
-TEST(LocalCallsTest, TheServerGoingAwayFailsCallsUnavailable) {
-  HeldCalls held;
-  auto server = LocalCallServer::Start(NewAddress(), held.Handler());
-  ASSERT_TRUE(server.ok()) << server.status();
-  const std::string address = (*server)->address();
-  std::unique_ptr<LocalCallChannel> channel = Connect(address);
+TEST_F(HeldCallsTest, TheServerGoingAwayFailsCallsUnavailable) {
+  const std::string address = server_->address();
   Result result;
-  channel->Call(1, "wait", absl::InfiniteFuture(), nullptr, result.Done());
-  std::shared_ptr<LocalCall> call = held.Await(1);
-  server->reset();
+  channel_->Call(1, "wait", absl::InfiniteFuture(), nullptr, result.Done());
+  std::shared_ptr<LocalCall> call = held_.Await(1);
+  server_.reset();
   EXPECT_EQ(AwaitCancelled(call->cancellation()).code(), absl::StatusCode::kCancelled);
   const absl::Status status = result.Wait().status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_NE(status.message().find(address), absl::string_view::npos) << status;
-  EXPECT_TRUE(channel->closed());
+  EXPECT_TRUE(channel_->closed());
   Result after;
-  channel->Call(1, "after", absl::InfiniteFuture(), nullptr, after.Done());
+  channel_->Call(1, "after", absl::InfiniteFuture(), nullptr, after.Done());
   EXPECT_EQ(after.Wait().status().code(), absl::StatusCode::kUnavailable);
   call->Reply(absl::OkStatus(), "nobody listens");
   EXPECT_EQ(LocalCallChannel::Connect(address).status().code(), absl::StatusCode::kUnavailable);
 }
 
-TEST(LocalCallsTest, TheClientGoingAwayCancelsItsCallsOnTheServer) {
-  HeldCalls held;
-  auto server = LocalCallServer::Start(NewAddress(), held.Handler());
-  ASSERT_TRUE(server.ok()) << server.status();
-  std::unique_ptr<LocalCallChannel> channel = Connect((*server)->address());
+TEST_F(HeldCallsTest, TheClientGoingAwayCancelsItsCallsOnTheServer) {
   Result result;
-  channel->Call(1, "wait", absl::InfiniteFuture(), nullptr, result.Done());
-  std::shared_ptr<LocalCall> call = held.Await(1);
-  channel.reset();
+  channel_->Call(1, "wait", absl::InfiniteFuture(), nullptr, result.Done());
+  std::shared_ptr<LocalCall> call = held_.Await(1);
+  channel_.reset();
   EXPECT_EQ(result.Wait().status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(AwaitCancelled(call->cancellation()).code(), absl::StatusCode::kCancelled);
   call->Reply(absl::OkStatus(), "nobody listens");
   // The server serves the next client.
-  std::unique_ptr<LocalCallChannel> next = Connect((*server)->address());
+  std::unique_ptr<LocalCallChannel> next = Connect(server_->address());
   Result again;
   next->Call(1, "again", absl::InfiniteFuture(), nullptr, again.Done());
-  held.Await(2)->Reply(absl::OkStatus(), "yes");
+  held_.Await(2)->Reply(absl::OkStatus(), "yes");
   EXPECT_EQ(*again.Wait(), "yes");
 }
 
@@ -311,15 +307,12 @@ TEST(LocalCallsTest, AFrameThatBreaksTheProtocolClosesOnlyItsConnection) {
   EXPECT_EQ(*result.Wait(), "2:still here");
 }
 
-TEST(LocalCallsTest, ACallIdInUseClosesTheConnection) {
-  HeldCalls held;
-  auto server = LocalCallServer::Start(NewAddress(), held.Handler());
-  ASSERT_TRUE(server.ok()) << server.status();
-  SendRawAndAwaitClose((*server)->address(),
+TEST_F(HeldCallsTest, ACallIdInUseClosesTheConnection) {
+  SendRawAndAwaitClose(server_->address(),
                        Header(kLocalCallMagic, 1, 5, 0) + Header(kLocalCallMagic, 1, 5, 0));
-  EXPECT_EQ((*server)->malformed(), 1);
+  EXPECT_EQ(server_->malformed(), 1);
   // The first call was cancelled with its connection.
-  EXPECT_EQ(AwaitCancelled(held.Await(1)->cancellation()).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(AwaitCancelled(held_.Await(1)->cancellation()).code(), absl::StatusCode::kCancelled);
 }
 
 TEST(LocalCallsTest, BodiesOverTheLimitAreRefused) {
@@ -343,17 +336,14 @@ TEST(LocalCallsTest, BodiesOverTheLimitAreRefused) {
   EXPECT_EQ(server->malformed(), 1);
 }
 
-TEST(LocalCallsTest, KeepaliveHoldsALongCallToALiveServer) {
-  HeldCalls held;
-  auto server = LocalCallServer::Start(NewAddress(), held.Handler());
-  ASSERT_TRUE(server.ok()) << server.status();
+TEST_F(HeldCallsTest, KeepaliveHoldsALongCallToALiveServer) {
   LocalCallOptions options;
   // Long enough that a loaded machine answers a ping in time.
   options.keepalive = absl::Milliseconds(200);
-  std::unique_ptr<LocalCallChannel> channel = Connect((*server)->address(), options);
+  std::unique_ptr<LocalCallChannel> channel = Connect(server_->address(), options);
   Result result;
   channel->Call(1, "long", absl::InfiniteFuture(), nullptr, result.Done());
-  std::shared_ptr<LocalCall> call = held.Await(1);
+  std::shared_ptr<LocalCall> call = held_.Await(1);
   // The server answers pings while the call runs: the call outlives several keepalives.
   while (channel->pongs() < 3 && !channel->closed()) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_FALSE(channel->closed());
