@@ -7,8 +7,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -43,6 +46,14 @@ absl::StatusOr<UniqueFd> NewSocket(int type, absl::string_view what) {
 }
 
 }  // namespace
+
+int PollTimeoutMs(absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) return -1;
+  const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+  return static_cast<int>(
+      std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
+                        std::numeric_limits<int>::max()));
+}
 
 absl::Status ErrnoStatus(int error, absl::string_view what) {
   return absl::UnavailableError(absl::StrCat(what, ": ", std::strerror(error)));

@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -40,15 +39,6 @@ struct Header {
   uint32_t length = 0;
 };
 static_assert(sizeof(Header) == kLocalCallHeaderBytes, "the header has no padding");
-
-// The poll timeout until `deadline`, rounded up to a millisecond; -1 for none.
-int TimeoutMs(absl::Time deadline) {
-  if (deadline == absl::InfiniteFuture()) return -1;
-  const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
-  return static_cast<int>(
-      std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
-                        std::numeric_limits<int>::max()));
-}
 
 void SetBuffers(int fd, int bytes) {
   ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
@@ -169,7 +159,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       }
       pollfd fds[2] = {{fd_.get(), static_cast<short>(POLLIN | (want_out ? POLLOUT : 0)), 0},
                        {wake_.get(), POLLIN, 0}};
-      if (::poll(fds, 2, TimeoutMs(next)) < 0) {
+      if (::poll(fds, 2, PollTimeoutMs(next)) < 0) {
         if (errno == EINTR) continue;
         reason = ErrnoStatus(errno, absl::StrCat(what_, ": poll"));
         break;
@@ -409,6 +399,7 @@ class ChannelState final : public Connection {
       if (open) {
         id = next_id_++;
         pending_[id] = Pending{std::move(done), deadline, cancellation};
+        first_deadline_ = std::min(first_deadline_, deadline);
         // When the thread must look next for this call: its deadline, or the keepalive's
         // first ping.
         absl::Time look = deadline;
@@ -425,13 +416,13 @@ class ChannelState final : public Connection {
     }
     if (cancellation != nullptr) {
       std::weak_ptr<Connection> weak = weak_from_this();
-      const CancellationManager::Token token = cancellation->RegisterCallback([weak, id] {
-        if (auto self = weak.lock()) {
-          static_cast<ChannelState*>(self.get())
-              ->GiveUp(id, absl::CancelledError("call cancelled"),
-                       /*use_reason=*/true);
-        }
-      });
+      // It runs inside cancellation->StartCancel, whose reason is set by then.
+      const CancellationManager::Token token =
+          cancellation->RegisterCallback([weak, id, cancellation] {
+            if (auto self = weak.lock()) {
+              static_cast<ChannelState*>(self.get())->GiveUp(id, cancellation->status());
+            }
+          });
       if (token == CancellationManager::kInvalidToken) {
         End(id, cancellation->status());
         return;
@@ -477,13 +468,13 @@ class ChannelState final : public Connection {
     return absl::UnavailableError(absl::StrCat(what_, ": ", reason.message()));
   }
 
-  // Ends call `id` with `result`, unless it ended already.
-  void End(uint64_t id, absl::StatusOr<std::string> result) {
+  // Ends call `id` with `result`; false if it ended already.
+  bool End(uint64_t id, absl::StatusOr<std::string> result) {
     Pending pending;
     {
       absl::MutexLock lock(&mu_);
       auto it = pending_.find(id);
-      if (it == pending_.end()) return;
+      if (it == pending_.end()) return false;
       pending = std::move(it->second);
       pending_.erase(it);
     }
@@ -491,21 +482,13 @@ class ChannelState final : public Connection {
       pending.cancellation->DeregisterCallback(pending.token);
     }
     pending.done(std::move(result));
+    return true;
   }
 
-  // The caller gave up on call `id` (cancelled: its CancellationManager's reason when
-  // `use_reason`; or past its deadline): it ends with `status`, and the server is told.
-  void GiveUp(uint64_t id, absl::Status status, bool use_reason) {
-    if (use_reason) {
-      absl::MutexLock lock(&mu_);
-      auto it = pending_.find(id);
-      if (it == pending_.end()) return;
-      if (it->second.cancellation != nullptr && !it->second.cancellation->status().ok()) {
-        status = it->second.cancellation->status();
-      }
-    }
-    End(id, std::move(status));
-    Send(kCancel, 0, id, 0, std::string());
+  // The caller gave up on call `id` (cancelled, or past its deadline): it ends with
+  // `status`, and the server is told, unless the call had ended already.
+  void GiveUp(uint64_t id, absl::Status status) {
+    if (End(id, std::move(status))) Send(kCancel, 0, id, 0, std::string());
   }
 
   absl::Status OnFrame(const Header& header, std::string body) override {
@@ -540,13 +523,19 @@ class ChannelState final : public Connection {
     const absl::Time now = absl::Now();
     {
       absl::MutexLock lock(&mu_);
-      for (const auto& [id, pending] : pending_) {
-        if (pending.deadline <= now) {
-          late.push_back(id);
-        } else {
-          next = std::min(next, pending.deadline);
+      // The calls are looked through only when the first deadline came, not on every
+      // frame the thread reads.
+      if (now >= first_deadline_) {
+        first_deadline_ = absl::InfiniteFuture();
+        for (const auto& [id, pending] : pending_) {
+          if (pending.deadline <= now) {
+            late.push_back(id);
+          } else {
+            first_deadline_ = std::min(first_deadline_, pending.deadline);
+          }
         }
       }
+      next = first_deadline_;
       // Keepalive, while calls are in flight: a ping after keepalive_ without a frame
       // from the server; the connection ends if nothing answers it within keepalive_.
       if (keepalive_ > absl::ZeroDuration() && pending_.size() > late.size()) {
@@ -570,10 +559,8 @@ class ChannelState final : public Connection {
     }
     if (ping) Send(kPing, 0, 0, 0, std::string());
     for (uint64_t id : late) {
-      GiveUp(
-          id,
-          absl::DeadlineExceededError(absl::StrCat("no reply on the ", what_, " by the deadline")),
-          /*use_reason=*/false);
+      GiveUp(id, absl::DeadlineExceededError(
+                     absl::StrCat("no reply on the ", what_, " by the deadline")));
     }
     return next;
   }
@@ -602,7 +589,10 @@ class ChannelState final : public Connection {
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
-  // The earliest deadline the thread knows of (it wakes then at the latest).
+  // No call in flight has an earlier deadline (one that ended may: then the next look
+  // through finds a later one).
+  absl::Time first_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // When the thread looks next at the latest (a deadline, or the keepalive's).
   absl::Time next_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 };
 

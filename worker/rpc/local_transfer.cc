@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -130,14 +129,7 @@ void LocalTransferServer::Serve() {
       fds.push_back({a.connection.get(), POLLIN, 0});
       first_deadline = std::min(first_deadline, a.deadline);
     }
-    int timeout_ms = -1;
-    if (first_deadline != absl::InfiniteFuture()) {
-      const absl::Duration left = std::max(first_deadline - absl::Now(), absl::ZeroDuration());
-      timeout_ms = static_cast<int>(
-          std::min<int64_t>(absl::ToInt64Milliseconds(absl::Ceil(left, absl::Milliseconds(1))),
-                            std::numeric_limits<int>::max()));
-    }
-    if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
+    if (::poll(fds.data(), fds.size(), PollTimeoutMs(first_deadline)) < 0) {
       if (errno == EINTR) continue;
       LOG(ERROR) << kWhat << ": poll: " << std::strerror(errno);
       return;
