@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/cluster/cluster_def.h"
 #include "core/logging.h"
+#include "core/rpc/security.h"
 #include "core/rpc/server_runner.h"
 #include "core/status_macros.h"
 #include "master/cluster_worker_cache.h"
@@ -18,6 +19,7 @@
 #include "master/rpc/grpc_master_service.h"
 #include "worker/rpc/grpc_worker.h"
 #include "worker/rpc/grpc_worker_service.h"
+#include "worker/rpc/local_calls.h"
 #include "worker/rpc/local_transfer.h"
 #include "worker/rpc/tensor_chunks.h"
 #include "worker/worker.h"
@@ -134,6 +136,10 @@ class Server::Impl {
     worker_service_ =
         std::make_unique<GrpcWorkerService>(worker_.get(), runner_->metrics(), worker_loop,
                                             kRecvTensorChunkBytes, local_transfer_.get());
+    // A master on this host sends its RunGraph calls over a Unix socket (local_calls.h).
+    if (!ProcessSecurity().enabled()) {
+      RETURN_IF_ERROR(worker_service_->ServeLocalCalls(LocalCallServer::DefaultAddress()));
+    }
     runner_->AddService(worker_service_.get(), WorkerService::service_full_name());
     runner_->AddCollectable(worker_service_->rpc_metrics());
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/graph/ops.h"
 #include "client/graph/scope.h"
@@ -93,6 +94,14 @@ class ClusterFaultsTest : public ::testing::Test {
     return step;
   }
 
+  // Whether the master sends its RunGraph calls to task job:0, as it runs now, over the
+  // task's local call socket (worker/rpc/local_calls.h), whose address names its pid.
+  bool MasterCallsLocally(const std::string& job) {
+    const pid_t pid = cluster_->pid(job, 0);
+    return pid > 0 && absl::StrContains(cluster_->Log("master", 0),
+                                        absl::StrCat("serves @overseer-calls-", pid, "-"));
+  }
+
   // Runs the good step (fetch "c"); OK when the cluster serves.
   static absl::Status GoodStep(Session* session) {
     std::vector<Tensor> out;
@@ -109,6 +118,9 @@ TEST_F(ClusterFaultsTest, WorkerKilledMidStepThenRestartedAbortsTheSession) {
   auto probe = NewSessionWith();
   ASSERT_TRUE(session && probe);
   ASSERT_TRUE(GoodStep(session.get()).ok());
+  // The blocked step's RunGraph goes over the worker's local call socket, whose
+  // connection the kill ends.
+  ASSERT_TRUE(MasterCallsLocally("worker"));
 
   absl::Status blocked;
   std::vector<Tensor> out;
@@ -130,6 +142,8 @@ TEST_F(ClusterFaultsTest, WorkerKilledMidStepThenRestartedAbortsTheSession) {
   ASSERT_TRUE(fresh);
   absl::Status fresh_step = GoodStep(fresh.get());
   EXPECT_TRUE(fresh_step.ok()) << fresh_step;
+  // Over gRPC first, whose reply named the new incarnation's socket.
+  EXPECT_TRUE(MasterCallsLocally("worker")) << cluster_->Log("master", 0);
 }
 
 // A step without a timeout may run longer than the client's rpc_timeout (a QueueRunner's
@@ -164,6 +178,10 @@ TEST_F(ClusterFaultsTest, AWorkerThatStopsAnsweringMidStepFailsTheStepNamingIt) 
   auto session = NewSessionWith(/*timeout_ms=*/0);
   auto probe = NewSessionWith();
   ASSERT_TRUE(session && probe);
+  // The blocked step goes over the worker's local call socket, whose keepalive finds
+  // the stopped worker.
+  ASSERT_TRUE(GoodStep(session.get()).ok());
+  ASSERT_TRUE(MasterCallsLocally("worker"));
   absl::Status blocked;
   std::vector<Tensor> out;
   std::thread step = StartBlockedStep(session.get(), probe.get(), &blocked, &out);

@@ -33,6 +33,7 @@
 #include "core/status_macros.h"
 #include "worker/rpc/grpc_worker.h"
 #include "worker/rpc/grpc_worker_service.h"
+#include "worker/rpc/local_calls.h"
 #include "worker/rpc/local_transfer.h"
 #include "worker/rpc/tensor_chunks.h"
 #include "worker/worker.h"
@@ -57,6 +58,11 @@ ABSL_FLAG(std::string, local_transfer_socket, "auto",
           "Unix socket over which peers on this host fetch large tensors instead of the "
           "RecvTensor stream: \"auto\" (an abstract address unique on the host), \"@name\" "
           "(abstract namespace), a file path, or \"none\"");
+ABSL_FLAG(std::string, local_call_socket, "auto",
+          "Unix socket over which a master or client on this host sends its RunGraph calls "
+          "instead of gRPC, named in every RunGraph reply: \"auto\" (an abstract address "
+          "unique on the host), \"@name\", a file path, or \"none\"; off with security on "
+          "(docs/security.md)");
 ABSL_FLAG(int, recv_wait_for_step_seconds, 60,
           "A RecvTensor that waits this long while no RunGraph of its step came here fails "
           "DEADLINE_EXCEEDED (its master is gone, or the caller is no peer); 0: no bound");
@@ -199,6 +205,15 @@ int Main() {
     local = *std::move(started_local);
   }
   GrpcWorkerService service(&worker, runner.metrics(), loop, kRecvTensorChunkBytes, local.get());
+  const std::string call_socket = absl::GetFlag(FLAGS_local_call_socket);
+  if (call_socket != "none" && !ProcessSecurity().enabled()) {
+    const absl::Status serving = service.ServeLocalCalls(
+        call_socket == "auto" ? LocalCallServer::DefaultAddress() : call_socket);
+    if (!serving.ok()) {
+      LOG(ERROR) << "--local_call_socket: " << serving;
+      return 1;
+    }
+  }
   runner.AddService(&service, WorkerService::service_full_name());
   runner.AddCollectable(service.rpc_metrics());
   const absl::Status started = runner.Start();

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "core/executor/thread_pool.h"
+#include "core/logging.h"
 #include "core/rpc/channel.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/grpc_status.h"
@@ -83,14 +85,88 @@ absl::Status GrpcWorker::DeregisterGraph(const DeregisterGraphRequest& request,
 }
 
 absl::Status GrpcWorker::RunGraph(const RunGraphRequest& request, RunGraphResponse* response) {
+  if (std::shared_ptr<LocalCallChannel> local = OpenLocalCalls()) {
+    absl::Notification replied;
+    absl::Status status;
+    RunGraphLocal(*local, request, response, nullptr, [&](absl::Status s) {
+      status = std::move(s);
+      replied.Notify();
+    });
+    replied.WaitForNotification();
+    return status;
+  }
   auto context = NewClientContext(StepTimeout(request.timeout_in_ms()));
-  return FromGrpcStatus(stub_->RunGraph(context.get(), request, response));
+  const absl::Status status = FromGrpcStatus(stub_->RunGraph(context.get(), request, response));
+  if (const std::string address = ClaimLocalCalls(*context); !address.empty()) {
+    ConnectLocalCalls(address);
+  }
+  return status;
+}
+
+std::shared_ptr<LocalCallChannel> GrpcWorker::OpenLocalCalls() {
+  std::shared_ptr<LocalCallChannel> closed;  // Let go after the lock: it joins its thread.
+  absl::MutexLock lock(&local_mu_);
+  if (calls_ == nullptr || !calls_->closed()) return calls_;
+  closed = std::move(calls_);
+  calls_claimed_.clear();  // The next reply's socket is tried again.
+  return nullptr;
+}
+
+std::string GrpcWorker::ClaimLocalCalls(const grpc::ClientContext& context) {
+  if (!options_.local_calls) return "";
+  const auto& metadata = context.GetServerInitialMetadata();
+  auto named = metadata.find(kLocalCallsMetadataKey);
+  if (named == metadata.end()) return "";
+  std::string address(named->second.data(), named->second.size());
+  absl::MutexLock lock(&local_mu_);
+  if (address == calls_claimed_) return "";
+  calls_claimed_ = address;
+  return address;
+}
+
+void GrpcWorker::ConnectLocalCalls(const std::string& address) {
+  LocalCallOptions options;
+  options.keepalive = options_.keepalive;
+  absl::StatusOr<std::unique_ptr<LocalCallChannel>> channel =
+      LocalCallChannel::Connect(address, options);
+  if (channel.ok()) {
+    LOG(INFO) << "RunGraph calls to the worker that serves " << address
+              << " go over that local call socket from now on";
+  } else {
+    LOG(INFO) << "RunGraph calls stay on gRPC: " << channel.status()
+              << " (the worker is on another host or in another network namespace)";
+  }
+  std::shared_ptr<LocalCallChannel> replaced;  // Let go after the lock.
+  absl::MutexLock lock(&local_mu_);
+  if (address != calls_claimed_) return;  // Another socket was named since.
+  replaced = std::move(calls_);
+  if (channel.ok()) calls_ = *std::move(channel);  // Else: not tried again.
+}
+
+void GrpcWorker::RunGraphLocal(LocalCallChannel& channel, const RunGraphRequest& request,
+                               RunGraphResponse* response, CancellationManager* cancellation,
+                               std::function<void(absl::Status)> done) {
+  channel.Call(
+      kLocalRunGraphMethod, request.SerializeAsString(),
+      absl::Now() + StepTimeout(request.timeout_in_ms()), cancellation,
+      [response, done = std::move(done)](absl::StatusOr<std::string> reply) {
+        absl::Status status = reply.status();
+        if (status.ok() && !response->ParseFromString(*reply)) {
+          status = absl::InternalError("RunGraph's reply on the local call socket did not parse");
+        }
+        done(std::move(status));
+      });
 }
 
 void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
                                CancellationManager* cancellation,
                                std::function<void(absl::Status)> done) {
+  if (std::shared_ptr<LocalCallChannel> local = OpenLocalCalls()) {
+    RunGraphLocal(*local, *request, response, cancellation, std::move(done));
+    return;
+  }
   struct Call {
+    GrpcWorker* worker = nullptr;  // Alive while the call is: the caller holds it.
     // Shared with the cancellation callback, which may run while the call ends.
     std::shared_ptr<grpc::ClientContext> context;
     std::unique_ptr<grpc::ClientAsyncResponseReader<RunGraphResponse>> reader;
@@ -99,6 +175,19 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
     CancellationManager::Token token = CancellationManager::kInvalidToken;
     std::function<void(absl::Status)> done;
 
+    // Ends `call` with `s`, after connecting to the local call socket its reply named
+    // if that is new (on a pool thread: it may block).
+    static void Finished(std::shared_ptr<Call> call, const grpc::Status& s) {
+      const std::string address = call->worker->ClaimLocalCalls(*call->context);
+      if (address.empty()) {
+        End(std::move(call), s);
+        return;
+      }
+      RunGraphThreads()->Schedule([call = std::move(call), s, address]() mutable {
+        call->worker->ConnectLocalCalls(address);
+        End(std::move(call), s);
+      });
+    }
     // Ends `call` with `s`: the call (its reader and client context) is released before
     // `done` runs, so that nothing of it is torn down on this thread while the caller,
     // told the call ended, tears down the channel and whatever else the call used.
@@ -113,6 +202,7 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
     }
   };
   auto call = std::make_shared<Call>();
+  call->worker = this;
   call->context = NewClientContext(StepTimeout(request->timeout_in_ms()));
   call->cancellation = cancellation;
   call->done = std::move(done);
@@ -129,7 +219,7 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
     call->reader->StartCall();
     call->reader->Finish(response, &call->status, CompletionQueueLoop::NewTag([call](bool) mutable {
                            const grpc::Status status = call->status;
-                           Call::End(std::move(call), status);
+                           Call::Finished(std::move(call), status);
                          }));
     return;
   }
@@ -138,7 +228,7 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
   // once a later channel reused the peer's subchannel.)
   RunGraphThreads()->Schedule([this, call, request, response]() mutable {
     const grpc::Status status = stub_->RunGraph(call->context.get(), *request, response);
-    Call::End(std::move(call), status);
+    Call::Finished(std::move(call), status);
   });
 }
 

@@ -13,6 +13,7 @@
 #include "core/rendezvous.h"
 #include "core/rpc/grpc_status.h"
 #include "core/rpc/security.h"
+#include "core/status_macros.h"
 #include "worker/rpc/tensor_chunks.h"
 
 namespace overseer {
@@ -108,6 +109,14 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
   rungraph_on_loop_ = &rungraph.Add({{"thread", "loop"}});
   rungraph_async_ = &rungraph.Add({{"thread", "async"}});
   rungraph_on_pool_ = &rungraph.Add({{"thread", "pool"}});
+  rungraph_local_ = &prometheus::BuildCounter()
+                         .Name("overseer_worker_rungraph_local_total")
+                         .Help(
+                             "RunGraph calls that came over the local call socket from a "
+                             "caller on the same host (counted in "
+                             "overseer_worker_rungraph_total too)")
+                         .Register(*metrics)
+                         .Add({});
   auto& recv_tensor = prometheus::BuildCounter()
                           .Name("overseer_worker_recv_tensor_total")
                           .Help(
@@ -145,6 +154,32 @@ GrpcWorkerService::GrpcWorkerService(Worker* worker, prometheus::Registry* metri
                          .Help("Bytes held by the worker's resource containers")
                          .Register(*metrics)
                          .Add({});
+}
+
+GrpcWorkerService::~GrpcWorkerService() {
+  local_calls_.reset();  // Closes its connections: the steps of their calls are cancelled.
+  absl::MutexLock lock(&local_in_flight_->mu);
+  local_in_flight_->mu.Await(absl::Condition(local_in_flight_.get(), &LocalCallsInFlight::Idle));
+}
+
+absl::Status GrpcWorkerService::ServeLocalCalls(const std::string& address) {
+  if (ProcessSecurity().enabled()) {
+    return absl::FailedPreconditionError(
+        "local calls are off with security on: their socket cannot authenticate callers");
+  }
+  if (local_calls_ != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("local calls are served already, on ", local_calls_->address()));
+  }
+  ASSIGN_OR_RETURN(local_calls_,
+                   LocalCallServer::Start(address, [this](std::shared_ptr<LocalCall> call) {
+                     ServeLocal(std::move(call));
+                   }));
+  return absl::OkStatus();
+}
+
+std::string GrpcWorkerService::local_calls_address() const {
+  return local_calls_ != nullptr ? local_calls_->address() : std::string();
 }
 
 grpc::Status GrpcWorkerService::Done(RpcMetrics::Method* method, absl::Time start,
@@ -220,33 +255,77 @@ void GrpcWorkerService::Serve(RunGraphCall* call) {
     call->Reply(loop_, denied);
     return;
   }
-  absl::StatusOr<Worker::FoundGraph> found = worker_->FindGraph(call->request);
+  // Callers on this host send their later calls to the local call socket.
+  if (local_calls_ != nullptr) {
+    call->context.AddInitialMetadata(kLocalCallsMetadataKey, local_calls_->address());
+  }
+  RunGraphWhereItFits(call->request, call->response.get(), &call->cancellation,
+                      [this, call](absl::Status status) { Replied(call, status); });
+}
+
+void GrpcWorkerService::RunGraphWhereItFits(const RunGraphRequest& request,
+                                            RunGraphResponse* response,
+                                            CancellationManager* cancellation,
+                                            std::function<void(absl::Status)> reply) {
+  absl::StatusOr<Worker::FoundGraph> found = worker_->FindGraph(request);
   if (!found.ok() || worker_->IsQuick(*found)) {
-    // Nothing to wait for and done in a moment (or an unknown graph): on the loop's
-    // thread, no other thread woken (the call cannot be given up meanwhile: its end is
-    // read by this thread).
+    // Nothing to wait for and done in a moment (or an unknown graph): on this thread, no
+    // other thread woken (the call cannot be given up meanwhile: its end is read by this
+    // thread).
     if (rungraph_on_loop_ != nullptr) rungraph_on_loop_->Increment();
-    RunGraphAndReply(call, found, nullptr);
-  } else if (!call->request.is_partial() && worker_->RunsWithoutWaiting(*found)) {
+    reply(found.ok() ? worker_->RunGraph(*found, request, response, nullptr) : found.status());
+  } else if (!request.is_partial() && worker_->RunsWithoutWaiting(*found)) {
     // Its only waits hold no thread (a _Recv from another task): started here, its
     // other nodes on the worker's pool, and replied to from the thread that ends it.
     if (rungraph_async_ != nullptr) rungraph_async_->Increment();
-    worker_->RunFoundGraphAsync(*found, call->request, call->response.get(), &call->cancellation,
-                                [this, call](absl::Status status) { Replied(call, status); });
+    worker_->RunFoundGraphAsync(*found, request, response, cancellation, std::move(reply));
   } else {
     if (rungraph_on_pool_ != nullptr) rungraph_on_pool_->Increment();
-    run_graph_threads_.Schedule([this, call, found = *std::move(found)] {
-      RunGraphAndReply(call, found, &call->cancellation);
+    run_graph_threads_.Schedule([this, &request, response, cancellation, found = *std::move(found),
+                                 reply = std::move(reply)] {
+      reply(worker_->RunGraph(found, request, response, cancellation));
     });
   }
 }
 
-void GrpcWorkerService::RunGraphAndReply(RunGraphCall* call,
-                                         const absl::StatusOr<Worker::FoundGraph>& found,
-                                         CancellationManager* cancellation) {
-  Replied(call, found.ok()
-                    ? worker_->RunGraph(*found, call->request, call->response.get(), cancellation)
-                    : found.status());
+void GrpcWorkerService::ServeLocal(std::shared_ptr<LocalCall> call) {
+  const absl::Time start = absl::Now();
+  if (call->method() != kLocalRunGraphMethod) {
+    call->Reply(absl::UnimplementedError(absl::StrCat(
+        "no local method ", call->method(), " (RunGraph is ", kLocalRunGraphMethod, ")")));
+    return;
+  }
+  // The call's request and response, alive until its reply.
+  struct LocalRunGraph {
+    std::shared_ptr<LocalCall> call;
+    RunGraphRequest request;
+    RunGraphResponse response;
+  };
+  auto run = std::make_shared<LocalRunGraph>();
+  if (!run->request.ParseFromString(call->request())) {
+    const absl::Status bad =
+        absl::InvalidArgumentError("a RunGraph request on the local call socket did not parse");
+    run_graph_->RecordSince(start, bad);
+    call->Reply(bad);
+    return;
+  }
+  run->call = std::move(call);
+  if (rungraph_local_ != nullptr) rungraph_local_->Increment();
+  {
+    absl::MutexLock lock(&local_in_flight_->mu);
+    ++local_in_flight_->count;
+  }
+  CancellationManager* cancellation = run->call->cancellation();
+  RunGraphWhereItFits(
+      run->request, &run->response, cancellation,
+      [this, run, start, in_flight = local_in_flight_](absl::Status status) {
+        UpdateResourceBytes();
+        run_graph_->RecordSince(start, status);
+        run->call->Reply(status, status.ok() ? run->response.SerializeAsString() : std::string());
+        // Last: the destructor may end once the count drops.
+        absl::MutexLock lock(&in_flight->mu);
+        --in_flight->count;
+      });
 }
 
 void GrpcWorkerService::Replied(RunGraphCall* call, const absl::Status& status) {

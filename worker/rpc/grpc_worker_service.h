@@ -3,9 +3,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/cancellation.h"
 #include "core/executor/thread_pool.h"
@@ -18,6 +23,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/registry.h"
 #include "proto/worker.grpc.pb.h"
+#include "worker/rpc/local_calls.h"
 #include "worker/rpc/local_transfer.h"
 #include "worker/worker.h"
 
@@ -42,6 +48,12 @@ namespace overseer {
 // its own, from a pool that grows rather than make a graph wait (thread="pool"). A call
 // the master gives up on ends its step as CleanupGraph would.
 //
+// With ServeLocalCalls, RunGraph is also served over a Unix socket
+// (worker/rpc/local_calls.h), named in every gRPC RunGraph reply: a caller on this host
+// sends its later calls there, with no gRPC on either side. Such a call runs where the
+// same call over gRPC would (the socket's connection thread stands for the loop's:
+// thread="loop"), and is counted in overseer_worker_rungraph_local_total too.
+//
 // RecvTensor streams the tensor in chunks (worker/rpc/tensor_chunks.h) and waits no
 // longer than the caller's deadline. It is served on the loop too: a tensor already
 // produced is streamed from the loop's thread, each message written as the previous
@@ -63,6 +75,18 @@ class GrpcWorkerService final
   // is the worker's local transfer socket, named in every RecvTensor reply.
   GrpcWorkerService(Worker* worker, prometheus::Registry* metrics, CompletionQueueLoop* loop,
                     int64_t chunk_bytes = 4 << 20, LocalTransferServer* local = nullptr);
+  // Stops serving local calls (the steps of those in flight are cancelled) and waits
+  // for them to end.
+  ~GrpcWorkerService() override;
+
+  // Serves RunGraph also over a Unix socket at `address` (core/io/unix_socket.h: "@name"
+  // or a path; LocalCallServer::DefaultAddress()), named in every gRPC RunGraph reply.
+  // Call at most once, before the server starts. FAILED_PRECONDITION with security on
+  // (the socket cannot authenticate its callers: docs/security.md); else the errors of
+  // LocalCallServer::Start.
+  absl::Status ServeLocalCalls(const std::string& address);
+  // The socket ServeLocalCalls serves ("" if none).
+  std::string local_calls_address() const;
 
   // Every method's latency and errors; serve it with the registry
   // (ServerRunner::AddCollectable).
@@ -92,12 +116,18 @@ class GrpcWorkerService final
 
  private:
   using RunGraphCall = AsyncUnaryCall<RunGraphRequest, RunGraphResponse>;
-  // Runs an arrived call's graph and replies: on the loop's thread if it is quick;
-  // started there (Worker::RunFoundGraphAsync) if its only waits hold no thread; else on
-  // run_graph_threads_.
+  // Runs an arrived call's graph and replies.
   void Serve(RunGraphCall* call);
-  void RunGraphAndReply(RunGraphCall* call, const absl::StatusOr<Worker::FoundGraph>& found,
-                        CancellationManager* cancellation);
+  // Runs `request`'s graph, filling `response`, and calls `reply` with its status: on
+  // this thread (the one that read the call) if it is quick; started here
+  // (Worker::RunFoundGraphAsync) if its only waits hold no thread; else on
+  // run_graph_threads_. `cancellation` is the call's: the caller gave up. `request` and
+  // `response` live until `reply` runs.
+  void RunGraphWhereItFits(const RunGraphRequest& request, RunGraphResponse* response,
+                           CancellationManager* cancellation,
+                           std::function<void(absl::Status)> reply);
+  // Serves a call that came over the local call socket, on its connection's thread.
+  void ServeLocal(std::shared_ptr<LocalCall> call);
   // Records a RunGraph call's end and replies `status` (and its response). Any thread.
   void Replied(RunGraphCall* call, const absl::Status& status);
   // A RecvTensor call: one request, then the tensor's raw RecvTensorResponse messages.
@@ -153,6 +183,7 @@ class GrpcWorkerService final
   prometheus::Counter* rungraph_on_loop_ = nullptr;
   prometheus::Counter* rungraph_async_ = nullptr;
   prometheus::Counter* rungraph_on_pool_ = nullptr;
+  prometheus::Counter* rungraph_local_ = nullptr;
   prometheus::Counter* recv_tensor_on_loop_ = nullptr;
   prometheus::Counter* recv_tensor_on_pool_ = nullptr;
   prometheus::Counter* recv_tensor_by_producer_ = nullptr;
@@ -174,6 +205,17 @@ class GrpcWorkerService final
   RpcMetrics::Method* const cleanup_all_;
   RpcMetrics::Method* const recv_tensor_method_;
   RpcMetrics::Method* const job_done_;
+  // Local calls whose reply has not gone yet; shared with their replies, which may
+  // outlive this object by a moment after the count drops.
+  struct LocalCallsInFlight {
+    absl::Mutex mu;
+    int count ABSL_GUARDED_BY(mu) = 0;
+    bool Idle() const ABSL_SHARED_LOCKS_REQUIRED(mu) { return count == 0; }
+  };
+  const std::shared_ptr<LocalCallsInFlight> local_in_flight_ =
+      std::make_shared<LocalCallsInFlight>();
+  // Set before the server starts (ServeLocalCalls), reset by the destructor.
+  std::unique_ptr<LocalCallServer> local_calls_;
   // Last: its tasks use the members above, and it runs them before it is destroyed.
   ThreadPool run_graph_threads_;
 };

@@ -18,6 +18,7 @@
 #include "core/node_def_util.h"
 #include "core/rpc/client_context.h"
 #include "core/rpc/completion_queue_loop.h"
+#include "core/rpc/security.h"
 #include "core/rpc/server_runner.h"
 #include "grpcpp/alarm.h"
 #include "gtest/gtest.h"
@@ -26,6 +27,7 @@
 #include "proto/worker.grpc.pb.h"
 #include "testing/eventually.h"
 #include "worker/rpc/grpc_worker_service.h"
+#include "worker/rpc/local_calls.h"
 #include "worker/rpc/local_transfer.h"
 #include "worker/testing/test_graphs.h"
 #include "worker/worker.h"
@@ -38,8 +40,9 @@ constexpr char kWorkerDevice[] = "/job:worker/replica:0/task:0/device:CPU:0";
 
 // One worker task with its gRPC server.
 struct Task {
-  // `serve_local`: the task serves same-host transfers (worker/rpc/local_transfer.h).
-  explicit Task(const std::string& job, bool serve_local = false) {
+  // `serve_local`: the task serves same-host transfers (worker/rpc/local_transfer.h);
+  // `serve_local_calls`: RunGraph over its local call socket (worker/rpc/local_calls.h).
+  explicit Task(const std::string& job, bool serve_local = false, bool serve_local_calls = false) {
     WorkerOptions options;
     options.job_name = job;
     // Every graph that never waits counts as quick, however slow the host: which thread
@@ -69,6 +72,10 @@ struct Task {
     }
     service = std::make_unique<GrpcWorkerService>(worker.get(), runner->metrics(), loop, 1 << 20,
                                                   local.get());
+    if (serve_local_calls) {
+      const absl::Status serving = service->ServeLocalCalls(LocalCallServer::DefaultAddress());
+      EXPECT_TRUE(serving.ok()) << serving;
+    }
     runner->AddService(service.get());
     EXPECT_TRUE(runner->Start().ok());
     client = std::make_unique<GrpcWorker>(NewWorkerChannel(runner->address()));
@@ -95,7 +102,10 @@ std::string MetricText(Task* task) {
 
 class GrpcWorkerTest : public ::testing::Test {
  protected:
-  GrpcWorkerTest() : ps_("ps", /*local=*/true), worker_("worker") {}
+  // `worker_local_calls`: the worker task serves RunGraph over its local call socket.
+  explicit GrpcWorkerTest(bool worker_local_calls = false)
+      : ps_("ps", /*serve_local=*/true),
+        worker_("worker", /*serve_local=*/false, worker_local_calls) {}
 
   ClusterDef Cluster() {
     ClusterDef cluster;
@@ -893,6 +903,172 @@ TEST(GrpcWorkerDeadPeerTest, AnUnreachableWorkerIsUnavailable) {
     EXPECT_EQ(RunGraphAsyncAndWait(&dead_async, run, &response, nullptr, &thread).code(),
               absl::StatusCode::kUnavailable);
   }
+}
+
+// RunGraph calls that came to `task` over its local call socket.
+double LocalRunGraphs(Task* task) {
+  for (const prometheus::MetricFamily& family : task->runner->metrics()->Collect()) {
+    if (family.name == "overseer_worker_rungraph_local_total") {
+      return family.metric.at(0).counter.value;
+    }
+  }
+  return -1;
+}
+
+// The worker task serves RunGraph over its local call socket too.
+class GrpcWorkerLocalCallsTest : public GrpcWorkerTest {
+ protected:
+  GrpcWorkerLocalCallsTest() : GrpcWorkerTest(/*worker_local_calls=*/true) {}
+
+  // A step of a Const (3) on the worker, fetched; the graph registered once.
+  RunGraphRequest ConstStep(int64_t step_id) {
+    const uint64_t incarnation = worker_.worker->incarnation();
+    if (const_handle_.empty()) {
+      GraphDef graph;
+      NodeDef* c = test::AddNode(&graph, "c", "Const", kWorkerDevice, {});
+      SetNodeAttr(c, "dtype", DT_FLOAT);
+      SetNodeAttr(c, "value", Tensor::Scalar<float>(3.0f));
+      test::AddSend(&graph, "c/_fetch", "c", DT_FLOAT, "c", kWorkerDevice, incarnation,
+                    kWorkerDevice, true);
+      const_handle_ = Register(&worker_, graph);
+    }
+    RunGraphRequest request;
+    request.set_session_handle("s");
+    request.set_graph_handle(const_handle_);
+    request.set_step_id(step_id);
+    request.set_cleanup_on_return(true);
+    request.add_recv_key(MakeRendezvousKey(kWorkerDevice, incarnation, kWorkerDevice, "c"));
+    return request;
+  }
+
+  static float Fetched(const RunGraphResponse& response) {
+    if (response.recv_size() != 1) return -1;
+    absl::StatusOr<Tensor> t = Tensor::FromProto(response.recv(0).tensor());
+    return t.ok() ? t->scalar<float>() : -1;
+  }
+
+  std::string const_handle_;
+};
+
+TEST_F(GrpcWorkerLocalCallsTest, RunGraphGoesOverTheLocalSocketOnceAReplyNamedIt) {
+  CreateSessions();
+  int64_t step = 0;
+  RunGraphResponse response;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(worker_.client->RunGraph(ConstStep(++step), &response).ok());
+    EXPECT_EQ(Fetched(response), 3.0f);
+    // The first went over gRPC and its reply named the socket; the others came over it.
+    EXPECT_EQ(LocalRunGraphs(&worker_), i);
+  }
+  // RunGraphAsync too, on a loop and without one: each new client's first call goes
+  // over gRPC, its second over the socket.
+  LoopServer master;
+  for (CompletionQueueLoop* loop : {master.loop, static_cast<CompletionQueueLoop*>(nullptr)}) {
+    SCOPED_TRACE(loop != nullptr ? "on the loop" : "without a loop");
+    GrpcWorkerOptions options;
+    options.loop = loop;
+    GrpcWorker client(NewWorkerChannel(worker_.runner->address()), options);
+    const double before = LocalRunGraphs(&worker_);
+    for (int i = 0; i < 2; ++i) {
+      std::thread::id thread;
+      absl::Status s =
+          RunGraphAsyncAndWait(&client, ConstStep(++step), &response, nullptr, &thread);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(Fetched(response), 3.0f);
+    }
+    EXPECT_EQ(LocalRunGraphs(&worker_), before + 1);
+  }
+  // Errors cross as over gRPC: an unknown session is ABORTED, an unknown graph NOT_FOUND.
+  RunGraphRequest unknown = ConstStep(++step);
+  unknown.set_session_handle("never created");
+  EXPECT_EQ(worker_.client->RunGraph(unknown, &response).code(), absl::StatusCode::kAborted);
+  unknown = ConstStep(++step);
+  unknown.set_graph_handle("no such graph");
+  EXPECT_EQ(worker_.client->RunGraph(unknown, &response).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(LocalRunGraphs(&worker_), 6);
+  // A client told not to keeps to gRPC.
+  GrpcWorkerOptions grpc_only;
+  grpc_only.local_calls = false;
+  GrpcWorker client(NewWorkerChannel(worker_.runner->address()), grpc_only);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(client.RunGraph(ConstStep(++step), &response).ok());
+  EXPECT_EQ(LocalRunGraphs(&worker_), 6);
+  EXPECT_EQ(worker_.worker->num_steps(), 0);
+}
+
+TEST_F(GrpcWorkerLocalCallsTest, CancellingALocalRunGraphEndsTheWorkersStep) {
+  CreateSessions();
+  GrpcWorker client(NewWorkerChannel(worker_.runner->address()));
+  RunGraphResponse response;
+  ASSERT_TRUE(client.RunGraph(ConstStep(1), &response).ok());  // Names the socket.
+  // The partition waits for a tensor of the ps that never comes.
+  RunGraphRequest request;
+  request.set_session_handle("s");
+  request.set_graph_handle(Register(&worker_, WorkerPullGraph()));
+  request.set_step_id(2);
+  request.add_recv_key(
+      MakeRendezvousKey(kWorkerDevice, worker_.worker->incarnation(), kWorkerDevice, "neg"));
+  CancellationManager cm;
+  std::thread::id thread;
+  absl::Status s = RunGraphAsyncAndWait(&client, request, &response, &cm, &thread, [&] {
+    ASSERT_TRUE(Eventually(
+        [&] { return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1; }));
+    cm.StartCancel(absl::CancelledError("the client gave up"));
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+  EXPECT_EQ(LocalRunGraphs(&worker_), 1);
+  // The worker hears its caller give up and ends the step, and with it its RecvTensor.
+  EXPECT_TRUE(Eventually([&] {
+    return worker_.worker->num_steps() == 0 && ps_.worker->num_steps() == 0 &&
+           ps_.service->recv_tensors_waiting() == 0;
+  }));
+}
+
+// Calls straight to the socket, as any process on the host could send them.
+TEST_F(GrpcWorkerLocalCallsTest, ABadLocalCallIsRefusedAndTheSocketServesOn) {
+  CreateSessions();
+  const std::string address = worker_.service->local_calls_address();
+  ASSERT_FALSE(address.empty());
+  absl::StatusOr<std::unique_ptr<LocalCallChannel>> channel = LocalCallChannel::Connect(address);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto call = [&](uint16_t method, std::string body) {
+    absl::Notification replied;
+    absl::StatusOr<std::string> reply;
+    (*channel)->Call(method, std::move(body), absl::Now() + absl::Seconds(60), nullptr,
+                     [&](absl::StatusOr<std::string> r) {
+                       reply = std::move(r);
+                       replied.Notify();
+                     });
+    replied.WaitForNotification();
+    return reply;
+  };
+  const absl::StatusOr<std::string> garbage =
+      call(kLocalRunGraphMethod, std::string(11, static_cast<char>(0xff)));
+  EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInvalidArgument) << garbage.status();
+  const absl::StatusOr<std::string> unknown = call(99, "");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnimplemented) << unknown.status();
+  EXPECT_TRUE(absl::StrContains(unknown.status().message(), "99")) << unknown.status();
+  // The same connection serves a good call.
+  const absl::StatusOr<std::string> good =
+      call(kLocalRunGraphMethod, ConstStep(1).SerializeAsString());
+  ASSERT_TRUE(good.ok()) << good.status();
+  RunGraphResponse response;
+  ASSERT_TRUE(response.ParseFromString(*good));
+  EXPECT_EQ(Fetched(response), 3.0f);
+}
+
+// The socket cannot authenticate its callers: with security on there is none.
+TEST(GrpcWorkerLocalCallsSecurityTest, ThereIsNoLocalCallSocketWithSecurityOn) {
+  SecurityOptions token;
+  token.token = "a cluster token";
+  token.identity = "worker";
+  ASSERT_TRUE(InstallSecurity(token).ok());
+  {
+    Task task("worker");
+    const absl::Status serving = task.service->ServeLocalCalls(LocalCallServer::DefaultAddress());
+    EXPECT_EQ(serving.code(), absl::StatusCode::kFailedPrecondition) << serving;
+    EXPECT_EQ(task.service->local_calls_address(), "");
+  }
+  ASSERT_TRUE(InstallSecurity(SecurityOptions()).ok());
 }
 
 }  // namespace

@@ -608,6 +608,12 @@ void LocalCall::Reply(const absl::Status& status, std::string response) {
   }
 }
 
+std::string LocalCallServer::DefaultAddress() {
+  absl::StatusOr<std::string> random = NewSocketToken();
+  return absl::StrCat("@overseer-calls-", ::getpid(), "-",
+                      random.ok() ? random->substr(0, 16) : "0");
+}
+
 absl::StatusOr<std::unique_ptr<LocalCallServer>> LocalCallServer::Start(const std::string& address,
                                                                         Handler handler,
                                                                         LocalCallOptions options) {

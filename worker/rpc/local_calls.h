@@ -1,16 +1,15 @@
 #ifndef OVERSEER_WORKER_RPC_LOCAL_CALLS_H_
 #define OVERSEER_WORKER_RPC_LOCAL_CALLS_H_
 
-// Same-host calls without gRPC: the transport of a future RunGraph fast path between a
-// master and the workers on its host (not wired yet: docs/performance.md, section 2,
-// "How much of that call is gRPC's own", says why and what it measured). A worker would
-// listen on a Unix stream socket, name it in its gRPC replies as it names its local
-// transfer socket (worker/rpc/local_transfer.h), and serve the calls that come over it;
-// a master that can connect to it would send them there. A call costs one message each
-// way on a socket kept open, with no HTTP/2 framing, no call object and no completion
-// queue: partition_bench's raw fan-out over loopback TCP costs 0.23-0.26 of gRPC's CPU
-// per extra target on the quiet host, and a prototype of the RunGraph path cut the CPU
-// an extra partition costs by 37-49 % (181-231 us to 98-121).
+// Same-host calls without gRPC: RunGraph's fast path between a caller (a master, or a
+// client running direct steps) and a worker on its host. A worker listens on a Unix
+// stream socket (GrpcWorkerService::ServeLocalCalls), names it in its gRPC RunGraph
+// replies (initial metadata kLocalCallsMetadataKey), and serves the calls that come over
+// it; a GrpcWorker that can connect to it sends its RunGraph calls there. A call costs
+// one message each way on a socket kept open, with no HTTP/2 framing, no call object
+// and no completion queue: partition_bench's raw fan-out over loopback TCP costs
+// 0.23-0.26 of gRPC's CPU per extra target on the quiet host (docs/performance.md,
+// section 2).
 //
 // Protocol: frames in both directions on one connection, each a 24-byte header
 // (little-endian: uint32 kLocalCallMagic, uint8 kind, uint8 0, uint16 method, uint64
@@ -60,6 +59,13 @@ inline constexpr uint32_t kLocalCallMagic = 0x434c564f;  // "OVLC"
 inline constexpr size_t kLocalCallHeaderBytes = 24;
 // The largest body a side accepts by default: protobuf's limit on one message.
 inline constexpr size_t kLocalCallMaxBodyBytes = (size_t{1} << 31) - 1;
+
+// The worker's methods over local calls: a request and a response are WorkerService's
+// messages, serialized.
+inline constexpr uint16_t kLocalRunGraphMethod = 1;
+// The gRPC initial-metadata key under which a worker names its local call socket in its
+// RunGraph replies (absent: it serves none).
+inline constexpr char kLocalCallsMetadataKey[] = "x-overseer-local-calls";
 
 namespace local_calls_internal {
 class Connection;
@@ -119,6 +125,8 @@ class LocalCallServer {
   // clients' keepalive (run longer work elsewhere).
   using Handler = std::function<void(std::shared_ptr<LocalCall>)>;
 
+  // A fresh abstract address for this process: "@overseer-calls-PID-RANDOM".
+  static std::string DefaultAddress();
   // Listens on `address` (core/io/unix_socket.h: "@name" or a path). The errors of
   // ListenUnixSocket.
   static absl::StatusOr<std::unique_ptr<LocalCallServer>> Start(const std::string& address,
