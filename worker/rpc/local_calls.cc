@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,9 @@ namespace {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the frame header is little-endian");
 
 constexpr char kWhat[] = "local call socket";
+// What one read of a connection takes at most: a frame that fits, and the frames after
+// it, come in one recv.
+constexpr size_t kReadBufferBytes = 64 << 10;
 
 enum Kind : uint8_t { kCall = 1, kCancel = 2, kReply = 3, kPing = 4, kPong = 5 };
 
@@ -220,50 +224,97 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return absl::OkStatus();
   }
 
-  // Reads what came, frame by frame, until the socket has no more. OK unless the
-  // connection ended (the peer closed it, or broke the protocol).
+  // Reads what came and hands over each whole frame, until the socket had no more. A
+  // read takes as much as the buffer holds, so that a frame costs one recv (not one for
+  // its header and one for its body) and the reads end without one that finds nothing
+  // (poll says when more comes). OK unless the connection ended (the peer closed it, or
+  // broke the protocol).
   absl::Status ReadFrames() {
+    bool drained = false;  // The last read took less than it had room for.
     for (;;) {
-      char* to = nullptr;
-      size_t want = 0;
-      if (header_got_ < sizeof(Header)) {
-        to = reinterpret_cast<char*>(&in_header_) + header_got_;
-        want = sizeof(Header) - header_got_;
-      } else {
-        to = in_body_.data() + body_got_;
-        want = in_body_.size() - body_got_;
-      }
-      if (want > 0) {
-        const ssize_t r = ::recv(fd_.get(), to, want, MSG_DONTWAIT);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return absl::OkStatus();
-        if (r < 0) return ErrnoStatus(errno, absl::StrCat("cannot read from the ", what_));
-        if (r == 0) return absl::UnavailableError(absl::StrCat("the ", what_, " was closed"));
-        if (header_got_ < sizeof(Header)) {
-          header_got_ += static_cast<size_t>(r);
-          if (header_got_ < sizeof(Header)) continue;
-          if (absl::Status valid = CheckHeader(in_header_); !valid.ok()) {
-            malformed_ = true;
-            return valid;
-          }
-          in_body_.resize(in_header_.length);
-          body_got_ = 0;
-        } else {
-          body_got_ += static_cast<size_t>(r);
+      if (large_) {  // A body larger than the buffer goes straight into its string.
+        const size_t want = in_body_.size() - body_got_;
+        const ssize_t r = Receive(in_body_.data() + body_got_, want);
+        if (r < 0) return ReceiveStatus(r);
+        body_got_ += static_cast<size_t>(r);
+        if (body_got_ < in_body_.size()) {
+          if (static_cast<size_t>(r) < want) return absl::OkStatus();
+          continue;
         }
-        if (body_got_ < in_body_.size()) continue;
+        large_ = false;
+        std::string body = std::move(in_body_);
+        in_body_ = std::string();
+        RETURN_IF_ERROR(Deliver(in_header_, std::move(body)));
+        continue;
       }
-      // A whole frame.
-      const Header header = in_header_;
-      std::string body = std::move(in_body_);
-      in_body_ = std::string();
-      header_got_ = 0;
-      body_got_ = 0;
-      if (absl::Status handled = OnFrame(header, std::move(body)); !handled.ok()) {
-        malformed_ = true;
-        return handled;
+      RETURN_IF_ERROR(TakeFrames());
+      if (large_) continue;
+      if (drained) return absl::OkStatus();
+      if (in_start_ > 0) {  // A partial frame moves to the front.
+        std::memmove(in_buffer_.get(), in_buffer_.get() + in_start_, in_end_ - in_start_);
+        in_end_ -= in_start_;
+        in_start_ = 0;
       }
+      const size_t room = kReadBufferBytes - in_end_;
+      const ssize_t r = Receive(in_buffer_.get() + in_end_, room);
+      if (r < 0) return ReceiveStatus(r);
+      in_end_ += static_cast<size_t>(r);
+      drained = static_cast<size_t>(r) < room;
     }
+  }
+
+  // recv without waiting: the bytes read (more than 0), or -1 with nothing to read now,
+  // -2 at the peer's end, -3 on an error (errno).
+  ssize_t Receive(char* to, size_t want) {
+    for (;;) {
+      const ssize_t r = ::recv(fd_.get(), to, want, MSG_DONTWAIT);
+      if (r > 0) return r;
+      if (r == 0) return -2;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -3;
+    }
+  }
+  absl::Status ReceiveStatus(ssize_t r) const {
+    if (r == -1) return absl::OkStatus();
+    if (r == -2) return absl::UnavailableError(absl::StrCat("the ", what_, " was closed"));
+    return ErrnoStatus(errno, absl::StrCat("cannot read from the ", what_));
+  }
+
+  // Hands over the whole frames in the buffer. A frame whose body does not fit in it
+  // switches to reading that body straight into its string (large_).
+  absl::Status TakeFrames() {
+    while (in_end_ - in_start_ >= sizeof(Header)) {
+      Header header;
+      std::memcpy(&header, in_buffer_.get() + in_start_, sizeof(Header));
+      if (absl::Status valid = CheckHeader(header); !valid.ok()) {
+        malformed_ = true;
+        return valid;
+      }
+      const char* body = in_buffer_.get() + in_start_ + sizeof(Header);
+      const size_t have = in_end_ - in_start_ - sizeof(Header);
+      if (have >= header.length) {
+        in_start_ += sizeof(Header) + header.length;
+        RETURN_IF_ERROR(Deliver(header, std::string(body, header.length)));
+        continue;
+      }
+      if (sizeof(Header) + header.length > kReadBufferBytes) {
+        in_header_ = header;
+        in_body_.resize(header.length);
+        std::memcpy(in_body_.data(), body, have);
+        body_got_ = have;
+        in_start_ = in_end_ = 0;
+        large_ = true;
+      }
+      break;
+    }
+    if (in_start_ == in_end_) in_start_ = in_end_ = 0;
+    return absl::OkStatus();
+  }
+
+  absl::Status Deliver(const Header& header, std::string body) {
+    absl::Status handled = OnFrame(header, std::move(body));
+    if (!handled.ok()) malformed_ = true;
+    return handled;
   }
 
   absl::Status CheckHeader(const Header& header) const {
@@ -288,9 +339,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closing_ ABSL_GUARDED_BY(out_mu_) = false;
   absl::Status close_reason_ ABSL_GUARDED_BY(out_mu_);
   std::atomic<bool> malformed_{false};
-  // The frame being read (the thread's only).
+  // What was read and not handed over yet, [in_start_, in_end_) (the thread's only)...
+  const std::unique_ptr<char[]> in_buffer_{new char[kReadBufferBytes]};
+  size_t in_start_ = 0;
+  size_t in_end_ = 0;
+  // ...and a body too large for it, being read into its string.
+  bool large_ = false;
   Header in_header_;
-  size_t header_got_ = 0;
   std::string in_body_;
   size_t body_got_ = 0;
   std::thread thread_;
@@ -555,6 +610,10 @@ class ChannelState final : public Connection {
           next = std::min(next, last_heard_ + keepalive_);
         }
       }
+      // Even idle, the thread looks again within a tick, so that a call whose deadline
+      // and first ping come later needs no wake (an eventfd write and a context switch
+      // per call).
+      next = std::min(next, now + tick_);
       next_deadline_ = next;
     }
     if (ping) Send(kPing, 0, 0, 0, std::string());
@@ -581,6 +640,7 @@ class ChannelState final : public Connection {
   }
 
   const absl::Duration keepalive_;
+  const absl::Duration tick_ = keepalive_ > absl::ZeroDuration() ? keepalive_ : absl::Seconds(1);
   std::atomic<int64_t> pongs_{0};
   // The keepalive's state (the thread's only): when a frame came last, and when the
   // ping not yet answered went (InfinitePast: none).

@@ -170,6 +170,35 @@ TEST(LocalCallsTest, ManyThreadsCallAtOnceAndLargeBodiesCrossWhole) {
   EXPECT_EQ(channel->in_flight(), 0);
 }
 
+// Many calls in flight at once, so that frames arrive back to back and a read takes
+// several, cut anywhere: bodies of every size around what one read takes (64 KiB).
+TEST(LocalCallsTest, FramesBackToBackCrossWholeWhateverTheirSizes) {
+  std::unique_ptr<LocalCallServer> server = StartEcho();
+  std::unique_ptr<LocalCallChannel> channel = Connect(server->address());
+  const std::vector<size_t> sizes = {0,         1,          23,         24,         25,
+                                     1000,      65535 - 48, 65536 - 24, 65536 - 23, 65536,
+                                     65536 + 1, 100000,     200003,     3 << 20};
+  constexpr int kRounds = 20;
+  std::vector<std::unique_ptr<Result>> results;
+  std::vector<std::string> expected;
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      std::string request(sizes[i], static_cast<char>('a' + (round + i) % 26));
+      if (!request.empty()) request.back() = '!';
+      expected.push_back(absl::StrCat(7, ":", request));
+      results.push_back(std::make_unique<Result>());
+      channel->Call(7, std::move(request), absl::InfiniteFuture(), nullptr, results.back()->Done());
+    }
+  }
+  int wrong = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    absl::StatusOr<std::string> reply = results[i]->Wait();
+    if (!reply.ok() || *reply != expected[i]) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(channel->in_flight(), 0);
+}
+
 TEST(LocalCallsTest, DoneMayCallAgainOnTheChannelsThread) {
   std::unique_ptr<LocalCallServer> server = StartEcho(SmallBuffers());
   std::unique_ptr<LocalCallChannel> channel = Connect(server->address(), SmallBuffers());
