@@ -5,7 +5,8 @@
 //     round trip (empty messages) between this process and a child process. The step's
 //     signature runs on one task and writes nothing, so after its first step the
 //     client runs it on the worker itself (a direct step, client/session/grpc_session.h:
-//     one RunGraph), renewing the route through the master every
+//     one RunGraph, which after the first goes over the worker's local call socket,
+//     worker/rpc/local_calls.h, not gRPC), renewing the route through the master every
 //     MasterSession::kDirectStepIds steps or kDirectValidMs. Each side is one client
 //     thread making one call at a time, in windows of kWindowSeconds that alternate
 //     (interleaved rounds, bench_util.h): value and baseline are the medians of kRounds
@@ -13,9 +14,10 @@
 //     on a shared host. Goal (issue 23): a ratio <= 2.5 in every run.
 //   grpc_session.master_step_us: the same step in a session with direct steps off, so
 //     through the master (client->master RunStep, master->worker RunGraph), against the
-//     ping in the same rounds. The master's RunStep runs on a completion queue loop (its
-//     step continues on the thread that reads the RunGraph reply), and so does the
-//     worker's RunGraph of this quick graph. docs/performance.md section 2 says where
+//     ping in the same rounds. The master's RunStep runs on a completion queue loop, its
+//     RunGraph goes over the worker's local call socket (its step continues on the
+//     thread that reads the reply), and the worker runs this quick graph on the
+//     thread that reads the call. docs/performance.md section 2 says where
 //     such a step's time goes.
 //   grpc_session.master_step_us_vs_relay: that step through the master against a raw
 //     relayed ping in the same rounds: this process -> a relay process -> the raw server
