@@ -733,6 +733,18 @@ absl::Status RunGraphAsyncAndWait(GrpcWorker* worker, const RunGraphRequest& req
       thread, while_running);
 }
 
+// Runs `request` with RunGraphAsync through `client`, and cancels `cm` once `running()`
+// holds; returns the call's status.
+absl::Status RunAndCancel(GrpcWorker* client, const RunGraphRequest& request,
+                          CancellationManager* cm, const std::function<bool()>& running) {
+  RunGraphResponse response;
+  std::thread::id thread;
+  return RunGraphAsyncAndWait(client, request, &response, cm, &thread, [&] {
+    ASSERT_TRUE(Eventually(running));
+    cm->StartCancel(absl::CancelledError("the client gave up"));
+  });
+}
+
 TEST_F(GrpcWorkerTest, RunGraphAsyncOnALoopRepliesOnTheLoopThread) {
   CreateSessions();
   LoopServer master;
@@ -782,13 +794,9 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
     options.loop = loop;
     GrpcWorker client(NewWorkerChannel(worker_.runner->address()), options);
     CancellationManager cm;
-    RunGraphResponse response;
-    std::thread::id thread;
-    absl::Status s = RunGraphAsyncAndWait(&client, request, &response, &cm, &thread, [&] {
-      // The worker runs the step, and its RecvTensor waits on the ps.
-      ASSERT_TRUE(Eventually(
-          [&] { return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1; }));
-      cm.StartCancel(absl::CancelledError("the client gave up"));
+    // Cancelled once the worker runs the step and its RecvTensor waits on the ps.
+    absl::Status s = RunAndCancel(&client, request, &cm, [&] {
+      return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1;
     });
     EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
     // The worker sees its caller give up and ends the step, and with it its RecvTensor.
@@ -797,6 +805,8 @@ TEST_F(GrpcWorkerTest, CancellingRunGraphAsyncEndsTheCallAndTheWorkersStep) {
              ps_.service->recv_tensors_waiting() == 0;
     }));
     // Cancelled before it starts: done at once.
+    RunGraphResponse response;
+    std::thread::id thread;
     EXPECT_EQ(RunGraphAsyncAndWait(&client, request, &response, &cm, &thread).code(),
               absl::StatusCode::kCancelled);
   }
@@ -1008,11 +1018,8 @@ TEST_F(GrpcWorkerLocalCallsTest, CancellingALocalRunGraphEndsTheWorkersStep) {
   request.add_recv_key(
       MakeRendezvousKey(kWorkerDevice, worker_.worker->incarnation(), kWorkerDevice, "neg"));
   CancellationManager cm;
-  std::thread::id thread;
-  absl::Status s = RunGraphAsyncAndWait(&client, request, &response, &cm, &thread, [&] {
-    ASSERT_TRUE(Eventually(
-        [&] { return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1; }));
-    cm.StartCancel(absl::CancelledError("the client gave up"));
+  absl::Status s = RunAndCancel(&client, request, &cm, [&] {
+    return worker_.worker->num_steps() == 1 && ps_.worker->num_steps() == 1;
   });
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
   EXPECT_EQ(LocalRunGraphs(&worker_), 1);
