@@ -134,7 +134,7 @@ void GrpcWorker::ConnectLocalCalls(const std::string& address) {
               << " go over that local call socket from now on";
   } else {
     LOG(INFO) << "RunGraph calls stay on gRPC: " << channel.status()
-              << " (the worker is on another host or in another network namespace)";
+              << " (as for a worker on another host or in another network namespace)";
   }
   std::shared_ptr<LocalCallChannel> replaced;  // Let go after the lock.
   absl::MutexLock lock(&local_mu_);
