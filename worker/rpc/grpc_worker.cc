@@ -1,6 +1,11 @@
 #include "worker/rpc/grpc_worker.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,7 +29,92 @@ ThreadPool* RunGraphThreads() {
   return pool;
 }
 
+// A connection to the local call socket at `address`: the one this process has open
+// with the same keepalive if there is one, so that every GrpcWorker to a worker (a
+// client's sessions, each with its own) shares one connection and its thread on each
+// side; else a new one. The errors of LocalCallChannel::Connect.
+absl::StatusOr<std::shared_ptr<LocalCallChannel>> SharedLocalCallChannel(const std::string& address,
+                                                                         absl::Duration keepalive) {
+  static absl::Mutex mu(absl::kConstInit);
+  using Key = std::pair<std::string, int64_t>;
+  static auto* open = new std::map<Key, std::weak_ptr<LocalCallChannel>>;  // Guarded by mu.
+  const Key key(address, absl::ToInt64Nanoseconds(keepalive));
+  std::shared_ptr<LocalCallChannel> channel;  // Let go after the lock: it may be the last.
+  {
+    absl::MutexLock lock(&mu);
+    auto it = open->find(key);
+    if (it != open->end()) channel = it->second.lock();
+  }
+  if (channel != nullptr && !channel->closed()) return channel;
+  LocalCallOptions options;
+  options.keepalive = keepalive;
+  absl::StatusOr<std::unique_ptr<LocalCallChannel>> made =
+      LocalCallChannel::Connect(address, options);
+  if (!made.ok()) return made.status();
+  channel = *std::move(made);
+  absl::MutexLock lock(&mu);
+  for (auto it = open->begin(); it != open->end();) {  // Forget the channels gone.
+    it = it->second.expired() ? open->erase(it) : std::next(it);
+  }
+  (*open)[key] = channel;
+  return channel;
+}
+
 }  // namespace
+
+struct GrpcWorker::LocalCallRoute {
+  LocalCallRoute(bool enabled, absl::Duration keepalive) : enabled(enabled), keepalive(keepalive) {}
+
+  // The open connection to the worker's local call socket, or null.
+  std::shared_ptr<LocalCallChannel> Open() ABSL_LOCKS_EXCLUDED(mu) {
+    std::shared_ptr<LocalCallChannel> closed;  // Let go after the lock: it may join a thread.
+    absl::MutexLock lock(&mu);
+    if (channel == nullptr || !channel->closed()) return channel;
+    closed = std::move(channel);
+    claimed.clear();  // The next reply's socket is tried again.
+    return nullptr;
+  }
+
+  // The local call socket a finished RunGraph's `context` names, if no connection to it
+  // was tried yet (this caller claims the try); else "".
+  std::string Claim(const grpc::ClientContext& context) ABSL_LOCKS_EXCLUDED(mu) {
+    if (!enabled) return "";
+    const auto& metadata = context.GetServerInitialMetadata();
+    auto named = metadata.find(kLocalCallsMetadataKey);
+    if (named == metadata.end()) return "";
+    std::string address(named->second.data(), named->second.size());
+    absl::MutexLock lock(&mu);
+    if (address == claimed) return "";
+    claimed = address;
+    return address;
+  }
+
+  // Connects to the claimed `address` (it may block) and keeps the connection.
+  void Connect(const std::string& address) ABSL_LOCKS_EXCLUDED(mu) {
+    absl::StatusOr<std::shared_ptr<LocalCallChannel>> connected =
+        SharedLocalCallChannel(address, keepalive);
+    if (connected.ok()) {
+      LOG(INFO) << "RunGraph calls to the worker that serves " << address
+                << " go over that local call socket from now on";
+    } else {
+      LOG(INFO) << "RunGraph calls stay on gRPC: " << connected.status()
+                << " (as for a worker on another host or in another network namespace)";
+    }
+    std::shared_ptr<LocalCallChannel> replaced;  // Let go after the lock.
+    absl::MutexLock lock(&mu);
+    if (address != claimed) return;  // Another socket was named since.
+    replaced = std::move(channel);
+    if (connected.ok()) channel = *std::move(connected);  // Else: not tried again.
+  }
+
+  const bool enabled;
+  const absl::Duration keepalive;
+  absl::Mutex mu;
+  // The socket tried last, and the connection to it (null: none, or it could not
+  // connect).
+  std::string claimed ABSL_GUARDED_BY(mu);
+  std::shared_ptr<LocalCallChannel> channel ABSL_GUARDED_BY(mu);
+};
 
 std::shared_ptr<grpc::Channel> NewWorkerChannel(const std::string& address,
                                                 absl::Duration keepalive) {
@@ -38,7 +128,8 @@ GrpcWorker::GrpcWorker(std::shared_ptr<grpc::Channel> channel, GrpcWorkerOptions
       channel_(std::move(channel)),
       stub_(WorkerService::NewStub(channel_)),
       recv_tensor_method_("/overseer.WorkerService/RecvTensor",
-                          grpc::internal::RpcMethod::SERVER_STREAMING, channel_) {}
+                          grpc::internal::RpcMethod::SERVER_STREAMING, channel_),
+      route_(std::make_shared<LocalCallRoute>(options.local_calls, options.keepalive)) {}
 
 absl::Duration GrpcWorker::StepTimeout(int64_t timeout_in_ms) const {
   return timeout_in_ms > 0 ? absl::Milliseconds(timeout_in_ms) + options_.timeout_grace
@@ -85,7 +176,7 @@ absl::Status GrpcWorker::DeregisterGraph(const DeregisterGraphRequest& request,
 }
 
 absl::Status GrpcWorker::RunGraph(const RunGraphRequest& request, RunGraphResponse* response) {
-  if (std::shared_ptr<LocalCallChannel> local = OpenLocalCalls()) {
+  if (std::shared_ptr<LocalCallChannel> local = route_->Open()) {
     absl::Notification replied;
     absl::Status status;
     RunGraphLocal(*local, request, response, nullptr, [&](absl::Status s) {
@@ -97,50 +188,10 @@ absl::Status GrpcWorker::RunGraph(const RunGraphRequest& request, RunGraphRespon
   }
   auto context = NewClientContext(StepTimeout(request.timeout_in_ms()));
   const absl::Status status = FromGrpcStatus(stub_->RunGraph(context.get(), request, response));
-  if (const std::string address = ClaimLocalCalls(*context); !address.empty()) {
-    ConnectLocalCalls(address);
+  if (const std::string address = route_->Claim(*context); !address.empty()) {
+    route_->Connect(address);
   }
   return status;
-}
-
-std::shared_ptr<LocalCallChannel> GrpcWorker::OpenLocalCalls() {
-  std::shared_ptr<LocalCallChannel> closed;  // Let go after the lock: it joins its thread.
-  absl::MutexLock lock(&local_mu_);
-  if (calls_ == nullptr || !calls_->closed()) return calls_;
-  closed = std::move(calls_);
-  calls_claimed_.clear();  // The next reply's socket is tried again.
-  return nullptr;
-}
-
-std::string GrpcWorker::ClaimLocalCalls(const grpc::ClientContext& context) {
-  if (!options_.local_calls) return "";
-  const auto& metadata = context.GetServerInitialMetadata();
-  auto named = metadata.find(kLocalCallsMetadataKey);
-  if (named == metadata.end()) return "";
-  std::string address(named->second.data(), named->second.size());
-  absl::MutexLock lock(&local_mu_);
-  if (address == calls_claimed_) return "";
-  calls_claimed_ = address;
-  return address;
-}
-
-void GrpcWorker::ConnectLocalCalls(const std::string& address) {
-  LocalCallOptions options;
-  options.keepalive = options_.keepalive;
-  absl::StatusOr<std::unique_ptr<LocalCallChannel>> channel =
-      LocalCallChannel::Connect(address, options);
-  if (channel.ok()) {
-    LOG(INFO) << "RunGraph calls to the worker that serves " << address
-              << " go over that local call socket from now on";
-  } else {
-    LOG(INFO) << "RunGraph calls stay on gRPC: " << channel.status()
-              << " (as for a worker on another host or in another network namespace)";
-  }
-  std::shared_ptr<LocalCallChannel> replaced;  // Let go after the lock.
-  absl::MutexLock lock(&local_mu_);
-  if (address != calls_claimed_) return;  // Another socket was named since.
-  replaced = std::move(calls_);
-  if (channel.ok()) calls_ = *std::move(channel);  // Else: not tried again.
 }
 
 void GrpcWorker::RunGraphLocal(LocalCallChannel& channel, const RunGraphRequest& request,
@@ -161,12 +212,12 @@ void GrpcWorker::RunGraphLocal(LocalCallChannel& channel, const RunGraphRequest&
 void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
                                CancellationManager* cancellation,
                                std::function<void(absl::Status)> done) {
-  if (std::shared_ptr<LocalCallChannel> local = OpenLocalCalls()) {
+  if (std::shared_ptr<LocalCallChannel> local = route_->Open()) {
     RunGraphLocal(*local, *request, response, cancellation, std::move(done));
     return;
   }
   struct Call {
-    GrpcWorker* worker = nullptr;  // Alive while the call is: the caller holds it.
+    std::shared_ptr<LocalCallRoute> route;
     // Shared with the cancellation callback, which may run while the call ends.
     std::shared_ptr<grpc::ClientContext> context;
     std::unique_ptr<grpc::ClientAsyncResponseReader<RunGraphResponse>> reader;
@@ -178,13 +229,13 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
     // Ends `call` with `s`, after connecting to the local call socket its reply named
     // if that is new (on a pool thread: it may block).
     static void Finished(std::shared_ptr<Call> call, const grpc::Status& s) {
-      const std::string address = call->worker->ClaimLocalCalls(*call->context);
+      const std::string address = call->route->Claim(*call->context);
       if (address.empty()) {
         End(std::move(call), s);
         return;
       }
       RunGraphThreads()->Schedule([call = std::move(call), s, address]() mutable {
-        call->worker->ConnectLocalCalls(address);
+        call->route->Connect(address);
         End(std::move(call), s);
       });
     }
@@ -202,7 +253,7 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
     }
   };
   auto call = std::make_shared<Call>();
-  call->worker = this;
+  call->route = route_;
   call->context = NewClientContext(StepTimeout(request->timeout_in_ms()));
   call->cancellation = cancellation;
   call->done = std::move(done);

@@ -77,11 +77,11 @@ constexpr absl::Duration kGetStatusWait = absl::Seconds(2);
 // UNAVAILABLE (gRPC fails fast when the connection cannot be made or breaks).
 //
 // RunGraph goes over gRPC until a reply names the worker's local call socket and a
-// connection to it opens (the worker is on this host: GrpcWorkerOptions::local_calls);
-// then over that connection, with the same deadline, cancellation and keepalive, its
-// `done` run by the connection's thread. A connection that closed (the worker went away,
-// or stopped answering its keepalive) sends the next call over gRPC again, whose reply
-// names the socket of whatever serves the task now.
+// connection to it opens (the worker is on this host: GrpcWorkerOptions::local_calls;
+// the GrpcWorkers of a process to one worker share one connection); then over it, with the same
+// deadline, cancellation and keepalive, its `done` run by the connection's thread. A connection
+// that closed (the worker went away, or stopped answering its keepalive) sends the next call over
+// gRPC again, whose reply names the socket of whatever serves the task now.
 class GrpcWorker : public WorkerInterface {
  public:
   GrpcWorker(std::shared_ptr<grpc::Channel> channel, GrpcWorkerOptions options = {});
@@ -124,13 +124,10 @@ class GrpcWorker : public WorkerInterface {
   void LearnLocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(local_mu_);
   // A transfer over `address` could not connect: probe again on the next reply.
   void ForgetLocalSocket(const std::string& address) ABSL_LOCKS_EXCLUDED(local_mu_);
-  // The open connection to the worker's local call socket, or null.
-  std::shared_ptr<LocalCallChannel> OpenLocalCalls() ABSL_LOCKS_EXCLUDED(local_mu_);
-  // The local call socket a finished RunGraph's `context` names, if no connection to it
-  // was tried yet (this caller claims the try); else "".
-  std::string ClaimLocalCalls(const grpc::ClientContext& context) ABSL_LOCKS_EXCLUDED(local_mu_);
-  // Connects to the claimed `address` (it may block) and keeps the connection.
-  void ConnectLocalCalls(const std::string& address) ABSL_LOCKS_EXCLUDED(local_mu_);
+  // Where RunGraph goes on this host (grpc_worker.cc): shared with the gRPC calls in
+  // flight, whose replies name the worker's local call socket and may come after this
+  // object is gone.
+  struct LocalCallRoute;
   // RunGraphAsync over `channel`.
   void RunGraphLocal(LocalCallChannel& channel, const RunGraphRequest& request,
                      RunGraphResponse* response, CancellationManager* cancellation,
@@ -144,10 +141,7 @@ class GrpcWorker : public WorkerInterface {
   absl::Mutex local_mu_;
   std::string local_probed_ ABSL_GUARDED_BY(local_mu_);      // The last address probed...
   bool local_reachable_ ABSL_GUARDED_BY(local_mu_) = false;  // ...and whether it connected.
-  // The local call socket tried last, and the connection to it (null: none, or it
-  // could not connect).
-  std::string calls_claimed_ ABSL_GUARDED_BY(local_mu_);
-  std::shared_ptr<LocalCallChannel> calls_ ABSL_GUARDED_BY(local_mu_);
+  const std::shared_ptr<LocalCallRoute> route_;
 };
 
 // Dials the tasks of a ClusterDef ("/job:J/replica:0/task:I" -> its address), one

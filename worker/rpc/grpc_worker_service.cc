@@ -182,6 +182,10 @@ std::string GrpcWorkerService::local_calls_address() const {
   return local_calls_ != nullptr ? local_calls_->address() : std::string();
 }
 
+int GrpcWorkerService::local_call_connections() const {
+  return local_calls_ != nullptr ? local_calls_->connections() : 0;
+}
+
 grpc::Status GrpcWorkerService::Done(RpcMetrics::Method* method, absl::Time start,
                                      const absl::Status& status) {
   method->RecordSince(start, status);

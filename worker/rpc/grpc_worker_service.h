@@ -85,8 +85,9 @@ class GrpcWorkerService final
   // (the socket cannot authenticate its callers: docs/security.md); else the errors of
   // LocalCallServer::Start.
   absl::Status ServeLocalCalls(const std::string& address);
-  // The socket ServeLocalCalls serves ("" if none).
+  // The socket ServeLocalCalls serves ("" if none), and its connections open now.
   std::string local_calls_address() const;
+  int local_call_connections() const;
 
   // Every method's latency and errors; serve it with the registry
   // (ServerRunner::AddCollectable).

@@ -971,7 +971,7 @@ TEST_F(GrpcWorkerLocalCallsTest, RunGraphGoesOverTheLocalSocketOnceAReplyNamedIt
     EXPECT_EQ(LocalRunGraphs(&worker_), i);
   }
   // RunGraphAsync too, on a loop and without one: each new client's first call goes
-  // over gRPC, its second over the socket.
+  // over gRPC, its second over the socket, on the connection the first client opened.
   LoopServer master;
   for (CompletionQueueLoop* loop : {master.loop, static_cast<CompletionQueueLoop*>(nullptr)}) {
     SCOPED_TRACE(loop != nullptr ? "on the loop" : "without a loop");
@@ -987,6 +987,7 @@ TEST_F(GrpcWorkerLocalCallsTest, RunGraphGoesOverTheLocalSocketOnceAReplyNamedIt
       EXPECT_EQ(Fetched(response), 3.0f);
     }
     EXPECT_EQ(LocalRunGraphs(&worker_), before + 1);
+    EXPECT_EQ(worker_.service->local_call_connections(), 1);
   }
   // Errors cross as over gRPC: an unknown session is ABORTED, an unknown graph NOT_FOUND.
   RunGraphRequest unknown = ConstStep(++step);
