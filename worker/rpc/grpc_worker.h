@@ -78,10 +78,11 @@ constexpr absl::Duration kGetStatusWait = absl::Seconds(2);
 //
 // RunGraph goes over gRPC until a reply names the worker's local call socket and a
 // connection to it opens (the worker is on this host: GrpcWorkerOptions::local_calls;
-// the GrpcWorkers of a process to one worker share one connection); then over it, with the same
-// deadline, cancellation and keepalive, its `done` run by the connection's thread. A connection
-// that closed (the worker went away, or stopped answering its keepalive) sends the next call over
-// gRPC again, whose reply names the socket of whatever serves the task now.
+// a process's GrpcWorkers to one worker share one connection); then over it, with the
+// same deadline, cancellation and keepalive, its `done` run by the connection's thread.
+// A connection that closed (the worker went away, or stopped answering its keepalive)
+// sends the next call over gRPC again, whose reply names the socket of whatever serves
+// the task now.
 class GrpcWorker : public WorkerInterface {
  public:
   GrpcWorker(std::shared_ptr<grpc::Channel> channel, GrpcWorkerOptions options = {});
