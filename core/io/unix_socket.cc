@@ -73,6 +73,11 @@ absl::StatusOr<std::string> NewSocketToken() {
   return absl::BytesToHexString(absl::string_view(bytes, sizeof(bytes)));
 }
 
+std::string UniqueAbstractAddress(absl::string_view prefix) {
+  absl::StatusOr<std::string> random = NewSocketToken();
+  return absl::StrCat("@", prefix, "-", ::getpid(), "-", random.ok() ? random->substr(0, 16) : "0");
+}
+
 UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
   if (this != &other) {
     reset();

@@ -57,6 +57,9 @@ void SetSocketTimeout(int fd, absl::Duration timeout);
 // A secret for a same-host exchange: 128 random bits from the kernel's CSPRNG, as 32
 // hex characters. INTERNAL if the kernel gives none.
 absl::StatusOr<std::string> NewSocketToken();
+// "@<prefix>-<pid>-<16 random hex digits>": an abstract address unique on the host, for
+// a server of this process to listen on.
+std::string UniqueAbstractAddress(absl::string_view prefix);
 // poll()'s timeout until `deadline`: milliseconds rounded up (a wait never ends before
 // it), 0 once it passed, -1 (none) for absl::InfiniteFuture().
 int PollTimeoutMs(absl::Time deadline);

@@ -668,11 +668,7 @@ void LocalCall::Reply(const absl::Status& status, std::string response) {
   }
 }
 
-std::string LocalCallServer::DefaultAddress() {
-  absl::StatusOr<std::string> random = NewSocketToken();
-  return absl::StrCat("@overseer-calls-", ::getpid(), "-",
-                      random.ok() ? random->substr(0, 16) : "0");
-}
+std::string LocalCallServer::DefaultAddress() { return UniqueAbstractAddress("overseer-calls"); }
 
 absl::StatusOr<std::unique_ptr<LocalCallServer>> LocalCallServer::Start(const std::string& address,
                                                                         Handler handler,

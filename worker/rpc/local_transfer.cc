@@ -28,9 +28,7 @@ constexpr int kSocketBufferBytes = 4 << 20;
 }  // namespace
 
 std::string LocalTransferServer::DefaultAddress() {
-  absl::StatusOr<std::string> random = NewSocketToken();
-  return absl::StrCat("@overseer-worker-", ::getpid(), "-",
-                      random.ok() ? random->substr(0, 16) : "0");
+  return UniqueAbstractAddress("overseer-worker");
 }
 
 absl::StatusOr<std::unique_ptr<LocalTransferServer>> LocalTransferServer::Start(
