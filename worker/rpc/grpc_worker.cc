@@ -187,7 +187,13 @@ absl::Status GrpcWorker::RunGraph(const RunGraphRequest& request, RunGraphRespon
     return status;
   }
   auto context = NewClientContext(StepTimeout(request.timeout_in_ms()));
-  const absl::Status status = FromGrpcStatus(stub_->RunGraph(context.get(), request, response));
+  return FromGrpcStatus(BlockingRunGraph(context.get(), request, response));
+}
+
+grpc::Status GrpcWorker::BlockingRunGraph(grpc::ClientContext* context,
+                                          const RunGraphRequest& request,
+                                          RunGraphResponse* response) {
+  const grpc::Status status = stub_->RunGraph(context, request, response);
   if (const std::string address = route_->Claim(*context); !address.empty()) {
     route_->Connect(address);
   }
@@ -226,8 +232,8 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
     CancellationManager::Token token = CancellationManager::kInvalidToken;
     std::function<void(absl::Status)> done;
 
-    // Ends `call` with `s`, after connecting to the local call socket its reply named
-    // if that is new (on a pool thread: it may block).
+    // On the loop's thread: ends `call` with `s`, after connecting to the local call
+    // socket its reply named if that is new (on a pool thread: it may block).
     static void Finished(std::shared_ptr<Call> call, const grpc::Status& s) {
       const std::string address = call->route->Claim(*call->context);
       if (address.empty()) {
@@ -278,8 +284,8 @@ void GrpcWorker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse*
   // its calls to a dead peer sometimes tripped a reference-count assertion in gRPC
   // once a later channel reused the peer's subchannel.)
   RunGraphThreads()->Schedule([this, call, request, response]() mutable {
-    const grpc::Status status = stub_->RunGraph(call->context.get(), *request, response);
-    Call::Finished(std::move(call), status);
+    const grpc::Status status = BlockingRunGraph(call->context.get(), *request, response);
+    Call::End(std::move(call), status);
   });
 }
 

@@ -129,6 +129,10 @@ class GrpcWorker : public WorkerInterface {
   // flight, whose replies name the worker's local call socket and may come after this
   // object is gone.
   struct LocalCallRoute;
+  // RunGraph over gRPC, blocking; then connects to the local call socket its reply
+  // named, if that is new.
+  grpc::Status BlockingRunGraph(grpc::ClientContext* context, const RunGraphRequest& request,
+                                RunGraphResponse* response);
   // RunGraphAsync over `channel`.
   void RunGraphLocal(LocalCallChannel& channel, const RunGraphRequest& request,
                      RunGraphResponse* response, CancellationManager* cancellation,
