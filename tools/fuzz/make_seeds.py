@@ -77,6 +77,29 @@ def main():
     write(chunks, "empty_int32", frame(encode(
         "RecvTensorResponse", 'tensor { dtype: DT_INT32 tensor_shape { dim { size: 0 } } }')))
 
+    calls = os.path.join(ROOT, "worker", "rpc", "testdata", "fuzz", "local_calls_fuzz")
+    # Frames of worker/rpc/local_calls.h: "OVLC", kind, 0, method, id, code, length, body.
+    lc = lambda kind, method, id, code, body, length=None: struct.pack(
+        "<IBBHQII", 0x434C564F, kind, 0, method, id, code,
+        len(body) if length is None else length) + body
+    write(calls, "server_echo", b"\0" + lc(1, 1, 7, 0, b"hello"))
+    write(calls, "server_pipelined", b"\0" + lc(1, 1, 1, 0, b"a") + lc(4, 0, 0, 0, b"") +
+          lc(1, 2, 2, 0, b"b") + lc(1, 3, 3, 0, b"") + lc(2, 0, 3, 0, b"") + lc(1, 9, 4, 0, b"c"))
+    write(calls, "server_pending_at_end", b"\0" + lc(1, 3, 5, 0, b"wait"))
+    write(calls, "server_reused_id", b"\0" + lc(1, 3, 6, 0, b"") + lc(1, 1, 6, 0, b""))
+    write(calls, "server_bad_magic", b"\0" + b"XXXX" + lc(1, 1, 1, 0, b"x")[4:])
+    write(calls, "server_reply_kind", b"\0" + lc(3, 0, 1, 0, b"not a call"))
+    write(calls, "server_cut_short", b"\0" + lc(1, 1, 8, 0, b"", length=100) + b"partial")
+    write(calls, "server_large_body", b"\2" + lc(1, 1, 9, 0, b"", length=200000) + b"pattern")
+    write(calls, "server_over_limit", b"\2" + lc(1, 1, 10, 0, b"", length=1100000) + b"x")
+    write(calls, "channel_reply", b"\1" + lc(3, 0, 1, 0, b"world"))
+    write(calls, "channel_error", b"\1" + lc(3, 0, 1, 3, b"bad argument"))
+    write(calls, "channel_pong_then_reply", b"\1" + lc(5, 0, 0, 0, b"") + lc(3, 0, 1, 0, b"ok"))
+    write(calls, "channel_other_id", b"\1" + lc(3, 0, 2, 0, b"for another call"))
+    write(calls, "channel_bad_code", b"\1" + lc(3, 0, 1, 99, b"code"))
+    write(calls, "channel_call_kind", b"\1" + lc(1, 1, 1, 0, b"a call to the client"))
+    write(calls, "channel_nothing", b"\1")
+
     events = os.path.join(ROOT, "summary_writer", "testdata", "fuzz", "event_records_fuzz")
     version = encode("Event", 'wall_time: 1700000000.5 file_version: "brain.Event:2"')
     scalar = encode("Event", 'wall_time: 1700000001 step: 7 summary { value { tag: "loss" simple_value: 0.25 } }')
