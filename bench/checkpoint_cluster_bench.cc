@@ -53,6 +53,12 @@
 //     O_DIRECT, fsync) from threads at idle priority, as the ps's writers are, against
 //     the same quiet windows, in the same interleaved rounds. What the disk writes alone
 //     cost training on this host: the floor under the figure above.
+//   checkpoint.train_steps_lost_per_save: the steps the trainer lost to a save, against
+//     the steps it lost to the raw write in the same rounds: each window's length times
+//     its round's quiet rate, less the steps it made. Unlike the rates above, it does
+//     not depend on how long the work took: a save twice as slow at the same cost
+//     would lose training the same steps, at a rate twice as close to the quiet one. A
+//     ratio of 1: the save costs training what writing its bytes costs on this host.
 //   checkpoint.train_steps_per_sec_beside_idle_thread: the same trainer's steps per
 //     second while one thread at idle priority (SCHED_IDLE) spins for kIdleSpin, doing
 //     no I/O and touching no shared memory, against the same quiet windows, in the same
@@ -364,11 +370,19 @@ class Trainer {
     thread_.join();
   }
 
-  // Steps per second completed while `fn` ran.
-  double StepsPerSecondDuring(const std::function<void()>& fn) {
+  // A window's seconds and the steps completed in it.
+  struct Window {
+    double seconds = 0;
+    int64_t steps = 0;
+  };
+
+  // Steps per second completed while `fn` ran; the window goes to `window` if not null.
+  double StepsPerSecondDuring(const std::function<void()>& fn, Window* window = nullptr) {
     const int64_t before = steps_.load();
     const double seconds = bench::SecondsOf(fn);
-    return (steps_.load() - before) / seconds;
+    const int64_t steps = steps_.load() - before;
+    if (window != nullptr) *window = Window{seconds, steps};
+    return steps / seconds;
   }
 
  private:
@@ -504,26 +518,44 @@ int Run(const char* argv0) {
   int during_save = 0;
   int during_raw_write = 0;
   int beside_idle_thread = 0;
+  // Every round's windows, the warm-up's first: quiet, saving, raw writing.
+  std::vector<Trainer::Window> quiet_windows;
+  std::vector<Trainer::Window> save_windows;
+  std::vector<Trainer::Window> raw_windows;
   {
     Trainer trainer(session.get(), model.train);
     quiet = training.Add("quiet", [&] {
-      return trainer.StepsPerSecondDuring([] { absl::SleepFor(kQuietTraining); });
+      return trainer.StepsPerSecondDuring([] { absl::SleepFor(kQuietTraining); },
+                                          &quiet_windows.emplace_back());
     });
     // The window includes the deletes of the checkpoint the save retired.
     during_save = training.Add("saving", [&] {
-      return trainer.StepsPerSecondDuring([&] {
-        save();
-        retired_deleted();
-      });
+      return trainer.StepsPerSecondDuring(
+          [&] {
+            save();
+            retired_deleted();
+          },
+          &save_windows.emplace_back());
     });
     during_raw_write = training.Add("raw_writing", [&] {
       return trainer.StepsPerSecondDuring(
-          [&] { RawWrite(raw_paths, buffer.data, /*idle_priority=*/true); });
+          [&] { RawWrite(raw_paths, buffer.data, /*idle_priority=*/true); },
+          &raw_windows.emplace_back());
     });
     beside_idle_thread = training.Add(
         "idle_thread", [&] { return trainer.StepsPerSecondDuring(SpinAtIdlePriority); });
     training.Run(kTrainingRounds);
   }
+  // Steps a window lost against its round's quiet rate, for each round kept (the last
+  // ones: the warm-up's figures are dropped).
+  auto lost_steps = [&](const std::vector<Trainer::Window>& windows) {
+    std::vector<double> lost;
+    for (size_t r = windows.size() - training.samples(quiet).size(); r < windows.size(); ++r) {
+      const double quiet_rate = quiet_windows[r].steps / quiet_windows[r].seconds;
+      lost.push_back(quiet_rate * windows[r].seconds - static_cast<double>(windows[r].steps));
+    }
+    return lost;
+  };
 
   bench::PrintFigure("checkpoint.save_gbps", "GB/s", saves.samples(timed_save),
                      saves.samples(raw_write));
@@ -537,6 +569,8 @@ int Run(const char* argv0) {
                      training.samples(during_raw_write), training.samples(quiet));
   bench::PrintFigure("checkpoint.train_steps_per_sec_beside_idle_thread", "steps/s",
                      training.samples(beside_idle_thread), training.samples(quiet));
+  bench::PrintFigure("checkpoint.train_steps_lost_per_save", "steps", lost_steps(save_windows),
+                     lost_steps(raw_windows));
   bench::PrintFigureWithoutBaseline(
       "ps.rss_after_restore_ratio", "ratio", rss_after_restore,
       absl::StrFormat("resident bytes of a ps over its variable bytes after each restore; "
