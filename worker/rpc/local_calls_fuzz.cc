@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -28,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -187,13 +190,15 @@ void ToChannel(const std::string& bytes) {
   SetSocketTimeout(peer.get(), kPatience);
   absl::Notification ended;
   std::atomic<int> runs{0};
-  const std::string request = "request";
-  (*channel)->Call(1, request, absl::Now() + kPatience, nullptr, [&](absl::StatusOr<std::string>) {
-    runs.fetch_add(1);
-    ended.Notify();
-  });
-  char call[kLocalCallHeaderBytes + 7];
-  Check(::recv(peer.get(), call, sizeof(call), MSG_WAITALL) == sizeof(call),
+  constexpr absl::string_view kRequest = "request";
+  (*channel)->Call(1, std::string(kRequest), absl::Now() + kPatience, nullptr,
+                   [&](absl::StatusOr<std::string>) {
+                     runs.fetch_add(1);
+                     ended.Notify();
+                   });
+  std::string call(kLocalCallHeaderBytes + kRequest.size(), '\0');
+  Check(::recv(peer.get(), call.data(), call.size(), MSG_WAITALL) ==
+            static_cast<ssize_t>(call.size()),
         "the channel's call did not come whole");
   SendAll(peer.get(), bytes.data(), bytes.size());
   peer = UniqueFd();
