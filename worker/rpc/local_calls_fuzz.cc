@@ -22,7 +22,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -35,6 +34,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/io/unix_socket.h"
+#include "core/logging.h"
 #include "worker/rpc/local_calls.h"
 
 namespace overseer {
@@ -43,13 +43,6 @@ namespace {
 constexpr size_t kMaxBody = size_t{1} << 20;
 // Longer than any input takes: a wait that reaches it is a hang, reported as a crash.
 constexpr absl::Duration kPatience = absl::Seconds(20);
-
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "local_calls_fuzz: %s\n", what);
-    std::abort();
-  }
-}
 
 LocalCallOptions Options() {
   LocalCallOptions options;
@@ -91,11 +84,11 @@ Server& TheServer() {
     auto* s = new Server;
     absl::StatusOr<std::unique_ptr<LocalCallServer>> server =
         LocalCallServer::Start(UniqueAbstractAddress("overseer-fuzz-calls"), Handle, Options());
-    Check(server.ok(), "cannot start the server");
+    CHECK(server.ok()) << "cannot start the server";
     s->server = std::move(*server);
     absl::StatusOr<std::unique_ptr<LocalCallChannel>> good =
         LocalCallChannel::Connect(s->server->address(), Options());
-    Check(good.ok(), "cannot connect to the server");
+    CHECK(good.ok()) << "cannot connect to the server";
     s->good = std::move(*good);
     // At exit the server stops and joins its connections' threads (the last input's
     // connection is otherwise only joined when the next one comes).
@@ -120,8 +113,8 @@ absl::StatusOr<std::string> CallAndWait(LocalCallChannel& channel, uint16_t meth
                  runs.fetch_add(1);
                  ended.Notify();
                });
-  Check(ended.WaitForNotificationWithTimeout(kPatience + absl::Seconds(5)), "a call never ended");
-  Check(runs.load() == 1, "a call's done ran more than once");
+  CHECK(ended.WaitForNotificationWithTimeout(kPatience + absl::Seconds(5))) << "a call never ended";
+  CHECK(runs.load() == 1) << "a call's done ran more than once";
   return result;
 }
 
@@ -144,8 +137,8 @@ void CheckServerOutput(const std::string& out) {
     std::memcpy(&magic, out.data() + at, 4);
     std::memcpy(&length, out.data() + at + 20, 4);
     const uint8_t kind = static_cast<uint8_t>(out[at + 4]);
-    Check(magic == kLocalCallMagic, "the server wrote a frame with another magic");
-    Check(kind == 3 || kind == 5, "the server wrote a frame of a kind it must not send");
+    CHECK(magic == kLocalCallMagic) << "the server wrote a frame with another magic";
+    CHECK(kind == 3 || kind == 5) << "the server wrote a frame of a kind it must not send";
     at += kLocalCallHeaderBytes + length;
   }
 }
@@ -155,7 +148,7 @@ void CheckServerOutput(const std::string& out) {
 void ToServer(const std::string& bytes) {
   Server& s = TheServer();
   absl::StatusOr<UniqueFd> fd = ConnectUnixSocket(s.server->address(), SOCK_STREAM, "fuzz");
-  Check(fd.ok(), "cannot connect to the server");
+  CHECK(fd.ok()) << "cannot connect to the server";
   SetSocketTimeout(fd->get(), kPatience);
   SendAll(fd->get(), bytes.data(), bytes.size());
   ::shutdown(fd->get(), SHUT_WR);
@@ -164,14 +157,14 @@ void ToServer(const std::string& bytes) {
   for (;;) {
     const ssize_t r = ::recv(fd->get(), buffer, sizeof(buffer), 0);
     if (r < 0 && errno == EINTR) continue;
-    Check(!(r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)),
-          "the server kept the connection open after its caller's end");
+    CHECK(!(r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)))
+        << "the server kept the connection open after its caller's end";
     if (r <= 0) break;
     out.append(buffer, static_cast<size_t>(r));
   }
   CheckServerOutput(out);
   absl::StatusOr<std::string> echoed = CallAndWait(*s.good, 1, "still there?");
-  Check(echoed.ok() && *echoed == "still there?", "the server stopped serving good calls");
+  CHECK(echoed.ok() && *echoed == "still there?") << "the server stopped serving good calls";
 }
 
 // A channel calls a fake server, which answers with `bytes` and closes.
@@ -179,14 +172,14 @@ void ToChannel(const std::string& bytes) {
   static const std::string* address = new std::string(UniqueAbstractAddress("overseer-fuzz-fake"));
   static const int listener = [] {
     absl::StatusOr<UniqueFd> fd = ListenUnixSocket(*address, SOCK_STREAM, "fuzz fake server");
-    Check(fd.ok(), "cannot listen");
+    CHECK(fd.ok()) << "cannot listen";
     return fd->release();
   }();
   absl::StatusOr<std::unique_ptr<LocalCallChannel>> channel =
       LocalCallChannel::Connect(*address, Options());
-  Check(channel.ok(), "cannot connect to the fake server");
+  CHECK(channel.ok()) << "cannot connect to the fake server";
   UniqueFd peer(::accept(listener, nullptr, nullptr));
-  Check(peer.valid(), "cannot accept");
+  CHECK(peer.valid()) << "cannot accept";
   SetSocketTimeout(peer.get(), kPatience);
   absl::Notification ended;
   std::atomic<int> runs{0};
@@ -197,15 +190,15 @@ void ToChannel(const std::string& bytes) {
                      ended.Notify();
                    });
   std::string call(kLocalCallHeaderBytes + kRequest.size(), '\0');
-  Check(::recv(peer.get(), call.data(), call.size(), MSG_WAITALL) ==
-            static_cast<ssize_t>(call.size()),
-        "the channel's call did not come whole");
+  CHECK(::recv(peer.get(), call.data(), call.size(), MSG_WAITALL) ==
+        static_cast<ssize_t>(call.size()))
+      << "the channel's call did not come whole";
   SendAll(peer.get(), bytes.data(), bytes.size());
   peer = UniqueFd();
-  Check(ended.WaitForNotificationWithTimeout(kPatience + absl::Seconds(5)),
-        "the channel's call never ended");
+  CHECK(ended.WaitForNotificationWithTimeout(kPatience + absl::Seconds(5)))
+      << "the channel's call never ended";
   channel->reset();
-  Check(runs.load() == 1, "the channel's call ended more than once");
+  CHECK(runs.load() == 1) << "the channel's call ended more than once";
 }
 
 }  // namespace
