@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,17 +42,17 @@ absl::StatusOr<std::unique_ptr<LocalReadServer>> LocalReadServer::Start(
     return absl::InvalidArgumentError("LocalReadServerOptions.clock is null");
   }
   ASSIGN_OR_RETURN(UniqueFd listener, ListenLocalReadSocket(options.socket));
+  ASSIGN_OR_RETURN(UniqueFd wake, NewEventFd());
   return std::unique_ptr<LocalReadServer>(
-      new LocalReadServer(store, std::move(options), std::move(listener)));
+      new LocalReadServer(store, std::move(options), std::move(listener), std::move(wake)));
 }
 
 LocalReadServer::LocalReadServer(CheckpointStore* store, LocalReadServerOptions options,
-                                 UniqueFd listener)
+                                 UniqueFd listener, UniqueFd wake)
     : store_(store),
       options_(std::move(options)),
       listener_(std::move(listener)),
-      wake_(::eventfd(0, EFD_CLOEXEC)) {
-  CHECK(wake_.valid()) << "eventfd: " << std::strerror(errno);
+      wake_(std::move(wake)) {
   if (options_.metrics != nullptr) {
     auto counter = [&](const char* name, const char* help) {
       return &prometheus::BuildCounter().Name(name).Help(help).Register(*options_.metrics).Add({});
@@ -72,10 +71,7 @@ LocalReadServer::LocalReadServer(CheckpointStore* store, LocalReadServerOptions 
 }
 
 LocalReadServer::~LocalReadServer() {
-  const uint64_t one = 1;
-  if (::write(wake_.get(), &one, sizeof(one)) != sizeof(one)) {
-    LOG(ERROR) << "cannot stop the local read socket's thread: " << std::strerror(errno);
-  }
+  WakeEventFd(wake_.get(), "local read socket");
   thread_.join();
   if (options_.socket[0] != '@') ::unlink(options_.socket.c_str());
 }

@@ -23,6 +23,7 @@
 #include "checkpoint_store/checkpoint_store.h"
 #include "checkpoint_store/local_read.h"
 #include "core/clock.h"
+#include "core/io/unix_socket.h"
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "proto/checkpoint_store.pb.h"
@@ -97,7 +98,8 @@ class LocalReadServer {
     absl::Time expires;
   };
 
-  LocalReadServer(CheckpointStore* store, LocalReadServerOptions options, UniqueFd listener);
+  LocalReadServer(CheckpointStore* store, LocalReadServerOptions options, UniqueFd listener,
+                  UniqueFd wake);
   void Serve();
   void Redeem(int connection);
   void DropExpired() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,6 +1,7 @@
 #include "core/io/unix_socket.h"
 
 #include <errno.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/logging.h"
 #include "core/status_macros.h"
 
 namespace overseer {
@@ -142,6 +144,19 @@ absl::StatusOr<UniqueFd> ConnectUnixSocket(const std::string& address, int type,
   } while (r != 0 && errno == EINTR);
   if (r != 0) return ErrnoStatus(errno, absl::StrCat("cannot connect to ", what, " ", address));
   return fd;
+}
+
+absl::StatusOr<UniqueFd> NewEventFd() {
+  UniqueFd fd(::eventfd(0, EFD_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(errno, "cannot create an eventfd");
+  return fd;
+}
+
+void WakeEventFd(int fd, absl::string_view what) {
+  const uint64_t one = 1;
+  if (::write(fd, &one, sizeof(one)) != sizeof(one)) {
+    LOG(ERROR) << what << ": cannot wake a thread: " << std::strerror(errno);
+  }
 }
 
 }  // namespace overseer

@@ -65,6 +65,12 @@ std::string UniqueAbstractAddress(absl::string_view prefix);
 int PollTimeoutMs(absl::Time deadline);
 // UNAVAILABLE: "<what>: <strerror(error)>".
 absl::Status ErrnoStatus(int error, absl::string_view what);
+// An eventfd (close-on-exec) that stops or wakes a thread polling it for POLLIN.
+// UNAVAILABLE if the kernel gives none (too many open files).
+absl::StatusOr<UniqueFd> NewEventFd();
+// Adds 1 to the eventfd `fd`, so that a poll of it returns; logs an error naming
+// `what` if the write fails.
+void WakeEventFd(int fd, absl::string_view what);
 
 }  // namespace overseer
 

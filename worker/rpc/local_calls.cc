@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -49,13 +48,6 @@ void SetBuffers(int fd, int bytes) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
-void WakeEventFd(int fd) {
-  const uint64_t one = 1;
-  if (::write(fd, &one, sizeof(one)) != sizeof(one)) {
-    LOG(ERROR) << kWhat << ": cannot wake a thread: " << std::strerror(errno);
-  }
-}
-
 }  // namespace
 
 // One end of a connection: its thread reads the frames and writes what Send could not
@@ -93,9 +85,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!written.ok()) {
       closing_ = true;
       close_reason_ = std::move(written);
-      WakeEventFd(wake_.get());
+      WakeEventFd(wake_.get(), kWhat);
     } else if (!out_.empty()) {
-      WakeEventFd(wake_.get());  // The thread waits until the socket takes the rest.
+      WakeEventFd(wake_.get(), kWhat);  // The thread waits until the socket takes the rest.
     }
     return true;
   }
@@ -107,7 +99,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (closing_) return;
     closing_ = true;
     close_reason_ = std::move(reason);
-    WakeEventFd(wake_.get());
+    WakeEventFd(wake_.get(), kWhat);
   }
 
   bool closed() const {
@@ -139,7 +131,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The connection ended: on the thread, once, last.
   virtual void OnClosed(const absl::Status& reason) = 0;
 
-  void Wake() { WakeEventFd(wake_.get()); }
+  void Wake() { WakeEventFd(wake_.get(), kWhat); }
 
   const std::string what_;
   const size_t max_body_bytes_;
@@ -675,8 +667,7 @@ absl::StatusOr<std::unique_ptr<LocalCallServer>> LocalCallServer::Start(const st
                                                                         LocalCallOptions options) {
   ASSIGN_OR_RETURN(UniqueFd listener,
                    ListenUnixSocket(address, SOCK_STREAM, local_calls_internal::kWhat));
-  UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
-  if (!wake.valid()) return ErrnoStatus(errno, "cannot create an eventfd");
+  ASSIGN_OR_RETURN(UniqueFd wake, NewEventFd());
   return std::unique_ptr<LocalCallServer>(new LocalCallServer(
       address, std::move(listener), std::move(wake), std::move(handler), options));
 }
@@ -691,7 +682,7 @@ LocalCallServer::LocalCallServer(std::string address, UniqueFd listener, UniqueF
       thread_([this] { Accept(); }) {}
 
 LocalCallServer::~LocalCallServer() {
-  local_calls_internal::WakeEventFd(wake_.get());
+  WakeEventFd(wake_.get(), local_calls_internal::kWhat);
   thread_.join();
   std::vector<std::shared_ptr<ServerConnection>> connections;
   {
@@ -730,15 +721,14 @@ void LocalCallServer::Accept() {
     if ((fds[1].revents & POLLIN) == 0) continue;
     UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!fd.valid()) continue;  // The caller went away, or too many files: the next one.
-    UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
-    if (!wake.valid()) {
-      LOG(ERROR) << local_calls_internal::kWhat << " " << address_
-                 << ": cannot create an eventfd: " << std::strerror(errno);
+    absl::StatusOr<UniqueFd> wake = NewEventFd();
+    if (!wake.ok()) {
+      LOG(ERROR) << local_calls_internal::kWhat << " " << address_ << ": " << wake.status();
       continue;
     }
     local_calls_internal::SetBuffers(fd.get(), options_.socket_buffer_bytes);
     auto connection = std::make_shared<ServerConnection>(
-        std::move(fd), std::move(wake), absl::StrCat(local_calls_internal::kWhat, " ", address_),
+        std::move(fd), *std::move(wake), absl::StrCat(local_calls_internal::kWhat, " ", address_),
         options_.max_body_bytes, handler_);
     std::vector<std::shared_ptr<ServerConnection>> ended;
     {
@@ -768,8 +758,7 @@ absl::StatusOr<std::unique_ptr<LocalCallChannel>> LocalCallChannel::Connect(
     return ErrnoStatus(errno, "cannot make the local call socket non-blocking");
   }
   local_calls_internal::SetBuffers(fd.get(), options.socket_buffer_bytes);
-  UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
-  if (!wake.valid()) return ErrnoStatus(errno, "cannot create an eventfd");
+  ASSIGN_OR_RETURN(UniqueFd wake, NewEventFd());
   auto state = std::make_shared<ChannelState>(
       std::move(fd), std::move(wake), absl::StrCat(local_calls_internal::kWhat, " ", address),
       options);

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,8 +33,7 @@ std::string LocalTransferServer::DefaultAddress() {
 absl::StatusOr<std::unique_ptr<LocalTransferServer>> LocalTransferServer::Start(
     const std::string& address, absl::Duration token_wait) {
   ASSIGN_OR_RETURN(UniqueFd listener, ListenUnixSocket(address, SOCK_STREAM, kWhat));
-  UniqueFd wake(::eventfd(0, EFD_CLOEXEC));
-  if (!wake.valid()) return ErrnoStatus(errno, "cannot create an eventfd");
+  ASSIGN_OR_RETURN(UniqueFd wake, NewEventFd());
   return std::unique_ptr<LocalTransferServer>(
       new LocalTransferServer(address, token_wait, std::move(listener), std::move(wake)));
 }
@@ -49,10 +47,7 @@ LocalTransferServer::LocalTransferServer(std::string address, absl::Duration tok
       thread_([this] { Serve(); }) {}
 
 LocalTransferServer::~LocalTransferServer() {
-  const uint64_t one = 1;
-  if (::write(wake_.get(), &one, sizeof(one)) != sizeof(one)) {
-    LOG(ERROR) << "local transfer socket: cannot wake the admitting thread";
-  }
+  WakeEventFd(wake_.get(), kWhat);
   thread_.join();
   absl::MutexLock lock(&mu_);
   stopping_ = true;
