@@ -6,7 +6,8 @@
 //     is then closed for writing); what the server writes back must be whole frames
 //     of kinds it may send (a reply, a pong), the last one possibly cut short by the
 //     connection's end, and afterwards the server still answers a good call on a
-//     connection of its own;
+//     connection of its own, and every call the server took on the connection is
+//     released (answered or cancelled, and freed) soon after it ended;
 //   mode 1: a channel makes one call (id 1) to a fake server, which answers it with
 //     the bytes and closes: the call's `done` must run exactly once;
 //   mode 2: as mode 0, for frames larger than a connection's read buffer: the next 24
@@ -19,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -26,10 +28,15 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/base/attributes.h"
+#include "absl/base/const_init.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -51,7 +58,16 @@ LocalCallOptions Options() {
   return options;
 }
 
+// The calls of method 3 the server handed to Handle, watched until it frees them.
+ABSL_CONST_INIT absl::Mutex watched_mu(absl::kConstInit);
+std::vector<std::weak_ptr<LocalCall>>* const watched ABSL_PT_GUARDED_BY(watched_mu) =
+    new std::vector<std::weak_ptr<LocalCall>>;
+
 void Handle(std::shared_ptr<LocalCall> call) {
+  if (call->method() == 3) {
+    absl::MutexLock lock(&watched_mu);
+    watched->push_back(call);
+  }
   switch (call->method()) {
     case 1:
       call->Reply(absl::OkStatus(), call->request());
@@ -163,6 +179,22 @@ void ToServer(const std::string& bytes) {
     out.append(buffer, static_cast<size_t>(r));
   }
   CheckServerOutput(out);
+  // The server shuts the socket down first and then cancels the calls still waiting on
+  // the connection: each must be freed, not kept by a long-lived server. Waiting for
+  // that also ends the input with no server thread still holding them, so that
+  // libFuzzer's leak check after each input sees only what stayed behind.
+  const absl::Time patience = absl::Now() + kPatience;
+  for (;;) {
+    {
+      absl::MutexLock lock(&watched_mu);
+      watched->erase(std::remove_if(watched->begin(), watched->end(),
+                                    [](const std::weak_ptr<LocalCall>& c) { return c.expired(); }),
+                     watched->end());
+      if (watched->empty()) break;
+    }
+    CHECK(absl::Now() < patience) << "a call outlived its connection";
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   absl::StatusOr<std::string> echoed = CallAndWait(*s.good, 1, "still there?");
   CHECK(echoed.ok() && *echoed == "still there?") << "the server stopped serving good calls";
 }
