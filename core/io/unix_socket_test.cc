@@ -14,7 +14,6 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 

@@ -64,10 +64,6 @@ std::vector<std::weak_ptr<LocalCall>>* const watched ABSL_PT_GUARDED_BY(watched_
     new std::vector<std::weak_ptr<LocalCall>>;
 
 void Handle(std::shared_ptr<LocalCall> call) {
-  if (call->method() == 3) {
-    absl::MutexLock lock(&watched_mu);
-    watched->push_back(call);
-  }
   switch (call->method()) {
     case 1:
       call->Reply(absl::OkStatus(), call->request());
@@ -76,6 +72,10 @@ void Handle(std::shared_ptr<LocalCall> call) {
       call->Reply(absl::InvalidArgumentError("method 2 fails"));
       return;
     case 3: {
+      {
+        absl::MutexLock lock(&watched_mu);
+        watched->push_back(call);
+      }
       // The callback runs inside the call's own StartCancel, while the call lives.
       LocalCall* raw = call.get();
       const CancellationManager::Token token = call->cancellation()->RegisterCallback(
